@@ -1,0 +1,142 @@
+package cachedprom // import "github.com/otelcol-red/otelcol-red/exporter/cachedprom"
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/resourcetotelemetry"
+	"github.com/prometheus/common/model"
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/config/confighttp"
+	"go.opentelemetry.io/collector/config/configoptional"
+	"go.opentelemetry.io/collector/exporter/exporterhelper"
+)
+
+// Config is the cachedprom configuration. Every key of the prometheus
+// exporter is accepted with the same meaning, so a stock configuration keeps
+// working when the exporter type is renamed; path, render_interval and
+// max_series are cachedprom's own.
+type Config struct {
+	// ServerConfig is the HTTP server serving the scrape endpoint: endpoint
+	// (default localhost:9464), tls, auth, cors and the other confighttp keys.
+	confighttp.ServerConfig `mapstructure:",squash"`
+
+	// QueueBatchConfig is the exporterhelper sending queue. Ingest is cheap, so
+	// it is off unless configured; it exists so stock configurations load.
+	QueueBatchConfig configoptional.Optional[exporterhelper.QueueBatchConfig] `mapstructure:"sending_queue"`
+
+	// Namespace, when set, prefixes every metric name (and target_info) with
+	// "<namespace>_". Empty means no prefix.
+	Namespace string `mapstructure:"namespace"`
+
+	// ConstLabels are added to every exported series except target_info. Empty
+	// means none.
+	ConstLabels map[string]string `mapstructure:"const_labels"`
+
+	// SendTimestamps writes each sample's OTLP timestamp into the exposition.
+	// Default false: Prometheus stamps samples with the scrape time.
+	SendTimestamps bool `mapstructure:"send_timestamps"`
+
+	// MetricExpiration is how long a series is kept after its last update. It is
+	// enforced by a timer, whether or not anybody scrapes. Default 5m; zero
+	// expires a series at the first sweep after its update.
+	MetricExpiration time.Duration `mapstructure:"metric_expiration"`
+
+	// ResourceToTelemetrySettings copies resource attributes onto every data
+	// point (hence into labels). Default disabled.
+	ResourceToTelemetrySettings resourcetotelemetry.Settings `mapstructure:"resource_to_telemetry_conversion"`
+
+	// EnableOpenMetrics also renders an OpenMetrics 1.0 body, served to clients
+	// that ask for it. Default false: text 0.0.4 only, as the prometheus exporter.
+	EnableOpenMetrics bool `mapstructure:"enable_open_metrics"`
+
+	// WithoutScopeInfo drops the otel_scope_* labels. Default false.
+	WithoutScopeInfo bool `mapstructure:"without_scope_info"`
+
+	// AddMetricSuffixes adds type and unit suffixes (_total, _seconds, ...) to
+	// metric names. Default true. Ignored when translation_strategy is set.
+	//
+	// Deprecated: use TranslationStrategy, as in the prometheus exporter.
+	AddMetricSuffixes bool `mapstructure:"add_metric_suffixes"`
+
+	// TranslationStrategy chooses how OTLP names become Prometheus names:
+	// UnderscoreEscapingWithSuffixes, UnderscoreEscapingWithoutSuffixes,
+	// NoUTF8EscapingWithSuffixes or NoTranslation. Empty means "decide from
+	// add_metric_suffixes".
+	TranslationStrategy translationStrategy `mapstructure:"translation_strategy"`
+
+	// Path is the HTTP path serving the exposition. Default /metrics.
+	Path string `mapstructure:"path"`
+
+	// RenderInterval is the debounce of the renderer: after an update, the
+	// snapshot is rebuilt at most once per interval (and never more often than
+	// the last render took, so rendering uses at most half a core). Default 1s.
+	RenderInterval time.Duration `mapstructure:"render_interval"`
+
+	// MaxSeries caps the number of series kept. Data points that would create a
+	// series beyond the cap are dropped, counted, and logged once per render
+	// interval. Zero means no cap. Default 1000000.
+	MaxSeries int `mapstructure:"max_series"`
+}
+
+type translationStrategy string
+
+const (
+	underscoreEscapingWithSuffixes    translationStrategy = "UnderscoreEscapingWithSuffixes"
+	underscoreEscapingWithoutSuffixes translationStrategy = "UnderscoreEscapingWithoutSuffixes"
+	noUTF8EscapingWithSuffixes        translationStrategy = "NoUTF8EscapingWithSuffixes"
+	noTranslation                     translationStrategy = "NoTranslation"
+)
+
+var _ component.Config = (*Config)(nil)
+
+// Validate checks the configuration.
+func (cfg *Config) Validate() error {
+	var errs []error
+	switch cfg.TranslationStrategy {
+	case "", underscoreEscapingWithSuffixes, underscoreEscapingWithoutSuffixes, noUTF8EscapingWithSuffixes, noTranslation:
+	default:
+		errs = append(errs, fmt.Errorf("invalid translation_strategy: %s", cfg.TranslationStrategy))
+	}
+	if strings.TrimSpace(cfg.NetAddr.Endpoint) == "" {
+		errs = append(errs, errors.New("endpoint must not be empty"))
+	}
+	if !strings.HasPrefix(cfg.Path, "/") {
+		errs = append(errs, fmt.Errorf("path must start with '/', got %q", cfg.Path))
+	}
+	if cfg.RenderInterval <= 0 {
+		errs = append(errs, errors.New("render_interval must be greater than 0"))
+	}
+	if cfg.MaxSeries < 0 {
+		errs = append(errs, errors.New("max_series must not be negative"))
+	}
+	if cfg.MetricExpiration < 0 {
+		errs = append(errs, errors.New("metric_expiration must not be negative"))
+	}
+	for name := range cfg.ConstLabels {
+		// client_golang rejects such names when building the metric
+		// descriptor, which would silently drop every series: fail early.
+		if !model.LabelName(name).IsValid() || strings.HasPrefix(name, model.ReservedLabelPrefix) {
+			errs = append(errs, fmt.Errorf("const_labels: invalid label name %q", name))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// translation returns (add suffixes, allow UTF-8) as the prometheus exporter
+// derives them.
+func (cfg *Config) translation() (withSuffixes, utf8Allowed bool) {
+	switch cfg.TranslationStrategy {
+	case underscoreEscapingWithSuffixes:
+		return true, false
+	case underscoreEscapingWithoutSuffixes:
+		return false, false
+	case noUTF8EscapingWithSuffixes:
+		return true, true
+	case noTranslation:
+		return false, true
+	}
+	return cfg.AddMetricSuffixes, false
+}

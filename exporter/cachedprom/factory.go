@@ -1,0 +1,71 @@
+// Package cachedprom is a Prometheus exporter that serves scrapes from a
+// pre-rendered, pre-compressed snapshot instead of rendering on the request
+// path.
+package cachedprom // import "github.com/otelcol-red/otelcol-red/exporter/cachedprom"
+
+import (
+	"context"
+	"time"
+
+	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/resourcetotelemetry"
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/config/confighttp"
+	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/exporter"
+	"go.opentelemetry.io/collector/exporter/exporterhelper"
+
+	"github.com/otelcol-red/otelcol-red/exporter/cachedprom/internal/metadata"
+)
+
+const (
+	// defaultEndpoint binds loopback only: exposing metrics to the network is
+	// an explicit decision.
+	defaultEndpoint         = "localhost:9464"
+	defaultPath             = "/metrics"
+	defaultMetricExpiration = 5 * time.Minute
+	defaultRenderInterval   = time.Second
+	defaultMaxSeries        = 1_000_000
+	defaultAddMetricSuffix  = true
+)
+
+// NewFactory creates the cachedprom exporter factory.
+func NewFactory() exporter.Factory {
+	return exporter.NewFactory(
+		metadata.Type,
+		createDefaultConfig,
+		exporter.WithMetrics(createMetrics, metadata.MetricsStability))
+}
+
+func createDefaultConfig() component.Config {
+	server := confighttp.NewDefaultServerConfig()
+	server.NetAddr.Endpoint = defaultEndpoint
+	return &Config{
+		ServerConfig:      server,
+		ConstLabels:       map[string]string{},
+		MetricExpiration:  defaultMetricExpiration,
+		AddMetricSuffixes: defaultAddMetricSuffix,
+		Path:              defaultPath,
+		RenderInterval:    defaultRenderInterval,
+		MaxSeries:         defaultMaxSeries,
+	}
+}
+
+func createMetrics(ctx context.Context, set exporter.Settings, cfg component.Config) (exporter.Metrics, error) {
+	c := cfg.(*Config)
+	exp, err := newExporter(c, set)
+	if err != nil {
+		return nil, err
+	}
+	m, err := exporterhelper.NewMetrics(ctx, set, cfg,
+		exp.ConsumeMetrics,
+		exporterhelper.WithStart(exp.Start),
+		exporterhelper.WithShutdown(exp.Shutdown),
+		exporterhelper.WithQueue(c.QueueBatchConfig),
+		// Ingest only reads the data; the store copies what it keeps.
+		exporterhelper.WithCapabilities(consumer.Capabilities{MutatesData: false}),
+	)
+	if err != nil {
+		return nil, err
+	}
+	return resourcetotelemetry.WrapMetricsExporter(c.ResourceToTelemetrySettings, m), nil
+}

@@ -1,0 +1,263 @@
+package e2e
+
+import (
+	"bytes"
+	"compress/gzip"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/otelcol-red/otelcol-red/internal/testservice"
+)
+
+// readyLine is what the collector logs once every pipeline has started.
+const readyLine = "Everything is ready. Begin running and processing data."
+
+// binaryPath is the collector under test; `make build` produces it.
+func binaryPath(tb testing.TB) string {
+	tb.Helper()
+	p := filepath.Join(testservice.Root(), "bin", "otelcol-red")
+	if _, err := os.Stat(p); err != nil {
+		tb.Fatalf("%s is missing: run `make build` first (make test does): %v", p, err)
+	}
+	return p
+}
+
+// configPath returns the path of a file in the repository's configs/ folder.
+func configPath(name string) string {
+	return filepath.Join(testservice.Root(), "configs", name)
+}
+
+// freeAddr returns a 127.0.0.1 address with a port that was free a moment ago.
+func freeAddr(tb testing.TB) string {
+	tb.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatalf("cannot find a free port: %v", err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// portOf returns the port of a host:port address.
+func portOf(addr string) string {
+	_, p, _ := net.SplitHostPort(addr)
+	return p
+}
+
+// syncBuffer collects a child's output while tests read it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// Collector is a running bin/otelcol-red child process.
+type Collector struct {
+	cmd  *exec.Cmd
+	logs *syncBuffer
+	done chan struct{}
+	err  error
+}
+
+// StartCollector runs the binary with --config=configFile and the given extra environment
+// (config files read endpoints from ${env:...}), waits until it logs readiness, and stops it
+// when the test ends. A collector that exits or does not get ready in time fails the test with
+// its log.
+func StartCollector(tb testing.TB, configFile string, env map[string]string) *Collector {
+	tb.Helper()
+	cmd := exec.Command(binaryPath(tb), "--config="+configFile)
+	cmd.Env = os.Environ()
+	for k, v := range env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	c := &Collector{cmd: cmd, logs: &syncBuffer{}, done: make(chan struct{})}
+	cmd.Stdout = c.logs
+	cmd.Stderr = c.logs
+	if err := cmd.Start(); err != nil {
+		tb.Fatalf("cannot start %s: %v", cmd.Path, err)
+	}
+	go func() {
+		c.err = cmd.Wait()
+		close(c.done)
+	}()
+	tb.Cleanup(func() {
+		c.Stop(tb)
+		if tb.Failed() {
+			tb.Logf("collector log:\n%s", tailOf(c.Logs(), 8000))
+		}
+	})
+	deadline := time.Now().Add(60 * time.Second)
+	for !strings.Contains(c.Logs(), readyLine) {
+		select {
+		case <-c.done:
+			tb.Fatalf("collector exited before it was ready (%v):\n%s", c.err, tailOf(c.Logs(), 8000))
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("collector not ready after 60s:\n%s", tailOf(c.Logs(), 8000))
+		}
+	}
+	return c
+}
+
+// Logs returns everything the collector wrote so far.
+func (c *Collector) Logs() string { return c.logs.String() }
+
+// Stop sends SIGTERM (a graceful shutdown with final flushes) and waits up to 60 s before killing.
+// It returns the process' exit error, nil for a clean exit. Stopping twice is harmless.
+func (c *Collector) Stop(tb testing.TB) error {
+	tb.Helper()
+	select {
+	case <-c.done:
+		return c.err
+	default:
+	}
+	_ = c.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-c.done:
+	case <-time.After(60 * time.Second):
+		_ = c.cmd.Process.Kill()
+		<-c.done
+		tb.Errorf("collector did not stop within 60s of SIGTERM")
+	}
+	return c.err
+}
+
+// Kill ends the collector at once, without a graceful shutdown (a crash).
+func (c *Collector) Kill() {
+	_ = c.cmd.Process.Kill()
+	<-c.done
+}
+
+// Scrape GETs a Prometheus endpoint (accepting gzip) and parses the text exposition.
+func Scrape(tb testing.TB, url string) map[string]*dto.MetricFamily {
+	tb.Helper()
+	fams, err := scrape(url)
+	if err != nil {
+		tb.Fatalf("scrape %s: %v", url, err)
+	}
+	return fams
+}
+
+func scrape(url string) (map[string]*dto.MetricFamily, error) {
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", "text/plain;version=0.0.4")
+	req.Header.Set("Accept-Encoding", "gzip")
+	// A transport of its own so no idle connection outlives the test (goleak).
+	tr := &http.Transport{DisableKeepAlives: true, DisableCompression: true}
+	defer tr.CloseIdleConnections()
+	resp, err := (&http.Client{Transport: tr, Timeout: 30 * time.Second}).Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		return nil, fmt.Errorf("status %d: %s", resp.StatusCode, tailOf(string(b), 500))
+	}
+	var body io.Reader = resp.Body
+	if resp.Header.Get("Content-Encoding") == "gzip" {
+		zr, err := gzip.NewReader(resp.Body)
+		if err != nil {
+			return nil, err
+		}
+		defer zr.Close()
+		body = zr
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	return parser.TextToMetricFamilies(body)
+}
+
+// SumSeries adds the values of every series of family whose labels include all of want.
+// Counters, gauges and untyped values count as they are; histograms count their sample count, so
+// the duration histogram's count can be checked against calls. It returns how many series matched.
+func SumSeries(fams map[string]*dto.MetricFamily, family string, want map[string]string) (float64, int) {
+	f, ok := fams[family]
+	if !ok {
+		return 0, 0
+	}
+	var sum float64
+	n := 0
+next:
+	for _, m := range f.GetMetric() {
+		have := map[string]string{}
+		for _, lp := range m.GetLabel() {
+			have[lp.GetName()] = lp.GetValue()
+		}
+		for k, v := range want {
+			if have[k] != v {
+				continue next
+			}
+		}
+		n++
+		switch {
+		case m.Counter != nil:
+			sum += m.GetCounter().GetValue()
+		case m.Gauge != nil:
+			sum += m.GetGauge().GetValue()
+		case m.Untyped != nil:
+			sum += m.GetUntyped().GetValue()
+		case m.Histogram != nil:
+			sum += float64(m.GetHistogram().GetSampleCount())
+		}
+	}
+	return sum, n
+}
+
+// WaitForSum scrapes url until SumSeries(family, want) equals expected or timeout passes, and
+// returns the last sum seen. Tests assert on the returned value so a shortfall shows the number.
+func WaitForSum(tb testing.TB, url, family string, want map[string]string, expected float64, timeout time.Duration) float64 {
+	tb.Helper()
+	deadline := time.Now().Add(timeout)
+	last := -1.0
+	for {
+		if fams, err := scrape(url); err == nil {
+			last, _ = SumSeries(fams, family, want)
+			if last == expected {
+				return last
+			}
+		}
+		if time.Now().After(deadline) {
+			return last
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+func tailOf(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return "..." + s[len(s)-n:]
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }

@@ -1,0 +1,131 @@
+package loadtest
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"sort"
+	"syscall"
+	"time"
+
+	"github.com/shirou/gopsutil/v4/process"
+)
+
+// CollectorGOMAXPROCS is the Go scheduler width every collector under test gets, so that both
+// binaries have the same parallelism whatever the machine.
+const CollectorGOMAXPROCS = "2"
+
+// stopGrace is how long a collector has to shut down after SIGTERM before it is killed.
+const stopGrace = 20 * time.Second
+
+// Collector is one distribution under test: a binary and the config it runs.
+type Collector struct {
+	// Name labels the collector in results: "ours" or "stock".
+	Name string
+	// Binary is the collector executable.
+	Binary string
+	// Config is the collector config; endpoints come from the environment (see Endpoints).
+	Config string
+}
+
+// Process is a running collector: its child process and the probe the sampler reads.
+type Process struct {
+	name  string
+	cmd   *exec.Cmd
+	probe *process.Process
+	log   *os.File
+	done  chan struct{}
+	err   error
+}
+
+// StartCollector runs c as a child process with env added to this process's environment,
+// GOMAXPROCS pinned, and its output written to logPath.
+func StartCollector(c Collector, env map[string]string, logPath string) (*Process, error) {
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return nil, fmt.Errorf("cannot create collector log %q: %w", logPath, err)
+	}
+	cmd := exec.Command(c.Binary, "--config", c.Config)
+	cmd.Env = append(os.Environ(), "GOMAXPROCS="+CollectorGOMAXPROCS)
+	keys := make([]string, 0, len(env))
+	for k := range env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		cmd.Env = append(cmd.Env, k+"="+env[k])
+	}
+	cmd.Stdout = logFile
+	cmd.Stderr = logFile
+	if err := cmd.Start(); err != nil {
+		logFile.Close()
+		return nil, fmt.Errorf("cannot start %s (%s): %w", c.Name, c.Binary, err)
+	}
+	p := &Process{name: c.Name, cmd: cmd, log: logFile, done: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		close(p.done)
+	}()
+	p.probe, err = process.NewProcess(int32(cmd.Process.Pid))
+	if err != nil {
+		_ = p.Stop()
+		return nil, fmt.Errorf("cannot watch %s pid=%d: %w", c.Name, cmd.Process.Pid, err)
+	}
+	return p, nil
+}
+
+// Exited reports whether the process ended, and how.
+func (p *Process) Exited() (bool, error) {
+	select {
+	case <-p.done:
+		return true, p.err
+	default:
+		return false, nil
+	}
+}
+
+// Usage reads the CPU time (user + system, seconds) used so far and the resident set size.
+func (p *Process) Usage() (cpuSeconds float64, rssBytes uint64, err error) {
+	t, err := p.probe.Times()
+	if err != nil {
+		return 0, 0, err
+	}
+	m, err := p.probe.MemoryInfo()
+	if err != nil {
+		return 0, 0, err
+	}
+	return t.User + t.System, m.RSS, nil
+}
+
+// Stop sends SIGTERM, waits for a graceful shutdown and kills the process if it hangs. An exit
+// status caused by our own signal is not an error.
+func (p *Process) Stop() error {
+	defer p.log.Close()
+	if exited, err := p.Exited(); exited {
+		return fmt.Errorf("%s exited before it was stopped: %w", p.name, errOrExit(err))
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(stopGrace):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+		return fmt.Errorf("%s did not stop within %s of SIGTERM", p.name, stopGrace)
+	}
+	var exitErr *exec.ExitError
+	if errors.As(p.err, &exitErr) && !exitErr.Success() {
+		if ws, ok := exitErr.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGTERM {
+			return nil
+		}
+		return fmt.Errorf("%s exited with %w after SIGTERM", p.name, p.err)
+	}
+	return nil
+}
+
+func errOrExit(err error) error {
+	if err == nil {
+		return errors.New("exit status 0")
+	}
+	return err
+}
