@@ -5,8 +5,8 @@
 package tools
 
 import (
-	_ "github.com/otelcol-red/otelcol-red/internal/testservice"
 	_ "github.com/open-telemetry/opentelemetry-collector-contrib/testbed/testbed"
+	_ "github.com/otelcol-red/otelcol-red/internal/testservice"
 	_ "github.com/prometheus/common/expfmt"
 	_ "github.com/redis/go-redis/extra/redisotel/v9"
 	_ "github.com/redis/go-redis/v9"
