@@ -70,7 +70,8 @@ start() {
   pid_alive "$PIDFILE" && stop # a node that no longer answers is restarted
   port_open "$PORT" && die "port $PORT is taken by another process"
   port_open "$TRANSPORT_PORT" && die "port $TRANSPORT_PORT is taken by another process"
-  mkdir -p "$HOME_DIR"
+  mkdir -p "$HOME_DIR/config"
+  cp "$SRC/log4j2.properties" "$HOME_DIR/config/log4j2.properties"
   # stdin/stdout/stderr are detached so that a caller reading this script's stdout (a Go test)
   # sees EOF when the script exits, not when the node does. The heap stays modest because tests
   # share a 2-core machine with the collector and other services.

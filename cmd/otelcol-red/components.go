@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/collector/service/telemetry/otelconftelemetry"
 	spanmetricsconnector "github.com/open-telemetry/opentelemetry-collector-contrib/connector/spanmetricsconnector"
 	forwardconnector "go.opentelemetry.io/collector/connector/forwardconnector"
+	hotspotfilter "github.com/otelcol-red/otelcol-red/connector/hotspotfilter"
 	otlpexporter "go.opentelemetry.io/collector/exporter/otlpexporter"
 	otlphttpexporter "go.opentelemetry.io/collector/exporter/otlphttpexporter"
 	debugexporter "go.opentelemetry.io/collector/exporter/debugexporter"
@@ -124,6 +125,7 @@ func components() (otelcol.Factories, error) {
 	factories.Connectors, err = otelcol.MakeFactoryMap[connector.Factory](
 		spanmetricsconnector.NewFactory(),
 		forwardconnector.NewFactory(),
+		hotspotfilter.NewFactory(),
 	)
 	if err != nil {
 		return otelcol.Factories{}, err
@@ -131,6 +133,7 @@ func components() (otelcol.Factories, error) {
 	factories.ConnectorModules = makeModulesMap(factories.Connectors, map[component.Type]string{
 		spanmetricsconnector.NewFactory().Type(): "github.com/open-telemetry/opentelemetry-collector-contrib/connector/spanmetricsconnector v0.145.0",
 		forwardconnector.NewFactory().Type(): "go.opentelemetry.io/collector/connector/forwardconnector v0.145.0",
+		hotspotfilter.NewFactory().Type(): "github.com/otelcol-red/otelcol-red v0.0.0",
 	})
 
 	return factories, nil

@@ -2,6 +2,7 @@ package loadtest
 
 import (
 	"bufio"
+	"bytes"
 	"compress/gzip"
 	"context"
 	"errors"
@@ -25,12 +26,15 @@ const CallsMetric = "traces_span_metrics_calls_total"
 type Scrape struct {
 	// At is when the scrape started, from the start of the load.
 	At time.Duration
-	// Latency runs from sending the request to the last byte of the decompressed body, which is
-	// what a Prometheus server waits for before it can ingest the sample.
+	// Latency runs from sending the request to the last byte of the body, which is what a
+	// Prometheus server waits for before it can ingest the page.
 	Latency time.Duration
-	// WireBytes is the body size as transferred (gzip); Bytes is the decompressed size.
+	// WireBytes is the body size as transferred (gzip).
 	WireBytes int64
-	Bytes     int64
+	// Empty marks a page without a single sample line, as served before the first metrics flush.
+	Empty bool `json:",omitempty"`
+	// Failed marks a scrape that errored or timed out; its Latency is then the timeout.
+	Failed bool `json:",omitempty"`
 }
 
 // Scraper issues Prometheus-style scrapes: gzip, the Prometheus Accept header, a timeout.
@@ -41,7 +45,7 @@ type Scraper struct {
 // NewScraper returns a scraper whose requests give up after timeout.
 func NewScraper(timeout time.Duration) *Scraper {
 	// DisableCompression: the request asks for gzip itself and reads the compressed body, so the
-	// wire size is known and the decompression is part of the measured latency, as in Prometheus.
+	// wire size is known.
 	return &Scraper{client: &http.Client{
 		Timeout:   timeout,
 		Transport: &http.Transport{DisableCompression: true, MaxIdleConnsPerHost: 2},
@@ -51,8 +55,10 @@ func NewScraper(timeout time.Duration) *Scraper {
 // Close drops idle connections.
 func (s *Scraper) Close() { s.client.CloseIdleConnections() }
 
-// Get scrapes url once and hands each exposition line to onLine (which may be nil).
-func (s *Scraper) Get(ctx context.Context, url string, onLine func(line string)) (Scrape, error) {
+// Get scrapes url once. With onLine nil the body is read but not decompressed beyond its first
+// bytes: a page of 100k series is hundreds of MB of text, and inflating it on this host would take
+// CPU from the collectors under test. With onLine set, every exposition line is handed to it.
+func (s *Scraper) Get(ctx context.Context, url string, onLine func(line []byte)) (Scrape, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, http.NoBody)
 	if err != nil {
 		return Scrape{}, err
@@ -74,26 +80,36 @@ func (s *Scraper) Get(ctx context.Context, url string, onLine func(line string))
 	if resp.Header.Get("Content-Encoding") == "gzip" {
 		zr, err := gzip.NewReader(wire)
 		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return Scrape{Latency: time.Since(start), Empty: true}, nil
+			}
 			return Scrape{}, fmt.Errorf("cannot read gzip body of url=%q: %w", url, err)
 		}
 		defer zr.Close()
 		body = zr
 	}
-	plain := &countingReader{r: body}
+	empty := true
 	if onLine == nil {
-		_, err = io.Copy(io.Discard, plain)
+		var first [1]byte
+		n, _ := io.ReadFull(body, first[:])
+		empty = n == 0
+		_, err = io.Copy(io.Discard, wire)
 	} else {
-		sc := bufio.NewScanner(plain)
+		sc := bufio.NewScanner(body)
 		sc.Buffer(make([]byte, 64<<10), 4<<20)
 		for sc.Scan() {
-			onLine(sc.Text())
+			line := sc.Bytes()
+			if len(line) > 0 && line[0] != '#' {
+				empty = false
+			}
+			onLine(line)
 		}
 		err = sc.Err()
 	}
 	if err != nil {
 		return Scrape{}, fmt.Errorf("cannot read body of url=%q: %w", url, err)
 	}
-	return Scrape{Latency: time.Since(start), WireBytes: wire.n, Bytes: plain.n}, nil
+	return Scrape{Latency: time.Since(start), WireBytes: wire.n, Empty: empty}, nil
 }
 
 // SumCounter scrapes url and returns the sum of every sample of metric.
@@ -102,8 +118,13 @@ func (s *Scraper) SumCounter(ctx context.Context, url, metric string) (float64, 
 		sum    float64
 		badErr error
 	)
-	_, err := s.Get(ctx, url, func(line string) {
-		v, ok, err := sampleValue(line, metric)
+	prefix := []byte(metric)
+	_, err := s.Get(ctx, url, func(line []byte) {
+		// Most lines belong to other metrics; only matching ones become strings.
+		if !bytes.HasPrefix(line, prefix) {
+			return
+		}
+		v, ok, err := sampleValue(string(line), metric)
 		if err != nil && badErr == nil {
 			badErr = err
 		}

@@ -9,6 +9,7 @@ import java.util.concurrent.TimeUnit;
 
 import org.elasticsearch.common.logging.LogConfigurator;
 import org.elasticsearch.common.settings.Settings;
+import org.elasticsearch.env.Environment;
 import org.elasticsearch.node.InternalSettingsPreparer;
 import org.elasticsearch.node.Node;
 import org.elasticsearch.plugins.Plugin;
@@ -26,9 +27,12 @@ import org.elasticsearch.transport.Netty4Plugin;
  */
 public final class TestNode extends Node {
 
-    private TestNode(Settings settings, List<Class<? extends Plugin>> plugins) {
-        super(InternalSettingsPreparer.prepareEnvironment(settings, Collections.emptyMap(), null, () -> "otelcol-red-test"),
-                plugins, true);
+    private TestNode(Environment env, List<Class<? extends Plugin>> plugins) {
+        super(env, plugins, true);
+    }
+
+    private static Environment prepare(Settings settings) {
+        return InternalSettingsPreparer.prepareEnvironment(settings, Collections.emptyMap(), null, () -> "otelcol-red-test");
     }
 
     public static void main(String[] args) throws Exception {
@@ -53,11 +57,13 @@ public final class TestNode extends Node {
                 .put("cluster.routing.allocation.disk.threshold_enabled", false)
                 .build();
 
+        Environment env = prepare(settings);
         LogConfigurator.registerErrorListener();
         LogConfigurator.setNodeName("otelcol-red-test");
-        LogConfigurator.configureWithoutConfig(settings);
+        // Reads <home>/config/log4j2.properties, which the script copies there.
+        LogConfigurator.configure(env);
 
-        TestNode node = new TestNode(settings, List.of(Netty4Plugin.class));
+        TestNode node = new TestNode(env, List.of(Netty4Plugin.class));
         CountDownLatch closed = new CountDownLatch(1);
         // SIGTERM from the script closes the node cleanly, so shards are flushed and the next start is quick.
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {

@@ -1,0 +1,481 @@
+package tracemetrics // import "github.com/otelcol-red/otelcol-red/connector/tracemetrics"
+
+import (
+	"bytes"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+
+	"github.com/otelcol-red/otelcol-red/internal/hash"
+	"github.com/otelcol-red/otelcol-red/internal/intake"
+)
+
+// aggregator is the single consumer of the intake ring. It alone owns the series tables and
+// the active delta buffer, so none of them needs a lock. It never builds pmetric data: at
+// each flush it hands the filled delta buffer to the flusher and carries on with the other.
+type aggregator struct {
+	cfg        *Config
+	lay        *layout
+	isDelta    bool
+	nb         int   // explicit buckets per histogram (bounds+1); 0 for exponential or none
+	expoSize   int32 // exponential max_size
+	exemplars  int   // exemplar limit per data point; 0 off
+	idle       int64 // series idle time before expiry (ns); 0 never
+	resIdle    int64 // metrics_expiration (ns); 0 never
+	cardLimit  int32
+	maxSeries  int
+	maxService int32
+
+	q         *intake.Queue[deltaBatch]
+	free      *intake.FreeList[deltaBatch]
+	wakeBatch int
+	clock     clockwork.Clock
+	ticker    clockwork.Ticker
+
+	resources []aggResource
+	resIndex  hash.Index
+	resFree   []uint32
+	liveRes   int
+
+	services   map[string]uint32
+	svcNames   []string
+	svcRefs    []int32 // resources per service id
+	svcFree    []uint32
+	svcSeries  [maxFamilies][]int32
+	tables     []*seriesTable
+	active     *deltaBuffer
+	returned   chan *deltaBuffer // the flusher hands buffers back here
+	toFlusher  chan *deltaBuffer
+	stop       chan struct{}
+	done       chan struct{}
+	kick       chan struct{} // tests and benchmarks: drain now
+	applied    atomic.Int64  // batches applied (tests and benchmarks wait on it)
+	drainBuf   []*deltaBatch
+	scratchRes []uint32
+
+	tel *telemetry
+}
+
+type aggResource struct {
+	hash     uint64
+	key      []byte
+	svc      uint32
+	lastSeen int64
+	live     bool
+	series   [maxFamilies]int32  // live series per family (aggregation_cardinality_limit, cumulative)
+	touched  [maxFamilies]int32  // series touched this interval (aggregation_cardinality_limit, delta)
+	overflow [maxFamilies]uint32 // overflow series id+1, 0 when none
+}
+
+// seriesTable holds the identity of every series of one family: the hash index, the
+// canonical key bytes, the resource and the last time a span was seen. Flat slices by id.
+type seriesTable struct {
+	fam      *family
+	index    hash.Index
+	hash     []uint64
+	keyRef   []uint64
+	keyLen   []uint32 // 0: id free
+	res      []uint32
+	lastSeen []int64
+	free     []uint32
+	n        int // live series, overflow series excluded
+	total    int // ids in use, overflow series included
+	keys     keyArena
+}
+
+func (t *seriesTable) key(id uint32) []byte { return t.keys.get(t.keyRef[id], t.keyLen[id]) }
+
+func (t *seriesTable) alloc() uint32 {
+	if n := len(t.free); n > 0 {
+		id := t.free[n-1]
+		t.free = t.free[:n-1]
+		return id
+	}
+	id := uint32(len(t.keyLen))
+	t.hash = append(t.hash, 0)
+	t.keyRef = append(t.keyRef, 0)
+	t.keyLen = append(t.keyLen, 0)
+	t.res = append(t.res, 0)
+	t.lastSeen = append(t.lastSeen, 0)
+	return id
+}
+
+// run is the aggregator goroutine: sleep until a batch of items is queued or the flush
+// timer fires, drain, apply, repeat. The timer channel is part of the same select, so a
+// quiet period still flushes on time, and items never wait longer than one interval.
+func (a *aggregator) run() {
+	defer close(a.done)
+	for {
+		if !a.q.Arm(a.wakeBatch) {
+			select {
+			case <-a.q.Wake():
+			case <-a.kick:
+			case <-a.ticker.Chan():
+				a.q.Disarm()
+				a.drain()
+				a.flush(false)
+				continue
+			case <-a.stop:
+				a.q.Disarm()
+				a.drain()
+				a.flush(true)
+				return
+			}
+		}
+		a.q.Disarm()
+		a.drain()
+	}
+}
+
+func (a *aggregator) drain() {
+	for {
+		a.drainBuf = a.q.Drain(a.drainBuf[:0])
+		if len(a.drainBuf) == 0 {
+			break
+		}
+		for i, b := range a.drainBuf {
+			a.apply(b)
+			b.reset()
+			a.free.Put(b)
+			a.drainBuf[i] = nil
+		}
+		a.applied.Add(int64(len(a.drainBuf)))
+		if len(a.drainBuf) < a.wakeBatch {
+			break
+		}
+	}
+	a.tel.seriesLive.Store(int64(a.liveSeries()))
+}
+
+func (a *aggregator) liveSeries() int {
+	n := 0
+	for _, t := range a.tables {
+		n += t.n
+	}
+	return n
+}
+
+// apply folds one batch into the active delta buffer.
+func (a *aggregator) apply(b *deltaBatch) {
+	b.resIDs = b.resIDs[:0]
+	for i := range b.resources {
+		b.resIDs = append(b.resIDs, a.resolveResource(b, &b.resources[i]))
+	}
+	b.rows = b.rows[:0]
+	var overflowSpans int64
+	for i := range b.series {
+		s := &b.series[i]
+		t := a.tables[s.fam]
+		d := &a.active.fams[s.fam]
+		rid := b.resIDs[s.res]
+		id, overflow := a.resolveSeries(t, d, rid, b.bytes(s.key), s.hash, b.ts)
+		if overflow {
+			overflowSpans += int64(s.count)
+		}
+		row, _ := d.row(id, b.ts, a.nbOf(t))
+		r := &d.rows[row]
+		r.count += s.count
+		if t.fam.duration {
+			r.sum += s.sum
+			r.min = min(r.min, s.min)
+			r.max = max(r.max, s.max)
+		}
+		if s.exN > 0 && !overflow {
+			for _, e := range b.exemplars[s.exOff : s.exOff+s.exN] {
+				d.addExemplar(r, a.exemplars, &e)
+			}
+		}
+		b.rows = append(b.rows, row)
+	}
+	for _, o := range b.obs {
+		s := &b.series[o.series]
+		d := &a.active.fams[s.fam]
+		row := b.rows[o.series]
+		if a.nb > 0 {
+			d.buckets[int(row)*a.nb+int(o.code)]++
+			continue
+		}
+		r := &d.rows[row]
+		if o.code == zeroCode {
+			r.zero++
+		} else {
+			r.sketch.add(&d.slab, o.code, 1, a.expoSize)
+		}
+	}
+	if overflowSpans > 0 {
+		a.tel.overflowSpans.Add(overflowSpans)
+	}
+}
+
+func (a *aggregator) nbOf(t *seriesTable) int {
+	if t.fam.duration {
+		return a.nb
+	}
+	return 0
+}
+
+func (a *aggregator) resolveResource(b *deltaBatch, br *batchResource) uint32 {
+	key := b.bytes(br.key)
+	p := a.resIndex.Probe(br.hash)
+	for rid, ok := p.Next(); ok; rid, ok = p.Next() {
+		if r := &a.resources[rid]; bytes.Equal(r.key, key) {
+			r.lastSeen = max(r.lastSeen, b.ts)
+			return rid
+		}
+	}
+	var rid uint32
+	if n := len(a.resFree); n > 0 {
+		rid = a.resFree[n-1]
+		a.resFree = a.resFree[:n-1]
+	} else {
+		rid = uint32(len(a.resources))
+		a.resources = append(a.resources, aggResource{})
+	}
+	a.resources[rid] = aggResource{
+		hash: br.hash, key: slices.Clone(key), svc: a.serviceID(b.bytes(br.service)),
+		lastSeen: b.ts, live: true,
+	}
+	a.resIndex.Insert(br.hash, rid)
+	a.liveRes++
+	off := len(a.active.resAttrs)
+	a.active.resAttrs = append(a.active.resAttrs, b.bytes(br.full)...)
+	a.active.newResources = append(a.active.newResources, newResource{id: rid, attrs: ref{uint32(off), br.full.n}})
+	return rid
+}
+
+func (a *aggregator) serviceID(name []byte) uint32 {
+	if id, ok := a.services[string(name)]; ok {
+		a.svcRefs[id]++
+		return id
+	}
+	var id uint32
+	if n := len(a.svcFree); n > 0 {
+		id = a.svcFree[n-1]
+		a.svcFree = a.svcFree[:n-1]
+	} else {
+		id = uint32(len(a.svcRefs))
+		a.svcRefs = append(a.svcRefs, 0)
+		a.svcNames = append(a.svcNames, "")
+		for f := range a.svcSeries {
+			a.svcSeries[f] = append(a.svcSeries[f], 0)
+		}
+	}
+	a.services[string(name)] = id
+	a.svcNames[id] = string(name)
+	a.svcRefs[id] = 1
+	return id
+}
+
+// resolveSeries finds or creates the series with key in resource rid, applying the limits;
+// it returns the resource's overflow series when a limit refuses a new series.
+func (a *aggregator) resolveSeries(t *seriesTable, d *deltaFamily, rid uint32, key []byte, h uint64, ts int64) (uint32, bool) {
+	r := &a.resources[rid]
+	f := t.fam.index
+	p := t.index.Probe(h)
+	for id, ok := p.Next(); ok; id, ok = p.Next() {
+		if t.res[id] != rid || !bytes.Equal(t.key(id), key) {
+			continue // a hash collision: a different series
+		}
+		if a.isDelta && a.cardLimit > 0 && !d.touched(id) {
+			// spanmetrics' delta state starts empty each interval, so its cardinality limit
+			// counts the series seen in this interval.
+			if r.touched[f] >= a.cardLimit {
+				return a.overflowSeries(t, d, rid, ts), true
+			}
+			r.touched[f]++
+		}
+		t.lastSeen[id] = max(t.lastSeen[id], ts)
+		return id, false
+	}
+	switch {
+	case a.cardLimit > 0 && !a.isDelta && r.series[f] >= a.cardLimit,
+		a.cardLimit > 0 && a.isDelta && r.touched[f] >= a.cardLimit,
+		a.maxSeries > 0 && t.n >= a.maxSeries,
+		a.maxService > 0 && a.svcSeries[f][r.svc] >= a.maxService:
+		return a.overflowSeries(t, d, rid, ts), true
+	}
+	id := t.alloc()
+	t.hash[id] = h
+	t.keyRef[id] = t.keys.add(key)
+	t.keyLen[id] = uint32(len(key))
+	t.res[id] = rid
+	t.lastSeen[id] = ts
+	t.index.Insert(h, id)
+	t.n++
+	t.total++
+	r.series[f]++
+	r.touched[f]++
+	a.svcSeries[f][r.svc]++
+	a.announce(d, id, rid, ts, key)
+	return id, false
+}
+
+func (a *aggregator) announce(d *deltaFamily, id, rid uint32, ts int64, key []byte) {
+	off := len(d.newKeys)
+	d.newKeys = append(d.newKeys, key...)
+	d.newSeries = append(d.newSeries, newSeries{id: id, res: rid, created: ts, key: ref{uint32(off), uint32(len(key))}})
+}
+
+// overflowSeries returns the resource's otel.metric.overflow=true series of the family. It is
+// not in the hash index (the resource points at it) and counts against no limit.
+func (a *aggregator) overflowSeries(t *seriesTable, d *deltaFamily, rid uint32, ts int64) uint32 {
+	r := &a.resources[rid]
+	f := t.fam.index
+	if r.overflow[f] != 0 {
+		id := r.overflow[f] - 1
+		t.lastSeen[id] = max(t.lastSeen[id], ts)
+		return id
+	}
+	var kb [keyHeaderLen]byte
+	key := appendKeyHeader(kb[:0], r.hash, f|overflowFlag)
+	id := t.alloc()
+	t.keyRef[id] = t.keys.add(key)
+	t.keyLen[id] = uint32(len(key))
+	t.res[id] = rid
+	t.lastSeen[id] = ts
+	t.total++
+	r.overflow[f] = id + 1
+	a.announce(d, id, rid, ts, key)
+	return id
+}
+
+// flush swaps the delta buffers and hands the filled one to the flusher. When the flusher is
+// still busy with the previous interval (a slow downstream), the swap is skipped and the
+// active buffer keeps accumulating: the next flush carries both intervals, nothing is lost
+// and ingest never waits. The final flush does wait.
+func (a *aggregator) flush(final bool) {
+	var spare *deltaBuffer
+	if final {
+		spare = <-a.returned
+	} else {
+		select {
+		case spare = <-a.returned:
+		default:
+			a.tel.flushesSkipped.Add(1)
+			return
+		}
+	}
+	a.reclaim(spare)
+	full := a.active
+	a.active = spare
+	now := a.clock.Now().UnixNano()
+	a.expire(now, full)
+	if a.isDelta {
+		for i := range a.resources {
+			a.resources[i].touched = [maxFamilies]int32{}
+		}
+	}
+	full.ts = now
+	full.final = final
+	a.tel.seriesLive.Store(int64(a.liveSeries()))
+	a.toFlusher <- full
+}
+
+// reclaim frees the ids expired at the previous swap: the flusher has now forgotten them.
+func (a *aggregator) reclaim(b *deltaBuffer) {
+	for f := range b.fams {
+		t := a.tables[f]
+		t.free = append(t.free, b.fams[f].expired...)
+		b.fams[f].expired = b.fams[f].expired[:0]
+		if t.keys.wantsCompaction() {
+			compactKeys(&t.keys, t.keyRef, t.keyLen)
+		}
+	}
+	for _, rid := range b.expiredRes {
+		a.resFree = append(a.resFree, rid)
+	}
+	b.expiredRes = b.expiredRes[:0]
+}
+
+// expire drops idle series and resources; full carries the list to the flusher, which
+// exports them one last time (spanmetrics removes expired state after building metrics).
+func (a *aggregator) expire(now int64, full *deltaBuffer) {
+	dead := a.scratchRes[:0]
+	for rid := range a.resources {
+		r := &a.resources[rid]
+		if r.live && a.resIdle > 0 && now-r.lastSeen >= a.resIdle {
+			dead = append(dead, uint32(rid))
+		}
+	}
+	if over := a.liveRes - len(dead) - a.cfg.ResourceMetricsCacheSize; over > 0 {
+		// Least recently seen first, like spanmetrics' LRU of resources.
+		var cand []uint32
+		for rid := range a.resources {
+			if r := &a.resources[rid]; r.live && !slices.Contains(dead, uint32(rid)) {
+				cand = append(cand, uint32(rid))
+			}
+		}
+		slices.SortStableFunc(cand, func(x, y uint32) int {
+			lx, ly := a.resources[x].lastSeen, a.resources[y].lastSeen
+			switch {
+			case lx < ly:
+				return -1
+			case lx > ly:
+				return 1
+			}
+			return 0
+		})
+		dead = append(dead, cand[:over]...)
+	}
+	for _, rid := range dead {
+		a.resources[rid].live = false
+	}
+	idle := a.idle
+	for f, t := range a.tables {
+		expired := full.fams[f].expired
+		for id := range t.keyLen {
+			if t.keyLen[id] == 0 {
+				continue
+			}
+			if !a.resources[t.res[id]].live || (idle > 0 && now-t.lastSeen[id] >= idle) {
+				a.dropSeries(t, uint32(id))
+				expired = append(expired, uint32(id))
+			}
+		}
+		full.fams[f].expired = expired
+	}
+	for _, rid := range dead {
+		r := &a.resources[rid]
+		a.resIndex.Delete(r.hash, rid)
+		if a.svcRefs[r.svc]--; a.svcRefs[r.svc] == 0 {
+			delete(a.services, a.svcNames[r.svc])
+			a.svcNames[r.svc] = ""
+			a.svcFree = append(a.svcFree, r.svc)
+		}
+		*r = aggResource{}
+		a.liveRes--
+		full.expiredRes = append(full.expiredRes, rid)
+	}
+	a.scratchRes = dead[:0]
+}
+
+func (a *aggregator) dropSeries(t *seriesTable, id uint32) {
+	f := t.fam.index
+	r := &a.resources[t.res[id]]
+	key := t.key(id)
+	if key[8]&overflowFlag != 0 {
+		r.overflow[f] = 0
+	} else {
+		t.index.Delete(t.hash[id], id)
+		t.n--
+		r.series[f]--
+		a.svcSeries[f][r.svc]--
+	}
+	t.total--
+	t.keys.release(t.keyLen[id])
+	t.keyLen[id] = 0
+}
+
+// idleTime returns the series expiry in nanoseconds (see Config.SeriesExpiration).
+func idleTime(cfg *Config) int64 {
+	if cfg.SeriesExpiration > 0 {
+		return int64(cfg.SeriesExpiration)
+	}
+	if cfg.GetAggregationTemporality() == pmetric.AggregationTemporalityDelta {
+		return int64(deltaIdleIntervals * max(cfg.MetricsFlushInterval, time.Second))
+	}
+	return 0
+}

@@ -1,0 +1,366 @@
+package tracemetrics // import "github.com/otelcol-red/otelcol-red/connector/tracemetrics"
+
+import (
+	"bytes"
+	"math"
+	"math/bits"
+	"slices"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/otelcol-red/otelcol-red/internal/hash"
+)
+
+// deltaBatch is what one ConsumeTraces call hands to the aggregator: the call's spans reduced
+// to one entry per distinct series, with the canonical key bytes of each series and resource,
+// the histogram observations, and exemplar candidates. It is pooled; after warm-up, reducing a
+// batch allocates nothing.
+type deltaBatch struct {
+	ts        int64 // when the batch was reduced (clock), the series' last-seen and start time
+	resources []batchResource
+	series    []batchSeries
+	obs       []observation
+	exemplars []exemplar
+	arena     []byte   // key bytes of resources and series
+	table     []uint32 // open-addressing table over series: index+1, 0 empty
+
+	keyBuf  []byte // key under construction
+	sortBuf []attr // resource attribute sorting
+
+	// Used by the aggregator while applying the batch.
+	resIDs []uint32
+	rows   []int32
+}
+
+// ref locates bytes in deltaBatch.arena.
+type ref struct{ off, n uint32 }
+
+func (b *deltaBatch) bytes(r ref) []byte { return b.arena[r.off : r.off+r.n] }
+
+type batchResource struct {
+	hash    uint64
+	key     ref // identity: attributes (filtered by resource_metrics_key_attributes), sorted
+	full    ref // output attributes, sorted; equal to key without a filter
+	service ref // service.name value
+}
+
+type batchSeries struct {
+	hash     uint64
+	key      ref
+	res      uint32
+	fam      uint8
+	count    uint64  // spans (or events) of the series in this batch
+	sum      float64 // durations, in the histogram unit
+	min, max float64
+	exOff    int32 // first exemplar slot, -1 when none
+	exN      int32
+}
+
+// observation is one duration: the explicit bucket index, or the exponential scale-20 index.
+type observation struct {
+	series uint32
+	code   int32
+}
+
+type exemplar struct {
+	traceID pcommon.TraceID
+	spanID  pcommon.SpanID
+	isError bool
+	value   float64
+}
+
+// stronger reports whether a should displace b: error spans first, then the slowest.
+func (a *exemplar) stronger(b *exemplar) bool {
+	if a.isError != b.isError {
+		return a.isError
+	}
+	return a.value > b.value
+}
+
+func (b *deltaBatch) reset() {
+	b.resources = b.resources[:0]
+	b.series = b.series[:0]
+	b.obs = b.obs[:0]
+	b.exemplars = b.exemplars[:0]
+	b.arena = b.arena[:0]
+}
+
+func (b *deltaBatch) empty() bool { return len(b.series) == 0 }
+
+// prepareTable sizes the series table for about n series and clears it.
+func (b *deltaBatch) prepareTable(n int) {
+	size := 16
+	if n > 4 {
+		size = 1 << bits.Len(uint(n*2-1))
+	}
+	if cap(b.table) < size {
+		b.table = make([]uint32, size)
+		return
+	}
+	b.table = b.table[:size]
+	clear(b.table)
+}
+
+func (b *deltaBatch) growTable() {
+	size := len(b.table) * 2
+	if cap(b.table) >= size {
+		b.table = b.table[:size]
+		clear(b.table)
+	} else {
+		b.table = make([]uint32, size)
+	}
+	mask := uint64(size - 1)
+	for i := range b.series {
+		j := b.series[i].hash & mask
+		for b.table[j] != 0 {
+			j = (j + 1) & mask
+		}
+		b.table[j] = uint32(i + 1)
+	}
+}
+
+// upsert returns the index of the series with key in resource res, adding it if new.
+func (b *deltaBatch) upsert(res uint32, fam uint8, key []byte) uint32 {
+	h := hash.Sum64(key)
+	mask := uint64(len(b.table) - 1)
+	i := h & mask
+	for {
+		e := b.table[i]
+		if e == 0 {
+			break
+		}
+		s := &b.series[e-1]
+		if s.hash == h && s.res == res && bytes.Equal(b.bytes(s.key), key) {
+			return e - 1
+		}
+		i = (i + 1) & mask
+	}
+	if (len(b.series)+1)*2 > len(b.table) {
+		b.growTable()
+		mask = uint64(len(b.table) - 1)
+		i = h & mask
+		for b.table[i] != 0 {
+			i = (i + 1) & mask
+		}
+	}
+	off := len(b.arena)
+	b.arena = append(b.arena, key...)
+	b.series = append(b.series, batchSeries{
+		hash: h, key: ref{uint32(off), uint32(len(key))}, res: res, fam: fam,
+		min: math.Inf(1), max: math.Inf(-1), exOff: -1,
+	})
+	b.table[i] = uint32(len(b.series))
+	return uint32(len(b.series) - 1)
+}
+
+func (b *deltaBatch) offerExemplar(s *batchSeries, limit int, e exemplar) {
+	if s.exOff < 0 {
+		s.exOff = int32(len(b.exemplars))
+		b.exemplars = slices.Grow(b.exemplars, limit)[:len(b.exemplars)+limit]
+	}
+	slots := b.exemplars[s.exOff : int(s.exOff)+limit]
+	if int(s.exN) < limit {
+		slots[s.exN] = e
+		s.exN++
+		return
+	}
+	weakest := 0
+	for i := 1; i < limit; i++ {
+		if slots[weakest].stronger(&slots[i]) {
+			weakest = i
+		}
+	}
+	if e.stronger(&slots[weakest]) {
+		slots[weakest] = e
+	}
+}
+
+// reducer turns ptrace.Traces into a deltaBatch. It is immutable after construction and
+// shared by all producers; everything mutable lives in the batch.
+type reducer struct {
+	lay         *layout
+	spanFams    []*family
+	eventsFam   *family
+	observe     bool // a family observes durations
+	unitNanos   float64
+	explicit    *explicitBuckets // nil for exponential
+	exemplarMax int              // 0: exemplars off
+	keyAttrs    map[string]struct{}
+	scopes      []string
+}
+
+func newReducer(cfg *Config, lay *layout, explicit *explicitBuckets) *reducer {
+	r := &reducer{
+		lay:       lay,
+		spanFams:  lay.spanFamilies(),
+		observe:   lay.durationFamily >= 0,
+		unitNanos: float64(cfg.Histogram.Unit.nanosPer()),
+		explicit:  explicit,
+		scopes:    cfg.IncludeInstrumentationScope,
+	}
+	if lay.eventsFamily >= 0 {
+		r.eventsFam = lay.families[lay.eventsFamily]
+	}
+	if cfg.Exemplars.Enabled && cfg.Exemplars.MaxPerDataPoint > 0 {
+		r.exemplarMax = cfg.Exemplars.MaxPerDataPoint
+	}
+	if len(cfg.ResourceMetricsKeyAttributes) > 0 {
+		r.keyAttrs = make(map[string]struct{}, len(cfg.ResourceMetricsKeyAttributes))
+		for _, k := range cfg.ResourceMetricsKeyAttributes {
+			r.keyAttrs[k] = struct{}{}
+		}
+	}
+	return r
+}
+
+// reduce adds the spans of td to b. Resources without service.name are skipped, as
+// spanmetrics skips them.
+func (r *reducer) reduce(b *deltaBatch, td ptrace.Traces) {
+	rss := td.ResourceSpans()
+	b.prepareTable(td.SpanCount() * len(r.spanFams))
+	for i := 0; i < rss.Len(); i++ {
+		rs := rss.At(i)
+		resAttrs := rs.Resource().Attributes()
+		svc, ok := resAttrs.Get(serviceNameKey)
+		if !ok {
+			continue
+		}
+		svcName := svc.Str()
+		res := r.addResource(b, resAttrs, svcName)
+		resHash := b.resources[res].hash
+		sss := rs.ScopeSpans()
+		for j := 0; j < sss.Len(); j++ {
+			ss := sss.At(j)
+			scope := ss.Scope()
+			withScope := scope.Name() != "" && slices.Contains(r.scopes, scope.Name())
+			spans := ss.Spans()
+			for k := 0; k < spans.Len(); k++ {
+				r.reduceSpan(b, res, resHash, svcName, resAttrs, scope, withScope, spans.At(k))
+			}
+		}
+	}
+}
+
+func (r *reducer) addResource(b *deltaBatch, attrs pcommon.Map, svc string) uint32 {
+	keyOff := len(b.arena)
+	b.arena = appendSortedMap(b.arena, attrs, r.keyAttrs, &b.sortBuf)
+	key := ref{uint32(keyOff), uint32(len(b.arena) - keyOff)}
+	h := hash.Sum64(b.bytes(key))
+	// A batch usually holds a resource once; when it repeats, reuse the first entry.
+	for i := range b.resources {
+		if b.resources[i].hash == h && bytes.Equal(b.bytes(b.resources[i].key), b.bytes(key)) {
+			b.arena = b.arena[:keyOff]
+			return uint32(i)
+		}
+	}
+	full := key
+	if r.keyAttrs != nil {
+		off := len(b.arena)
+		b.arena = appendSortedMap(b.arena, attrs, nil, &b.sortBuf)
+		full = ref{uint32(off), uint32(len(b.arena) - off)}
+	}
+	off := len(b.arena)
+	b.arena = append(b.arena, svc...)
+	b.resources = append(b.resources, batchResource{hash: h, key: key, full: full, service: ref{uint32(off), uint32(len(svc))}})
+	return uint32(len(b.resources) - 1)
+}
+
+func (r *reducer) reduceSpan(b *deltaBatch, res uint32, resHash uint64, svc string, resAttrs pcommon.Map, scope pcommon.InstrumentationScope, withScope bool, span ptrace.Span) {
+	// Protect against end timestamps before start timestamps: assume 0 duration (spanmetrics).
+	value := 0.0
+	if start, end := span.StartTimestamp(), span.EndTimestamp(); end > start {
+		value = float64(end-start) / r.unitNanos
+	}
+	var code int32
+	if r.observe {
+		if r.explicit != nil {
+			code = int32(r.explicit.index(value))
+		} else {
+			code = expoIndex20(value)
+		}
+	}
+	withExemplar := r.exemplarMax > 0 && !span.TraceID().IsEmpty()
+	isError := span.Status().Code() == ptrace.StatusCodeError
+
+	for _, f := range r.spanFams {
+		b.keyBuf = r.appendKey(b.keyBuf[:0], f, resHash, svc, span, scope, withScope, resAttrs, nil)
+		idx := b.upsert(res, f.index, b.keyBuf)
+		s := &b.series[idx]
+		s.count++
+		if f.duration {
+			s.sum += value
+			s.min = min(s.min, value)
+			s.max = max(s.max, value)
+			b.obs = append(b.obs, observation{series: idx, code: code})
+		}
+		if withExemplar {
+			b.offerExemplar(s, r.exemplarMax, exemplar{traceID: span.TraceID(), spanID: span.SpanID(), isError: isError, value: value})
+		}
+	}
+	if r.eventsFam == nil {
+		return
+	}
+	events := span.Events()
+	for l := 0; l < events.Len(); l++ {
+		evAttrs := events.At(l).Attributes()
+		b.keyBuf = r.appendKey(b.keyBuf[:0], r.eventsFam, resHash, svc, span, scope, withScope, resAttrs, &evAttrs)
+		idx := b.upsert(res, r.eventsFam.index, b.keyBuf)
+		s := &b.series[idx]
+		s.count++
+		if withExemplar {
+			b.offerExemplar(s, r.exemplarMax, exemplar{traceID: span.TraceID(), spanID: span.SpanID(), isError: isError, value: value})
+		}
+	}
+}
+
+// appendKey appends the series key of span in family f (see layout.go). Dimensions are looked
+// up on the span, then the event (events family), then the resource, then the default.
+func (r *reducer) appendKey(dst []byte, f *family, resHash uint64, svc string, span ptrace.Span, scope pcommon.InstrumentationScope, withScope bool, resAttrs pcommon.Map, evAttrs *pcommon.Map) []byte {
+	l := r.lay
+	dst = appendKeyHeader(dst, resHash, f.index)
+	if l.withService {
+		dst = appendStr(dst, svc)
+	}
+	if l.withName {
+		dst = appendStr(dst, span.Name())
+	}
+	if l.withKind {
+		dst = append(dst, kindByte(span.Kind()))
+	}
+	if l.withStatus {
+		dst = append(dst, statusByte(span.Status().Code()))
+	}
+	if len(l.scopes) > 0 {
+		if withScope {
+			dst = append(dst, 1)
+			dst = appendStr(dst, scope.Name())
+			dst = appendStr(dst, scope.Version())
+		} else {
+			dst = append(dst, 0)
+		}
+	}
+	if len(f.dims) == 0 {
+		return dst
+	}
+	spanAttrs := span.Attributes()
+	for i := range f.dims {
+		d := &f.dims[i]
+		v, ok := spanAttrs.Get(d.name)
+		if !ok && evAttrs != nil {
+			v, ok = evAttrs.Get(d.name)
+		}
+		if !ok {
+			v, ok = resAttrs.Get(d.name)
+		}
+		switch {
+		case ok:
+			dst = appendValue(dst, v)
+		case d.hasDef:
+			dst = append(dst, d.defEnc...)
+		default:
+			dst = append(dst, tagAbsent)
+		}
+	}
+	return dst
+}

@@ -1,0 +1,260 @@
+package tracemetrics // import "github.com/otelcol-red/otelcol-red/connector/tracemetrics"
+
+import (
+	"math"
+	"sort"
+
+	"github.com/lightstep/go-expohisto/mapping"
+	"github.com/lightstep/go-expohisto/mapping/logarithm"
+)
+
+// explicitBuckets finds the bucket of a value in O(1): a table indexed by the top 16 bits of
+// the value's float64 representation (sign, exponent and 4 mantissa bits: cells about 6% wide)
+// gives the first candidate bound, and a short forward scan (usually 0 or 1 step) finishes.
+// The answer is exactly sort.SearchFloat64s(bounds, v), spanmetrics' binary search: the
+// smallest i with bounds[i] >= v, so a value equal to a bound falls into that bound's bucket.
+type explicitBuckets struct {
+	bounds    []float64
+	firstCell int
+	table     []uint16
+	fallback  bool // bounds the table cannot serve (non-positive, or too many)
+}
+
+func newExplicitBuckets(bounds []float64) *explicitBuckets {
+	e := &explicitBuckets{bounds: bounds}
+	if len(bounds) == 0 || len(bounds) >= math.MaxUint16 || !(bounds[0] > 0) || math.IsInf(bounds[len(bounds)-1], 1) {
+		e.fallback = true
+		return e
+	}
+	e.firstCell = cellOf(bounds[0])
+	last := cellOf(bounds[len(bounds)-1])
+	e.table = make([]uint16, last-e.firstCell+1)
+	for c := range e.table {
+		low := math.Float64frombits(uint64(c+e.firstCell) << 48)
+		e.table[c] = uint16(sort.SearchFloat64s(bounds, low))
+	}
+	return e
+}
+
+func cellOf(v float64) int { return int(math.Float64bits(v) >> 48) }
+
+// index returns the bucket of v >= 0.
+func (e *explicitBuckets) index(v float64) int {
+	if e.fallback {
+		return sort.SearchFloat64s(e.bounds, v)
+	}
+	c := cellOf(v) - e.firstCell
+	if c < 0 {
+		return 0
+	}
+	if c >= len(e.table) {
+		return len(e.bounds)
+	}
+	i := int(e.table[c])
+	for i < len(e.bounds) && e.bounds[i] < v {
+		i++
+	}
+	return i
+}
+
+// Exponential histograms follow the OpenTelemetry base-2 exponential mapping exactly as
+// lightstep/go-expohisto (spanmetrics' implementation) does: the index of a value at scale 20
+// comes from go-expohisto's own logarithm mapping, and the index at a lower scale s is that
+// index shifted right by 20-s, which is what go-expohisto's downscaling does to counts it holds.
+// The scale of a histogram is the largest one (at most 20) at which its non-zero values fit in
+// max_size buckets, so it does not depend on the order of the values, and merging two
+// histograms gives what observing all their values one by one gives.
+
+const (
+	expoMaxScale       = 20
+	expoMinScale       = -10
+	defaultExpoMaxSize = 160
+	maxExponentialSize = 16384
+	// zeroCode marks a zero duration in an observation (go-expohisto's zero bucket).
+	zeroCode = math.MinInt32
+)
+
+var expoMapping20 = func() mapping.Mapping {
+	m, err := logarithm.NewMapping(expoMaxScale)
+	if err != nil {
+		panic(err)
+	}
+	return m
+}()
+
+// expoIndex20 returns the observation code of v: its bucket index at scale 20, or zeroCode.
+func expoIndex20(v float64) int32 {
+	if v == 0 {
+		return zeroCode
+	}
+	return expoMapping20.MapToIndex(v)
+}
+
+// expoSketch is the bucket part of an exponential histogram: counts[0:n] of a segment of a
+// shared slab hold the buckets start..start+n-1 at scale. Slots n..cap-1 are always zero.
+// It holds no pointer, so millions of them cost the GC nothing.
+type expoSketch struct {
+	off   uint32 // segment offset in the slab
+	cap   int32
+	n     int32
+	start int32
+	scale int32
+}
+
+// slab is bump-allocated storage for sketch segments. Segments that are outgrown or freed
+// become garbage counted in waste; the owner compacts when waste dominates.
+type slab struct {
+	buf   []uint64
+	waste int
+}
+
+func (s *slab) alloc(n int32) uint32 {
+	off := len(s.buf)
+	if off+int(n) > math.MaxUint32 {
+		panic("BUG: tracemetrics: exponential histogram slab over 4G buckets")
+	}
+	s.buf = append(s.buf, make([]uint64, n)...)
+	return uint32(off)
+}
+
+func (s *slab) reset() {
+	s.buf = s.buf[:0]
+	s.waste = 0
+}
+
+func (k *expoSketch) counts(s *slab) []uint64 {
+	return s.buf[k.off : k.off+uint32(k.cap)]
+}
+
+// free returns the sketch's segment as waste and empties it.
+func (k *expoSketch) free(s *slab) {
+	if k.cap > 0 {
+		clear(k.counts(s)[:k.n])
+		s.waste += int(k.cap)
+	}
+	*k = expoSketch{}
+}
+
+func changeScale(hi, lo, maxSize int32) int32 {
+	var change int32
+	for hi-lo >= maxSize {
+		hi >>= 1
+		lo >>= 1
+		change++
+	}
+	return change
+}
+
+// add counts c observations whose scale-20 index is idx20.
+func (k *expoSketch) add(s *slab, idx20 int32, c uint64, maxSize int32) {
+	if k.n == 0 {
+		k.scale = expoMaxScale
+	}
+	idx := idx20 >> (expoMaxScale - k.scale)
+	lo, hi := idx, idx
+	if k.n > 0 {
+		lo, hi = min(k.start, idx), max(k.start+k.n-1, idx)
+		if hi-lo >= maxSize {
+			k.downscale(s, changeScale(hi, lo, maxSize))
+			idx = idx20 >> (expoMaxScale - k.scale)
+			lo, hi = min(k.start, idx), max(k.start+k.n-1, idx)
+		}
+	}
+	k.extend(s, lo, hi, maxSize)
+	k.counts(s)[idx-k.start] += c
+}
+
+// merge adds the buckets of o (held in os) to k.
+func (k *expoSketch) merge(s *slab, o *expoSketch, os *slab, maxSize int32) {
+	if o.n == 0 {
+		return
+	}
+	if k.n == 0 {
+		k.scale = o.scale
+	}
+	target := min(k.scale, o.scale)
+	ol, oh := o.start>>(o.scale-target), (o.start+o.n-1)>>(o.scale-target)
+	lo, hi := ol, oh
+	if k.n > 0 {
+		kl, kh := k.start>>(k.scale-target), (k.start+k.n-1)>>(k.scale-target)
+		lo, hi = min(lo, kl), max(hi, kh)
+	}
+	target -= changeScale(hi, lo, maxSize)
+	if k.n > 0 {
+		k.downscale(s, k.scale-target)
+	} else {
+		k.scale = target
+	}
+	shift := o.scale - target
+	lo, hi = o.start>>shift, (o.start+o.n-1)>>shift
+	if k.n > 0 {
+		lo, hi = min(lo, k.start), max(hi, k.start+k.n-1)
+	}
+	k.extend(s, lo, hi, maxSize)
+	dst := k.counts(s)
+	for p, c := range o.counts(os)[:o.n] {
+		if c != 0 {
+			dst[((o.start+int32(p))>>shift)-k.start] += c
+		}
+	}
+}
+
+// downscale lowers the scale by `by`, merging neighbouring buckets in place.
+func (k *expoSketch) downscale(s *slab, by int32) {
+	if by <= 0 {
+		return
+	}
+	if k.scale-by < expoMinScale {
+		by = k.scale - expoMinScale
+	}
+	c := k.counts(s)
+	newStart := k.start >> by
+	for p := int32(0); p < k.n; p++ {
+		q := ((k.start + p) >> by) - newStart
+		if q != p {
+			c[q] += c[p]
+			c[p] = 0
+		}
+	}
+	k.n = ((k.start + k.n - 1) >> by) - newStart + 1
+	k.start = newStart
+	k.scale -= by
+}
+
+// extend makes the segment cover buckets lo..hi (hi-lo < maxSize) at the current scale.
+func (k *expoSketch) extend(s *slab, lo, hi, maxSize int32) {
+	size := hi - lo + 1
+	if k.n == 0 {
+		if k.cap < size {
+			k.grow(s, size, maxSize, 0)
+		}
+		k.start, k.n = lo, size
+		return
+	}
+	shift := k.start - lo // > 0 when the range grows downwards
+	if size > k.cap {
+		k.grow(s, size, maxSize, shift)
+	} else if shift > 0 {
+		c := k.counts(s)
+		copy(c[shift:shift+k.n], c[:k.n])
+		clear(c[:min(shift, k.n)])
+	}
+	k.start, k.n = lo, size
+}
+
+// grow moves the sketch to a new segment of at least size slots, its counts shifted by shift.
+func (k *expoSketch) grow(s *slab, size, maxSize, shift int32) {
+	c := int32(4)
+	for c < size {
+		c *= 2
+	}
+	c = min(c, max(maxSize, size))
+	off := s.alloc(c)
+	if k.cap > 0 {
+		old := s.buf[k.off : k.off+uint32(k.n)]
+		copy(s.buf[off+uint32(shift):], old)
+		clear(old)
+		s.waste += int(k.cap)
+	}
+	k.off, k.cap = off, c
+}

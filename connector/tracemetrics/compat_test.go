@@ -1,0 +1,78 @@
+package tracemetrics
+
+import (
+	"testing"
+	"time"
+)
+
+// The same traces through spanmetrics v0.145.0 and tracemetrics, with the same configuration
+// (tracemetrics only renamed), give the same data points: names, units, temporality,
+// attributes, values, histogram buckets. Timestamps are compared too where the two agree by
+// design; the scope name differs.
+func TestCompatibilityWithSpanmetrics(t *testing.T) {
+	common := func(extra map[string]any) map[string]any {
+		m := map[string]any{
+			"metrics_flush_interval": 15 * time.Second,
+			"dimensions":             dims("http.method", "http.status_code", "tenant=none", "region"),
+		}
+		for k, v := range extra {
+			m[k] = v
+		}
+		return m
+	}
+	tests := []struct {
+		name string
+		raw  map[string]any
+		gen  genOptions
+		// spanmetrics keys its delta start times by attributes alone, so the overflow series
+		// of all resources share one; tracemetrics keeps one per series.
+		ignoreStart bool
+	}{
+		{"cumulative explicit", common(nil), genOptions{services: 4, names: 6}, false},
+		{"delta explicit", common(map[string]any{"aggregation_temporality": "AGGREGATION_TEMPORALITY_DELTA"}), genOptions{services: 4, names: 6}, false},
+		{"cumulative explicit custom buckets seconds", common(map[string]any{
+			"histogram": map[string]any{"unit": "s", "explicit": map[string]any{"buckets": []any{"1ms", "10ms", "100ms", "250ms", "1s"}}},
+		}), genOptions{services: 3, names: 5}, false},
+		{"cumulative exponential", common(map[string]any{
+			"histogram": map[string]any{"exponential": map[string]any{"max_size": 12}},
+		}), genOptions{services: 3, names: 5, wide: true}, false},
+		{"delta exponential default size", common(map[string]any{
+			"aggregation_temporality": "AGGREGATION_TEMPORALITY_DELTA",
+			"histogram":               map[string]any{"exponential": map[string]any{}},
+		}), genOptions{services: 3, names: 5, wide: true}, false},
+		{"bad input", common(nil), genOptions{services: 3, names: 4, bad: true}, false},
+		{"bad input delta exponential", common(map[string]any{
+			"aggregation_temporality": "AGGREGATION_TEMPORALITY_DELTA",
+			"histogram":               map[string]any{"exponential": map[string]any{"max_size": 20}},
+		}), genOptions{services: 3, names: 4, bad: true, wide: true}, false},
+		{"split calls and duration dimensions, events, exclusions, scopes", map[string]any{
+			"metrics_flush_interval":        15 * time.Second,
+			"dimensions":                    dims("http.method"),
+			"calls_dimensions":              dims("http.status_code"),
+			"histogram":                     map[string]any{"dimensions": dims("tenant=none")},
+			"exclude_dimensions":            []any{"span.kind"},
+			"include_instrumentation_scope": []any{"lib-1"},
+			"events":                        map[string]any{"enabled": true, "dimensions": dims("exception.type", "region")},
+			"namespace":                     "red",
+		}, genOptions{services: 3, names: 5, events: true}, false},
+		{"histogram disabled, resource key attributes", common(map[string]any{
+			"histogram":                       map[string]any{"disable": true},
+			"resource_metrics_key_attributes": []any{"service.name", "host.name"},
+		}), genOptions{services: 5, names: 4}, false},
+		{"cardinality limit cumulative", common(map[string]any{"aggregation_cardinality_limit": 7}), genOptions{services: 2, names: 8}, false},
+		{"cardinality limit delta", common(map[string]any{
+			"aggregation_cardinality_limit": 5, "aggregation_temporality": "AGGREGATION_TEMPORALITY_DELTA",
+		}), genOptions{services: 2, names: 8}, true},
+		{"exemplars", common(map[string]any{"exemplars": map[string]any{"enabled": true, "max_per_data_point": 100}}), genOptions{services: 2, names: 30}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.raw["aggregation_temporality"] != nil {
+				// spanmetrics forgets the last flush time of a delta series beyond this LRU
+				// size (default 1000); tracemetrics keeps it for every series.
+				tt.raw["metric_timestamp_cache_size"] = 1 << 20
+			}
+			compareRun(t, tt.raw, tt.gen, 3, 4, 150, !tt.ignoreStart)
+		})
+	}
+}

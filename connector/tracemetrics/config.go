@@ -1,0 +1,326 @@
+package tracemetrics // import "github.com/otelcol-red/otelcol-red/connector/tracemetrics"
+
+import (
+	"encoding"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/config/configoptional"
+	"go.opentelemetry.io/collector/confmap/xconfmap"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+)
+
+// The keys below mirror spanmetrics v0.145.0 one for one (same names, same meaning, same
+// defaults), so renaming `spanmetrics:` to `tracemetrics:` in a configuration is enough.
+// MaxSeries, MaxSeriesPerService, SeriesExpiration and RingSize are ours.
+
+const (
+	delta      = "AGGREGATION_TEMPORALITY_DELTA"
+	cumulative = "AGGREGATION_TEMPORALITY_CUMULATIVE"
+)
+
+// Dimension is an attribute added to the metrics, looked up on the span, then on the
+// resource (for events: span, event, resource); Default is used when it is found nowhere,
+// and without Default the attribute is left out.
+type Dimension struct {
+	Name    string  `mapstructure:"name"`
+	Default *string `mapstructure:"default"`
+	// prevent unkeyed literal initialization
+	_ struct{}
+}
+
+// Config is the configuration of the tracemetrics connector.
+type Config struct {
+	// Dimensions are added to every metric on top of service.name, span.name, span.kind and
+	// status.code. Default: none.
+	Dimensions []Dimension `mapstructure:"dimensions"`
+	// CallsDimensions are added to the calls metric only. Default: none.
+	CallsDimensions []Dimension `mapstructure:"calls_dimensions"`
+	// ExcludeDimensions removes built-in attributes (service.name, span.name, span.kind,
+	// status.code) from the metrics. Default: none.
+	ExcludeDimensions []string `mapstructure:"exclude_dimensions"`
+
+	// DimensionsCacheSize is accepted for compatibility and ignored (deprecated in spanmetrics
+	// in favour of aggregation_cardinality_limit; our series store has no such cache).
+	DimensionsCacheSize int `mapstructure:"dimensions_cache_size"`
+
+	// ResourceMetricsCacheSize is the number of resources (distinct resource attribute sets)
+	// kept; beyond it the least recently seen resources are dropped with their series at the
+	// next flush. Default 1000.
+	ResourceMetricsCacheSize int `mapstructure:"resource_metrics_cache_size"`
+
+	// ResourceMetricsKeyAttributes limits the resource attributes that identify a resource.
+	// Empty (the default) means all of them.
+	ResourceMetricsKeyAttributes []string `mapstructure:"resource_metrics_key_attributes"`
+
+	// AggregationTemporality is AGGREGATION_TEMPORALITY_CUMULATIVE (the default) or
+	// AGGREGATION_TEMPORALITY_DELTA; any other value means cumulative, as in spanmetrics.
+	AggregationTemporality string `mapstructure:"aggregation_temporality"`
+
+	// Histogram configures the duration histogram.
+	Histogram HistogramConfig `mapstructure:"histogram"`
+
+	// MetricsFlushInterval is the time between two emissions of metrics. Default 60s.
+	MetricsFlushInterval time.Duration `mapstructure:"metrics_flush_interval"`
+
+	// MetricsExpiration drops a resource, with all its series, when no span of it was seen for
+	// this long. 0 (the default) means never.
+	MetricsExpiration time.Duration `mapstructure:"metrics_expiration"`
+
+	// TimestampCacheSize is accepted and validated for compatibility. The start timestamp of
+	// each delta series is kept in the series store itself, so there is no cache to size.
+	TimestampCacheSize *int `mapstructure:"metric_timestamp_cache_size"`
+
+	// Namespace prefixes the metric names. Default "traces.span.metrics".
+	Namespace string `mapstructure:"namespace"`
+
+	// Exemplars configures exemplars on the metrics.
+	Exemplars ExemplarsConfig `mapstructure:"exemplars"`
+
+	// Events configures the events metric (a count of span events).
+	Events EventsConfig `mapstructure:"events"`
+
+	// IncludeInstrumentationScope lists instrumentation scope names whose spans get
+	// span.instrumentation.scope.name/version attributes. Default: none.
+	IncludeInstrumentationScope []string `mapstructure:"include_instrumentation_scope"`
+
+	// AggregationCardinalityLimit caps the series of each metric per resource; spans of new
+	// series beyond it go to the resource's otel.metric.overflow=true series. 0 (the default)
+	// means no limit.
+	AggregationCardinalityLimit int `mapstructure:"aggregation_cardinality_limit"`
+
+	// AddResourceAttributes copies resource attributes to the output resource even when the
+	// connector.spanmetrics.excludeResourceMetrics feature gate is enabled. Default false.
+	AddResourceAttributes bool `mapstructure:"add_resource_attributes"`
+
+	// MaxSeries caps the number of series of each metric across all resources; spans of new
+	// series beyond it go to the resource's otel.metric.overflow=true series, so totals stay
+	// exact. 0 means no limit. Default 1,000,000.
+	MaxSeries int `mapstructure:"max_series"`
+
+	// MaxSeriesPerService caps the series of each metric per service.name the same way.
+	// 0 (the default) means no limit.
+	MaxSeriesPerService int `mapstructure:"max_series_per_service"`
+
+	// SeriesExpiration drops a single series that has seen no span for this long (unlike
+	// metrics_expiration, which works on whole resources). 0 means: never with cumulative
+	// temporality; after 5 idle flush intervals with delta temporality. Default 0.
+	SeriesExpiration time.Duration `mapstructure:"series_expiration"`
+
+	// RingSize is the capacity of the intake ring between ConsumeTraces callers and the
+	// aggregator, in batches (one per ConsumeTraces call), rounded up to a power of two.
+	// When it is full, ConsumeTraces waits (bounded by its context). Default 1024.
+	RingSize int `mapstructure:"ring_size"`
+}
+
+// HistogramConfig configures the duration histogram.
+type HistogramConfig struct {
+	// Disable turns the duration histogram off. Default false.
+	Disable bool `mapstructure:"disable"`
+	// Unit is "ms" (the default) or "s".
+	Unit Unit `mapstructure:"unit"`
+	// Exponential selects a base-2 exponential histogram.
+	Exponential configoptional.Optional[ExponentialHistogramConfig] `mapstructure:"exponential"`
+	// Explicit selects explicit bucket bounds.
+	Explicit configoptional.Optional[ExplicitHistogramConfig] `mapstructure:"explicit"`
+	// Dimensions are added to the duration metric only. Default: none.
+	Dimensions []Dimension `mapstructure:"dimensions"`
+	// prevent unkeyed literal initialization
+	_ struct{}
+}
+
+// ExemplarsConfig configures exemplars.
+type ExemplarsConfig struct {
+	// Enabled attaches exemplars (trace and span IDs) to the calls and duration metrics.
+	Enabled bool `mapstructure:"enabled"`
+	// MaxPerDataPoint bounds the exemplars of one data point per flush interval. Default 5.
+	MaxPerDataPoint int `mapstructure:"max_per_data_point"`
+	// prevent unkeyed literal initialization
+	_ struct{}
+}
+
+// ExponentialHistogramConfig configures the exponential histogram.
+type ExponentialHistogramConfig struct {
+	// MaxSize is the maximum number of buckets per data point. 0 means 160.
+	MaxSize int32 `mapstructure:"max_size"`
+	// prevent unkeyed literal initialization
+	_ struct{}
+}
+
+// ExplicitHistogramConfig configures explicit buckets.
+type ExplicitHistogramConfig struct {
+	// Buckets is the list of durations representing explicit histogram buckets.
+	// Default: 2ms 4ms 6ms 8ms 10ms 50ms 100ms 200ms 400ms 800ms 1s 1.4s 2s 5s 10s 15s.
+	Buckets []time.Duration `mapstructure:"buckets"`
+	// prevent unkeyed literal initialization
+	_ struct{}
+}
+
+// EventsConfig configures the events metric.
+type EventsConfig struct {
+	// Enabled turns the events metric on. Default false.
+	Enabled bool `mapstructure:"enabled"`
+	// Dimensions are added to the events metric; required when enabled.
+	Dimensions []Dimension `mapstructure:"dimensions"`
+	// prevent unkeyed literal initialization
+	_ struct{}
+}
+
+// Unit is the unit of the duration histogram.
+type Unit int8
+
+const (
+	// Milliseconds is "ms".
+	Milliseconds Unit = iota
+	// Seconds is "s".
+	Seconds
+)
+
+var (
+	_ encoding.TextMarshaler   = (*Unit)(nil)
+	_ encoding.TextUnmarshaler = (*Unit)(nil)
+)
+
+func (u Unit) String() string {
+	switch u {
+	case Milliseconds:
+		return "ms"
+	case Seconds:
+		return "s"
+	}
+	return ""
+}
+
+// MarshalText implements encoding.TextMarshaler.
+func (u Unit) MarshalText() ([]byte, error) { return []byte(u.String()), nil }
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (u *Unit) UnmarshalText(text []byte) error {
+	switch strings.ToLower(string(text)) {
+	case "ms":
+		*u = Milliseconds
+	case "s":
+		*u = Seconds
+	default:
+		return fmt.Errorf("unknown Unit %q, allowed units are %q and %q", strings.ToLower(string(text)), "ms", "s")
+	}
+	return nil
+}
+
+// nanosPer returns the number of nanoseconds in one unit.
+func (u Unit) nanosPer() int64 {
+	if u == Seconds {
+		return int64(time.Second)
+	}
+	return int64(time.Millisecond)
+}
+
+var (
+	_ component.Config   = (*Config)(nil)
+	_ xconfmap.Validator = (*Config)(nil)
+)
+
+// Validate checks the configuration; every error names the key at fault.
+func (c *Config) Validate() error {
+	if err := validateDimensions(c.Dimensions, c.builtinKeys()); err != nil {
+		return fmt.Errorf("dimensions: %w", err)
+	}
+	if err := validateDimensions(c.CallsDimensions, c.builtinKeys(), c.Dimensions...); err != nil {
+		return fmt.Errorf("calls_dimensions: %w", err)
+	}
+	if err := validateDimensions(c.Histogram.Dimensions, c.builtinKeys(), c.Dimensions...); err != nil {
+		return fmt.Errorf("histogram.dimensions: %w", err)
+	}
+	if c.Events.Enabled {
+		if len(c.Events.Dimensions) == 0 {
+			return errors.New("events.dimensions: no dimensions configured for events")
+		}
+		if err := validateDimensions(c.Events.Dimensions, c.builtinKeys(), c.Dimensions...); err != nil {
+			return fmt.Errorf("events.dimensions: %w", err)
+		}
+	}
+	if c.Histogram.Explicit.HasValue() && c.Histogram.Exponential.HasValue() {
+		return errors.New("histogram: use either `explicit` or `exponential` buckets histogram")
+	}
+	if e := c.Histogram.Explicit.Get(); c.Histogram.Explicit.HasValue() && e != nil {
+		for i := 1; i < len(e.Buckets); i++ {
+			if e.Buckets[i] <= e.Buckets[i-1] {
+				return fmt.Errorf("histogram.explicit.buckets: must be strictly increasing, %v follows %v", e.Buckets[i], e.Buckets[i-1])
+			}
+		}
+	}
+	if c.MetricsFlushInterval < 0 {
+		return fmt.Errorf("metrics_flush_interval: %v, the duration should be positive", c.MetricsFlushInterval)
+	}
+	if c.MetricsExpiration < 0 {
+		return fmt.Errorf("metrics_expiration: %v, the duration should be positive", c.MetricsExpiration)
+	}
+	if c.GetAggregationTemporality() == pmetric.AggregationTemporalityDelta && c.TimestampCacheSize != nil && *c.TimestampCacheSize <= 0 {
+		return fmt.Errorf("metric_timestamp_cache_size: %v, the maximum number of the items in the cache should be positive", *c.TimestampCacheSize)
+	}
+	if c.AggregationCardinalityLimit < 0 {
+		return fmt.Errorf("aggregation_cardinality_limit: %v, the limit should be positive", c.AggregationCardinalityLimit)
+	}
+	if c.Exemplars.Enabled && c.Exemplars.MaxPerDataPoint < 0 {
+		return fmt.Errorf("exemplars.max_per_data_point: %v, the value should be positive", c.Exemplars.MaxPerDataPoint)
+	}
+	if c.ResourceMetricsCacheSize <= 0 {
+		return fmt.Errorf("resource_metrics_cache_size: %v, the value should be positive", c.ResourceMetricsCacheSize)
+	}
+	if c.MaxSeries < 0 {
+		return fmt.Errorf("max_series: %v, the value should be positive or 0 (no limit)", c.MaxSeries)
+	}
+	if c.MaxSeriesPerService < 0 {
+		return fmt.Errorf("max_series_per_service: %v, the value should be positive or 0 (no limit)", c.MaxSeriesPerService)
+	}
+	if c.SeriesExpiration < 0 {
+		return fmt.Errorf("series_expiration: %v, the duration should be positive", c.SeriesExpiration)
+	}
+	if c.RingSize < 0 || c.RingSize == 1 || c.RingSize > maxRingSize {
+		return fmt.Errorf("ring_size: %v is out of range, use 0 (default %d) or 2..%d", c.RingSize, defaultRingSize, maxRingSize)
+	}
+	return nil
+}
+
+// GetAggregationTemporality converts the configured string into a temporality: cumulative
+// unless delta is spelled exactly.
+func (c *Config) GetAggregationTemporality() pmetric.AggregationTemporality {
+	if c.AggregationTemporality == delta {
+		return pmetric.AggregationTemporalityDelta
+	}
+	return pmetric.AggregationTemporalityCumulative
+}
+
+// builtinKeys are the attribute names a dimension must not reuse.
+func (c *Config) builtinKeys() []string {
+	keys := []string{serviceNameKey, spanKindKey, statusCodeKey, spanNameKey}
+	if gateEnabled(includeCollectorInstanceIDGate) {
+		keys = append(keys, collectorInstanceKey)
+	}
+	return keys
+}
+
+// validateDimensions rejects empty names and names that repeat a built-in attribute, one
+// of the shared dimensions, or each other.
+func validateDimensions(dims []Dimension, builtin []string, shared ...Dimension) error {
+	seen := make(map[string]struct{}, len(dims)+len(builtin)+len(shared))
+	for _, k := range builtin {
+		seen[k] = struct{}{}
+	}
+	for _, d := range shared {
+		seen[d.Name] = struct{}{}
+	}
+	for _, d := range dims {
+		if d.Name == "" {
+			return errors.New("empty dimension name")
+		}
+		if _, ok := seen[d.Name]; ok {
+			return fmt.Errorf("duplicate dimension name %s", d.Name)
+		}
+		seen[d.Name] = struct{}{}
+	}
+	return nil
+}

@@ -1,0 +1,286 @@
+package tracemetrics // import "github.com/otelcol-red/otelcol-red/connector/tracemetrics"
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.uber.org/zap"
+
+	"github.com/otelcol-red/otelcol-red/internal/intake"
+)
+
+var errShutdown = errors.New("tracemetrics connector is shut down")
+
+// connectorImp is the tracemetrics connector. Its data path, top to bottom:
+//
+//	ConsumeTraces (any number of goroutines)
+//	  reducer.reduce: spans → one deltaBatch (per-series deltas, keys, observations)
+//	  intake.Queue.Put: one pointer into the MPSC ring; waits if the ring is full
+//	aggregator.run (one goroutine, owns the series tables)
+//	  woken per wakeBatch items or by the flush ticker; apply folds batches into the active
+//	  deltaBuffer; at the tick it swaps buffers and hands the filled one over
+//	flusher.run (one goroutine)
+//	  cumulative totals, pmetric.Metrics, next.ConsumeMetrics
+type connectorImp struct {
+	cfg     *Config
+	logger  *zap.Logger
+	clock   clockwork.Clock
+	reducer *reducer
+	q       *intake.Queue[deltaBatch]
+	free    *intake.FreeList[deltaBatch]
+	gate    intake.Gate
+	agg     *aggregator
+	fl      *flusher
+	tel     *telemetry
+
+	startOnce    sync.Once
+	started      bool
+	shutdownOnce sync.Once
+}
+
+var _ consumer.Traces = (*connectorImp)(nil)
+
+func newConnector(set component.TelemetrySettings, cfg *Config, next consumer.Metrics, clock clockwork.Clock, instanceID string) (*connectorImp, error) {
+	g := readGates()
+	lay := newLayout(cfg, g, instanceID)
+
+	var bounds []float64
+	var explicit *explicitBuckets
+	expoSize := int32(0)
+	switch {
+	case cfg.Histogram.Disable:
+	case cfg.Histogram.Exponential.HasValue():
+		expoSize = defaultExpoMaxSize
+		if e := cfg.Histogram.Exponential.Get(); e != nil && e.MaxSize != 0 {
+			// go-expohisto's clamping, which spanmetrics relies on.
+			switch {
+			case e.MaxSize < 0:
+			case e.MaxSize < 2:
+				expoSize = 2
+			case e.MaxSize > maxExponentialSize:
+				expoSize = maxExponentialSize
+			default:
+				expoSize = e.MaxSize
+			}
+		}
+	default:
+		bounds = histogramBounds(cfg)
+		explicit = newExplicitBuckets(bounds)
+	}
+	nb := 0
+	if explicit != nil {
+		nb = len(bounds) + 1
+	}
+
+	ringSize := cfg.RingSize
+	if ringSize == 0 {
+		ringSize = defaultRingSize
+	}
+	q := intake.New[deltaBatch](ringSize)
+	tel, err := newTelemetry(set, q)
+	if err != nil {
+		return nil, err
+	}
+	c := &connectorImp{
+		cfg:     cfg,
+		logger:  set.Logger,
+		clock:   clock,
+		reducer: newReducer(cfg, lay, explicit),
+		q:       q,
+		free:    intake.NewFreeList[deltaBatch](2 * q.Cap()),
+		tel:     tel,
+	}
+	isDelta := cfg.GetAggregationTemporality() == pmetric.AggregationTemporalityDelta
+	returned := make(chan *deltaBuffer, 1)
+	toFlusher := make(chan *deltaBuffer, 1)
+	returned <- newDeltaBuffer(len(lay.families))
+
+	exemplars := 0
+	if cfg.Exemplars.Enabled && cfg.Exemplars.MaxPerDataPoint > 0 {
+		exemplars = cfg.Exemplars.MaxPerDataPoint
+	}
+	c.agg = &aggregator{
+		cfg:        cfg,
+		lay:        lay,
+		isDelta:    isDelta,
+		nb:         nb,
+		expoSize:   expoSize,
+		exemplars:  exemplars,
+		idle:       idleTime(cfg),
+		resIdle:    int64(cfg.MetricsExpiration),
+		cardLimit:  int32(cfg.AggregationCardinalityLimit),
+		maxSeries:  cfg.MaxSeries,
+		maxService: int32(cfg.MaxSeriesPerService),
+		q:          q,
+		free:       c.free,
+		wakeBatch:  max(1, q.Cap()/8),
+		clock:      clock,
+		services:   map[string]uint32{},
+		active:     newDeltaBuffer(len(lay.families)),
+		returned:   returned,
+		toFlusher:  toFlusher,
+		stop:       make(chan struct{}),
+		done:       make(chan struct{}),
+		kick:       make(chan struct{}, 1),
+		tel:        tel,
+	}
+	c.fl = &flusher{
+		lay:          lay,
+		isDelta:      isDelta,
+		nb:           nb,
+		bounds:       bounds,
+		expoSize:     expoSize,
+		copyResource: !g.excludeResourceMetrics || cfg.AddResourceAttributes,
+		unit:         cfg.Histogram.Unit.String(),
+		next:         next,
+		logger:       set.Logger,
+		tel:          tel,
+		in:           toFlusher,
+		returned:     returned,
+		done:         make(chan struct{}),
+		byRes:        make([][]int32, len(lay.families)),
+		orders:       make([][]uint32, len(lay.families)),
+	}
+	namespace := cfg.Namespace
+	if g.legacyMetricNames && namespace == DefaultNamespace {
+		namespace = ""
+	}
+	c.fl.callsName = metricName(namespace, "calls")
+	c.fl.durationName = metricName(namespace, "duration")
+	c.fl.eventsName = metricName(namespace, "events")
+	for _, f := range lay.families {
+		c.agg.tables = append(c.agg.tables, &seriesTable{fam: f})
+		c.fl.tables = append(c.fl.tables, &flushTable{fam: f})
+	}
+	if cfg.DimensionsCacheSize != 0 {
+		set.Logger.Warn("dimensions_cache_size is deprecated and ignored; use aggregation_cardinality_limit or max_series")
+	}
+	return c, nil
+}
+
+func histogramBounds(cfg *Config) []float64 {
+	if e := cfg.Histogram.Explicit.Get(); cfg.Histogram.Explicit.HasValue() && e != nil && e.Buckets != nil {
+		div := float64(cfg.Histogram.Unit.nanosPer())
+		bounds := make([]float64, len(e.Buckets))
+		for i, b := range e.Buckets {
+			bounds[i] = float64(b.Nanoseconds()) / div
+		}
+		return bounds
+	}
+	bounds := make([]float64, len(defaultHistogramBucketsMs))
+	for i, v := range defaultHistogramBucketsMs {
+		bounds[i] = v
+		if cfg.Histogram.Unit == Seconds {
+			bounds[i] = v / float64(time.Second.Milliseconds())
+		}
+	}
+	return bounds
+}
+
+func metricName(namespace, name string) string {
+	if namespace != "" {
+		return namespace + "." + name
+	}
+	return name
+}
+
+// Start starts the aggregator and the flusher.
+func (c *connectorImp) Start(context.Context, component.Host) error {
+	c.startOnce.Do(func() {
+		interval := c.cfg.MetricsFlushInterval
+		if interval <= 0 {
+			interval = defaultFlushInterval
+		}
+		c.agg.ticker = c.clock.NewTicker(interval)
+		c.started = true
+		go c.agg.run()
+		go c.fl.run()
+	})
+	return nil
+}
+
+// Shutdown refuses new spans, waits for ConsumeTraces calls in flight, then drains the ring,
+// flushes everything aggregated so far and waits until the next consumer has it. It is
+// idempotent.
+func (c *connectorImp) Shutdown(ctx context.Context) error {
+	var err error
+	c.shutdownOnce.Do(func() {
+		err = c.gate.Close(ctx)
+		if c.started {
+			close(c.agg.stop)
+			select {
+			case <-c.agg.done:
+			case <-ctx.Done():
+				err = errors.Join(err, ctx.Err())
+				return
+			}
+			select {
+			case <-c.fl.done:
+			case <-ctx.Done():
+				err = errors.Join(err, ctx.Err())
+				return
+			}
+			c.agg.ticker.Stop()
+		}
+		c.tel.shutdown()
+	})
+	return err
+}
+
+// Capabilities implements consumer.Traces.
+func (*connectorImp) Capabilities() consumer.Capabilities {
+	return consumer.Capabilities{MutatesData: false}
+}
+
+// ConsumeTraces reduces td to one batch and queues it for the aggregator. It holds no lock
+// and, once the batch pool is warm, allocates nothing. When the ring is full it waits for
+// room until ctx is done, and then returns the context's error with nothing aggregated.
+func (c *connectorImp) ConsumeTraces(ctx context.Context, td ptrace.Traces) error {
+	if !c.gate.Enter() {
+		c.tel.refusedSpans.Add(int64(td.SpanCount()))
+		return errShutdown
+	}
+	defer c.gate.Exit()
+	b := c.free.Get()
+	if b == nil {
+		b = new(deltaBatch)
+	}
+	b.ts = c.clock.Now().UnixNano()
+	c.reducer.reduce(b, td)
+	if b.empty() {
+		b.reset()
+		c.free.Put(b)
+		return nil
+	}
+	if err := c.q.Put(ctx, b); err != nil {
+		b.reset()
+		c.free.Put(b)
+		c.tel.refusedSpans.Add(int64(td.SpanCount()))
+		return err
+	}
+	return nil
+}
+
+// settle makes the aggregator apply everything queued so far and waits until it has.
+// Tests and benchmarks only.
+func (c *connectorImp) settle() {
+	want := int64(c.q.Stats().Offers)
+	select {
+	case c.agg.kick <- struct{}{}:
+	default:
+	}
+	for c.agg.applied.Load() < want {
+		time.Sleep(50 * time.Microsecond)
+		select {
+		case c.agg.kick <- struct{}{}:
+		default:
+		}
+	}
+}

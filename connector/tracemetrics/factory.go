@@ -1,0 +1,76 @@
+// Package tracemetrics is a traces → metrics connector that turns spans into RED metrics
+// (calls, duration histograms, events), a drop-in for the contrib spanmetrics connector that
+// aggregates without a lock on the ingest path. See README.md and ARCHITECTURE.md.
+package tracemetrics // import "github.com/otelcol-red/otelcol-red/connector/tracemetrics"
+
+import (
+	"context"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jonboulle/clockwork"
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/connector"
+	"go.opentelemetry.io/collector/consumer"
+
+	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/metadata"
+)
+
+// Defaults. spanmetrics' defaults are kept as they are; ours are chosen in README.md.
+const (
+	// DefaultNamespace prefixes metric names: traces.span.metrics.calls, ....duration, ....events.
+	DefaultNamespace              = "traces.span.metrics"
+	defaultFlushInterval          = 60 * time.Second
+	defaultResourceMetricsCache   = 1000
+	defaultMaxPerDataPoint        = 5
+	defaultMaxSeries              = 1_000_000
+	defaultRingSize               = 1024
+	maxRingSize                   = 1 << 20
+	defaultDeltaTimestampCacheLen = 1000
+	// deltaIdleIntervals is how many idle flush intervals a delta series is kept when
+	// series_expiration is 0.
+	deltaIdleIntervals = 5
+)
+
+// defaultHistogramBucketsMs are spanmetrics' default explicit bounds, in milliseconds.
+var defaultHistogramBucketsMs = []float64{
+	2, 4, 6, 8, 10, 50, 100, 200, 400, 800, 1000, 1400, 2000, 5000, 10_000, 15_000,
+}
+
+// NewFactory returns the factory of the tracemetrics connector.
+func NewFactory() connector.Factory {
+	return connector.NewFactory(
+		metadata.Type,
+		createDefaultConfig,
+		connector.WithTracesToMetrics(createTracesToMetrics, metadata.TracesToMetricsStability),
+	)
+}
+
+func createDefaultConfig() component.Config {
+	unit := Milliseconds
+	if gateEnabled(useSecondAsDefaultMetricsUnitGate) {
+		unit = Seconds
+	}
+	return &Config{
+		AggregationTemporality:   cumulative,
+		ResourceMetricsCacheSize: defaultResourceMetricsCache,
+		MetricsFlushInterval:     defaultFlushInterval,
+		Histogram:                HistogramConfig{Unit: unit},
+		Namespace:                DefaultNamespace,
+		Exemplars:                ExemplarsConfig{MaxPerDataPoint: defaultMaxPerDataPoint},
+		MaxSeries:                defaultMaxSeries,
+		RingSize:                 defaultRingSize,
+	}
+}
+
+func createTracesToMetrics(ctx context.Context, set connector.Settings, cfg component.Config, next consumer.Metrics) (connector.Traces, error) {
+	// Like spanmetrics: the collector sets collector.instance.id on its own resource; tests
+	// built from componenttest do not, hence the random fallback.
+	instanceID := ""
+	if v, ok := set.Resource.Attributes().Get(collectorInstanceKey); ok {
+		instanceID = v.AsString()
+	} else {
+		instanceID = uuid.NewString()
+	}
+	return newConnector(set.TelemetrySettings, cfg.(*Config), next, clockwork.FromContext(ctx), instanceID)
+}

@@ -1,0 +1,420 @@
+package tracemetrics // import "github.com/otelcol-red/otelcol-red/connector/tracemetrics"
+
+import (
+	"context"
+	"math"
+	"time"
+
+	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.uber.org/zap"
+)
+
+const scopeName = "tracemetricsconnector"
+
+// flusher turns filled delta buffers into pmetric.Metrics and sends them downstream, on its
+// own goroutine: nothing it does holds up ConsumeTraces or the aggregator. For cumulative
+// temporality it owns the running totals of every series; it keeps its own copy of the
+// series keys (sent once, when a series is created), so it shares no memory with the
+// aggregator except the buffer it is handed.
+type flusher struct {
+	lay          *layout
+	isDelta      bool
+	nb           int
+	bounds       []float64
+	expoSize     int32
+	copyResource bool
+	callsName    string
+	durationName string
+	eventsName   string
+	unit         string
+	next         consumer.Metrics
+	logger       *zap.Logger
+	tel          *telemetry
+
+	in       chan *deltaBuffer
+	returned chan *deltaBuffer
+	done     chan struct{}
+
+	resAttrs []pcommon.Map // by resource id; zero Map when free
+	tables   []*flushTable
+	orders   [][]uint32 // per family: ids to export grouped by resource (scratch)
+	byRes    [][]int32  // per family: offsets of each resource's ids in orders
+	pos      []int32
+}
+
+// flushTable is the flusher's view of one family's series, by id.
+type flushTable struct {
+	fam      *family
+	keys     keyArena
+	keyRef   []uint64
+	keyLen   []uint32 // 0: free
+	res      []uint32
+	start    []int64 // cumulative: creation time; delta: last export time, 0 before the first
+	exported []bool  // cumulative calls: the first export reports 0 (see sumValue)
+	// Cumulative totals.
+	count    []uint64
+	sum      []float64
+	min, max []float64
+	zero     []uint64
+	buckets  []uint64 // nb per id
+	sketch   []expoSketch
+	slab     slab
+}
+
+func (t *flushTable) key(id uint32) []byte { return t.keys.get(t.keyRef[id], t.keyLen[id]) }
+
+func (t *flushTable) add(ns *newSeries, keys []byte, nb int, isDelta bool) {
+	id := int(ns.id)
+	n := id + 1
+	t.keyRef = grow(t.keyRef, n)
+	t.keyLen = grow(t.keyLen, n)
+	t.res = grow(t.res, n)
+	t.start = grow(t.start, n)
+	t.exported = grow(t.exported, n)
+	t.keyRef[id] = t.keys.add(keys[ns.key.off : ns.key.off+ns.key.n])
+	t.keyLen[id] = ns.key.n
+	t.res[id] = ns.res
+	t.exported[id] = false
+	t.start[id] = ns.created
+	if isDelta {
+		t.start[id] = 0
+		return
+	}
+	t.count = grow(t.count, n)
+	t.sum = grow(t.sum, n)
+	t.min = grow(t.min, n)
+	t.max = grow(t.max, n)
+	t.zero = grow(t.zero, n)
+	t.sketch = grow(t.sketch, n)
+	t.count[id], t.sum[id], t.zero[id] = 0, 0, 0
+	t.min[id], t.max[id] = math.Inf(1), math.Inf(-1)
+	if nb > 0 {
+		t.buckets = grow(t.buckets, n*nb)
+		clear(t.buckets[id*nb : n*nb])
+	}
+}
+
+func (t *flushTable) drop(id uint32) {
+	t.keys.release(t.keyLen[id])
+	t.keyLen[id] = 0
+	if int(id) < len(t.sketch) {
+		t.sketch[id].free(&t.slab)
+	}
+}
+
+// merge adds an interval's rows to the cumulative totals.
+func (t *flushTable) merge(d *deltaFamily, nb int, expoSize int32) {
+	for i := range d.rows {
+		r := &d.rows[i]
+		id := r.id
+		t.count[id] += r.count
+		if !t.fam.duration {
+			continue
+		}
+		t.sum[id] += r.sum
+		t.min[id] = min(t.min[id], r.min)
+		t.max[id] = max(t.max[id], r.max)
+		if nb > 0 {
+			dst := t.buckets[int(id)*nb : int(id+1)*nb]
+			for j, c := range d.buckets[i*nb : (i+1)*nb] {
+				dst[j] += c
+			}
+			continue
+		}
+		t.zero[id] += r.zero
+		t.sketch[id].merge(&t.slab, &r.sketch, &d.slab, expoSize)
+	}
+	if t.slab.waste > 1<<20 && t.slab.waste > len(t.slab.buf)/2 {
+		t.compactSlab()
+	}
+}
+
+func (t *flushTable) compactSlab() {
+	var fresh slab
+	for id := range t.sketch {
+		k := &t.sketch[id]
+		if k.cap == 0 {
+			continue
+		}
+		off := fresh.alloc(k.cap)
+		copy(fresh.buf[off:], t.slab.buf[k.off:k.off+uint32(k.cap)])
+		k.off = off
+	}
+	t.slab = fresh
+}
+
+func (f *flusher) run() {
+	defer close(f.done)
+	for buf := range f.in {
+		f.process(buf)
+		final := buf.final
+		buf.reset()
+		f.returned <- buf
+		if final {
+			return
+		}
+	}
+}
+
+func (f *flusher) process(buf *deltaBuffer) {
+	began := time.Now()
+	for _, nr := range buf.newResources {
+		f.resAttrs = grow(f.resAttrs, int(nr.id)+1)
+		m := pcommon.NewMap()
+		decodeMap(buf.resAttrs[nr.attrs.off:nr.attrs.off+nr.attrs.n], m)
+		f.resAttrs[nr.id] = m
+	}
+	for fi, t := range f.tables {
+		d := &buf.fams[fi]
+		for i := range d.newSeries {
+			t.add(&d.newSeries[i], d.newKeys, f.nbOf(t), f.isDelta)
+		}
+		if !f.isDelta {
+			t.merge(d, f.nbOf(t), f.expoSize)
+		}
+	}
+
+	md := f.build(buf)
+	if md.ResourceMetrics().Len() > 0 {
+		if err := f.next.ConsumeMetrics(context.Background(), md); err != nil {
+			f.logger.Error("Failed ConsumeMetrics", zap.Error(err))
+			f.tel.exportErrors.Add(1)
+		}
+	}
+
+	for fi, t := range f.tables {
+		d := &buf.fams[fi]
+		if f.isDelta {
+			for i := range d.rows {
+				t.start[d.rows[i].id] = buf.ts
+			}
+		}
+		for _, id := range d.expired {
+			t.drop(id)
+		}
+		if t.keys.wantsCompaction() {
+			compactKeys(&t.keys, t.keyRef, t.keyLen)
+		}
+	}
+	for _, rid := range buf.expiredRes {
+		f.resAttrs[rid] = pcommon.Map{}
+	}
+	f.tel.recordFlush(time.Since(began), md.DataPointCount())
+}
+
+func (f *flusher) nbOf(t *flushTable) int {
+	if t.fam.duration {
+		return f.nb
+	}
+	return 0
+}
+
+// group lists the ids of family fi to export, grouped by resource (a counting sort):
+// the ids of resource rid are orders[fi][byRes[fi][rid]:byRes[fi][rid+1]].
+func (f *flusher) group(fi int, buf *deltaBuffer) {
+	t := f.tables[fi]
+	d := &buf.fams[fi]
+	counts := grow(f.byRes[fi][:0], len(f.resAttrs)+1)
+	clear(counts)
+	each := func(fn func(id uint32)) {
+		if f.isDelta {
+			for i := range d.rows {
+				fn(d.rows[i].id)
+			}
+			return
+		}
+		for id, n := range t.keyLen {
+			if n > 0 {
+				fn(uint32(id))
+			}
+		}
+	}
+	each(func(id uint32) { counts[t.res[id]+1]++ })
+	for i := 1; i < len(counts); i++ {
+		counts[i] += counts[i-1]
+	}
+	ids := grow(f.orders[fi][:0], int(counts[len(counts)-1]))
+	pos := f.pos[:0]
+	pos = append(pos, counts...)
+	each(func(id uint32) {
+		rid := t.res[id]
+		ids[pos[rid]] = id
+		pos[rid]++
+	})
+	f.pos = pos
+	f.byRes[fi] = counts
+	f.orders[fi] = ids
+}
+
+func (f *flusher) build(buf *deltaBuffer) pmetric.Metrics {
+	md := pmetric.NewMetrics()
+	ts := pcommon.Timestamp(buf.ts)
+	for fi := range f.tables {
+		f.group(fi, buf)
+	}
+	idsOf := func(fi, rid int) []uint32 {
+		if fi < 0 {
+			return nil
+		}
+		c := f.byRes[fi]
+		return f.orders[fi][c[rid]:c[rid+1]]
+	}
+	lay := f.lay
+	for rid := range f.resAttrs {
+		calls, events := idsOf(lay.callsFamily, rid), idsOf(lay.eventsFamily, rid)
+		durations := idsOf(lay.durationFamily, rid)
+		if len(calls)+len(durations)+len(events) == 0 {
+			continue
+		}
+		rm := md.ResourceMetrics().AppendEmpty()
+		if f.copyResource {
+			f.resAttrs[rid].CopyTo(rm.Resource().Attributes())
+		}
+		sm := rm.ScopeMetrics().AppendEmpty()
+		sm.Scope().SetName(scopeName)
+		if lay.callsFamily >= 0 {
+			f.buildSums(sm.Metrics().AppendEmpty(), f.callsName, lay.callsFamily, calls, buf, ts)
+		}
+		if lay.durationFamily >= 0 {
+			f.buildHistograms(sm.Metrics().AppendEmpty(), lay.durationFamily, durations, buf, ts)
+		}
+		if lay.eventsFamily >= 0 {
+			f.buildSums(sm.Metrics().AppendEmpty(), f.eventsName, lay.eventsFamily, events, buf, ts)
+		}
+	}
+	return md
+}
+
+func (f *flusher) temporality() pmetric.AggregationTemporality {
+	if f.isDelta {
+		return pmetric.AggregationTemporalityDelta
+	}
+	return pmetric.AggregationTemporalityCumulative
+}
+
+// rowOf returns the interval's row of id, or nil.
+func rowOf(d *deltaFamily, id uint32) (*deltaRow, int) {
+	if !d.touched(id) {
+		return nil, -1
+	}
+	i := int(d.slot[id] - 1)
+	return &d.rows[i], i
+}
+
+func (f *flusher) startOf(t *flushTable, id uint32, r *deltaRow) pcommon.Timestamp {
+	if f.isDelta && t.start[id] == 0 {
+		return pcommon.Timestamp(r.first)
+	}
+	return pcommon.Timestamp(t.start[id])
+}
+
+func (f *flusher) buildSums(m pmetric.Metric, name string, fi int, ids []uint32, buf *deltaBuffer, ts pcommon.Timestamp) {
+	m.SetName(name)
+	sum := m.SetEmptySum()
+	sum.SetIsMonotonic(true)
+	sum.SetAggregationTemporality(f.temporality())
+	t, d := f.tables[fi], &buf.fams[fi]
+	dps := sum.DataPoints()
+	dps.EnsureCapacity(len(ids))
+	for _, id := range ids {
+		r, _ := rowOf(d, id)
+		dp := dps.AppendEmpty()
+		dp.SetStartTimestamp(f.startOf(t, id, r))
+		dp.SetTimestamp(ts)
+		switch {
+		case f.isDelta:
+			dp.SetIntValue(int64(r.count))
+		case !t.exported[id]:
+			// spanmetrics reports a new cumulative series as 0 first, so that Prometheus
+			// sees the transition from nothing to 0 and keeps the first increase.
+			dp.SetIntValue(0)
+			t.exported[id] = true
+		default:
+			dp.SetIntValue(int64(t.count[id]))
+		}
+		f.putExemplars(dp.Exemplars(), d, r, ts)
+		f.lay.putAttributes(t.key(id), dp.Attributes())
+	}
+}
+
+func (f *flusher) buildHistograms(m pmetric.Metric, fi int, ids []uint32, buf *deltaBuffer, ts pcommon.Timestamp) {
+	m.SetName(f.durationName)
+	m.SetUnit(f.unit)
+	t, d := f.tables[fi], &buf.fams[fi]
+	if f.nb == 0 {
+		h := m.SetEmptyExponentialHistogram()
+		h.SetAggregationTemporality(f.temporality())
+		dps := h.DataPoints()
+		dps.EnsureCapacity(len(ids))
+		for _, id := range ids {
+			r, _ := rowOf(d, id)
+			dp := dps.AppendEmpty()
+			dp.SetStartTimestamp(f.startOf(t, id, r))
+			dp.SetTimestamp(ts)
+			if f.isDelta {
+				setExpo(dp, r.count, r.zero, r.sum, r.min, r.max, &r.sketch, &d.slab)
+			} else {
+				setExpo(dp, t.count[id], t.zero[id], t.sum[id], t.min[id], t.max[id], &t.sketch[id], &t.slab)
+			}
+			f.putExemplars(dp.Exemplars(), d, r, ts)
+			f.lay.putAttributes(t.key(id), dp.Attributes())
+		}
+		return
+	}
+	h := m.SetEmptyHistogram()
+	h.SetAggregationTemporality(f.temporality())
+	dps := h.DataPoints()
+	dps.EnsureCapacity(len(ids))
+	for _, id := range ids {
+		r, row := rowOf(d, id)
+		dp := dps.AppendEmpty()
+		dp.SetStartTimestamp(f.startOf(t, id, r))
+		dp.SetTimestamp(ts)
+		dp.ExplicitBounds().FromRaw(f.bounds)
+		if f.isDelta {
+			dp.BucketCounts().FromRaw(d.buckets[row*f.nb : (row+1)*f.nb])
+			dp.SetCount(r.count)
+			dp.SetSum(r.sum)
+		} else {
+			dp.BucketCounts().FromRaw(t.buckets[int(id)*f.nb : int(id+1)*f.nb])
+			dp.SetCount(t.count[id])
+			dp.SetSum(t.sum[id])
+		}
+		f.putExemplars(dp.Exemplars(), d, r, ts)
+		f.lay.putAttributes(t.key(id), dp.Attributes())
+	}
+}
+
+// setExpo fills an exponential data point as spanmetrics' go-expohisto conversion does.
+func setExpo(dp pmetric.ExponentialHistogramDataPoint, count, zero uint64, sum, lo, hi float64, k *expoSketch, s *slab) {
+	dp.SetCount(count)
+	dp.SetSum(sum)
+	if count != 0 {
+		dp.SetMin(lo)
+		dp.SetMax(hi)
+	}
+	dp.SetZeroCount(zero)
+	if count != zero {
+		dp.SetScale(k.scale)
+	}
+	if k.n > 0 {
+		dp.Positive().SetOffset(k.start)
+		dp.Positive().BucketCounts().FromRaw(k.counts(s)[:k.n])
+	}
+}
+
+func (f *flusher) putExemplars(dst pmetric.ExemplarSlice, d *deltaFamily, r *deltaRow, ts pcommon.Timestamp) {
+	if r == nil || r.exN == 0 {
+		return
+	}
+	dst.EnsureCapacity(int(r.exN))
+	for _, e := range d.exemplars[r.exOff : r.exOff+r.exN] {
+		x := dst.AppendEmpty()
+		x.SetTimestamp(ts)
+		x.SetTraceID(e.traceID)
+		x.SetSpanID(e.spanID)
+		x.SetDoubleValue(e.value)
+	}
+}

@@ -1,0 +1,357 @@
+package tracemetrics
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+	"github.com/open-telemetry/opentelemetry-collector-contrib/connector/spanmetricsconnector"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/confmap"
+	"go.opentelemetry.io/collector/connector"
+	"go.opentelemetry.io/collector/connector/connectortest"
+	"go.opentelemetry.io/collector/consumer/consumertest"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) {
+	// The spanmetrics connector stops its ticker goroutine asynchronously after Shutdown.
+	goleak.VerifyTestMain(m)
+}
+
+var testStart = time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
+
+// running is a started connector (ours or spanmetrics) on a fake clock with a sink.
+type running struct {
+	t        testing.TB
+	conn     connector.Traces
+	sink     *consumertest.MetricsSink
+	clock    *clockwork.FakeClock
+	interval time.Duration
+}
+
+// startConnector builds a connector from a factory and a configuration given as YAML-like
+// map, exactly as the collector would unmarshal it.
+func startConnector(t testing.TB, f connector.Factory, raw map[string]any) *running {
+	t.Helper()
+	cfg := f.CreateDefaultConfig()
+	require.NoError(t, confmap.NewFromStringMap(raw).Unmarshal(cfg))
+	if v, ok := cfg.(interface{ Validate() error }); ok {
+		require.NoError(t, v.Validate())
+	}
+	clock := clockwork.NewFakeClockAt(testStart)
+	ctx := clockwork.AddToContext(context.Background(), clock)
+	sink := new(consumertest.MetricsSink)
+	conn, err := f.CreateTracesToMetrics(ctx, connectortest.NewNopSettings(f.Type()), cfg, sink)
+	require.NoError(t, err)
+	require.NoError(t, conn.Start(ctx, componenttestHost{}))
+	interval := 60 * time.Second
+	if v, ok := raw["metrics_flush_interval"]; ok {
+		interval = v.(time.Duration)
+	}
+	r := &running{t: t, conn: conn, sink: sink, clock: clock, interval: interval}
+	t.Cleanup(func() { _ = conn.Shutdown(context.Background()) })
+	return r
+}
+
+type componenttestHost struct{}
+
+func (componenttestHost) GetExtensions() map[component.ID]component.Component { return nil }
+
+func (r *running) consume(td ptrace.Traces) {
+	require.NoError(r.t, r.conn.ConsumeTraces(context.Background(), td))
+}
+
+// flush advances the clock one interval and waits for the export it triggers.
+func (r *running) flush() pmetric.Metrics {
+	n := len(r.sink.AllMetrics())
+	// Ticker registration is asynchronous in spanmetrics' Start; wait for a waiter.
+	require.NoError(r.t, r.clock.BlockUntilContext(context.Background(), 1))
+	r.clock.Advance(r.interval)
+	require.Eventually(r.t, func() bool { return len(r.sink.AllMetrics()) > n }, 10*time.Second, time.Millisecond)
+	return r.sink.AllMetrics()[n]
+}
+
+// point is a data point reduced to what must match between the two connectors.
+type point struct {
+	Int       int64
+	Count     uint64
+	Sum       float64
+	Bounds    []float64
+	Buckets   []uint64
+	Scale     int32
+	Zero      uint64
+	PosOffset int32
+	Pos       []uint64
+	Min, Max  float64
+	Exemplars []string
+	Start     pcommon.Timestamp
+}
+
+func attrString(m pcommon.Map) string {
+	parts := make([]string, 0, m.Len())
+	for k, v := range m.All() {
+		parts = append(parts, fmt.Sprintf("%s=%s:%q", k, v.Type(), v.AsString()))
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ",")
+}
+
+// points flattens metrics into resource|metric|attributes → point.
+func points(t testing.TB, md pmetric.Metrics, withStart bool) map[string]point {
+	out := map[string]point{}
+	add := func(key string, p point) {
+		_, dup := out[key]
+		require.False(t, dup, "duplicate data point %s", key)
+		out[key] = p
+	}
+	exemplars := func(es pmetric.ExemplarSlice) []string {
+		var ids []string
+		for i := 0; i < es.Len(); i++ {
+			e := es.At(i)
+			ids = append(ids, fmt.Sprintf("%s/%s/%g", e.TraceID(), e.SpanID(), e.DoubleValue()))
+		}
+		sort.Strings(ids)
+		return ids
+	}
+	for i := 0; i < md.ResourceMetrics().Len(); i++ {
+		rm := md.ResourceMetrics().At(i)
+		res := attrString(rm.Resource().Attributes())
+		for j := 0; j < rm.ScopeMetrics().Len(); j++ {
+			ms := rm.ScopeMetrics().At(j).Metrics()
+			for k := 0; k < ms.Len(); k++ {
+				m := ms.At(k)
+				prefix := res + "|" + m.Name() + "|" + m.Unit() + "|" + m.Type().String() + "|"
+				switch m.Type() {
+				case pmetric.MetricTypeSum:
+					require.True(t, m.Sum().IsMonotonic())
+					prefix += m.Sum().AggregationTemporality().String() + "|"
+					for d := 0; d < m.Sum().DataPoints().Len(); d++ {
+						dp := m.Sum().DataPoints().At(d)
+						p := point{Int: dp.IntValue(), Exemplars: exemplars(dp.Exemplars())}
+						if withStart {
+							p.Start = dp.StartTimestamp()
+						}
+						add(prefix+attrString(dp.Attributes()), p)
+					}
+				case pmetric.MetricTypeHistogram:
+					prefix += m.Histogram().AggregationTemporality().String() + "|"
+					for d := 0; d < m.Histogram().DataPoints().Len(); d++ {
+						dp := m.Histogram().DataPoints().At(d)
+						p := point{Count: dp.Count(), Sum: dp.Sum(), Bounds: dp.ExplicitBounds().AsRaw(),
+							Buckets: dp.BucketCounts().AsRaw(), Exemplars: exemplars(dp.Exemplars())}
+						require.False(t, dp.HasMin())
+						if withStart {
+							p.Start = dp.StartTimestamp()
+						}
+						add(prefix+attrString(dp.Attributes()), p)
+					}
+				case pmetric.MetricTypeExponentialHistogram:
+					prefix += m.ExponentialHistogram().AggregationTemporality().String() + "|"
+					for d := 0; d < m.ExponentialHistogram().DataPoints().Len(); d++ {
+						dp := m.ExponentialHistogram().DataPoints().At(d)
+						require.Zero(t, dp.Negative().BucketCounts().Len())
+						p := point{Count: dp.Count(), Sum: dp.Sum(), Scale: dp.Scale(), Zero: dp.ZeroCount(),
+							PosOffset: dp.Positive().Offset(), Pos: dp.Positive().BucketCounts().AsRaw(),
+							Min: dp.Min(), Max: dp.Max(), Exemplars: exemplars(dp.Exemplars())}
+						if p.Count == 0 || len(p.Pos) == 0 {
+							p.PosOffset = 0 // meaningless without buckets
+						}
+						if withStart {
+							p.Start = dp.StartTimestamp()
+						}
+						add(prefix+attrString(dp.Attributes()), p)
+					}
+				default:
+					t.Fatalf("unexpected metric type %v", m.Type())
+				}
+			}
+		}
+	}
+	return out
+}
+
+// requireSamePoints asserts equal data points; sums may differ in the last bits because the
+// two connectors add the same durations in a different order.
+func requireSamePoints(t testing.TB, want, got map[string]point) {
+	t.Helper()
+	var missing, extra []string
+	for k := range want {
+		if _, ok := got[k]; !ok {
+			missing = append(missing, k)
+		}
+	}
+	for k := range got {
+		if _, ok := want[k]; !ok {
+			extra = append(extra, k)
+		}
+	}
+	sort.Strings(missing)
+	sort.Strings(extra)
+	require.Empty(t, missing, "data points of spanmetrics missing from tracemetrics")
+	require.Empty(t, extra, "data points of tracemetrics that spanmetrics does not have")
+	for k, w := range want {
+		g := got[k]
+		require.InEpsilon(t, w.Sum+1, g.Sum+1, 1e-9, "sum of %s", k)
+		w.Sum, g.Sum = 0, 0
+		require.Equal(t, w, g, "data point %s", k)
+	}
+}
+
+// genOptions shape generated traces.
+type genOptions struct {
+	services int
+	names    int
+	bad      bool // include malformed input
+	events   bool
+	wide     bool // durations from 1µs to hours (exponential downscaling)
+}
+
+// genTraces returns spans in a few ResourceSpans. Everything is derived from r, so two calls
+// with equally seeded generators return identical traces.
+func genTraces(r *rand.Rand, spans int, o genOptions) ptrace.Traces {
+	td := ptrace.NewTraces()
+	base := pcommon.NewTimestampFromTime(testStart.Add(-time.Minute))
+	for spans > 0 {
+		rs := td.ResourceSpans().AppendEmpty()
+		svc := r.IntN(o.services)
+		attrs := rs.Resource().Attributes()
+		attrs.PutStr("host.name", fmt.Sprintf("host-%d", svc%3))
+		if svc%2 == 0 {
+			attrs.PutStr("region", "eu")
+		}
+		attrs.PutStr(serviceNameKey, fmt.Sprintf("svc-%d", svc))
+		if o.bad {
+			switch r.IntN(10) {
+			case 0:
+				attrs.Remove(serviceNameKey) // skipped by both
+			case 1:
+				attrs.PutInt(serviceNameKey, int64(svc)) // not a string: service.name ""
+			case 2:
+				attrs.PutStr(serviceNameKey, "svc-\xff\xfe") // invalid UTF-8
+			}
+		}
+		n := min(spans, 1+r.IntN(40))
+		spans -= n
+		scopes := map[int]ptrace.ScopeSpans{}
+		for i := 0; i < n; i++ {
+			name := r.IntN(o.names)
+			// One scope per span name: spanmetrics does not key series by scope.
+			ss, ok := scopes[name%2]
+			if !ok {
+				ss = rs.ScopeSpans().AppendEmpty()
+				ss.Scope().SetName(fmt.Sprintf("lib-%d", name%2))
+				ss.Scope().SetVersion("1.0")
+				scopes[name%2] = ss
+			}
+			sp := ss.Spans().AppendEmpty()
+			sp.SetName(fmt.Sprintf("op-%d", name))
+			sp.SetKind(ptrace.SpanKind(r.IntN(6)))
+			sp.Status().SetCode(ptrace.StatusCode(r.IntN(3)))
+			var tid pcommon.TraceID
+			var sid pcommon.SpanID
+			for b := range tid {
+				tid[b] = byte(r.Uint32())
+			}
+			for b := range sid {
+				sid[b] = byte(r.Uint32())
+			}
+			sp.SetTraceID(tid)
+			sp.SetSpanID(sid)
+			start := base + pcommon.Timestamp(r.IntN(1_000_000_000))
+			var dur float64
+			if o.wide {
+				dur = math.Exp(r.Float64() * math.Log(1e13)) // 1ns .. 3h
+			} else {
+				dur = math.Exp(r.NormFloat64()*1.5 + math.Log(30e6)) // ~30ms
+			}
+			if r.IntN(50) == 0 {
+				dur = 0
+			}
+			sp.SetStartTimestamp(start)
+			sp.SetEndTimestamp(start + pcommon.Timestamp(dur))
+			sp.Attributes().PutStr("http.method", []string{"GET", "POST"}[r.IntN(2)])
+			if r.IntN(3) > 0 {
+				sp.Attributes().PutInt("http.status_code", []int64{200, 404, 500}[r.IntN(3)])
+			}
+			if r.IntN(4) == 0 {
+				sp.Attributes().PutStr("tenant", fmt.Sprintf("t%d", r.IntN(3)))
+			}
+			if o.bad {
+				switch r.IntN(12) {
+				case 0:
+					sp.SetEndTimestamp(start - 5) // end before start: duration 0
+				case 1:
+					sp.SetName("")
+				case 2:
+					sp.SetName("op-\xc3\x28") // invalid UTF-8
+				case 3:
+					sp.Attributes().PutStr("tenant", strings.Repeat("x", 70_000)) // huge value
+				case 4:
+					sp.SetKind(ptrace.SpanKind(42))
+					sp.Status().SetCode(ptrace.StatusCode(7))
+				case 5:
+					sp.SetTraceID(pcommon.TraceID{}) // no exemplar
+				case 6:
+					sp.SetStartTimestamp(0)
+					sp.SetEndTimestamp(0)
+				}
+			}
+			if o.events {
+				for e := r.IntN(3); e > 0; e-- {
+					ev := sp.Events().AppendEmpty()
+					ev.SetName("exception")
+					ev.Attributes().PutStr("exception.type", []string{"Timeout", "NPE"}[r.IntN(2)])
+				}
+			}
+		}
+	}
+	return td
+}
+
+func newRand(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, seed^0x5eed)) }
+
+// compareRun feeds identical traces to spanmetrics and tracemetrics with the same
+// configuration and compares every flush.
+func compareRun(t *testing.T, raw map[string]any, o genOptions, flushes, callsPerFlush, spansPerCall int, withStart bool) {
+	t.Helper()
+	stock := startConnector(t, spanmetricsconnector.NewFactory(), raw)
+	ours := startConnector(t, NewFactory(), raw)
+	rStock, rOurs := newRand(7), newRand(7)
+	for f := 0; f < flushes; f++ {
+		for c := 0; c < callsPerFlush; c++ {
+			stock.consume(genTraces(rStock, spansPerCall, o))
+			ours.consume(genTraces(rOurs, spansPerCall, o))
+		}
+		want := points(t, stock.flush(), withStart)
+		got := points(t, ours.flush(), withStart)
+		require.NotEmpty(t, want)
+		requireSamePoints(t, want, got)
+	}
+}
+
+func dims(names ...string) []any {
+	out := make([]any, 0, len(names))
+	for _, n := range names {
+		name, def, hasDef := strings.Cut(n, "=")
+		d := map[string]any{"name": name}
+		if hasDef {
+			d["default"] = def
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+var _ = slices.Contains[[]string]

@@ -1,0 +1,413 @@
+package tracemetrics // import "github.com/otelcol-red/otelcol-red/connector/tracemetrics"
+
+import (
+	"encoding/binary"
+	"math"
+	"slices"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+)
+
+// Attribute names, as spanmetrics v0.145.0 writes them.
+const (
+	serviceNameKey                 = "service.name"
+	spanNameKey                    = "span.name"
+	spanKindKey                    = "span.kind"
+	statusCodeKey                  = "status.code"
+	collectorInstanceKey           = "collector.instance.id"
+	otelStatusCodeKey              = "otel.status_code"
+	instrumentationScopeNameKey    = "span.instrumentation.scope.name"
+	instrumentationScopeVersionKey = "span.instrumentation.scope.version"
+	overflowKey                    = "otel.metric.overflow"
+)
+
+// A family is a set of series sharing one attribute layout: the span family (calls and
+// duration together, the usual case), or calls and duration apart when calls_dimensions or
+// histogram.dimensions differ, and the events family. Each family has its own series table.
+type family struct {
+	index    uint8
+	calls    bool // its count is emitted as the calls sum
+	duration bool // it observes span durations
+	events   bool // keyed and counted per span event
+	dims     []dimension
+}
+
+type dimension struct {
+	name   string
+	hasDef bool
+	defEnc []byte // encoded default value
+}
+
+const maxFamilies = 3
+
+// layout is the part of the configuration that decides the attributes of a series.
+type layout struct {
+	withService, withName, withKind, withStatus bool
+	otelStatusCode                              bool
+	instanceID                                  string // "" unless the collector.instance.id gate is on
+	scopes                                      []string
+	families                                    []*family
+	callsFamily, durationFamily, eventsFamily   int // -1 when absent
+}
+
+func newLayout(cfg *Config, g gates, instanceID string) *layout {
+	l := &layout{
+		withService:    !slices.Contains(cfg.ExcludeDimensions, serviceNameKey),
+		withName:       !slices.Contains(cfg.ExcludeDimensions, spanNameKey),
+		withKind:       !slices.Contains(cfg.ExcludeDimensions, spanKindKey),
+		otelStatusCode: g.useOtelStatusCode,
+		scopes:         cfg.IncludeInstrumentationScope,
+		callsFamily:    -1, durationFamily: -1, eventsFamily: -1,
+	}
+	if g.useOtelStatusCode {
+		l.withStatus = !slices.Contains(cfg.ExcludeDimensions, otelStatusCodeKey)
+	} else {
+		l.withStatus = !slices.Contains(cfg.ExcludeDimensions, statusCodeKey)
+	}
+	if g.includeCollectorInstanceID && !slices.Contains(cfg.ExcludeDimensions, collectorInstanceKey) {
+		l.instanceID = instanceID
+	}
+	add := func(f *family) int {
+		f.index = uint8(len(l.families))
+		l.families = append(l.families, f)
+		return int(f.index)
+	}
+	withDuration := !cfg.Histogram.Disable
+	if withDuration && (len(cfg.CallsDimensions) > 0 || len(cfg.Histogram.Dimensions) > 0) {
+		l.callsFamily = add(&family{calls: true, dims: newDimensions(cfg.Dimensions, cfg.CallsDimensions)})
+		l.durationFamily = add(&family{duration: true, dims: newDimensions(cfg.Dimensions, cfg.Histogram.Dimensions)})
+	} else {
+		l.callsFamily = add(&family{calls: true, duration: withDuration, dims: newDimensions(cfg.Dimensions, cfg.CallsDimensions)})
+		if withDuration {
+			l.durationFamily = l.callsFamily
+		}
+	}
+	if cfg.Events.Enabled {
+		l.eventsFamily = add(&family{calls: true, events: true, dims: newDimensions(cfg.Dimensions, cfg.Events.Dimensions)})
+	}
+	return l
+}
+
+func newDimensions(lists ...[]Dimension) []dimension {
+	var dims []dimension
+	for _, list := range lists {
+		for _, d := range list {
+			dim := dimension{name: d.Name}
+			if d.Default != nil {
+				dim.hasDef = true
+				dim.defEnc = appendStrValue(nil, *d.Default)
+			}
+			dims = append(dims, dim)
+		}
+	}
+	return dims
+}
+
+// spanFamilies returns the families keyed once per span.
+func (l *layout) spanFamilies() []*family {
+	var out []*family
+	for _, f := range l.families {
+		if !f.events {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// A series key is the canonical, exact identity of a series:
+//
+//	resource key hash (8 bytes) | family index (1 byte) | built-in attributes | dimensions
+//
+// Built-in attributes are written only when not excluded: service name and span name as
+// strings, span kind and status code as one byte each, then, when
+// include_instrumentation_scope is set, a presence byte and the scope name and version.
+// Each dimension is a tagged value or tagAbsent. The overflow series of a resource is the
+// header with the family byte's high bit set and nothing after it.
+//
+// The series hash is xxhash over these bytes; equal hashes are confirmed by comparing them, so
+// a collision never merges two series.
+const keyHeaderLen = 9
+
+const overflowFlag = 0x80
+
+// Value tags. Strings and bytes are a uvarint length then the bytes; ints and doubles 8 bytes
+// little endian; maps a uvarint count then key/value pairs in map order; slices a count then
+// values.
+const (
+	tagAbsent byte = iota
+	tagEmpty
+	tagStr
+	tagInt
+	tagDouble
+	tagTrue
+	tagFalse
+	tagBytes
+	tagMap
+	tagSlice
+)
+
+// Span kinds and status codes outside the enum collapse into one "unknown" value, as they do in
+// spanmetrics (whose key holds their string form, "" for all unknown values).
+const unknownEnum = 0xff
+
+func kindByte(k ptrace.SpanKind) byte {
+	if k < ptrace.SpanKindUnspecified || k > ptrace.SpanKindConsumer {
+		return unknownEnum
+	}
+	return byte(k)
+}
+
+func statusByte(c ptrace.StatusCode) byte {
+	if c < ptrace.StatusCodeUnset || c > ptrace.StatusCodeError {
+		return unknownEnum
+	}
+	return byte(c)
+}
+
+var kindNames = [...]string{"SPAN_KIND_UNSPECIFIED", "SPAN_KIND_INTERNAL", "SPAN_KIND_SERVER", "SPAN_KIND_CLIENT", "SPAN_KIND_PRODUCER", "SPAN_KIND_CONSUMER"}
+
+var statusNames = [...]string{"STATUS_CODE_UNSET", "STATUS_CODE_OK", "STATUS_CODE_ERROR"}
+
+func kindName(b byte) string {
+	if int(b) < len(kindNames) {
+		return kindNames[b]
+	}
+	return ""
+}
+
+func statusName(b byte) string {
+	if int(b) < len(statusNames) {
+		return statusNames[b]
+	}
+	return ""
+}
+
+func appendKeyHeader(dst []byte, resHash uint64, fam uint8) []byte {
+	dst = binary.LittleEndian.AppendUint64(dst, resHash)
+	return append(dst, fam)
+}
+
+func appendStr(dst []byte, s string) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(s)))
+	return append(dst, s...)
+}
+
+func appendStrValue(dst []byte, s string) []byte {
+	return appendStr(append(dst, tagStr), s)
+}
+
+// appendValue appends the tagged encoding of v.
+func appendValue(dst []byte, v pcommon.Value) []byte {
+	switch v.Type() {
+	case pcommon.ValueTypeStr:
+		return appendStrValue(dst, v.Str())
+	case pcommon.ValueTypeInt:
+		return binary.LittleEndian.AppendUint64(append(dst, tagInt), uint64(v.Int()))
+	case pcommon.ValueTypeDouble:
+		return binary.LittleEndian.AppendUint64(append(dst, tagDouble), math.Float64bits(v.Double()))
+	case pcommon.ValueTypeBool:
+		if v.Bool() {
+			return append(dst, tagTrue)
+		}
+		return append(dst, tagFalse)
+	case pcommon.ValueTypeBytes:
+		b := v.Bytes()
+		dst = binary.AppendUvarint(append(dst, tagBytes), uint64(b.Len()))
+		for i := 0; i < b.Len(); i++ {
+			dst = append(dst, b.At(i))
+		}
+		return dst
+	case pcommon.ValueTypeMap:
+		m := v.Map()
+		dst = binary.AppendUvarint(append(dst, tagMap), uint64(m.Len()))
+		for k, mv := range m.All() {
+			dst = appendStr(dst, k)
+			dst = appendValue(dst, mv)
+		}
+		return dst
+	case pcommon.ValueTypeSlice:
+		s := v.Slice()
+		dst = binary.AppendUvarint(append(dst, tagSlice), uint64(s.Len()))
+		for i := 0; i < s.Len(); i++ {
+			dst = appendValue(dst, s.At(i))
+		}
+		return dst
+	default:
+		return append(dst, tagEmpty)
+	}
+}
+
+// keyReader decodes a key. Keys are produced by this package only; a malformed one is a bug.
+type keyReader struct {
+	b []byte
+}
+
+func (r *keyReader) byte() byte {
+	c := r.b[0]
+	r.b = r.b[1:]
+	return c
+}
+
+func (r *keyReader) uvarint() int {
+	v, n := binary.Uvarint(r.b)
+	if n <= 0 {
+		panic("BUG: tracemetrics: malformed series key")
+	}
+	r.b = r.b[n:]
+	return int(v)
+}
+
+func (r *keyReader) str() string {
+	n := r.uvarint()
+	s := string(r.b[:n])
+	r.b = r.b[n:]
+	return s
+}
+
+func (r *keyReader) u64() uint64 {
+	v := binary.LittleEndian.Uint64(r.b)
+	r.b = r.b[8:]
+	return v
+}
+
+// value decodes one tagged value into dst; it returns false for tagAbsent.
+func (r *keyReader) value(put func() pcommon.Value) bool {
+	tag := r.byte()
+	if tag == tagAbsent {
+		return false
+	}
+	r.valueTagged(tag, put())
+	return true
+}
+
+func (r *keyReader) valueTagged(tag byte, dst pcommon.Value) {
+	switch tag {
+	case tagEmpty:
+	case tagStr:
+		dst.SetStr(r.str())
+	case tagInt:
+		dst.SetInt(int64(r.u64()))
+	case tagDouble:
+		dst.SetDouble(math.Float64frombits(r.u64()))
+	case tagTrue:
+		dst.SetBool(true)
+	case tagFalse:
+		dst.SetBool(false)
+	case tagBytes:
+		n := r.uvarint()
+		dst.SetEmptyBytes().FromRaw(r.b[:n])
+		r.b = r.b[n:]
+	case tagMap:
+		n := r.uvarint()
+		m := dst.SetEmptyMap()
+		m.EnsureCapacity(n)
+		for i := 0; i < n; i++ {
+			k := r.str()
+			r.valueTagged(r.byte(), m.PutEmpty(k))
+		}
+	case tagSlice:
+		n := r.uvarint()
+		s := dst.SetEmptySlice()
+		s.EnsureCapacity(n)
+		for i := 0; i < n; i++ {
+			r.valueTagged(r.byte(), s.AppendEmpty())
+		}
+	default:
+		panic("BUG: tracemetrics: unknown value tag in series key")
+	}
+}
+
+// putAttributes writes the data point attributes of a series key, in spanmetrics' order.
+func (l *layout) putAttributes(key []byte, dst pcommon.Map) {
+	f := l.families[key[8]&^overflowFlag]
+	if key[8]&overflowFlag != 0 {
+		dst.PutBool(overflowKey, true)
+		return
+	}
+	r := keyReader{b: key[keyHeaderLen:]}
+	dst.EnsureCapacity(5 + len(f.dims))
+	if l.withService {
+		dst.PutStr(serviceNameKey, r.str())
+	}
+	if l.withName {
+		dst.PutStr(spanNameKey, r.str())
+	}
+	if l.withKind {
+		dst.PutStr(spanKindKey, kindName(r.byte()))
+	}
+	if l.withStatus {
+		code := r.byte()
+		switch {
+		case !l.otelStatusCode:
+			dst.PutStr(statusCodeKey, statusName(code))
+		case code == byte(ptrace.StatusCodeError):
+			dst.PutStr(otelStatusCodeKey, "ERROR")
+		case code == byte(ptrace.StatusCodeOk):
+			dst.PutStr(otelStatusCodeKey, "OK")
+		}
+	}
+	if l.instanceID != "" {
+		dst.PutStr(collectorInstanceKey, l.instanceID)
+	}
+	if len(l.scopes) > 0 && r.byte() == 1 {
+		dst.PutStr(instrumentationScopeNameKey, r.str())
+		if v := r.str(); v != "" {
+			dst.PutStr(instrumentationScopeVersionKey, v)
+		}
+	}
+	for i := range f.dims {
+		name := f.dims[i].name
+		r.value(func() pcommon.Value { return dst.PutEmpty(name) })
+	}
+}
+
+// Resource identity: the (optionally filtered) resource attributes sorted by key, so that
+// attribute order does not matter (spanmetrics hashes them the same way). The encoding is a
+// uvarint count then key/value pairs.
+
+type attr struct {
+	k string
+	v pcommon.Value
+}
+
+// appendSortedMap appends m's attributes accepted by keep (nil keeps all), sorted by key.
+// scratch is reused between calls to avoid allocating.
+func appendSortedMap(dst []byte, m pcommon.Map, keep map[string]struct{}, scratch *[]attr) []byte {
+	s := (*scratch)[:0]
+	for k, v := range m.All() {
+		if keep != nil {
+			if _, ok := keep[k]; !ok {
+				continue
+			}
+		}
+		// Insertion sort: resources have tens of attributes, and this runs once per resource
+		// per batch, not per span.
+		i := len(s)
+		s = append(s, attr{})
+		for i > 0 && s[i-1].k > k {
+			s[i] = s[i-1]
+			i--
+		}
+		s[i] = attr{k: k, v: v}
+	}
+	dst = binary.AppendUvarint(dst, uint64(len(s)))
+	for i := range s {
+		dst = appendStr(dst, s[i].k)
+		dst = appendValue(dst, s[i].v)
+		s[i] = attr{}
+	}
+	*scratch = s[:0]
+	return dst
+}
+
+// decodeMap decodes an appendSortedMap encoding into dst.
+func decodeMap(b []byte, dst pcommon.Map) {
+	r := keyReader{b: b}
+	n := r.uvarint()
+	dst.EnsureCapacity(n)
+	for i := 0; i < n; i++ {
+		k := r.str()
+		r.valueTagged(r.byte(), dst.PutEmpty(k))
+	}
+}

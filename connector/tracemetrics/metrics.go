@@ -1,0 +1,92 @@
+package tracemetrics // import "github.com/otelcol-red/otelcol-red/connector/tracemetrics"
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"time"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/metadata"
+	"github.com/otelcol-red/otelcol-red/internal/intake"
+)
+
+// telemetry is the connector's own telemetry. The hot paths only touch atomics; the OTel
+// metric API is called from observable callbacks at collection time and from the flusher.
+type telemetry struct {
+	seriesLive     atomic.Int64
+	overflowSpans  atomic.Int64
+	flushesSkipped atomic.Int64
+	refusedSpans   atomic.Int64
+	exportErrors   atomic.Int64
+
+	flushDuration metric.Float64Histogram
+	flushPoints   metric.Int64Histogram
+	reg           metric.Registration
+}
+
+func newTelemetry(set component.TelemetrySettings, q *intake.Queue[deltaBatch]) (*telemetry, error) {
+	t := &telemetry{}
+	if set.MeterProvider == nil {
+		return t, nil
+	}
+	m := set.MeterProvider.Meter(metadata.ScopeName)
+	var errs []error
+	gauge := func(name, desc, unit string) metric.Int64ObservableGauge {
+		g, err := m.Int64ObservableGauge(name, metric.WithDescription(desc), metric.WithUnit(unit))
+		errs = append(errs, err)
+		return g
+	}
+	counter := func(name, desc, unit string) metric.Int64ObservableCounter {
+		c, err := m.Int64ObservableCounter(name, metric.WithDescription(desc), metric.WithUnit(unit))
+		errs = append(errs, err)
+		return c
+	}
+	series := gauge("otelcol_connector_tracemetrics_series", "Series held by the connector (overflow series excluded).", "{series}")
+	depth := gauge("otelcol_connector_tracemetrics_ring_depth", "Batches waiting in the intake ring.", "{batches}")
+	overflow := counter("otelcol_connector_tracemetrics_overflow_spans", "Spans (and events) counted in an otel.metric.overflow series because a series limit was reached.", "{spans}")
+	fullWaits := counter("otelcol_connector_tracemetrics_ring_full_waits", "ConsumeTraces calls that found the intake ring full and waited.", "{calls}")
+	lost := counter("otelcol_connector_tracemetrics_ring_lost_offers", "Ring offers lost to contention while there was room, and retried.", "{offers}")
+	skipped := counter("otelcol_connector_tracemetrics_flushes_skipped", "Flushes postponed because the previous one was still being sent.", "{flushes}")
+	refused := counter("otelcol_connector_tracemetrics_refused_spans", "Spans refused by ConsumeTraces (context done while the ring was full, or shut down).", "{spans}")
+	exportErrs := counter("otelcol_connector_tracemetrics_export_errors", "Flushes the next consumer returned an error for.", "{flushes}")
+	var err error
+	t.flushDuration, err = m.Float64Histogram("otelcol_connector_tracemetrics_flush_duration",
+		metric.WithDescription("Time to build and send the metrics of one flush."), metric.WithUnit("s"))
+	errs = append(errs, err)
+	t.flushPoints, err = m.Int64Histogram("otelcol_connector_tracemetrics_flush_data_points",
+		metric.WithDescription("Data points sent by one flush."), metric.WithUnit("{points}"))
+	errs = append(errs, err)
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	t.reg, err = m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		st := q.Stats()
+		o.ObserveInt64(series, t.seriesLive.Load())
+		o.ObserveInt64(depth, int64(q.Len()))
+		o.ObserveInt64(overflow, t.overflowSpans.Load())
+		o.ObserveInt64(fullWaits, int64(st.FullWaits))
+		o.ObserveInt64(lost, int64(st.LostOffers))
+		o.ObserveInt64(skipped, t.flushesSkipped.Load())
+		o.ObserveInt64(refused, t.refusedSpans.Load())
+		o.ObserveInt64(exportErrs, t.exportErrors.Load())
+		return nil
+	}, series, depth, overflow, fullWaits, lost, skipped, refused, exportErrs)
+	return t, err
+}
+
+func (t *telemetry) recordFlush(d time.Duration, points int) {
+	if t.flushDuration == nil {
+		return
+	}
+	t.flushDuration.Record(context.Background(), d.Seconds())
+	t.flushPoints.Record(context.Background(), int64(points))
+}
+
+func (t *telemetry) shutdown() {
+	if t.reg != nil {
+		_ = t.reg.Unregister()
+	}
+}

@@ -1,0 +1,355 @@
+package cachedprom
+
+// Benchmarks run cachedprom and the contrib prometheus exporter on identical
+// input in the same run; compare the two, not absolute numbers. Series counts
+// come from CACHEDPROM_BENCH_SERIES (comma separated, default 10000), because
+// the stock exporter needs seconds per scrape at 100k. Commands and results
+// are in README.md.
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+)
+
+func benchSeries(b *testing.B) []int {
+	spec := os.Getenv("CACHEDPROM_BENCH_SERIES")
+	if spec == "" {
+		spec = "10000"
+	}
+	var out []int
+	for _, f := range strings.Split(spec, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		require.NoError(b, err)
+		out = append(out, n)
+	}
+	return out
+}
+
+// spanmetricsBounds are the spanmetrics connector's default duration buckets
+// in milliseconds.
+var spanmetricsBounds = []float64{2, 4, 6, 8, 10, 50, 100, 200, 400, 800, 1000, 1400, 2000, 5000, 10000, 15000}
+
+// spanmetricsLike builds what the spanmetrics connector emits for n OTLP
+// series: n/2 (service, span, kind, status) keys, each with a calls counter
+// and a duration histogram, spread over 50 services. step shifts values and
+// timestamps so successive batches are newer cumulative points.
+func spanmetricsLike(n int, step int) pmetric.Metrics {
+	md := pmetric.NewMetrics()
+	keys := n / 2
+	services := 50
+	now := pcommon.NewTimestampFromTime(time.Unix(1_700_000_000+int64(step), 0))
+	startTS := pcommon.NewTimestampFromTime(time.Unix(1_699_999_000, 0))
+	for s := 0; s < services; s++ {
+		rm := md.ResourceMetrics().AppendEmpty()
+		svc := "service-" + strconv.Itoa(s)
+		rm.Resource().Attributes().PutStr("service.name", svc)
+		rm.Resource().Attributes().PutStr("service.instance.id", "instance-"+strconv.Itoa(s))
+		sm := rm.ScopeMetrics().AppendEmpty()
+		sm.Scope().SetName("spanmetricsconnector")
+		calls := sm.Metrics().AppendEmpty()
+		calls.SetName("traces.span.metrics.calls")
+		cs := calls.SetEmptySum()
+		cs.SetIsMonotonic(true)
+		cs.SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+		dur := sm.Metrics().AppendEmpty()
+		dur.SetName("traces.span.metrics.duration")
+		dur.SetUnit("ms")
+		dh := dur.SetEmptyHistogram()
+		dh.SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+		for k := s; k < keys; k += services {
+			span := "GET /api/v1/resource/" + strconv.Itoa(k/4)
+			kind := [...]string{"SPAN_KIND_SERVER", "SPAN_KIND_CLIENT"}[k%2]
+			status := [...]string{"STATUS_CODE_UNSET", "STATUS_CODE_ERROR"}[(k/2)%2]
+			dp := cs.DataPoints().AppendEmpty()
+			for _, a := range []pcommon.Map{dp.Attributes()} {
+				a.PutStr("service.name", svc)
+				a.PutStr("span.name", span)
+				a.PutStr("span.kind", kind)
+				a.PutStr("status.code", status)
+			}
+			dp.SetStartTimestamp(startTS)
+			dp.SetTimestamp(now)
+			dp.SetIntValue(int64(1000 + k + step))
+
+			hp := dh.DataPoints().AppendEmpty()
+			dp.Attributes().CopyTo(hp.Attributes())
+			hp.SetStartTimestamp(startTS)
+			hp.SetTimestamp(now)
+			hp.ExplicitBounds().FromRaw(spanmetricsBounds)
+			counts := make([]uint64, len(spanmetricsBounds)+1)
+			var total uint64
+			for i := range counts {
+				counts[i] = uint64((k+i+step)%13) * 7
+				total += counts[i]
+			}
+			hp.BucketCounts().FromRaw(counts)
+			hp.SetCount(total)
+			hp.SetSum(float64(total) * 12.5)
+		}
+	}
+	return md
+}
+
+// benchTarget is one running exporter under benchmark.
+type benchTarget struct {
+	name    string
+	url     string
+	consume consumer.Metrics
+	ours    *cachedExporter
+}
+
+func startTargets(b *testing.B, md pmetric.Metrics) []benchTarget {
+	ours, ourURL := startOurs(b, func(c *Config) { c.MaxSeries = 0; c.RenderInterval = time.Second })
+	stock, stockURL := startStock(b, nil)
+	targets := []benchTarget{
+		{name: "cachedprom", url: ourURL, consume: ours, ours: ours},
+		{name: "prometheusexporter", url: stockURL, consume: stock},
+	}
+	for _, t := range targets {
+		c := pmetric.NewMetrics()
+		md.CopyTo(c)
+		require.NoError(b, t.consume.ConsumeMetrics(context.Background(), c))
+	}
+	ours.renderNow()
+	return targets
+}
+
+func newBenchClient() *http.Client {
+	return &http.Client{Transport: &http.Transport{DisableCompression: true, MaxIdleConnsPerHost: 32}, Timeout: 5 * time.Minute}
+}
+
+// get performs one scrape and returns the bytes read off the wire.
+func get(b *testing.B, c *http.Client, url string, gz bool) int64 {
+	req, _ := http.NewRequest(http.MethodGet, url, http.NoBody)
+	if gz {
+		req.Header.Set("Accept-Encoding", "gzip")
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		b.Error(err)
+		return 0
+	}
+	n, _ := io.Copy(io.Discard, resp.Body)
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b.Errorf("status %d", resp.StatusCode)
+	}
+	return n
+}
+
+func reportLatencies(b *testing.B, lat []time.Duration) {
+	if len(lat) == 0 {
+		return
+	}
+	slices.Sort(lat)
+	pct := func(p float64) time.Duration { return lat[min(len(lat)-1, int(p*float64(len(lat))))] }
+	b.ReportMetric(float64(pct(0.50).Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(pct(0.99).Microseconds())/1000, "p99-ms")
+}
+
+// BenchmarkScrape measures one scrape end to end over loopback, body read
+// and discarded, with and without gzip.
+func BenchmarkScrape(b *testing.B) {
+	for _, n := range benchSeries(b) {
+		b.Run("series="+strconv.Itoa(n), func(b *testing.B) {
+			targets := startTargets(b, spanmetricsLike(n, 0))
+			for _, t := range targets {
+				for _, gz := range []bool{false, true} {
+					b.Run(fmt.Sprintf("%s/gzip=%v", t.name, gz), func(b *testing.B) {
+						c := newBenchClient()
+						defer c.CloseIdleConnections()
+						lat := make([]time.Duration, 0, b.N)
+						var bytes int64
+						b.ResetTimer()
+						for i := 0; i < b.N; i++ {
+							t0 := time.Now()
+							bytes = get(b, c, t.url, gz)
+							lat = append(lat, time.Since(t0))
+						}
+						b.StopTimer()
+						reportLatencies(b, lat)
+						b.ReportMetric(float64(bytes), "body-bytes")
+					})
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkRender measures cachedprom's renderer: copy, text, gzip, publish.
+// The stock exporter has no separate render; its cost is its scrape.
+func BenchmarkRender(b *testing.B) {
+	for _, n := range benchSeries(b) {
+		b.Run("series="+strconv.Itoa(n), func(b *testing.B) {
+			ours, _ := startOurs(b, func(c *Config) { c.MaxSeries = 0; c.RenderInterval = time.Hour })
+			require.NoError(b, ours.ConsumeMetrics(context.Background(), spanmetricsLike(n, 0)))
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				ours.renderNow()
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/series")
+			snap := ours.snapshot.Load()
+			b.ReportMetric(float64(len(snap.text)), "text-bytes")
+			b.ReportMetric(float64(len(snap.textGzip)), "gzip-bytes")
+		})
+	}
+}
+
+// BenchmarkStateBytes measures heap held per series after ingest, for both.
+func BenchmarkStateBytes(b *testing.B) {
+	for _, n := range benchSeries(b) {
+		md := spanmetricsLike(n, 0)
+		for _, name := range []string{"cachedprom", "prometheusexporter"} {
+			b.Run(fmt.Sprintf("series=%d/%s", n, name), func(b *testing.B) {
+				for i := 0; i < b.N; i++ {
+					c := pmetric.NewMetrics()
+					md.CopyTo(c)
+					before := heapInUse()
+					var target consumer.Metrics
+					if name == "cachedprom" {
+						ours, _ := startOurs(b, func(c *Config) { c.MaxSeries = 0; c.RenderInterval = time.Hour })
+						target = ours
+					} else {
+						target, _ = startStock(b, nil)
+					}
+					require.NoError(b, target.ConsumeMetrics(context.Background(), c))
+					c = pmetric.NewMetrics() // drop the input before measuring
+					after := heapInUse()
+					runtime.KeepAlive(target)
+					b.ReportMetric(float64(after-before)/float64(n), "state-bytes/series")
+				}
+			})
+		}
+	}
+}
+
+func heapInUse() int64 {
+	runtime.GC()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return int64(ms.HeapAlloc)
+}
+
+// BenchmarkIngestWhileScraped measures ConsumeMetrics throughput while 10
+// goroutines scrape /metrics (gzip, as Prometheus does) in a loop. One op is
+// one batch of 1000 data points updating existing series.
+func BenchmarkIngestWhileScraped(b *testing.B) {
+	const batch = 1000
+	for _, n := range benchSeries(b) {
+		b.Run("series="+strconv.Itoa(n), func(b *testing.B) {
+			md := spanmetricsLike(n, 0)
+			targets := startTargets(b, md)
+			// Update batches: successive steps of the same series, 1000
+			// points each, cut from a newer full set.
+			var batches []pmetric.Metrics
+			for step := 1; step <= 4; step++ {
+				batches = append(batches, splitBatches(spanmetricsLike(n, step), batch)...)
+			}
+			for _, t := range targets {
+				b.Run(t.name+"/scrapers=10", func(b *testing.B) {
+					stop := make(chan struct{})
+					var scrapes atomic.Int64
+					var wg sync.WaitGroup
+					for w := 0; w < 10; w++ {
+						wg.Add(1)
+						go func() {
+							defer wg.Done()
+							c := newBenchClient()
+							defer c.CloseIdleConnections()
+							for {
+								select {
+								case <-stop:
+									return
+								default:
+								}
+								get(b, c, t.url, true)
+								scrapes.Add(1)
+							}
+						}()
+					}
+					b.ResetTimer()
+					for i := 0; i < b.N; i++ {
+						c := pmetric.NewMetrics()
+						batches[i%len(batches)].CopyTo(c) // the stock exporter mutates its input
+						if err := t.consume.ConsumeMetrics(context.Background(), c); err != nil {
+							b.Fatal(err)
+						}
+					}
+					b.StopTimer()
+					close(stop)
+					wg.Wait()
+					b.ReportMetric(float64(b.N*batch)/b.Elapsed().Seconds(), "points/s")
+					b.ReportMetric(float64(scrapes.Load())/b.Elapsed().Seconds(), "scrapes/s")
+				})
+			}
+		})
+	}
+}
+
+// splitBatches cuts md into batches of about size data points, keeping
+// resource and scope.
+func splitBatches(md pmetric.Metrics, size int) []pmetric.Metrics {
+	var out []pmetric.Metrics
+	cur := pmetric.NewMetrics()
+	count := 0
+	rms := md.ResourceMetrics()
+	for i := 0; i < rms.Len(); i++ {
+		rm := rms.At(i)
+		sm := rm.ScopeMetrics().At(0)
+		calls, dur := sm.Metrics().At(0), sm.Metrics().At(1)
+		var dcs pmetric.NumberDataPointSlice
+		var dds pmetric.HistogramDataPointSlice
+		open := false
+		for j := 0; j < calls.Sum().DataPoints().Len(); j++ {
+			if count >= size {
+				out = append(out, cur)
+				cur, count, open = pmetric.NewMetrics(), 0, false
+			}
+			if !open {
+				dst := cur.ResourceMetrics().AppendEmpty()
+				rm.Resource().CopyTo(dst.Resource())
+				dsm := dst.ScopeMetrics().AppendEmpty()
+				sm.Scope().CopyTo(dsm.Scope())
+				dc := dsm.Metrics().AppendEmpty()
+				dc.SetName(calls.Name())
+				cs := dc.SetEmptySum()
+				cs.SetIsMonotonic(true)
+				cs.SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+				dcs = cs.DataPoints()
+				dd := dsm.Metrics().AppendEmpty()
+				dd.SetName(dur.Name())
+				dd.SetUnit(dur.Unit())
+				dh := dd.SetEmptyHistogram()
+				dh.SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+				dds = dh.DataPoints()
+				open = true
+			}
+			calls.Sum().DataPoints().At(j).CopyTo(dcs.AppendEmpty())
+			dur.Histogram().DataPoints().At(j).CopyTo(dds.AppendEmpty())
+			count += 2
+		}
+	}
+	if count > 0 {
+		out = append(out, cur)
+	}
+	return out
+}

@@ -1,0 +1,85 @@
+package cachedprom
+
+import (
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/confmap/confmaptest"
+	"go.opentelemetry.io/collector/confmap/xconfmap"
+
+	"github.com/otelcol-red/otelcol-red/exporter/cachedprom/internal/metadata"
+)
+
+func TestLoadConfig(t *testing.T) {
+	cm, err := confmaptest.LoadConf(filepath.Join("testdata", "config.yaml"))
+	require.NoError(t, err)
+
+	full := createDefaultConfig().(*Config)
+	full.NetAddr.Endpoint = "0.0.0.0:9465"
+	full.Namespace = "red"
+	full.ConstLabels = map[string]string{"region": "eu-1"}
+	full.SendTimestamps = true
+	full.MetricExpiration = 2 * time.Minute
+	full.ResourceToTelemetrySettings.Enabled = true
+	full.EnableOpenMetrics = true
+	full.WithoutScopeInfo = true
+	full.AddMetricSuffixes = false
+	full.TranslationStrategy = underscoreEscapingWithoutSuffixes
+	full.Path = "/prom"
+	full.RenderInterval = 5 * time.Second
+	full.MaxSeries = 5000
+
+	tests := []struct {
+		id           component.ID
+		expected     component.Config
+		errorMessage string
+	}{
+		{id: component.NewID(metadata.Type), expected: createDefaultConfig()},
+		{id: component.NewIDWithName(metadata.Type, "full"), expected: full},
+		{id: component.NewIDWithName(metadata.Type, "invalid_translation_strategy"), errorMessage: "invalid translation_strategy: Whatever"},
+		{id: component.NewIDWithName(metadata.Type, "invalid_path"), errorMessage: `path must start with '/', got "metrics"`},
+		{id: component.NewIDWithName(metadata.Type, "invalid_render_interval"), errorMessage: "render_interval must be greater than 0"},
+		{id: component.NewIDWithName(metadata.Type, "invalid_max_series"), errorMessage: "max_series must not be negative"},
+		{id: component.NewIDWithName(metadata.Type, "invalid_const_label"), errorMessage: `const_labels: invalid label name "__reserved"`},
+		{id: component.NewIDWithName(metadata.Type, "empty_endpoint"), errorMessage: "endpoint must not be empty"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.id.String(), func(t *testing.T) {
+			cfg := createDefaultConfig()
+			sub, err := cm.Sub(tt.id.String())
+			require.NoError(t, err)
+			require.NoError(t, sub.Unmarshal(cfg))
+			if tt.errorMessage != "" {
+				assert.ErrorContains(t, xconfmap.Validate(cfg), tt.errorMessage)
+				return
+			}
+			require.NoError(t, xconfmap.Validate(cfg))
+			assert.Equal(t, tt.expected, cfg)
+		})
+	}
+}
+
+func TestTranslationFromConfig(t *testing.T) {
+	for _, tt := range []struct {
+		strategy     translationStrategy
+		addSuffixes  bool
+		wantSuffixes bool
+		wantUTF8     bool
+	}{
+		{"", true, true, false},
+		{"", false, false, false},
+		{underscoreEscapingWithSuffixes, false, true, false},
+		{underscoreEscapingWithoutSuffixes, true, false, false},
+		{noUTF8EscapingWithSuffixes, false, true, true},
+		{noTranslation, true, false, true},
+	} {
+		cfg := &Config{TranslationStrategy: tt.strategy, AddMetricSuffixes: tt.addSuffixes}
+		s, u := cfg.translation()
+		assert.Equal(t, tt.wantSuffixes, s, "%q/%v", tt.strategy, tt.addSuffixes)
+		assert.Equal(t, tt.wantUTF8, u, "%q/%v", tt.strategy, tt.addSuffixes)
+	}
+}

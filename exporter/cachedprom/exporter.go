@@ -1,0 +1,259 @@
+package cachedprom // import "github.com/otelcol-red/otelcol-red/exporter/cachedprom"
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/klauspost/compress/gzip"
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/exporter"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.uber.org/zap"
+)
+
+// cachedExporter is the component: ConsumeMetrics folds data into the store,
+// a renderer goroutine turns the store into a snapshot, and the HTTP handler
+// serves the last published snapshot.
+type cachedExporter struct {
+	cfg       *Config
+	settings  component.TelemetrySettings
+	logger    *zap.Logger
+	store     *seriesStore
+	telemetry *telemetry
+
+	snapshot    atomic.Pointer[snapshot]
+	dirty       atomic.Bool
+	wake        chan struct{} // capacity 1: ingest never blocks on it
+	firstRender chan struct{} // closed when the first snapshot is published
+	done        chan struct{}
+
+	firstRenderWait time.Duration
+	etagPrefix      string
+
+	renderMu sync.Mutex // serialises renders (loop and renderNow)
+	renderer snapshotRenderer
+
+	server       *http.Server
+	wg           sync.WaitGroup
+	startOnce    sync.Once
+	shutdownOnce sync.Once
+}
+
+func newExporter(cfg *Config, set exporter.Settings) (*cachedExporter, error) {
+	tel, err := newTelemetry(set.TelemetrySettings)
+	if err != nil {
+		return nil, err
+	}
+	var nonce [6]byte
+	_, _ = rand.Read(nonce[:])
+	return &cachedExporter{
+		cfg:         cfg,
+		settings:    set.TelemetrySettings,
+		logger:      set.Logger,
+		store:       newSeriesStore(cfg, set.Logger),
+		telemetry:   tel,
+		wake:        make(chan struct{}, 1),
+		firstRender: make(chan struct{}),
+		done:        make(chan struct{}),
+		// Long enough for one render of a large store, short enough that
+		// Prometheus' scrape timeout (10s by default) is not reached.
+		firstRenderWait: min(max(2*cfg.RenderInterval, time.Second), 5*time.Second),
+		// A per-process nonce keeps ETags from an earlier process from
+		// matching a different body after a restart.
+		etagPrefix: `"` + hex.EncodeToString(nonce[:]) + "-",
+	}, nil
+}
+
+// ConsumeMetrics updates series state. It contends only with the renderer's
+// short copy phase, never with scrapes.
+func (e *cachedExporter) ConsumeMetrics(_ context.Context, md pmetric.Metrics) error {
+	if e.store.consume(md, time.Now()) {
+		e.dirty.Store(true)
+		select {
+		case e.wake <- struct{}{}:
+		default:
+		}
+	}
+	return nil
+}
+
+// Capabilities says ingest does not modify the data it is given.
+func (e *cachedExporter) Capabilities() consumer.Capabilities {
+	return consumer.Capabilities{MutatesData: false}
+}
+
+func (e *cachedExporter) Start(ctx context.Context, host component.Host) error {
+	ln, err := e.cfg.ToListener(ctx)
+	if err != nil {
+		return err
+	}
+	mux := http.NewServeMux()
+	mux.Handle(e.cfg.Path, &handler{exp: e})
+	srv, err := e.cfg.ToServer(ctx, host.GetExtensions(), e.settings, mux)
+	if err != nil {
+		return errors.Join(err, ln.Close())
+	}
+	e.server = srv
+	e.startOnce.Do(func() {
+		e.wg.Add(2)
+		go func() {
+			defer e.wg.Done()
+			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				e.logger.Error("cachedprom server stopped", zap.Error(err))
+			}
+		}()
+		go func() {
+			defer e.wg.Done()
+			e.renderLoop()
+		}()
+	})
+	return nil
+}
+
+func (e *cachedExporter) Shutdown(ctx context.Context) error {
+	var err error
+	e.shutdownOnce.Do(func() {
+		close(e.done)
+		if e.server != nil {
+			err = e.server.Shutdown(ctx)
+		}
+		e.wg.Wait()
+		e.telemetry.shutdown()
+	})
+	return err
+}
+
+// renderLoop owns rendering and expiry. It renders when the store changed,
+// at most once per render_interval and never sooner than the last render
+// took (so it uses at most half a core however large the store), and sweeps
+// expired series on its own clock so expiry does not depend on scrapes.
+func (e *cachedExporter) renderLoop() {
+	ticker := time.NewTicker(e.cfg.RenderInterval)
+	defer ticker.Stop()
+	sweepEvery := max(e.cfg.RenderInterval, min(e.cfg.MetricExpiration/10, 30*time.Second))
+	start := time.Now()
+	nextSweep := start.Add(sweepEvery)
+	var nextRender time.Time
+	var lastDropLog time.Time
+	for {
+		select {
+		case <-e.done:
+			return
+		case <-e.wake:
+		case <-ticker.C:
+		}
+		now := time.Now()
+		if !now.Before(nextSweep) {
+			if n := e.store.expire(now.Add(-e.cfg.MetricExpiration)); n > 0 {
+				e.dirty.Store(true)
+			}
+			nextSweep = now.Add(sweepEvery)
+		}
+		if now.Sub(lastDropLog) >= e.cfg.RenderInterval {
+			lastDropLog = now
+			e.logDropped()
+		}
+		neverRendered := e.snapshot.Load() == nil
+		due := e.dirty.Load() || (neverRendered && now.Sub(start) >= e.firstRenderWait)
+		if !due || now.Before(nextRender) {
+			continue
+		}
+		began := time.Now()
+		took := e.renderNow()
+		nextRender = began.Add(max(e.cfg.RenderInterval, took))
+	}
+}
+
+// renderNow renders and publishes a snapshot of the current store.
+func (e *cachedExporter) renderNow() time.Duration {
+	e.renderMu.Lock()
+	defer e.renderMu.Unlock()
+	e.dirty.Store(false) // before the copy: later updates mark it again
+	began := time.Now()
+	snap := e.renderer.render(e)
+	took := time.Since(began)
+	prev := e.snapshot.Swap(snap)
+	if prev == nil {
+		close(e.firstRender)
+	}
+	e.renderer.retire(prev)
+	e.telemetry.recordRender(took, snap.series, snap.size())
+	return took
+}
+
+func (e *cachedExporter) logDropped() {
+	overCap, rejected := e.store.takeDropped()
+	if overCap > 0 {
+		e.telemetry.recordDropped(overCap)
+		e.logger.Warn("max_series reached: data points for new series were dropped",
+			zap.Int("max_series", e.cfg.MaxSeries),
+			zap.Int64("dropped_data_points", overCap),
+			zap.Duration("interval", e.cfg.RenderInterval))
+	}
+	if rejected > 0 {
+		e.logger.Debug("data points refused (name translation error, type conflict, duplicate or invalid labels)",
+			zap.Int64("refused_data_points", rejected))
+	}
+}
+
+// snapshotRenderer keeps the renderer's reusable state between renders.
+type snapshotRenderer struct {
+	frame   frame
+	rd      renderer
+	zw      *gzip.Writer
+	gen     uint64
+	retired []*snapshot // unpublished snapshots whose buffers may be reused
+}
+
+func (r *snapshotRenderer) render(e *cachedExporter) *snapshot {
+	r.rd.withTimestamps = e.cfg.SendTimestamps
+	e.store.copyFrame(&r.frame, e.cfg.SendTimestamps)
+	if r.zw == nil {
+		r.zw, _ = gzip.NewWriterLevel(nil, gzipLevel)
+	}
+	r.gen++
+	snap := &snapshot{series: len(r.frame.rows), etag: e.etagPrefix + strconv.FormatUint(r.gen, 36) + "-"}
+	// Reuse the buffers of a retired snapshot no scrape is reading: bodies
+	// are large, and allocating (and zeroing) them per render would make
+	// memory and GC work grow with every render.
+	old := r.reusable()
+	snap.text = r.rd.renderText(old.text[:0], &r.frame)
+	snap.textGzip = compress(old.textGzip[:0], snap.text, r.zw)
+	if e.cfg.EnableOpenMetrics {
+		snap.om = r.rd.renderOpenMetrics(old.om[:0], &r.frame)
+		snap.omGzip = compress(old.omGzip[:0], snap.om, r.zw)
+	}
+	return snap
+}
+
+// reusable returns a retired snapshot without readers (its buffers become
+// the new snapshot's), or an empty one.
+func (r *snapshotRenderer) reusable() *snapshot {
+	for i, s := range r.retired {
+		if s.readers.Load() == 0 {
+			r.retired = append(r.retired[:i], r.retired[i+1:]...)
+			return s
+		}
+	}
+	return &snapshot{}
+}
+
+// retire records a snapshot that is no longer published. Only a couple are
+// kept: a scrape slower than two renders just means a fresh allocation.
+func (r *snapshotRenderer) retire(s *snapshot) {
+	if s == nil {
+		return
+	}
+	if len(r.retired) >= 2 {
+		r.retired = r.retired[1:]
+	}
+	r.retired = append(r.retired, s)
+}

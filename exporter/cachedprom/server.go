@@ -1,0 +1,182 @@
+package cachedprom // import "github.com/otelcol-red/otelcol-red/exporter/cachedprom"
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+// snapshot is one published rendering. It is immutable once published;
+// scrapes only read it.
+type snapshot struct {
+	text, textGzip []byte
+	om, omGzip     []byte // nil unless enable_open_metrics
+	etag           string // prefix; the variant letter is appended
+	series         int
+
+	// readers counts scrapes writing this snapshot's bytes, so the renderer
+	// can reuse the buffers of a retired snapshot nobody reads any more.
+	readers atomic.Int32
+}
+
+// acquire returns the published snapshot with a reader registered, or nil.
+// The pointer is re-checked after registering: a snapshot retired in
+// between may already be being overwritten, so it is released and the new
+// one tried. A retired snapshot can never be acquired again.
+func (e *cachedExporter) acquire() *snapshot {
+	for {
+		s := e.snapshot.Load()
+		if s == nil {
+			return nil
+		}
+		s.readers.Add(1)
+		if e.snapshot.Load() == s {
+			return s
+		}
+		s.readers.Add(-1)
+	}
+}
+
+func (s *snapshot) size() int {
+	return len(s.text) + len(s.textGzip) + len(s.om) + len(s.omGzip)
+}
+
+// handler serves scrapes from the published snapshot: negotiation, headers
+// and one Write. Nothing here depends on the number of series.
+type handler struct {
+	exp *cachedExporter
+}
+
+var (
+	// The content types promhttp sends for the same negotiation: the stock
+	// exporter serves names escaped with underscores to clients that do not
+	// ask otherwise, and so do we.
+	escapingSuffix    = "; escaping=" + model.UnderscoreEscaping.String()
+	contentTypeText   = string(expfmt.NewFormat(expfmt.TypeTextPlain)) + escapingSuffix
+	contentTypeOM100  = string(expfmt.FmtOpenMetrics_1_0_0) + escapingSuffix
+	contentTypeOM001  = string(expfmt.FmtOpenMetrics_0_0_1) + escapingSuffix
+	emptyOpenMetrics  = []byte("# EOF\n")
+	emptySnapshotETag = `"empty"`
+)
+
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	snap := h.exp.acquire()
+	if snap == nil {
+		h.exp.waitFirstRender(r)
+		snap = h.exp.acquire()
+	}
+	if snap != nil {
+		defer snap.readers.Add(-1)
+	}
+	h.exp.telemetry.scrapes.Add(1)
+
+	contentType, om := contentTypeText, false
+	if h.exp.cfg.EnableOpenMetrics {
+		f := expfmt.NegotiateIncludingOpenMetrics(r.Header)
+		if f.FormatType() == expfmt.TypeOpenMetrics {
+			om = true
+			contentType = contentTypeOM001
+			if strings.Contains(string(f), "version="+expfmt.OpenMetricsVersion_1_0_0) {
+				contentType = contentTypeOM100
+			}
+		}
+	}
+	// Protobuf is never rendered: a client asking for it gets text, which
+	// the Content-Type says, as every Prometheus handles.
+	gz := acceptsGzip(r.Header.Get("Accept-Encoding"))
+
+	var body []byte
+	variant := byte('t')
+	switch {
+	case snap == nil && om:
+		body = emptyOpenMetrics
+	case snap == nil:
+		body = nil
+	case om && gz:
+		body, variant = snap.omGzip, 'O'
+	case om:
+		body, variant = snap.om, 'o'
+	case gz:
+		body, variant = snap.textGzip, 'T'
+	default:
+		body = snap.text
+	}
+	hdr := w.Header()
+	hdr.Set("Content-Type", contentType)
+	hdr.Set("Vary", "Accept, Accept-Encoding")
+	if snap != nil {
+		etag := snap.etag + string(variant) + `"`
+		hdr.Set("ETag", etag)
+		if match := r.Header.Get("If-None-Match"); match != "" && etagMatches(match, etag) {
+			w.WriteHeader(http.StatusNotModified)
+			return
+		}
+		if gz {
+			hdr.Set("Content-Encoding", "gzip")
+		}
+	} else {
+		hdr.Set("ETag", emptySnapshotETag)
+	}
+	hdr.Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(http.StatusOK)
+	if r.Method == http.MethodHead {
+		return
+	}
+	_, _ = w.Write(body)
+}
+
+// waitFirstRender blocks a scrape that arrives before any snapshot until the
+// first render is published, at most firstRenderWait or until the client
+// gives up.
+func (e *cachedExporter) waitFirstRender(r *http.Request) {
+	t := time.NewTimer(e.firstRenderWait)
+	defer t.Stop()
+	select {
+	case <-e.firstRender:
+	case <-t.C:
+	case <-r.Context().Done():
+	case <-e.done:
+	}
+}
+
+// acceptsGzip reports whether an Accept-Encoding header admits gzip (or *)
+// with a non-zero quality.
+func acceptsGzip(h string) bool {
+	for h != "" {
+		var part string
+		part, h, _ = strings.Cut(h, ",")
+		coding, params, _ := strings.Cut(part, ";")
+		coding = strings.TrimSpace(coding)
+		if !strings.EqualFold(coding, "gzip") && coding != "*" {
+			continue
+		}
+		q := strings.TrimSpace(params)
+		if v, ok := strings.CutPrefix(q, "q="); ok {
+			if f, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err == nil && f == 0 {
+				continue
+			}
+		}
+		return true
+	}
+	return false
+}
+
+func etagMatches(header, etag string) bool {
+	for _, t := range strings.Split(header, ",") {
+		t = strings.TrimSpace(t)
+		if t == "*" || strings.TrimPrefix(t, "W/") == etag {
+			return true
+		}
+	}
+	return false
+}

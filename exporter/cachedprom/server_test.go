@@ -1,0 +1,124 @@
+package cachedprom
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func do(t *testing.T, method, url string, hdr map[string]string) *http.Response {
+	t.Helper()
+	req, err := http.NewRequest(method, url, http.NoBody)
+	require.NoError(t, err)
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	tr := &http.Transport{DisableCompression: true}
+	defer tr.CloseIdleConnections()
+	resp, err := (&http.Client{Transport: tr}).Do(req)
+	require.NoError(t, err)
+	require.NoError(t, resp.Body.Close())
+	return resp
+}
+
+func TestScrapeHeadersAndETag(t *testing.T) {
+	e, url := startOurs(t, nil)
+	require.NoError(t, e.ConsumeMetrics(context.Background(), mixedMetrics(0, testBase)))
+	e.renderNow()
+
+	body, resp := scrape(t, url, "", false)
+	assert.Equal(t, "text/plain; version=0.0.4; charset=utf-8; escaping=underscores", resp.Header.Get("Content-Type"))
+	assert.Equal(t, strconv.Itoa(len(body)), resp.Header.Get("Content-Length"))
+	assert.Empty(t, resp.Header.Get("Content-Encoding"))
+	etag := resp.Header.Get("ETag")
+	require.NotEmpty(t, etag)
+
+	// Same snapshot: 304 without a body.
+	r := do(t, http.MethodGet, url, map[string]string{"If-None-Match": etag})
+	assert.Equal(t, http.StatusNotModified, r.StatusCode)
+
+	// The gzip variant has its own ETag.
+	_, gzResp := scrape(t, url, "", true)
+	assert.NotEqual(t, etag, gzResp.Header.Get("ETag"))
+	assert.Equal(t, "gzip", gzResp.Header.Get("Content-Encoding"))
+	r = do(t, http.MethodGet, url, map[string]string{"Accept-Encoding": "gzip;q=0, identity"})
+	assert.Empty(t, r.Header.Get("Content-Encoding"))
+
+	// New data, new render, new ETag.
+	require.NoError(t, e.ConsumeMetrics(context.Background(), mixedMetrics(1, testBase)))
+	e.renderNow()
+	r = do(t, http.MethodGet, url, map[string]string{"If-None-Match": etag})
+	assert.Equal(t, http.StatusOK, r.StatusCode)
+	assert.NotEqual(t, etag, r.Header.Get("ETag"))
+
+	// HEAD: headers only; other methods refused.
+	r = do(t, http.MethodHead, url, nil)
+	assert.Equal(t, http.StatusOK, r.StatusCode)
+	assert.NotEqual(t, "0", r.Header.Get("Content-Length"))
+	r = do(t, http.MethodPost, url, nil)
+	assert.Equal(t, http.StatusMethodNotAllowed, r.StatusCode)
+	// Six GET/HEAD requests above were served; the POST is not a scrape.
+	assert.EqualValues(t, 6, e.telemetry.scrapes.Load())
+}
+
+func TestOpenMetricsOnlyWhenEnabled(t *testing.T) {
+	accept := "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5"
+	_, off := startOurs(t, nil)
+	_, resp := scrape(t, off, accept, false)
+	assert.Contains(t, resp.Header.Get("Content-Type"), "text/plain")
+
+	e, on := startOurs(t, func(c *Config) { c.EnableOpenMetrics = true })
+	require.NoError(t, e.ConsumeMetrics(context.Background(), mixedMetrics(0, testBase)))
+	e.renderNow()
+	body, resp := scrape(t, on, accept, true)
+	assert.Equal(t, "application/openmetrics-text; version=1.0.0; charset=utf-8; escaping=underscores", resp.Header.Get("Content-Type"))
+	assert.Contains(t, string(body), "# TYPE http_server_requests counter\n")
+	assert.Contains(t, string(body), "# EOF\n")
+	// Text is still served to text clients.
+	body, resp = scrape(t, on, "text/plain;version=0.0.4", false)
+	assert.Contains(t, resp.Header.Get("Content-Type"), "text/plain")
+	assert.NotContains(t, string(body), "# EOF")
+}
+
+func TestFirstScrapeWaitsForFirstRender(t *testing.T) {
+	e, url := startOurs(t, func(c *Config) { c.RenderInterval = 200 * time.Millisecond })
+	require.Nil(t, e.snapshot.Load())
+	go func() {
+		time.Sleep(50 * time.Millisecond)
+		_ = e.ConsumeMetrics(context.Background(), mixedMetrics(0, testBase))
+	}()
+	body, _ := scrape(t, url, "", false)
+	assert.Contains(t, string(body), "queue_size{", "the scrape must wait for the first render instead of returning nothing")
+}
+
+func TestScrapeOfEmptyExporterIsBounded(t *testing.T) {
+	e, url := startOurs(t, func(c *Config) { c.RenderInterval = 10 * time.Millisecond })
+	start := time.Now()
+	body, _ := scrape(t, url, "", false)
+	assert.Empty(t, body)
+	assert.Less(t, time.Since(start), e.firstRenderWait+2*time.Second)
+	// After the wait the renderer publishes an empty snapshot, so later
+	// scrapes do not wait at all.
+	require.Eventually(t, func() bool { return e.snapshot.Load() != nil }, 5*time.Second, 10*time.Millisecond)
+}
+
+func TestAcceptsGzip(t *testing.T) {
+	for h, want := range map[string]bool{
+		"":                     false,
+		"gzip":                 true,
+		"GZIP":                 true,
+		"deflate, gzip;q=1.0":  true,
+		"gzip;q=0":             false,
+		"br, *":                true,
+		"identity":             false,
+		"x-gzip":               false,
+		" gzip ; q=0.5 , zstd": true,
+	} {
+		assert.Equal(t, want, acceptsGzip(h), "%q", h)
+	}
+}

@@ -1,0 +1,38 @@
+package intake // import "github.com/otelcol-red/otelcol-red/internal/intake"
+
+import (
+	"time"
+
+	"github.com/Workiva/go-datastructures/queue"
+)
+
+// FreeList recycles items from the consumer back to producers. Unlike sync.Pool it survives
+// garbage collections, so pooled items keep the capacity they grew to and a steady state
+// allocates nothing even across GC cycles. It is a second Workiva ring: Put offers without
+// waiting (an item that does not fit is left to the GC), Get polls with a 1ns timeout, so it
+// returns nil at once instead of spinning when the list is empty or contended.
+type FreeList[T any] struct {
+	ring *queue.RingBuffer
+}
+
+// NewFreeList returns a free list holding up to capacity items (a power of two >= 2).
+func NewFreeList[T any](capacity int) *FreeList[T] {
+	return &FreeList[T]{ring: queue.NewRingBuffer(uint64(max(capacity, 2)))}
+}
+
+// Get returns a recycled item, or nil.
+func (f *FreeList[T]) Get() *T {
+	if f.ring.Len() == 0 {
+		return nil
+	}
+	v, err := f.ring.Poll(time.Nanosecond)
+	if err != nil {
+		return nil
+	}
+	return v.(*T)
+}
+
+// Put recycles x; it drops x when the list is full.
+func (f *FreeList[T]) Put(x *T) {
+	_, _ = f.ring.Offer(x)
+}

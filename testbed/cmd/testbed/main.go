@@ -1,0 +1,303 @@
+// Command testbed runs the load scenarios on bin/otelcol-red and the stock twin side by side and
+// writes results/RESULTS.md with PNG charts. It exits non-zero when a span is lost, a scenario
+// cannot be measured, or ours sustains fewer spans/s than stock beyond the tolerance.
+//
+//	go run ./cmd/testbed            # full run (make testbed)
+//	go run ./cmd/testbed -short     # CI: ~30 s per scenario, the 10k rates left out
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"log"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/otelcol-red/otelcol-red/testbed/datasenders"
+	"github.com/otelcol-red/otelcol-red/testbed/loadtest"
+)
+
+type flags struct {
+	short           bool
+	out             string
+	oursBin         string
+	stockBin        string
+	oursConfig      string
+	stockConfig     string
+	oursKafka       string
+	stockKafka      string
+	run             string
+	duration        time.Duration
+	scrapeInterval  time.Duration
+	flushInterval   time.Duration
+	drainTimeout    time.Duration
+	kafkaTimeout    time.Duration
+	tolerance       float64
+	concurrency     int
+	spansPerRequest int
+	kafkaBacklog    int64
+	kafkaPartitions int
+	kafkaScript     string
+	kafkaBrokers    string
+	callsMetric     string
+}
+
+func main() {
+	var f flags
+	flag.BoolVar(&f.short, "short", false, "CI mode: 30 s per scenario, the 10k rates left out, a smaller Kafka backlog")
+	flag.StringVar(&f.out, "out", "results", "folder for RESULTS.md and the charts; raw data and logs go to <out>/raw")
+	flag.StringVar(&f.oursBin, "ours-bin", "../bin/otelcol-red", "our collector binary")
+	flag.StringVar(&f.stockBin, "stock-bin", "../bin/otelcol-stock", "the stock twin binary")
+	flag.StringVar(&f.oursConfig, "ours-config", "../configs/default.yaml", "our config for the OTLP scenarios")
+	flag.StringVar(&f.stockConfig, "stock-config", "../configs/stock-twin.yaml", "the stock config for the OTLP scenarios")
+	flag.StringVar(&f.oursKafka, "ours-kafka-config", "configs/kafka-ours.yaml", "our config for the Kafka scenario")
+	flag.StringVar(&f.stockKafka, "stock-kafka-config", "configs/kafka-stock.yaml", "the stock config for the Kafka scenario")
+	flag.StringVar(&f.run, "run", "", "run only the scenarios whose name matches this regular expression")
+	flag.DurationVar(&f.duration, "duration", 0, "load window per OTLP scenario (default 2m, 30s with -short)")
+	flag.DurationVar(&f.scrapeInterval, "scrape-interval", 15*time.Second, "interval of the Prometheus-style scrapes")
+	flag.DurationVar(&f.flushInterval, "flush-interval", 15*time.Second, "metrics flush interval given to both collectors (METRICS_FLUSH_INTERVAL)")
+	flag.DurationVar(&f.drainTimeout, "drain-timeout", 2*time.Minute, "wait after the load for the calls counters to reach the spans sent")
+	flag.DurationVar(&f.kafkaTimeout, "kafka-timeout", 5*time.Minute, "time a collector may take to consume the Kafka backlog")
+	flag.Float64Var(&f.tolerance, "tolerance", 0.10, "fraction of stock's spans/s ours may fall below before the run fails (run-to-run noise on a shared machine)")
+	flag.IntVar(&f.concurrency, "concurrency", 4, "requests in flight per collector")
+	flag.IntVar(&f.spansPerRequest, "spans-per-request", 1000, "spans per OTLP request or Kafka message")
+	flag.Int64Var(&f.kafkaBacklog, "kafka-backlog", 0, "spans written to the topic before the collectors start (default 3M, 1M with -short)")
+	flag.IntVar(&f.kafkaPartitions, "kafka-partitions", 4, "partitions of the Kafka scenario's topic")
+	flag.StringVar(&f.kafkaScript, "kafka-script", "../scripts/kafka.sh", "script that starts Kafka and creates topics")
+	flag.StringVar(&f.kafkaBrokers, "kafka-brokers", "", "use this running broker instead of starting one with -kafka-script")
+	flag.StringVar(&f.callsMetric, "calls-metric", loadtest.CallsMetric, "counter whose sum must equal the spans sent")
+	flag.Parse()
+	log.SetFlags(log.Ltime)
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	failures, err := run(ctx, f)
+	if err != nil {
+		log.Printf("testbed: %v", err)
+		os.Exit(2)
+	}
+	if len(failures) > 0 {
+		log.Printf("testbed: FAIL")
+		for _, line := range failures {
+			log.Printf("  %s", line)
+		}
+		os.Exit(1)
+	}
+	log.Printf("testbed: PASS")
+}
+
+// selectPlan applies the mode defaults to f and returns the scenarios to run.
+func selectPlan(f *flags) ([]loadtest.Scenario, string, error) {
+	mode := "full"
+	if f.duration == 0 {
+		f.duration = 2 * time.Minute
+		if f.short {
+			f.duration = 30 * time.Second
+		}
+	}
+	if f.kafkaBacklog == 0 {
+		f.kafkaBacklog = 3_000_000
+		if f.short {
+			f.kafkaBacklog = 1_000_000
+		}
+	}
+	plan := loadtest.FullPlan(f.kafkaBacklog)
+	if f.short {
+		mode = "short"
+		plan = loadtest.ShortPlan(f.kafkaBacklog)
+	}
+	if f.run != "" {
+		re, err := regexp.Compile(f.run)
+		if err != nil {
+			return nil, "", fmt.Errorf("cannot parse -run=%q: %w", f.run, err)
+		}
+		var kept []loadtest.Scenario
+		for _, s := range plan {
+			if re.MatchString(s.Name) {
+				kept = append(kept, s)
+			}
+		}
+		plan = kept
+	}
+	if len(plan) == 0 {
+		return nil, "", errors.New("no scenario to run")
+	}
+	return plan, mode, nil
+}
+
+func run(ctx context.Context, f flags) ([]string, error) {
+	plan, mode, err := selectPlan(&f)
+	if err != nil {
+		return nil, err
+	}
+
+	rawDir := filepath.Join(f.out, "raw")
+	if err := os.MkdirAll(rawDir, 0o755); err != nil {
+		return nil, err
+	}
+	o := loadtest.Options{
+		Ours:           loadtest.Collector{Name: "ours", Binary: f.oursBin, Config: f.oursConfig},
+		Stock:          loadtest.Collector{Name: "stock", Binary: f.stockBin, Config: f.stockConfig},
+		OursKafka:      loadtest.Collector{Name: "ours", Binary: f.oursBin, Config: f.oursKafka},
+		StockKafka:     loadtest.Collector{Name: "stock", Binary: f.stockBin, Config: f.stockKafka},
+		Duration:       f.duration,
+		ScrapeInterval: f.scrapeInterval,
+		SampleInterval: time.Second,
+		FlushInterval:  f.flushInterval,
+		DrainTimeout:   f.drainTimeout,
+		KafkaTimeout:   f.kafkaTimeout,
+		Concurrency:    f.concurrency,
+		CallsMetric:    f.callsMetric,
+		RawDir:         rawDir,
+	}
+	for _, c := range []loadtest.Collector{o.Ours, o.Stock, o.OursKafka, o.StockKafka} {
+		for _, path := range []string{c.Binary, c.Config} {
+			if _, err := os.Stat(path); err != nil {
+				return nil, fmt.Errorf("%s: %w (build with make build stock-twin)", c.Name, err)
+			}
+		}
+	}
+	for _, s := range plan {
+		if s.Transport == loadtest.TransportKafka {
+			stopKafka, err := setUpKafka(ctx, f, &o)
+			if err != nil {
+				return nil, err
+			}
+			defer stopKafka()
+			break
+		}
+	}
+
+	report := &loadtest.Report{
+		Start: time.Now().UTC(), Machine: loadtest.ReadMachine(), Mode: mode, Duration: f.duration,
+		Tolerance: f.tolerance, Concurrency: f.concurrency, SpansPerRequest: f.spansPerRequest,
+		ScrapeInterval: f.scrapeInterval, FlushInterval: f.flushInterval,
+	}
+	pools := map[loadtest.Shape]*loadtest.Pool{}
+	for _, sc := range plan {
+		pool, ok := pools[sc.Shape]
+		if !ok {
+			var err error
+			if pool, err = loadtest.NewPool(sc.Shape, f.spansPerRequest, 1); err != nil {
+				return nil, err
+			}
+			pools[sc.Shape] = pool
+		}
+		log.Printf("%s: %s", sc.Name, sc.Title())
+		res, err := loadtest.Run(ctx, sc, pool, o)
+		if err != nil {
+			report.Errors = append(report.Errors, fmt.Sprintf("%s: %v", sc.Name, err))
+			log.Printf("%s: not measured: %v", sc.Name, err)
+		}
+		if res != nil {
+			report.Results = append(report.Results, res)
+			log.Printf("%s: ours %.0f spans/s (lost %d), stock %.0f spans/s (lost %d)",
+				sc.Name, res.Ours.SpansPerSec, res.Ours.Lost, res.Stock.SpansPerSec, res.Stock.Lost)
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+	}
+	return report.Failures(), write(f.out, rawDir, report)
+}
+
+// write saves RESULTS.md, the charts, and the raw samples as JSON.
+func write(out, rawDir string, report *loadtest.Report) error {
+	md, err := os.Create(filepath.Join(out, "RESULTS.md"))
+	if err != nil {
+		return err
+	}
+	if err := report.WriteMarkdown(md); err != nil {
+		md.Close()
+		return err
+	}
+	if err := md.Close(); err != nil {
+		return err
+	}
+	if err := loadtest.WriteCharts(out, report.Results); err != nil {
+		return err
+	}
+	raw, err := json.MarshalIndent(report, "", "  ")
+	if err != nil {
+		return err
+	}
+	name := "run-" + report.Start.Format("20060102T150405Z") + ".json"
+	log.Printf("wrote %s/RESULTS.md, charts, and %s", out, filepath.Join(rawDir, name))
+	return os.WriteFile(filepath.Join(rawDir, name), raw, 0o644)
+}
+
+// setUpKafka finds the broker and wires topic creation and the producer into o. Without
+// -kafka-brokers it starts one with the script (KAFKA_PORT, KAFKA_CONTROLLER_PORT and
+// OTELCOL_RED_STATE in the environment select an instance of its own) and the returned func stops
+// it again, unless it was already running: then it belongs to someone else.
+func setUpKafka(ctx context.Context, f flags, o *loadtest.Options) (func(), error) {
+	stop := func() {}
+	brokers := f.kafkaBrokers
+	if brokers == "" {
+		wasRunning := exec.CommandContext(ctx, f.kafkaScript, "status").Run() == nil
+		log.Printf("starting Kafka with %s", f.kafkaScript)
+		out, err := exec.CommandContext(ctx, f.kafkaScript, "start").Output()
+		if err != nil {
+			return stop, fmt.Errorf("cannot start Kafka with %s: %w", f.kafkaScript, exitDetail(err))
+		}
+		brokers = strings.TrimSpace(string(out))
+		if !wasRunning {
+			stop = func() {
+				if err := exec.Command(f.kafkaScript, "stop").Run(); err != nil {
+					log.Printf("cannot stop Kafka: %v", err)
+				}
+			}
+		}
+	}
+	o.KafkaBrokers = brokers
+	o.KafkaPartitions = f.kafkaPartitions
+	o.CreateTopic = func(ctx context.Context, topic string, partitions int) error {
+		cmd := exec.CommandContext(ctx, f.kafkaScript, "create-topic", topic, fmt.Sprint(partitions))
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("%w: %s", err, strings.TrimSpace(string(out)))
+		}
+		return nil
+	}
+	o.NewKafkaSink = func(pool *loadtest.Pool, brokers, topic string) (loadtest.Sink, error) {
+		p, err := datasenders.NewKafkaProducer(strings.Split(brokers, ","), topic)
+		if err != nil {
+			return nil, err
+		}
+		return &kafkaSink{producer: p, pool: pool}, nil
+	}
+	return stop, nil
+}
+
+// kafkaSink writes the pool's pre-encoded requests as Kafka messages: an OTLP
+// ExportTraceServiceRequest and the TracesData that the receiver's otlp_proto encoding expects
+// share their wire format (field 1, repeated ResourceSpans).
+type kafkaSink struct {
+	producer *datasenders.KafkaProducer
+	pool     *loadtest.Pool
+}
+
+func (k *kafkaSink) Send(ctx context.Context, i int) error {
+	return k.producer.SendRaw(ctx, k.pool.Encoded[i])
+}
+
+func (k *kafkaSink) Close() error {
+	k.producer.Close()
+	return nil
+}
+
+func exitDetail(err error) error {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) && len(ee.Stderr) > 0 {
+		return fmt.Errorf("%w: %s", err, strings.TrimSpace(string(ee.Stderr)))
+	}
+	return err
+}

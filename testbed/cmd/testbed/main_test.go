@@ -1,0 +1,45 @@
+package main
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+func TestSelectPlan(t *testing.T) {
+	f := flags{}
+	plan, mode, err := selectPlan(&f)
+	require.NoError(t, err)
+	assert.Equal(t, "full", mode)
+	assert.Len(t, plan, 7)
+	assert.Equal(t, 2*time.Minute, f.duration)
+	assert.Equal(t, int64(3_000_000), f.kafkaBacklog)
+
+	f = flags{short: true}
+	plan, mode, err = selectPlan(&f)
+	require.NoError(t, err)
+	assert.Equal(t, "short", mode)
+	assert.Len(t, plan, 5)
+	assert.Equal(t, 30*time.Second, f.duration)
+	assert.Equal(t, int64(1_000_000), plan[len(plan)-1].Backlog)
+
+	f = flags{run: "^otlp-max", duration: time.Second}
+	plan, _, err = selectPlan(&f)
+	require.NoError(t, err)
+	require.Len(t, plan, 2)
+	assert.Equal(t, time.Second, f.duration)
+
+	f = flags{run: "nothing"}
+	_, _, err = selectPlan(&f)
+	require.Error(t, err)
+	f = flags{run: "("}
+	_, _, err = selectPlan(&f)
+	require.Error(t, err)
+}

@@ -1,0 +1,34 @@
+package loadtest
+
+// The two cardinalities of the issue: ~1k and ~100k RED series.
+var (
+	Shape1k   = Shape{Services: 10, SpanNames: 25}
+	Shape100k = Shape{Services: 100, SpanNames: 250}
+)
+
+// FullPlan is the set `make testbed` runs: OTLP at 10k, 100k and max spans/s at both
+// cardinalities, and a Kafka backlog.
+func FullPlan(kafkaBacklog int64) []Scenario {
+	return []Scenario{
+		{Name: "otlp-10k-1k", Transport: TransportOTLP, Shape: Shape1k, Rate: 10_000},
+		{Name: "otlp-100k-1k", Transport: TransportOTLP, Shape: Shape1k, Rate: 100_000},
+		{Name: "otlp-max-1k", Transport: TransportOTLP, Shape: Shape1k},
+		{Name: "otlp-10k-100k", Transport: TransportOTLP, Shape: Shape100k, Rate: 10_000},
+		{Name: "otlp-100k-100k", Transport: TransportOTLP, Shape: Shape100k, Rate: 100_000},
+		{Name: "otlp-max-100k", Transport: TransportOTLP, Shape: Shape100k},
+		{Name: "kafka-1k", Transport: TransportKafka, Shape: Shape1k, Backlog: kafkaBacklog},
+	}
+}
+
+// ShortPlan is the CI subset: the 10k rates are left out because both distributions keep up with
+// them easily, so they cost time without telling the two apart.
+func ShortPlan(kafkaBacklog int64) []Scenario {
+	var out []Scenario
+	for _, s := range FullPlan(kafkaBacklog) {
+		if s.Transport == TransportOTLP && s.Rate == 10_000 {
+			continue
+		}
+		out = append(out, s)
+	}
+	return out
+}

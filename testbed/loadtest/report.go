@@ -1,0 +1,229 @@
+package loadtest
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Machine describes where a run happened; the report prints it next to every number.
+type Machine struct {
+	CPUs     int     `json:"cpus"`
+	CPUModel string  `json:"cpu_model"`
+	MemGiB   float64 `json:"mem_gib"`
+	OS       string  `json:"os"`
+}
+
+// ReadMachine reads the host description (Linux /proc; elsewhere only what Go knows).
+func ReadMachine() Machine {
+	m := Machine{CPUs: runtime.NumCPU(), OS: runtime.GOOS + "/" + runtime.GOARCH}
+	if v, ok := procField("/proc/cpuinfo", "model name"); ok {
+		m.CPUModel = v
+	}
+	if v, ok := procField("/proc/meminfo", "MemTotal"); ok {
+		if kb, err := strconv.ParseFloat(strings.Fields(v)[0], 64); err == nil {
+			m.MemGiB = kb / (1 << 20)
+		}
+	}
+	return m
+}
+
+// LoadAverage returns the 1-minute load average, or -1 where it cannot be read.
+func LoadAverage() float64 {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return -1
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return -1
+	}
+	v, err := strconv.ParseFloat(f[0], 64)
+	if err != nil {
+		return -1
+	}
+	return v
+}
+
+func procField(path, key string) (string, bool) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", false
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		k, v, ok := strings.Cut(sc.Text(), ":")
+		if ok && strings.TrimSpace(k) == key {
+			return strings.TrimSpace(v), true
+		}
+	}
+	return "", false
+}
+
+// Report is a whole testbed run, the input of RESULTS.md.
+type Report struct {
+	Start    time.Time     `json:"start"`
+	Machine  Machine       `json:"machine"`
+	Mode     string        `json:"mode"`
+	Duration time.Duration `json:"duration_ns"`
+	// Tolerance is how far below stock ours may fall on throughput before the run fails.
+	Tolerance float64 `json:"tolerance"`
+	// Concurrency and SpansPerRequest describe the OTLP load.
+	Concurrency     int           `json:"concurrency"`
+	ScrapeInterval  time.Duration `json:"scrape_interval_ns"`
+	FlushInterval   time.Duration `json:"flush_interval_ns"`
+	SpansPerRequest int           `json:"spans_per_request"`
+	Results         []*Result     `json:"results"`
+	// Errors are scenarios that could not be measured.
+	Errors []string `json:"errors,omitempty"`
+}
+
+// Failures lists why the run fails: a scenario not measured, a span lost by either collector,
+// or ours sustaining fewer spans/s than stock by more than the tolerance.
+func (r *Report) Failures() []string {
+	out := append([]string(nil), r.Errors...)
+	for _, res := range r.Results {
+		for _, s := range []Side{res.Ours, res.Stock} {
+			if s.Lost != 0 {
+				out = append(out, fmt.Sprintf("%s: %s lost %d of %d spans (counted %d)",
+					res.Scenario.Name, s.Name, s.Lost, s.Sent, s.Counted))
+			}
+			if s.Error != "" {
+				out = append(out, fmt.Sprintf("%s: %s: %s", res.Scenario.Name, s.Name, s.Error))
+			}
+		}
+		if res.Ours.SpansPerSec < res.Stock.SpansPerSec*(1-r.Tolerance) {
+			out = append(out, fmt.Sprintf("%s: ours sustained %.0f spans/s, below stock's %.0f (ratio %.2f, tolerance %.0f%%)",
+				res.Scenario.Name, res.Ours.SpansPerSec, res.Stock.SpansPerSec,
+				ratio(res.Ours.SpansPerSec, res.Stock.SpansPerSec), r.Tolerance*100))
+		}
+	}
+	return out
+}
+
+// WriteMarkdown writes RESULTS.md: the table of ours against stock, with ratios, the date, the
+// machine and the verdict.
+func (r *Report) WriteMarkdown(w io.Writer) error {
+	b := &strings.Builder{}
+	m := r.Machine
+	fmt.Fprintf(b, "# Testbed results: otelcol-red against the stock twin\n\n")
+	fmt.Fprintf(b, "Written by `go run ./cmd/testbed` (`make testbed`; mode: %s) on %s.\n\n",
+		r.Mode, r.Start.UTC().Format("2006-01-02 15:04 MST"))
+	fmt.Fprintf(b, "Machine: %d CPUs (%s), %.0f GiB RAM, %s. Each collector runs as a child process with "+
+		"GOMAXPROCS=%s; both run at the same time on identical input (the same pre-encoded requests at "+
+		"the same pace, or the same Kafka backlog), so noise from other processes hits both alike. "+
+		"The machine was shared with other workloads during the run (1-minute load average at the "+
+		"start of each scenario in the last column): absolute numbers are noisy, the ratios are the result.\n\n",
+		m.CPUs, orUnknown(m.CPUModel), m.MemGiB, m.OS, CollectorGOMAXPROCS)
+	if len(r.Results) > 0 {
+		first := r.Results[0]
+		fmt.Fprintf(b, "Ours: `%s` with `%s`. Stock: `%s` with `%s`.\n\n",
+			first.Ours.Binary, first.Ours.Config, first.Stock.Binary, first.Stock.Config)
+	}
+	fmt.Fprintf(b, "Each cell is **ours / stock (ours ÷ stock)**. Higher is better for spans/s, lower for every other column.\n\n")
+	fmt.Fprintf(b, "| Scenario | Spans/s sustained | CPU %% (mean, 200 = 2 cores) | CPU s per 1M spans | RSS max (MiB) | Scrape p50 (ms) | Scrape p99 (ms) | Lost spans | Load avg |\n")
+	fmt.Fprintf(b, "|---|---|---|---|---|---|---|---|---|\n")
+	for _, res := range r.Results {
+		o, s := res.Ours, res.Stock
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s | %d / %d | %.1f |\n",
+			res.Scenario.Title(),
+			pair(o.SpansPerSec, s.SpansPerSec, 0),
+			pair(o.CPUPercent, s.CPUPercent, 0),
+			pair(o.CPUSecondsPerMillion, s.CPUSecondsPerMillion, 2),
+			pair(o.RSSMaxMiB, s.RSSMaxMiB, 0),
+			pair(float64(o.ScrapeP50), float64(s.ScrapeP50), 1),
+			pair(float64(o.ScrapeP99), float64(s.ScrapeP99), 1),
+			o.Lost, s.Lost, res.LoadAverage)
+	}
+	fmt.Fprintf(b, "\n")
+	if f := r.Failures(); len(f) > 0 {
+		fmt.Fprintf(b, "**Verdict: FAIL**\n\n")
+		for _, line := range f {
+			fmt.Fprintf(b, "- %s\n", line)
+		}
+	} else {
+		fmt.Fprintf(b, "**Verdict: PASS**: no span lost by either collector, and ours sustained at least "+
+			"%.0f%% of stock's spans/s in every scenario.\n", (1-r.Tolerance)*100)
+	}
+	fmt.Fprintf(b, "\n## Charts\n\n![Sustained throughput per scenario](%s)\n\n", ThroughputChart)
+	for _, res := range r.Results {
+		cpu, rss := ChartFiles(res)
+		fmt.Fprintf(b, "- %s: [CPU over time](%s), [RSS over time](%s)\n", res.Scenario.Title(), cpu, rss)
+	}
+	fmt.Fprintf(b, "\n## How each number is measured\n\n")
+	fmt.Fprintf(b, "- **Spans/s sustained**: OTLP: spans the collector acknowledged (gRPC OK, no partial "+
+		"rejection) over the load window of %s, with %d requests in flight per collector. A paced scenario sends %d-span requests at the "+
+		"target rate; a request due while every worker still waits on the collector is skipped, so a "+
+		"collector that cannot keep up shows a rate below the target. Max sends as fast as each collector "+
+		"acknowledges. Kafka: the backlog (written before the collectors start, each collector in its own "+
+		"consumer group) over the time from the first to the last span its receiver accepted, as its own "+
+		"`%s` counter shows.\n", r.Duration, r.Concurrency, r.SpansPerRequest, acceptedSpansMetric)
+	fmt.Fprintf(b, "- **CPU %%**: user + system CPU time of the process over the window; **CPU s per 1M spans** divides "+
+		"that time by the spans it took: the fair comparison when both keep up with a fixed rate.\n")
+	fmt.Fprintf(b, "- **RSS max**: highest resident set size sampled every second during the window.\n")
+	fmt.Fprintf(b, "- **Scrape p50/p99**: Prometheus-style scrapes (the Prometheus Accept header, gzip) of the "+
+		"metrics endpoint every %s during the window, timed to the last byte of the body; nearest-rank "+
+		"percentiles over few scrapes, so p99 is the slowest one. A failed scrape counts at its timeout (%s, "+
+		"one interval, the most Prometheus allows); a scrape taken before the first metrics flush (an empty "+
+		"page) is left out. Both collectors flush their RED metrics every %s.\n",
+		r.ScrapeInterval, r.ScrapeInterval, r.FlushInterval)
+	fmt.Fprintf(b, "- **Lost spans**: spans sent minus the sum of the `%s` counters scraped after the load, "+
+		"polled until they match or the drain timeout passes. Any lost span fails the run.\n", CallsMetric)
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// pair formats "ours / stock (ratio×)".
+func pair(ours, stock float64, decimals int) string {
+	return fmt.Sprintf("%s / %s (%s)", number(ours, decimals), number(stock, decimals), ratioText(ours, stock))
+}
+
+func ratio(a, b float64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return a / b
+}
+
+func ratioText(a, b float64) string {
+	if b == 0 {
+		return "n/a"
+	}
+	return strconv.FormatFloat(a/b, 'f', 2, 64) + "×"
+}
+
+// number formats v with thousands separators.
+func number(v float64, decimals int) string {
+	s := strconv.FormatFloat(v, 'f', decimals, 64)
+	intPart, frac, _ := strings.Cut(s, ".")
+	neg := strings.HasPrefix(intPart, "-")
+	intPart = strings.TrimPrefix(intPart, "-")
+	var out []byte
+	for i := range intPart {
+		if i > 0 && (len(intPart)-i)%3 == 0 {
+			out = append(out, ',')
+		}
+		out = append(out, intPart[i])
+	}
+	res := string(out)
+	if neg {
+		res = "-" + res
+	}
+	if frac != "" {
+		res += "." + frac
+	}
+	return res
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "model unknown"
+	}
+	return s
+}
