@@ -52,15 +52,30 @@ tool() {
   java "${TOOL_OPTS[@]}" -cp "$LIB/*" "$class" "$@"
 }
 
-# ready asks the broker for its topic list: an open port alone does not mean the broker has
-# caught up with the metadata log and answers requests.
+# started tells whether the broker launched last logged that it finished starting: an open
+# port alone does not mean it has caught up with the metadata log and answers requests. Only
+# the lines after $LOG_FROM count, since resume appends to the log of the previous run.
+LOG_FROM=1
+started() {
+  port_open "$PORT" && tail -n "+$LOG_FROM" "$LOG" | grep -q 'Kafka Server started'
+}
+
+# ready asks the broker for its topic list, for status: it answers requests.
 ready() {
   port_open "$PORT" && tool org.apache.kafka.tools.TopicCommand --bootstrap-server "$ADDR" --list >/dev/null 2>&1
+}
+
+# new_cluster_id makes what `StorageTool random-uuid` prints (16 random bytes, URL-safe base64
+# without padding) without starting a JVM for it.
+new_cluster_id() {
+  head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=\n'
 }
 
 running() { pid_alive "$PIDFILE" && port_open "$PORT"; }
 
 launch() {
+  touch "$LOG"
+  LOG_FROM=$(($(wc -l <"$LOG") + 1))
   # stdin/stdout/stderr are detached so that a caller reading this script's stdout (a Go test)
   # sees EOF when the script exits, not when the broker does.
   KAFKA_LOG_DIR=$DIR nohup java -Xms256m -Xmx512m -XX:+UseG1GC -Djava.awt.headless=true \
@@ -68,7 +83,7 @@ launch() {
     "-Dlog4j.configuration=file:$SRC/log4j.properties" \
     -cp "$LIB/*" kafka.Kafka "$PROPS" </dev/null >>"$LOG" 2>&1 &
   echo $! >"$PIDFILE"
-  if ! wait_for 60 ready; then
+  if ! wait_for 60 started; then
     tail -n 40 "$LOG" >&2
     stop
     die "kafka did not become ready on $ADDR within 60 s; log: $LOG"
@@ -85,9 +100,7 @@ start() {
   mkdir -p "$DATA"
   sed -e "s|@BROKER_PORT@|$PORT|g" -e "s|@CONTROLLER_PORT@|$CONTROLLER_PORT|g" \
     -e "s|@LOG_DIR@|$DATA|g" "$SRC/server.properties.in" >"$PROPS"
-  local id
-  id=$(tool kafka.tools.StorageTool random-uuid)
-  tool kafka.tools.StorageTool format -t "$id" -c "$PROPS" >"$DIR/format.log" 2>&1 ||
+  tool kafka.tools.StorageTool format -t "$(new_cluster_id)" -c "$PROPS" >"$DIR/format.log" 2>&1 ||
     { cat "$DIR/format.log" >&2; die "formatting $DATA failed"; }
   : >"$LOG"
   launch

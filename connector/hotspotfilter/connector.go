@@ -2,6 +2,7 @@ package hotspotfilter // import "github.com/otelcol-red/otelcol-red/connector/ho
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -41,8 +42,9 @@ type filter struct {
 	scratch sync.Pool
 
 	lifecycle sync.Mutex
-	refs      int // connectors created on this filter and not shut down
-	started   bool
+	refs      int  // connectors created on this filter and not shut down
+	running   bool // the flush loop runs
+	stopped   bool // the flush loop ran and was stopped: never restart it
 	stop      chan struct{}
 	done      chan struct{}
 }
@@ -95,7 +97,7 @@ func (f *filter) consume(ctx context.Context, td ptrace.Traces) ptrace.Traces {
 	nowTime := f.now()
 	now, unixNow := int64(nowTime.Sub(f.epoch)), nowTime.UnixNano()
 	sc := f.scratch.Get().(*scratch)
-	defer f.scratch.Put(sc)
+	defer f.putScratch(sc)
 
 	// Pass 1: which rule selects each span. Parents are only needed when a
 	// budget may apply, so batches without selected spans skip that map.
@@ -184,6 +186,17 @@ func (f *filter) consume(ctx context.Context, td ptrace.Traces) ptrace.Traces {
 		f.record(service, sc, now, unixNow)
 	}
 	return out
+}
+
+// maxPooledParents bounds the parent set a pooled scratch keeps: clear does
+// not shrink a map, so one huge batch would otherwise pin its memory.
+const maxPooledParents = 1 << 16
+
+func (f *filter) putScratch(sc *scratch) {
+	if len(sc.parents) > maxPooledParents {
+		sc.parents = make(map[pcommon.SpanID]struct{})
+	}
+	f.scratch.Put(sc)
 }
 
 // decide judges one span that rule m selected. Exemptions come first, so a
@@ -295,14 +308,15 @@ func (f *filter) setMetricsNext(next consumer.Metrics) {
 
 // start begins the flush loop on the first Start of either connector. All
 // connectors exist by then: the collector creates every component before it
-// starts any.
+// starts any. The loop also runs without a metrics output, since it is what
+// forgets idle services.
 func (f *filter) start() {
 	f.lifecycle.Lock()
 	defer f.lifecycle.Unlock()
-	if f.started || f.metricsNext == nil {
+	if f.running || f.stopped {
 		return
 	}
-	f.started = true
+	f.running = true
 	f.stop = make(chan struct{})
 	f.done = make(chan struct{})
 	go f.flushLoop(f.stop, f.done)
@@ -324,24 +338,40 @@ func (f *filter) flushLoop(stop <-chan struct{}, done chan<- struct{}) {
 	}
 }
 
-// release is called by each connector's Shutdown. The last one stops the
-// flush loop, emits the final counts and forgets the filter.
+// stopLoop ends the flush loop once; with final set it then emits the last
+// counts. The metrics connector's Shutdown does so without waiting for the
+// traces connector: the collector shuts components down upstream first, so
+// the metrics exporter may be gone by the time the traces connector stops,
+// while everything upstream of both connectors (hence all data) has already
+// stopped.
+func (f *filter) stopLoop(ctx context.Context, final bool) error {
+	f.lifecycle.Lock()
+	running := f.running
+	f.running, f.stopped = false, true
+	f.lifecycle.Unlock()
+	if running {
+		close(f.stop)
+		<-f.done
+	}
+	if !final || !running {
+		return nil
+	}
+	return f.flush(ctx)
+}
+
+// release is called by each connector's Shutdown; the last one stops the
+// loop if it still runs and forgets the filter, so that a rebuilt pipeline
+// starts from fresh state.
 func (f *filter) release(ctx context.Context) error {
 	f.lifecycle.Lock()
 	f.refs--
 	last := f.refs == 0
-	started := f.started
 	f.lifecycle.Unlock()
 	if !last {
 		return nil
 	}
 	filters.forget(f.id, f)
-	if !started {
-		return nil
-	}
-	close(f.stop)
-	<-f.done
-	return f.flush(ctx)
+	return f.stopLoop(ctx, false)
 }
 
 // registry shares one filter among the connectors of one component ID.
@@ -424,7 +454,9 @@ func (c *metricsConnector) Start(context.Context, component.Host) error {
 
 func (c *metricsConnector) Shutdown(ctx context.Context) error {
 	var err error
-	c.shutdown.Do(func() { err = c.filter.release(ctx) })
+	c.shutdown.Do(func() {
+		err = errors.Join(c.filter.stopLoop(ctx, true), c.filter.release(ctx))
+	})
 	return err
 }
 

@@ -371,3 +371,64 @@ func floodHeapGrowth(t *testing.T, maxServices int) uint64 {
 	}
 	return after.HeapAlloc - before.HeapAlloc
 }
+
+// The collector shuts components down upstream first, in any order between
+// the two connectors: the metrics connector's own Shutdown must emit the final
+// counts while its exporter still runs, whatever the traces connector does.
+func TestFinalFlushAtMetricsShutdown(t *testing.T) {
+	for _, metricsFirst := range []bool{true, false} {
+		t.Run(fmt.Sprintf("metrics_first=%v", metricsFirst), func(t *testing.T) {
+			cfg := singleRule(Rule{Budget: 1, Burst: 1, KeepErrors: true})
+			cfg.MetricsFlushInterval = time.Hour // only the final flush emits
+			set := connectortest.NewNopSettings(metadata.Type)
+			f := NewFactory()
+			traces, metrics := new(consumertest.TracesSink), new(consumertest.MetricsSink)
+			tc, err := f.CreateTracesToTraces(context.Background(), set, cfg, traces)
+			require.NoError(t, err)
+			mc, err := f.CreateTracesToMetrics(context.Background(), set, cfg, metrics)
+			require.NoError(t, err)
+			require.NoError(t, mc.Start(context.Background(), componenttest.NewNopHost()))
+			require.NoError(t, tc.Start(context.Background(), componenttest.NewNopHost()))
+			td := redisBatch("cart", 1, 3)
+			require.NoError(t, tc.ConsumeTraces(context.Background(), td))
+			require.NoError(t, mc.ConsumeTraces(context.Background(), td))
+
+			first, second := tc, mc
+			if metricsFirst {
+				first, second = mc, tc
+			}
+			require.NoError(t, first.Shutdown(context.Background()))
+			if metricsFirst {
+				require.Len(t, metrics.AllMetrics(), 1, "emitted at the metrics connector's shutdown")
+			} else {
+				require.Empty(t, metrics.AllMetrics())
+			}
+			require.NoError(t, second.Shutdown(context.Background()))
+			require.Len(t, metrics.AllMetrics(), 1, "emitted exactly once")
+			ps := points(metrics.AllMetrics()[0])
+			assert.EqualValues(t, 1, sum(ps, metricKept, nil))
+			assert.EqualValues(t, 2, sum(ps, metricDropped, nil))
+		})
+	}
+}
+
+// Without a metrics output the flush loop still runs, so idle services are
+// forgotten and the cap keeps room for new ones.
+func TestTracesOnlyStillExpiresServices(t *testing.T) {
+	cfg := singleRule(Rule{Budget: 1, Burst: 1, KeepErrors: true})
+	cfg.MetricsFlushInterval = 5 * time.Millisecond
+	cfg.ServiceExpiry = time.Minute
+	clock := newFakeClock()
+	sink := new(consumertest.TracesSink)
+	c, err := NewFactory().CreateTracesToTraces(context.Background(), connectortest.NewNopSettings(metadata.Type), cfg, sink)
+	require.NoError(t, err)
+	f := c.(*tracesConnector).filter
+	f.now, f.epoch = clock.Now, clock.Now()
+	require.NoError(t, c.Start(context.Background(), componenttest.NewNopHost()))
+	defer func() { require.NoError(t, c.Shutdown(context.Background())) }()
+
+	require.NoError(t, c.ConsumeTraces(context.Background(), redisBatch("cart", 1, 2)))
+	require.EqualValues(t, 1, f.rules[0].services.size.Load())
+	clock.Advance(2 * time.Minute)
+	require.Eventually(t, func() bool { return f.rules[0].services.size.Load() == 0 }, 5*time.Second, time.Millisecond)
+}

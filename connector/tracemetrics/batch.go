@@ -12,6 +12,10 @@ import (
 	"github.com/otelcol-red/otelcol-red/internal/hash"
 )
 
+// keyHash hashes series and resource keys. Tests replace it with a colliding function to
+// prove that equal hashes never merge distinct series.
+var keyHash = hash.Sum64
+
 // deltaBatch is what one ConsumeTraces call hands to the aggregator: the call's spans reduced
 // to one entry per distinct series, with the canonical key bytes of each series and resource,
 // the histogram observations, and exemplar candidates. It is pooled; after warm-up, reducing a
@@ -122,7 +126,7 @@ func (b *deltaBatch) growTable() {
 
 // upsert returns the index of the series with key in resource res, adding it if new.
 func (b *deltaBatch) upsert(res uint32, fam uint8, key []byte) uint32 {
-	h := hash.Sum64(key)
+	h := keyHash(key)
 	mask := uint64(len(b.table) - 1)
 	i := h & mask
 	for {
@@ -246,7 +250,7 @@ func (r *reducer) addResource(b *deltaBatch, attrs pcommon.Map, svc string) uint
 	keyOff := len(b.arena)
 	b.arena = appendSortedMap(b.arena, attrs, r.keyAttrs, &b.sortBuf)
 	key := ref{uint32(keyOff), uint32(len(b.arena) - keyOff)}
-	h := hash.Sum64(b.bytes(key))
+	h := keyHash(b.bytes(key))
 	// A batch usually holds a resource once; when it repeats, reuse the first entry.
 	for i := range b.resources {
 		if b.resources[i].hash == h && bytes.Equal(b.bytes(b.resources[i].key), b.bytes(key)) {

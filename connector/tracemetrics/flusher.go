@@ -326,9 +326,10 @@ func (f *flusher) buildSums(m pmetric.Metric, name string, fi int, ids []uint32,
 		switch {
 		case f.isDelta:
 			dp.SetIntValue(int64(r.count))
-		case !t.exported[id]:
+		case !t.exported[id] && !buf.final:
 			// spanmetrics reports a new cumulative series as 0 first, so that Prometheus
-			// sees the transition from nothing to 0 and keeps the first increase.
+			// sees the transition from nothing to 0 and keeps the first increase. The final
+			// flush (Shutdown) has no next export, so it reports the real count.
 			dp.SetIntValue(0)
 			t.exported[id] = true
 		default:

@@ -1,15 +1,19 @@
 // Package hash holds the hashing and the integer hash index shared by our components.
 //
-// Keys are hashed as bytes with xxhash (fast, well distributed, no allocation). The Index
+// Keys are hashed as bytes with the runtime's AES-based hash through hash/maphash (the fastest
+// hash available to Go code for short keys, no allocation), seeded once per process: hashes
+// are never persisted or sent anywhere. The Index
 // maps those 64-bit hashes to uint32 ids in flat slices — no pointers for the GC to scan, no
 // string keys. It does not decide equality: several ids may share a hash, and callers compare
 // the canonical key bytes they keep for each id (collisions are handled exactly).
 package hash // import "github.com/otelcol-red/otelcol-red/internal/hash"
 
-import "github.com/cespare/xxhash/v2"
+import "hash/maphash"
 
-// Sum64 returns the xxhash of b.
-func Sum64(b []byte) uint64 { return xxhash.Sum64(b) }
+var seed = maphash.MakeSeed()
+
+// Sum64 returns the hash of b, stable for the life of the process.
+func Sum64(b []byte) uint64 { return maphash.Bytes(seed, b) }
 
 // Index is an open-addressing hash table (linear probing, backward-shift deletion) from
 // 64-bit hashes to uint32 ids. The zero value is empty and ready to use.

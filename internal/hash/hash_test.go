@@ -54,3 +54,12 @@ func TestEmptyIndex(t *testing.T) {
 	require.Empty(t, lookup(&x, 1))
 	require.False(t, x.Delete(1, 1))
 }
+
+func BenchmarkSum64(b *testing.B) {
+	key := []byte("0123456789abcdef0123456789abcdef0123456789abcdef0123456789ab")
+	b.SetBytes(int64(len(key)))
+	for i := 0; i < b.N; i++ {
+		key[0] = byte(i)
+		_ = Sum64(key)
+	}
+}

@@ -126,8 +126,9 @@ func (p *KafkaProducer) Close() { p.client.Close() }
 // status Error when ErrorEvery > 0 and i mod ErrorEvery == ErrorEvery-1, Unset otherwise. The
 // number of RED series is Services × SpanNames × (1 or 2 status codes).
 //
-// The trace id carries RunID in its first 8 bytes and i in its last 8, the span id carries i+1,
-// so a consumer can tell which spans of which run it saw (and which it saw twice).
+// The trace id carries RunID in its first 8 bytes and i+1 in its last 8 (an all-zero id is
+// invalid), the span id carries i+1 too, so a consumer can tell which spans of which run it saw
+// (and which it saw twice).
 type SpanShape struct {
 	// Services is the number of distinct service.name values; 0 means 10.
 	Services int
@@ -183,7 +184,7 @@ func (s SpanShape) Traces(first int64, n int) ptrace.Traces {
 		sp := spans.AppendEmpty()
 		var tid [16]byte
 		binary.BigEndian.PutUint64(tid[:8], s.RunID)
-		binary.BigEndian.PutUint64(tid[8:], uint64(i))
+		binary.BigEndian.PutUint64(tid[8:], uint64(i)+1)
 		sp.SetTraceID(tid)
 		var sid [8]byte
 		binary.BigEndian.PutUint64(sid[:], uint64(i)+1) // an all-zero span id is invalid
@@ -304,7 +305,9 @@ loop:
 			next += n
 			td := load.Shape.Traces(first, int(n))
 			perService := countByServiceStatus(td)
-			err := p.ProduceTraces(runCtx, td, func(err error) {
+			// The record gets ctx, not runCtx: the end of the run must not fail records that
+			// are already on their way.
+			err := p.ProduceTraces(ctx, td, func(err error) {
 				<-slots
 				if err != nil {
 					failed.Add(n)
@@ -340,8 +343,7 @@ loop:
 		}
 	}
 	res.Elapsed = time.Since(start)
-	// Outstanding records still get their answer: Flush waits for them (bounded by ctx, not by
-	// the run's duration, so a run that ends does not turn in-flight records into failures).
+	// Outstanding records still get their answer: Flush waits for them, bounded by ctx.
 	_ = p.Flush(ctx)
 	mu.Lock()
 	defer mu.Unlock()

@@ -25,7 +25,7 @@ func TestSpanShapeTraces(t *testing.T) {
 			tid := sp.TraceID()
 			sid := sp.SpanID()
 			assert.Equal(t, uint64(7), binary.BigEndian.Uint64(tid[:8]))
-			i := binary.BigEndian.Uint64(tid[8:])
+			i := binary.BigEndian.Uint64(tid[8:]) - 1
 			assert.Equal(t, i+1, binary.BigEndian.Uint64(sid[:]))
 			assert.Equal(t, shape.Service(int64(i)), svc.AsString())
 			assert.Equal(t, shape.IsError(int64(i)), sp.Status().Code() == ptrace.StatusCodeError)

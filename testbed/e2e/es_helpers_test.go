@@ -250,23 +250,35 @@ type esHits struct {
 	} `json:"hits"`
 }
 
-// all returns every document of the index (tests keep indices under 10000 documents, the
-// default search window).
+// all returns every document of the index, paging with the scroll API past the 10000 documents
+// one search returns.
 func (ix *esIndex) all() ([]esDoc, error) {
 	if err := ix.refresh(); err != nil {
 		return nil, err
 	}
-	var out esHits
-	q := map[string]any{"size": 10000, "track_total_hits": true, "query": map[string]any{"match_all": map[string]any{}}}
-	if err := ix.do(http.MethodPost, "/"+ix.index+"/_search", q, &out); err != nil {
+	var page struct {
+		esHits
+		ScrollID string `json:"_scroll_id"`
+	}
+	q := map[string]any{"size": 5000, "track_total_hits": true, "query": map[string]any{"match_all": map[string]any{}}}
+	if err := ix.do(http.MethodPost, "/"+ix.index+"/_search?scroll=1m", q, &page); err != nil {
 		return nil, err
 	}
-	if out.Hits.Total.Value > len(out.Hits.Hits) {
-		return nil, fmt.Errorf("index %s holds %d documents, more than one search returns", ix.index, out.Hits.Total.Value)
+	total := page.Hits.Total.Value
+	docs := make([]esDoc, 0, total)
+	for len(page.Hits.Hits) > 0 {
+		for _, h := range page.Hits.Hits {
+			docs = append(docs, h.Source)
+		}
+		id := page.ScrollID
+		page.Hits.Hits = nil
+		if err := ix.do(http.MethodPost, "/_search/scroll", map[string]any{"scroll": "1m", "scroll_id": id}, &page); err != nil {
+			return nil, err
+		}
 	}
-	docs := make([]esDoc, len(out.Hits.Hits))
-	for i, h := range out.Hits.Hits {
-		docs[i] = h.Source
+	_ = ix.do(http.MethodDelete, "/_search/scroll", map[string]any{"scroll_id": page.ScrollID}, nil)
+	if len(docs) != total {
+		return nil, fmt.Errorf("scrolled %d documents of %d in %s", len(docs), total, ix.index)
 	}
 	return docs, nil
 }
@@ -388,4 +400,63 @@ func esCheckStored(t *testing.T, docs []esDoc, sent []esSpan) map[string]int {
 		t.Errorf("%d spans that must be dropped are in Elasticsearch, e.g. %v", len(unexpected), unexpected[:min(5, len(unexpected))])
 	}
 	return copies
+}
+
+// esRedisSpanKind says what a span of esRedisBatch is, and so what the store branch does with it.
+type esRedisSpanKind int
+
+const (
+	esRedisFast   esRedisSpanKind = iota // fast successful Redis call: within the service's budget or dropped
+	esRedisError                         // Redis error: always stored
+	esRedisSlow                          // Redis call of 15ms, over hotspotfilter's 10ms: always stored
+	esServerFast                         // fast successful server span: never stored
+	esServerError                        // server error: always stored
+)
+
+// esRedisBatch builds n spans of one service, mostly fast successful Redis client calls as a
+// hotspot emits them. Per 50 spans: 1 Redis error, 1 slow Redis call, 2 fast server spans,
+// 1 server error; the other 45 are fast Redis calls.
+func esRedisBatch(run uint64, service string, first, n int) (ptrace.Traces, map[string]esRedisSpanKind) {
+	td := ptrace.NewTraces()
+	rs := td.ResourceSpans().AppendEmpty()
+	rs.Resource().Attributes().PutStr("service.name", service)
+	spans := rs.ScopeSpans().AppendEmpty().Spans()
+	kinds := make(map[string]esRedisSpanKind, n)
+	now := time.Now()
+	for i := first; i < first+n; i++ {
+		var tid pcommon.TraceID
+		binary.BigEndian.PutUint64(tid[:8], run)
+		binary.BigEndian.PutUint64(tid[8:], uint64(i))
+		var sid pcommon.SpanID
+		binary.BigEndian.PutUint64(sid[:], uint64(i)+1)
+		s := spans.AppendEmpty()
+		s.SetTraceID(tid)
+		s.SetSpanID(sid)
+		kind, d := esRedisFast, 300*time.Microsecond
+		switch i % 50 {
+		case 0:
+			kind = esRedisError
+		case 25:
+			kind, d = esRedisSlow, 15*time.Millisecond
+		case 10, 30:
+			kind, d = esServerFast, 2*time.Millisecond
+		case 40:
+			kind, d = esServerError, 2*time.Millisecond
+		}
+		if kind == esServerFast || kind == esServerError {
+			s.SetName("GET /cart")
+			s.SetKind(ptrace.SpanKindServer)
+		} else {
+			s.SetName("GET")
+			s.SetKind(ptrace.SpanKindClient)
+			s.Attributes().PutStr("db.system", "redis")
+		}
+		if kind == esRedisError || kind == esServerError {
+			s.Status().SetCode(ptrace.StatusCodeError)
+		}
+		s.SetStartTimestamp(pcommon.NewTimestampFromTime(now.Add(-d)))
+		s.SetEndTimestamp(pcommon.NewTimestampFromTime(now))
+		kinds[hex.EncodeToString(sid[:])] = kind
+	}
+	return td, kinds
 }

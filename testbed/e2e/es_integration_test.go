@@ -271,3 +271,84 @@ func TestESStoreDrainsDiskQueueAfterCollectorRestart(t *testing.T) {
 	// twice: exactly one document per kept span.
 	require.Len(t, docs, len(kept), "documents in %s", ix.index)
 }
+
+// TestESStoreCutsRedisFloodOfHotService sends a flood of fast successful Redis calls from one
+// service and a trickle from another: the hot service's fast Redis spans are stored within its
+// hotspotfilter budget and no more, while its errors, slow calls, and the quiet service's calls
+// are all stored.
+func TestESStoreCutsRedisFloodOfHotService(t *testing.T) {
+	esAddr, ix := startESIndex(t)
+	env, telemetry := esStoreEnv(t, esAddr, ix.index, t.TempDir())
+	const budget, burst = 20, 20
+	env["HOTSPOT_BUDGET"], env["HOTSPOT_BURST"] = itoa(budget), itoa(burst)
+	StartCollector(t, esStoreConfig, env)
+	sender := newESOTLPSender(t, env["OTLP_HTTP_ENDPOINT"])
+
+	run := uint64(time.Now().UnixNano())
+	kinds := map[string]esRedisSpanKind{}
+	service := map[string]string{}
+	add := func(svc string, k map[string]esRedisSpanKind) {
+		for id, kind := range k {
+			kinds[id], service[id] = kind, svc
+		}
+	}
+	// The quiet service stays under its burst: all of its spans that must be stored, and all its
+	// fast Redis calls, are stored.
+	td, k := esRedisBatch(run, "quiet", 1_000_000, 15)
+	require.NoError(t, sender.send(td))
+	add("quiet", k)
+
+	// The budget refills with the collector's clock while it judges spans, which happens inside
+	// the requests timed here, so at most burst + budget·elapsed fast Redis spans can pass.
+	const requests, perRequest = 10, 500
+	start := time.Now()
+	for r := 0; r < requests; r++ {
+		td, k := esRedisBatch(run, "hot", r*perRequest, perRequest)
+		require.NoError(t, sender.send(td))
+		add("hot", k)
+		time.Sleep(100 * time.Millisecond)
+	}
+	elapsed := time.Since(start)
+
+	mustStore := 0
+	for id, kind := range kinds {
+		if kind != esRedisFast && kind != esServerFast || kind == esRedisFast && service[id] == "quiet" {
+			mustStore++
+		}
+	}
+	require.GreaterOrEqual(t, esWaitForCount(ix, mustStore, 60*time.Second), mustStore)
+	// Let the batch processor and the sending queue flush what is left, then check nothing moves.
+	time.Sleep(4 * time.Second)
+	docs, err := ix.all()
+	require.NoError(t, err)
+	time.Sleep(2 * time.Second)
+	n, err := ix.count()
+	require.NoError(t, err)
+	require.Equal(t, len(docs), n, "documents still arriving")
+	require.Equal(t, 0.0, esExporterMetric(t, telemetry, "otelcol_exporter_send_failed_spans_total"))
+
+	copies := map[string]int{}
+	for _, d := range docs {
+		copies[d.SpanID]++
+		_, known := kinds[d.SpanID]
+		require.True(t, known, "unknown span %s stored", d.SpanID)
+	}
+	hotFastStored, hotFastSent := 0, 0
+	for id, kind := range kinds {
+		n := copies[id]
+		require.LessOrEqual(t, n, 1, "copies of span %s", id)
+		switch {
+		case kind == esServerFast:
+			assert.Zero(t, n, "fast server span %s of %s stored", id, service[id])
+		case kind == esRedisFast && service[id] == "hot":
+			hotFastSent++
+			hotFastStored += n
+		default:
+			assert.Equal(t, 1, n, "span %s (kind %d) of %s not stored", id, kind, service[id])
+		}
+	}
+	maxPassed := burst + int(float64(budget)*elapsed.Seconds()) + 1
+	t.Logf("hot service: %d of %d fast Redis spans stored in %v (budget allows %d)", hotFastStored, hotFastSent, elapsed.Round(time.Millisecond), maxPassed)
+	require.Positive(t, hotFastStored, "the budget lets some fast Redis spans through")
+	require.LessOrEqual(t, hotFastStored, maxPassed, "fast Redis spans of the hot service beyond its budget")
+}

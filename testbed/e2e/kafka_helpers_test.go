@@ -61,6 +61,10 @@ type gateway struct {
 // overlay is merged over configs/kafka-gateway.yaml (the collector merges --config files in
 // order), so everything else is the shipped file.
 const gatewayOverlay = `
+receivers:
+  kafka:
+    autocommit:
+      enable: false
 exporters:
   debug/store:
     verbosity: basic
@@ -335,7 +339,7 @@ func ledger(logs string, run uint64) map[int64]int {
 		if err != nil {
 			continue
 		}
-		out[int64(i)]++
+		out[int64(i)-1]++ // the trace id carries the span index + 1
 	}
 	return out
 }
@@ -379,6 +383,12 @@ func ledgerCalls(l map[int64]int, shape datasenders.SpanShape) map[redKey]int {
 		out[redKey{shape.Service(i), st}] += c
 	}
 	return out
+}
+
+// hasPartitions tells whether a collector's kafka receiver was assigned partitions of topic: the
+// receiver's client (franz-go) logs `"added": "<topic>[0 1 2]"` when a group session begins.
+func hasPartitions(logs, topic string) bool {
+	return regexp.MustCompile(`"added": "` + regexp.QuoteMeta(topic) + `\[[0-9 ]+\]`).MatchString(logs)
 }
 
 func head(s []int64, n int) []int64 {

@@ -276,6 +276,12 @@ func TestKafkaScaleOut(t *testing.T) {
 	a := startGateway(t, broker, topic, group, ledgerOverlay)
 	b := startGateway(t, broker, topic, group, ledgerOverlay)
 
+	// Produce only once the group gave both members partitions; otherwise the first member may
+	// consume everything before the second one joins.
+	require.True(t, waitFor(30*time.Second, func() bool {
+		return hasPartitions(a.Logs(), topic) && hasPartitions(b.Logs(), topic)
+	}), "the group did not assign partitions to both collectors")
+
 	shape := datasenders.SpanShape{Services: 6, ErrorEvery: 8, RunID: newRunID(t)}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

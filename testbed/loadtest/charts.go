@@ -16,19 +16,27 @@ const (
 )
 
 // ChartFiles names the charts WriteCharts makes for a result, relative to the results folder.
-func ChartFiles(r *Result) (cpu, rss string) {
-	return r.Scenario.Name + "-cpu.png", r.Scenario.Name + "-rss.png"
+func ChartFiles(r *Result) (cpu, rss, rate string) {
+	return r.Scenario.Name + "-cpu.png", r.Scenario.Name + "-rss.png", r.Scenario.Name + "-rate.png"
 }
+
+// legendHeadroom scales the y axis above the highest value so that the legend does not hide data.
+const legendHeadroom = 1.25
 
 // ThroughputChart is the bar chart of sustained spans/s across scenarios.
 const ThroughputChart = "throughput.png"
 
-// WriteCharts draws, into dir, CPU and RSS over time for every result and one bar chart of the
-// sustained throughput of every scenario.
+// WriteCharts draws, into dir, CPU, RSS and throughput over time for every result and one bar
+// chart of the sustained throughput of every scenario.
 func WriteCharts(dir string, results []*Result) error {
 	for _, r := range results {
-		cpu, rss := ChartFiles(r)
-		err := timeChart(filepath.Join(dir, cpu), r.Scenario.Title()+": CPU", "CPU % (200 = 2 cores)", r,
+		cpu, rss, rate := ChartFiles(r)
+		err := timeChart(filepath.Join(dir, rate), r.Scenario.Title()+": throughput", "spans/s", r,
+			func(s Sample) float64 { return s.SpansPerSec })
+		if err != nil {
+			return err
+		}
+		err = timeChart(filepath.Join(dir, cpu), r.Scenario.Title()+": CPU", "CPU % (200 = 2 cores)", r,
 			func(s Sample) float64 { return s.CPUPercent })
 		if err != nil {
 			return err
@@ -49,11 +57,13 @@ func timeChart(path, title, yLabel string, r *Result, value func(Sample) float64
 	p.Y.Label.Text = yLabel
 	p.Y.Min = 0
 	p.Legend.Top = true
+	var top float64
 	for i, side := range []Side{r.Ours, r.Stock} {
 		pts := make(plotter.XYs, len(side.Samples))
 		for k, s := range side.Samples {
 			pts[k].X = s.At
 			pts[k].Y = value(s)
+			top = max(top, pts[k].Y)
 		}
 		line, err := plotter.NewLine(pts)
 		if err != nil {
@@ -64,6 +74,8 @@ func timeChart(path, title, yLabel string, r *Result, value func(Sample) float64
 		p.Add(line)
 		p.Legend.Add(side.Name, line)
 	}
+	// Headroom above the highest point keeps the legend off the lines.
+	p.Y.Max = max(top*legendHeadroom, 1)
 	p.Add(plotter.NewGrid())
 	if err := p.Save(chartWidth, chartHeight, path); err != nil {
 		return fmt.Errorf("cannot save %s: %w", path, err)
@@ -83,6 +95,7 @@ func throughputChart(path string, results []*Result) error {
 		names[i] = r.Scenario.Name
 		ours[i] = r.Ours.SpansPerSec
 		stock[i] = r.Stock.SpansPerSec
+		p.Y.Max = max(p.Y.Max, ours[i]*legendHeadroom, stock[i]*legendHeadroom)
 	}
 	width := vg.Points(14)
 	for i, vals := range []plotter.Values{ours, stock} {

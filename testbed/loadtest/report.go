@@ -85,7 +85,11 @@ type Report struct {
 }
 
 // Failures lists why the run fails: a scenario not measured, a span lost by either collector,
-// or ours sustaining fewer spans/s than stock by more than the tolerance.
+// ours needing more CPU per span than stock beyond the tolerance, or ours sustaining fewer spans/s
+// than stock beyond the tolerance while also needing more CPU per span. The last condition is
+// double on purpose: both collectors share the machine, and when it is oversubscribed the
+// scheduler may give one of them less CPU; a throughput shortfall at an equal or better cost per
+// span is that split, not a slower collector.
 func (r *Report) Failures() []string {
 	out := append([]string(nil), r.Errors...)
 	for _, res := range r.Results {
@@ -98,8 +102,13 @@ func (r *Report) Failures() []string {
 				out = append(out, fmt.Sprintf("%s: %s: %s", res.Scenario.Name, s.Name, s.Error))
 			}
 		}
-		if res.Ours.SpansPerSec < res.Stock.SpansPerSec*(1-r.Tolerance) {
-			out = append(out, fmt.Sprintf("%s: ours sustained %.0f spans/s, below stock's %.0f (ratio %.2f, tolerance %.0f%%)",
+		cost := ratio(res.Ours.CPUSecondsPerMillion, res.Stock.CPUSecondsPerMillion)
+		if cost > 1+r.Tolerance {
+			out = append(out, fmt.Sprintf("%s: ours needed %.2f CPU s per 1M spans, stock %.2f (ratio %.2f, tolerance %.0f%%)",
+				res.Scenario.Name, res.Ours.CPUSecondsPerMillion, res.Stock.CPUSecondsPerMillion, cost, r.Tolerance*100))
+		}
+		if res.Ours.SpansPerSec < res.Stock.SpansPerSec*(1-r.Tolerance) && cost > 1 {
+			out = append(out, fmt.Sprintf("%s: ours sustained %.0f spans/s, below stock's %.0f (ratio %.2f, tolerance %.0f%%) at a higher CPU cost per span",
 				res.Scenario.Name, res.Ours.SpansPerSec, res.Stock.SpansPerSec,
 				ratio(res.Ours.SpansPerSec, res.Stock.SpansPerSec), r.Tolerance*100))
 		}
@@ -137,8 +146,8 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 			pair(o.CPUPercent, s.CPUPercent, 0),
 			pair(o.CPUSecondsPerMillion, s.CPUSecondsPerMillion, 2),
 			pair(o.RSSMaxMiB, s.RSSMaxMiB, 0),
-			pair(float64(o.ScrapeP50), float64(s.ScrapeP50), 1),
-			pair(float64(o.ScrapeP99), float64(s.ScrapeP99), 1),
+			scrapePair(o.ScrapeP50, s.ScrapeP50),
+			scrapePair(o.ScrapeP99, s.ScrapeP99),
 			o.Lost, s.Lost, res.LoadAverage)
 	}
 	fmt.Fprintf(b, "\n")
@@ -148,13 +157,14 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 			fmt.Fprintf(b, "- %s\n", line)
 		}
 	} else {
-		fmt.Fprintf(b, "**Verdict: PASS**: no span lost by either collector, and ours sustained at least "+
-			"%.0f%% of stock's spans/s in every scenario.\n", (1-r.Tolerance)*100)
+		fmt.Fprintf(b, "**Verdict: PASS**: no span lost by either collector; in every scenario ours needed at "+
+			"most %.0f%% of stock's CPU per span, and never sustained fewer spans/s (beyond %.0f%%) at a "+
+			"higher CPU cost per span.\n", (1+r.Tolerance)*100, r.Tolerance*100)
 	}
 	fmt.Fprintf(b, "\n## Charts\n\n![Sustained throughput per scenario](%s)\n\n", ThroughputChart)
 	for _, res := range r.Results {
-		cpu, rss := ChartFiles(res)
-		fmt.Fprintf(b, "- %s: [CPU over time](%s), [RSS over time](%s)\n", res.Scenario.Title(), cpu, rss)
+		cpu, rss, rate := ChartFiles(res)
+		fmt.Fprintf(b, "- %s: [CPU](%s), [RSS](%s) and [spans/s](%s) over time\n", res.Scenario.Title(), cpu, rss, rate)
 	}
 	fmt.Fprintf(b, "\n## How each number is measured\n\n")
 	fmt.Fprintf(b, "- **Spans/s sustained**: OTLP: spans the collector acknowledged (gRPC OK, no partial "+
@@ -177,6 +187,15 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		"polled until they match or the drain timeout passes. Any lost span fails the run.\n", CallsMetric)
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// scrapePair is pair for scrape latencies; a scenario over before its first useful scrape (a
+// Kafka backlog consumed in seconds) has none.
+func scrapePair(ours, stock Millis) string {
+	if ours == 0 && stock == 0 {
+		return "no scrape in window"
+	}
+	return pair(float64(ours), float64(stock), 1)
 }
 
 // pair formats "ours / stock (ratio×)".

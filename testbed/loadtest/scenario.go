@@ -89,6 +89,10 @@ type Options struct {
 // that only move at each metrics flush.
 const acceptedSpansMetric = "otelcol_receiver_accepted_spans_total"
 
+// kafkaPollInterval spaces the reads of the accepted-spans counters; it bounds the error of the
+// consumption time a Kafka scenario measures.
+const kafkaPollInterval = 100 * time.Millisecond
+
 // readyTimeout bounds collector start-up.
 const readyTimeout = time.Minute
 
@@ -190,8 +194,8 @@ func Run(ctx context.Context, sc Scenario, pool *Pool, o Options) (*Result, erro
 	return res, err
 }
 
-// startCollectors starts every side and waits until each reports healthy.
-func startCollectors(ctx context.Context, sc Scenario, o Options, sides []*side, scraper *Scraper, extraEnv func(*side) map[string]string) error {
+// launchCollectors starts every side's process with its own endpoints.
+func launchCollectors(sc Scenario, o Options, sides []*side, extraEnv map[string]func(*side) string) error {
 	for _, s := range sides {
 		ep, err := newEndpoints()
 		if err != nil {
@@ -202,14 +206,19 @@ func startCollectors(ctx context.Context, sc Scenario, o Options, sides []*side,
 		if o.FlushInterval > 0 {
 			env[flushEnv] = o.FlushInterval.String()
 		}
-		for k, v := range extraEnv(s) {
-			env[k] = v
+		for k, v := range extraEnv {
+			env[k] = v(s)
 		}
 		logPath := filepath.Join(o.RawDir, sc.Name+"-"+s.c.Name+".log")
 		if s.proc, err = StartCollector(s.c, env, logPath); err != nil {
 			return err
 		}
 	}
+	return nil
+}
+
+// waitHealthy waits until every side's health check and metrics endpoint answer.
+func waitHealthy(ctx context.Context, o Options, sides []*side, scraper *Scraper) error {
 	for _, s := range sides {
 		if err := scraper.WaitReady(ctx, s.ep.healthURL(), readyTimeout); err != nil {
 			return fmt.Errorf("%s did not become healthy (log in %s): %w", s.c.Name, o.RawDir, err)
@@ -222,7 +231,10 @@ func startCollectors(ctx context.Context, sc Scenario, o Options, sides []*side,
 }
 
 func runOTLP(ctx context.Context, sc Scenario, pool *Pool, o Options, sides []*side, scraper *Scraper, res *Result) error {
-	if err := startCollectors(ctx, sc, o, sides, scraper, func(*side) map[string]string { return nil }); err != nil {
+	if err := launchCollectors(sc, o, sides, nil); err != nil {
+		return err
+	}
+	if err := waitHealthy(ctx, o, sides, scraper); err != nil {
 		return err
 	}
 	for _, s := range sides {
@@ -297,20 +309,20 @@ func runKafka(ctx context.Context, sc Scenario, pool *Pool, o Options, sides []*
 	}
 
 	start := time.Now()
-	if err := startCollectors(ctx, sc, o, sides, scraper, func(s *side) map[string]string {
-		return map[string]string{
-			"KAFKA_BROKERS": o.KafkaBrokers,
-			"KAFKA_TOPIC":   topic,
-			// A group per collector: each reads the whole backlog, as if it were the only gateway.
-			"KAFKA_GROUP": "testbed-" + s.c.Name + "-" + run,
-		}
-	}); err != nil {
+	err = launchCollectors(sc, o, sides, map[string]func(*side) string{
+		"KAFKA_BROKERS": func(*side) string { return o.KafkaBrokers },
+		"KAFKA_TOPIC":   func(*side) string { return topic },
+		// A group per collector: each reads the whole backlog, as if it were the only gateway.
+		"KAFKA_GROUP": func(s *side) string { return "testbed-" + s.c.Name + "-" + run },
+	})
+	if err != nil {
 		return err
 	}
 	cpu0 := cpuTimes(sides)
 	monitorDone := startMonitors(ctx, o, sides, scraper, start, func(s *side) int64 { return s.progress.Load() })
 
-	// Follow consumption through each collector's own accepted-spans counter.
+	// Follow consumption through each collector's own accepted-spans counter from the moment the
+	// process runs: the receiver consumes before the health check turns ready.
 	type span struct{ first, done time.Time }
 	spans := make([]span, len(sides))
 	cpuDone := make([]float64, len(sides))
@@ -324,7 +336,7 @@ func runKafka(ctx context.Context, sc Scenario, pool *Pool, o Options, sides []*
 		select {
 		case <-ctx.Done():
 			pollErr = ctx.Err()
-		case <-time.After(250 * time.Millisecond):
+		case <-time.After(kafkaPollInterval):
 		}
 		for i, s := range sides {
 			if !spans[i].done.IsZero() {
@@ -336,7 +348,7 @@ func runKafka(ctx context.Context, sc Scenario, pool *Pool, o Options, sides []*
 			}
 			n, err := scraper.SumCounter(ctx, s.ep.telemetryURL(), acceptedSpansMetric)
 			if err != nil {
-				continue
+				continue // not listening yet
 			}
 			s.progress.Store(int64(n))
 			now := time.Now()
@@ -352,6 +364,9 @@ func runKafka(ctx context.Context, sc Scenario, pool *Pool, o Options, sides []*
 			}
 		}
 	}
+	if pollErr == nil {
+		pollErr = waitHealthy(ctx, o, sides, scraper)
+	}
 	monitorDone()
 	for i, s := range sides {
 		if spans[i].done.IsZero() {
@@ -359,7 +374,7 @@ func runKafka(ctx context.Context, sc Scenario, pool *Pool, o Options, sides []*
 			continue
 		}
 		busy := spans[i].done.Sub(spans[i].first)
-		s.out.SpansPerSec = float64(written) / max(busy.Seconds(), o.SampleInterval.Seconds())
+		s.out.SpansPerSec = float64(written) / max(busy, kafkaPollInterval).Seconds()
 		summarise(s, cpuDone[i]-cpu0[i], spans[i].done.Sub(start))
 		res.Window = max(res.Window, busy)
 	}

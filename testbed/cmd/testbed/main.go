@@ -67,10 +67,10 @@ func main() {
 	flag.DurationVar(&f.flushInterval, "flush-interval", 15*time.Second, "metrics flush interval given to both collectors (METRICS_FLUSH_INTERVAL)")
 	flag.DurationVar(&f.drainTimeout, "drain-timeout", 2*time.Minute, "wait after the load for the calls counters to reach the spans sent")
 	flag.DurationVar(&f.kafkaTimeout, "kafka-timeout", 5*time.Minute, "time a collector may take to consume the Kafka backlog")
-	flag.Float64Var(&f.tolerance, "tolerance", 0.10, "fraction of stock's spans/s ours may fall below before the run fails (run-to-run noise on a shared machine)")
+	flag.Float64Var(&f.tolerance, "tolerance", 0.15, "fraction of stock's spans/s ours may fall below before the run fails (run-to-run noise on a shared machine)")
 	flag.IntVar(&f.concurrency, "concurrency", 4, "requests in flight per collector")
 	flag.IntVar(&f.spansPerRequest, "spans-per-request", 1000, "spans per OTLP request or Kafka message")
-	flag.Int64Var(&f.kafkaBacklog, "kafka-backlog", 0, "spans written to the topic before the collectors start (default 3M, 1M with -short)")
+	flag.Int64Var(&f.kafkaBacklog, "kafka-backlog", 0, "spans written to the topic before the collectors start (default 6M, 2M with -short)")
 	flag.IntVar(&f.kafkaPartitions, "kafka-partitions", 4, "partitions of the Kafka scenario's topic")
 	flag.StringVar(&f.kafkaScript, "kafka-script", "../scripts/kafka.sh", "script that starts Kafka and creates topics")
 	flag.StringVar(&f.kafkaBrokers, "kafka-brokers", "", "use this running broker instead of starting one with -kafka-script")
@@ -105,9 +105,11 @@ func selectPlan(f *flags) ([]loadtest.Scenario, string, error) {
 		}
 	}
 	if f.kafkaBacklog == 0 {
-		f.kafkaBacklog = 3_000_000
+		// Sized so that consumption lasts several seconds at the ~400k spans/s measured here; the
+		// full backlog spans at least one scrape interval.
+		f.kafkaBacklog = 6_000_000
 		if f.short {
-			f.kafkaBacklog = 1_000_000
+			f.kafkaBacklog = 2_000_000
 		}
 	}
 	plan := loadtest.FullPlan(f.kafkaBacklog)
@@ -166,16 +168,6 @@ func run(ctx context.Context, f flags) ([]string, error) {
 			}
 		}
 	}
-	for _, s := range plan {
-		if s.Transport == loadtest.TransportKafka {
-			stopKafka, err := setUpKafka(ctx, f, &o)
-			if err != nil {
-				return nil, err
-			}
-			defer stopKafka()
-			break
-		}
-	}
 
 	report := &loadtest.Report{
 		Start: time.Now().UTC(), Machine: loadtest.ReadMachine(), Mode: mode, Duration: f.duration,
@@ -183,7 +175,20 @@ func run(ctx context.Context, f flags) ([]string, error) {
 		ScrapeInterval: f.scrapeInterval, FlushInterval: f.flushInterval,
 	}
 	pools := map[loadtest.Shape]*loadtest.Pool{}
+	kafkaReady := false
 	for _, sc := range plan {
+		// The broker starts only when a Kafka scenario comes, so that it does not take CPU from the
+		// OTLP scenarios before it.
+		if sc.Transport == loadtest.TransportKafka && !kafkaReady {
+			stopKafka, err := setUpKafka(ctx, f, &o)
+			defer stopKafka()
+			if err != nil {
+				report.Errors = append(report.Errors, fmt.Sprintf("%s: %v", sc.Name, err))
+				log.Printf("%s: not measured: %v", sc.Name, err)
+				continue
+			}
+			kafkaReady = true
+		}
 		pool, ok := pools[sc.Shape]
 		if !ok {
 			var err error

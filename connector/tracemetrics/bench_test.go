@@ -1,0 +1,243 @@
+package tracemetrics
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/open-telemetry/opentelemetry-collector-contrib/connector/spanmetricsconnector"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/connector"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+)
+
+// Benchmarks run spanmetrics v0.145.0 and tracemetrics side by side on identical input, in the
+// same process, with the same configuration (spanmetrics defaults plus two dimensions). The
+// command and results are in README.md.
+
+// benchInput returns traces covering `series` distinct series (10 services, series/10 span
+// names, two dimensions), `batch` spans per Traces, each series once per pass, in random order.
+func benchInput(series, batch int) []ptrace.Traces {
+	r := rand.New(rand.NewPCG(1, uint64(series)))
+	order := r.Perm(series)
+	base := pcommon.NewTimestampFromTime(testStart.Add(-time.Minute))
+	var out []ptrace.Traces
+	for i := 0; i < len(order); i += batch {
+		td := ptrace.NewTraces()
+		byService := map[int]ptrace.SpanSlice{}
+		for _, s := range order[i:min(i+batch, len(order))] {
+			svc := s % 10
+			spans, ok := byService[svc]
+			if !ok {
+				rs := td.ResourceSpans().AppendEmpty()
+				a := rs.Resource().Attributes()
+				a.PutStr("service.name", fmt.Sprintf("service-%d", svc))
+				a.PutStr("service.namespace", "shop")
+				a.PutStr("host.name", fmt.Sprintf("host-%d", svc))
+				a.PutStr("telemetry.sdk.language", "go")
+				a.PutStr("telemetry.sdk.version", "1.30.0")
+				ss := rs.ScopeSpans().AppendEmpty()
+				ss.Scope().SetName("go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp")
+				spans = ss.Spans()
+				byService[svc] = spans
+			}
+			sp := spans.AppendEmpty()
+			sp.SetName(fmt.Sprintf("GET /api/v1/resource/%d", s/10))
+			sp.SetKind(ptrace.SpanKindServer)
+			sp.SetTraceID(pcommon.TraceID{byte(s), byte(s >> 8), byte(s >> 16), 1})
+			sp.SetSpanID(pcommon.SpanID{byte(s), byte(s >> 8), byte(s >> 16), 2})
+			start := base + pcommon.Timestamp(r.IntN(1e9))
+			sp.SetStartTimestamp(start)
+			sp.SetEndTimestamp(start + pcommon.Timestamp(r.ExpFloat64()*20e6))
+			sp.Attributes().PutStr("http.request.method", "GET")
+			sp.Attributes().PutInt("http.response.status_code", 200)
+			sp.Attributes().PutStr("url.scheme", "https")
+			sp.Attributes().PutStr("server.address", "api.example.com")
+		}
+		out = append(out, td)
+	}
+	// Repeat small inputs so that producers do not all hammer the same few Traces.
+	for len(out) < 64 {
+		out = append(out, out...)
+	}
+	return out
+}
+
+var benchConfig = map[string]any{
+	"dimensions":             dims("http.request.method", "http.response.status_code"),
+	"metrics_flush_interval": time.Hour,
+}
+
+func benchConnectors() []struct {
+	name    string
+	factory connector.Factory
+} {
+	return []struct {
+		name    string
+		factory connector.Factory
+	}{
+		{"spanmetrics", spanmetricsconnector.NewFactory()},
+		{"tracemetrics", NewFactory()},
+	}
+}
+
+// settleIfOurs waits until tracemetrics has applied every queued batch, so that the time
+// measured includes the aggregator's work, not only the producers'.
+func settleIfOurs(c connector.Traces) {
+	if ours, ok := c.(*connectorImp); ok {
+		ours.settle()
+	}
+}
+
+// processCPU returns the CPU time (user+system) of this process so far. Unlike wall time it
+// does not grow when other processes compete for the machine's cores.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// consumeParallel has `producers` goroutines call ConsumeTraces n times in total.
+func consumeParallel(c connector.Traces, input []ptrace.Traces, producers, n int) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for p := 0; p < producers; p++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n {
+					return
+				}
+				if err := c.ConsumeTraces(context.Background(), input[i%len(input)]); err != nil {
+					panic(err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// BenchmarkConsumeTraces measures ns and allocations per span, aggregation included, for
+// both connectors at 1, 2, 4 and 8 concurrent producers, ~1k and ~100k series, and batches
+// of 10 and 1000 spans per ConsumeTraces call.
+func BenchmarkConsumeTraces(b *testing.B) {
+	for _, series := range []int{1_000, 100_000} {
+		for _, batch := range []int{10, 1000} {
+			input := benchInput(series, batch)
+			for _, producers := range []int{1, 2, 4, 8} {
+				for _, bc := range benchConnectors() {
+					name := fmt.Sprintf("series=%dk/batch=%d/producers=%d/%s", series/1000, batch, producers, bc.name)
+					b.Run(name, func(b *testing.B) {
+						r := startConnector(b, bc.factory, benchConfig)
+						// Warm up: every series exists, pools are filled.
+						consumeParallel(r.conn, input, producers, max(len(input), 256))
+						settleIfOurs(r.conn)
+						runtime.GC()
+						var before, after runtime.MemStats
+						runtime.ReadMemStats(&before)
+						b.ResetTimer()
+						start, cpuStart := time.Now(), processCPU()
+						consumeParallel(r.conn, input, producers, b.N)
+						settleIfOurs(r.conn)
+						elapsed, cpu := time.Since(start), processCPU()-cpuStart
+						b.StopTimer()
+						runtime.ReadMemStats(&after)
+						spans := float64(b.N) * float64(input[0].SpanCount())
+						b.ReportMetric(float64(elapsed.Nanoseconds())/spans, "ns/span")
+						b.ReportMetric(float64(cpu.Nanoseconds())/spans, "cpu-ns/span")
+						b.ReportMetric(float64(after.Mallocs-before.Mallocs)/spans, "allocs/span")
+						require.NoError(b, r.conn.Shutdown(context.Background()))
+					})
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkIngestStall measures ConsumeTraces latency (p50, p99, p99.9, max) of one producer
+// sending 100-span batches while a flush of 1M series happens. Both connectors hold 1M
+// series; the flush is triggered right after the producer starts.
+func BenchmarkIngestStall(b *testing.B) {
+	const series = 1_000_000
+	input := benchInput(series, 1000)
+	probe := benchInput(10_000, 100)
+	for _, bc := range benchConnectors() {
+		b.Run(bc.name, func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				r := startConnector(b, bc.factory, benchConfig)
+				consumeParallel(r.conn, input, 2, len(input))
+				consumeParallel(r.conn, probe, 1, len(probe))
+				settleIfOurs(r.conn)
+				runtime.GC()
+				n := len(r.sink.AllMetrics())
+				flushDone := make(chan time.Duration)
+				go func() {
+					start := time.Now()
+					r.clock.Advance(r.interval)
+					for len(r.sink.AllMetrics()) == n {
+						time.Sleep(time.Millisecond)
+					}
+					flushDone <- time.Since(start)
+				}()
+				var lat []time.Duration
+				var flushTook time.Duration
+			loop:
+				for j := 0; ; j++ {
+					t0 := time.Now()
+					require.NoError(b, r.conn.ConsumeTraces(context.Background(), probe[j%len(probe)]))
+					lat = append(lat, time.Since(t0))
+					select {
+					case flushTook = <-flushDone:
+						break loop
+					default:
+					}
+				}
+				sort.Slice(lat, func(x, y int) bool { return lat[x] < lat[y] })
+				q := func(p float64) float64 { return float64(lat[int(p*float64(len(lat)-1))].Microseconds()) }
+				b.ReportMetric(q(0.5), "p50-µs")
+				b.ReportMetric(q(0.99), "p99-µs")
+				b.ReportMetric(q(0.999), "p99.9-µs")
+				b.ReportMetric(float64(lat[len(lat)-1].Microseconds()), "max-µs")
+				b.ReportMetric(flushTook.Seconds(), "flush-s")
+				b.ReportMetric(float64(len(lat)), "calls")
+				require.NoError(b, r.conn.Shutdown(context.Background()))
+			}
+		})
+	}
+}
+
+// BenchmarkBytesPerSeries reports heap bytes per series after 1M series were aggregated (and,
+// for cumulative temporality, flushed once, so the flusher's state exists too).
+func BenchmarkBytesPerSeries(b *testing.B) {
+	const series = 1_000_000
+	input := benchInput(series, 1000)
+	for _, bc := range benchConnectors() {
+		b.Run(bc.name, func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				runtime.GC()
+				var before, after runtime.MemStats
+				runtime.ReadMemStats(&before)
+				r := startConnector(b, bc.factory, benchConfig)
+				consumeParallel(r.conn, input, 2, len(input))
+				settleIfOurs(r.conn)
+				r.flush()
+				r.sink.Reset()
+				runtime.GC()
+				runtime.ReadMemStats(&after)
+				b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/series, "bytes/series")
+				runtime.KeepAlive(input)
+				require.NoError(b, r.conn.Shutdown(context.Background()))
+			}
+		})
+	}
+}

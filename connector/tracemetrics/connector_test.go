@@ -1,0 +1,395 @@
+package tracemetrics
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/confmap"
+	"go.opentelemetry.io/collector/connector/connectortest"
+	"go.opentelemetry.io/collector/consumer/consumertest"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+)
+
+// startOurs starts tracemetrics with its own telemetry, without the spanmetrics harness.
+func startOurs(t *testing.T, raw map[string]any, start bool) (*connectorImp, *consumertest.MetricsSink, *clockwork.FakeClock, *componenttest.Telemetry) {
+	t.Helper()
+	cfg := createDefaultConfig().(*Config)
+	require.NoError(t, confmap.NewFromStringMap(raw).Unmarshal(cfg))
+	require.NoError(t, cfg.Validate())
+	tel := componenttest.NewTelemetry()
+	t.Cleanup(func() { require.NoError(t, tel.Shutdown(context.Background())) })
+	set := connectortest.NewNopSettings(NewFactory().Type())
+	set.TelemetrySettings = tel.NewTelemetrySettings()
+	clock := clockwork.NewFakeClockAt(testStart)
+	sink := new(consumertest.MetricsSink)
+	conn, err := NewFactory().CreateTracesToMetrics(clockwork.AddToContext(context.Background(), clock), set, cfg, sink)
+	require.NoError(t, err)
+	c := conn.(*connectorImp)
+	if start {
+		require.NoError(t, c.Start(context.Background(), componenttest.NewNopHost()))
+	}
+	t.Cleanup(func() { _ = c.Shutdown(context.Background()) })
+	return c, sink, clock, tel
+}
+
+// totals adds up calls values and histogram counts of one export.
+type totals struct {
+	calls, durations, overflowCalls int64
+	series                          int
+}
+
+func sumUp(md pmetric.Metrics) totals {
+	var t totals
+	for i := 0; i < md.ResourceMetrics().Len(); i++ {
+		sms := md.ResourceMetrics().At(i).ScopeMetrics()
+		for j := 0; j < sms.Len(); j++ {
+			ms := sms.At(j).Metrics()
+			for k := 0; k < ms.Len(); k++ {
+				m := ms.At(k)
+				switch m.Type() {
+				case pmetric.MetricTypeSum:
+					for d := 0; d < m.Sum().DataPoints().Len(); d++ {
+						dp := m.Sum().DataPoints().At(d)
+						t.calls += dp.IntValue()
+						t.series++
+						if _, ok := dp.Attributes().Get(overflowKey); ok {
+							t.overflowCalls += dp.IntValue()
+						}
+					}
+				case pmetric.MetricTypeHistogram:
+					for d := 0; d < m.Histogram().DataPoints().Len(); d++ {
+						t.durations += int64(m.Histogram().DataPoints().At(d).Count())
+					}
+				case pmetric.MetricTypeExponentialHistogram:
+					for d := 0; d < m.ExponentialHistogram().DataPoints().Len(); d++ {
+						t.durations += int64(m.ExponentialHistogram().DataPoints().At(d).Count())
+					}
+				}
+			}
+		}
+	}
+	return t
+}
+
+func countedSpans(td ptrace.Traces) int64 {
+	n := int64(0)
+	for i := 0; i < td.ResourceSpans().Len(); i++ {
+		rs := td.ResourceSpans().At(i)
+		if _, ok := rs.Resource().Attributes().Get(serviceNameKey); ok {
+			for j := 0; j < rs.ScopeSpans().Len(); j++ {
+				n += int64(rs.ScopeSpans().At(j).Spans().Len())
+			}
+		}
+	}
+	return n
+}
+
+// Concurrent producers while flushes happen: with delta temporality the calls of all flushes
+// add up to the spans sent, exactly; with cumulative temporality the final flush holds them.
+func TestConcurrentProducersCountEverySpan(t *testing.T) {
+	for _, temporality := range []string{"AGGREGATION_TEMPORALITY_DELTA", "AGGREGATION_TEMPORALITY_CUMULATIVE"} {
+		for _, hist := range []map[string]any{{}, {"exponential": map[string]any{"max_size": 30}}} {
+			t.Run(temporality, func(t *testing.T) {
+				c, sink, clock, _ := startOurs(t, map[string]any{
+					"aggregation_temporality": temporality,
+					"metrics_flush_interval":  time.Second,
+					"ring_size":               8, // small: producers hit a full ring too
+					"max_series":              40,
+					"histogram":               hist,
+					"dimensions":              dims("http.method", "http.status_code"),
+				}, true)
+				const producers, calls = 8, 150
+				var sent [producers]int64
+				var wg sync.WaitGroup
+				stopFlushing := make(chan struct{})
+				flusherDone := make(chan struct{})
+				go func() {
+					defer close(flusherDone)
+					for {
+						select {
+						case <-stopFlushing:
+							return
+						default:
+							clock.Advance(time.Second)
+							time.Sleep(time.Millisecond)
+						}
+					}
+				}()
+				for p := 0; p < producers; p++ {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						r := newRand(uint64(p))
+						for i := 0; i < calls; i++ {
+							td := genTraces(r, 1+r.IntN(60), genOptions{services: 5, names: 20, bad: true})
+							sent[p] += countedSpans(td)
+							assert.NoError(t, c.ConsumeTraces(context.Background(), td))
+						}
+					}()
+				}
+				wg.Wait()
+				close(stopFlushing)
+				<-flusherDone
+				require.NoError(t, c.Shutdown(context.Background()))
+				require.NoError(t, c.Shutdown(context.Background()), "Shutdown is idempotent")
+
+				var want int64
+				for _, n := range sent {
+					want += n
+				}
+				all := sink.AllMetrics()
+				require.NotEmpty(t, all)
+				var got totals
+				if temporality == "AGGREGATION_TEMPORALITY_DELTA" {
+					for _, md := range all {
+						s := sumUp(md)
+						got.calls += s.calls
+						got.durations += s.durations
+						got.overflowCalls += s.overflowCalls
+					}
+				} else {
+					got = sumUp(all[len(all)-1])
+				}
+				require.Equal(t, want, got.calls, "calls")
+				require.Equal(t, want, got.durations, "histogram counts")
+				require.Positive(t, got.overflowCalls, "max_series sends the excess to overflow series")
+			})
+		}
+	}
+}
+
+func TestSeriesLimitsOverflowKeepsTotalsExact(t *testing.T) {
+	c, sink, _, tel := startOurs(t, map[string]any{
+		"max_series":             12,
+		"max_series_per_service": 3,
+	}, true)
+	var want int64
+	r := newRand(9)
+	for i := 0; i < 20; i++ {
+		td := genTraces(r, 100, genOptions{services: 5, names: 10})
+		want += countedSpans(td)
+		require.NoError(t, c.ConsumeTraces(context.Background(), td))
+	}
+	c.settle()
+	m, err := tel.GetMetric("otelcol_connector_tracemetrics_overflow_spans")
+	require.NoError(t, err)
+	overflowSpans := m.Data.(metricdata.Sum[int64]).DataPoints[0].Value
+	require.NoError(t, c.Shutdown(context.Background()))
+	md := sink.AllMetrics()[0]
+	got := sumUp(md)
+	require.Equal(t, want, got.calls)
+	require.Equal(t, want, got.durations)
+	require.Positive(t, got.overflowCalls)
+	// Per service at most 3 series, plus one overflow series per resource.
+	perResource := map[string]int{}
+	for i := 0; i < md.ResourceMetrics().Len(); i++ {
+		rm := md.ResourceMetrics().At(i)
+		calls := rm.ScopeMetrics().At(0).Metrics().At(0).Sum().DataPoints()
+		for d := 0; d < calls.Len(); d++ {
+			attrs := calls.At(d).Attributes()
+			if _, ok := attrs.Get(overflowKey); ok {
+				require.Equal(t, 1, attrs.Len(), "the overflow series has only otel.metric.overflow")
+				continue
+			}
+			svc, _ := rm.Resource().Attributes().Get(serviceNameKey)
+			perResource[svc.AsString()]++
+		}
+	}
+	total := 0
+	for svc, n := range perResource {
+		require.LessOrEqual(t, n, 3, svc)
+		total += n
+	}
+	require.LessOrEqual(t, total, 12)
+	require.Equal(t, got.overflowCalls, overflowSpans)
+}
+
+// Shutdown flushes what was accepted since the last flush, even series never exported before
+// (reported with their real count, not spanmetrics' initial 0: there is no next flush), and
+// refuses spans afterwards.
+func TestShutdownFlushesEverything(t *testing.T) {
+	c, sink, _, _ := startOurs(t, map[string]any{}, true)
+	r := newRand(1)
+	td := genTraces(r, 500, genOptions{services: 3, names: 5})
+	require.NoError(t, c.ConsumeTraces(context.Background(), td))
+	require.Empty(t, sink.AllMetrics(), "nothing flushed before the interval")
+	require.NoError(t, c.Shutdown(context.Background()))
+	require.Len(t, sink.AllMetrics(), 1)
+	got := sumUp(sink.AllMetrics()[0])
+	require.Equal(t, countedSpans(td), got.calls)
+	require.Equal(t, countedSpans(td), got.durations)
+	require.ErrorIs(t, c.ConsumeTraces(context.Background(), td), errShutdown)
+}
+
+func TestShutdownWithoutStart(t *testing.T) {
+	c, _, _, _ := startOurs(t, map[string]any{}, false)
+	require.NoError(t, c.Shutdown(context.Background()))
+}
+
+// A full ring makes ConsumeTraces wait, bounded by its context; a refused batch is not
+// aggregated, and an accepted one is never lost.
+func TestFullRingAppliesBackpressure(t *testing.T) {
+	c, sink, _, tel := startOurs(t, map[string]any{"ring_size": 2}, false) // aggregator not running yet
+	r := newRand(2)
+	var accepted int64
+	for i := 0; i < 2; i++ {
+		td := genTraces(r, 10, genOptions{services: 1, names: 2})
+		require.NoError(t, c.ConsumeTraces(context.Background(), td))
+		accepted += countedSpans(td)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	refused := genTraces(r, 10, genOptions{services: 1, names: 2})
+	err := c.ConsumeTraces(ctx, refused)
+	require.True(t, errors.Is(err, context.DeadlineExceeded), "got %v", err)
+	require.Equal(t, uint64(1), c.q.Stats().FullWaits)
+	m, err := tel.GetMetric("otelcol_connector_tracemetrics_refused_spans")
+	require.NoError(t, err)
+	require.Equal(t, countedSpans(refused), m.Data.(metricdata.Sum[int64]).DataPoints[0].Value)
+
+	// A waiting producer proceeds as soon as the aggregator makes room.
+	done := make(chan error)
+	waiting := genTraces(r, 10, genOptions{services: 1, names: 2})
+	go func() { done <- c.ConsumeTraces(context.Background(), waiting) }()
+	require.NoError(t, c.Start(context.Background(), componenttest.NewNopHost()))
+	require.NoError(t, <-done)
+	accepted += countedSpans(waiting)
+	require.NoError(t, c.Shutdown(context.Background()))
+	require.Equal(t, accepted, sumUp(sink.AllMetrics()[0]).calls)
+}
+
+func flushOnce(t *testing.T, c *connectorImp, sink *consumertest.MetricsSink, clock *clockwork.FakeClock, d time.Duration) pmetric.Metrics {
+	t.Helper()
+	n := len(sink.AllMetrics())
+	c.settle()
+	clock.Advance(d)
+	require.Eventually(t, func() bool { return len(sink.AllMetrics()) > n }, 5*time.Second, time.Millisecond)
+	return sink.AllMetrics()[len(sink.AllMetrics())-1]
+}
+
+func oneSpan(service, name string) ptrace.Traces {
+	td := ptrace.NewTraces()
+	rs := td.ResourceSpans().AppendEmpty()
+	rs.Resource().Attributes().PutStr(serviceNameKey, service)
+	sp := rs.ScopeSpans().AppendEmpty().Spans().AppendEmpty()
+	sp.SetName(name)
+	sp.SetStartTimestamp(1)
+	sp.SetEndTimestamp(2_000_001)
+	return td
+}
+
+func TestSeriesExpiration(t *testing.T) {
+	c, sink, clock, _ := startOurs(t, map[string]any{
+		"metrics_flush_interval": 10 * time.Second,
+		"series_expiration":      25 * time.Second,
+	}, true)
+	require.NoError(t, c.ConsumeTraces(context.Background(), oneSpan("a", "idle")))
+	for i := 0; i < 4; i++ {
+		require.NoError(t, c.ConsumeTraces(context.Background(), oneSpan("a", "busy")))
+		md := flushOnce(t, c, sink, clock, 10*time.Second)
+		// The idle series is exported at the flush where it expires, then no more.
+		want := 2
+		if i >= 3 {
+			want = 1
+		}
+		require.Equal(t, want, sumUp(md).series, "flush %d", i)
+	}
+	require.Equal(t, 1, c.agg.tables[0].n)
+}
+
+func TestMetricsExpirationDropsIdleResources(t *testing.T) {
+	c, sink, clock, _ := startOurs(t, map[string]any{
+		"metrics_flush_interval": 10 * time.Second,
+		"metrics_expiration":     15 * time.Second,
+	}, true)
+	require.NoError(t, c.ConsumeTraces(context.Background(), oneSpan("gone", "x")))
+	require.NoError(t, c.ConsumeTraces(context.Background(), oneSpan("gone", "y")))
+	for i := 0; i < 3; i++ {
+		require.NoError(t, c.ConsumeTraces(context.Background(), oneSpan("alive", "x")))
+		md := flushOnce(t, c, sink, clock, 10*time.Second)
+		want := 2
+		if i >= 2 {
+			want = 1
+		}
+		require.Equal(t, want, md.ResourceMetrics().Len(), "flush %d", i)
+	}
+	require.Equal(t, 1, c.agg.liveRes)
+}
+
+func TestResourceCacheSizeEvictsLeastRecentlySeen(t *testing.T) {
+	c, sink, clock, _ := startOurs(t, map[string]any{
+		"metrics_flush_interval":      10 * time.Second,
+		"resource_metrics_cache_size": 2,
+	}, true)
+	require.NoError(t, c.ConsumeTraces(context.Background(), oneSpan("first", "x")))
+	clock.Advance(time.Second)
+	require.NoError(t, c.ConsumeTraces(context.Background(), oneSpan("second", "x")))
+	require.NoError(t, c.ConsumeTraces(context.Background(), oneSpan("third", "x")))
+	require.Equal(t, 3, flushOnce(t, c, sink, clock, 9*time.Second).ResourceMetrics().Len(), "evicted resources are exported one last time")
+	md := flushOnce(t, c, sink, clock, 10*time.Second)
+	require.Equal(t, 2, md.ResourceMetrics().Len())
+	for i := 0; i < md.ResourceMetrics().Len(); i++ {
+		svc, _ := md.ResourceMetrics().At(i).Resource().Attributes().Get(serviceNameKey)
+		require.NotEqual(t, "first", svc.Str())
+	}
+}
+
+// A slow next consumer never blocks ingest: the flush that finds the flusher busy is skipped
+// and its data goes out with the next one.
+func TestSlowDownstreamSkipsFlushWithoutLoss(t *testing.T) {
+	release := make(chan struct{})
+	blocking := &blockingSink{release: release}
+	cfg := createDefaultConfig().(*Config)
+	cfg.MetricsFlushInterval = time.Second
+	clock := clockwork.NewFakeClockAt(testStart)
+	conn, err := NewFactory().CreateTracesToMetrics(clockwork.AddToContext(context.Background(), clock),
+		connectortest.NewNopSettings(NewFactory().Type()), cfg, blocking)
+	require.NoError(t, err)
+	c := conn.(*connectorImp)
+	require.NoError(t, c.Start(context.Background(), componenttest.NewNopHost()))
+	require.NoError(t, c.ConsumeTraces(context.Background(), oneSpan("a", "x")))
+	c.settle()
+	clock.Advance(time.Second) // flusher now blocked in ConsumeMetrics
+	require.Eventually(t, func() bool { return blocking.calls() == 1 }, 5*time.Second, time.Millisecond)
+	require.NoError(t, c.ConsumeTraces(context.Background(), oneSpan("a", "x")))
+	c.settle()
+	clock.Advance(time.Second) // skipped: no spare buffer
+	require.Eventually(t, func() bool { return c.tel.flushesSkipped.Load() == 1 }, 5*time.Second, time.Millisecond)
+	close(release)
+	require.NoError(t, c.Shutdown(context.Background()))
+	got := blocking.all()
+	require.Len(t, got, 2)
+	require.Equal(t, int64(2), sumUp(got[1]).calls)
+}
+
+type blockingSink struct {
+	consumertest.MetricsSink
+	release chan struct{}
+	mu      sync.Mutex
+	n       int
+}
+
+func (b *blockingSink) ConsumeMetrics(ctx context.Context, md pmetric.Metrics) error {
+	b.mu.Lock()
+	b.n++
+	b.mu.Unlock()
+	<-b.release
+	return b.MetricsSink.ConsumeMetrics(ctx, md)
+}
+
+func (b *blockingSink) calls() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.n
+}
+
+func (b *blockingSink) all() []pmetric.Metrics { return b.AllMetrics() }

@@ -1,0 +1,190 @@
+//go:build integration
+
+package cachedprom
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+
+	"github.com/otelcol-red/otelcol-red/internal/testservice"
+)
+
+// promResult is the part of Prometheus' /api/v1/query answer we read.
+type promResult struct {
+	Status string `json:"status"`
+	Data   struct {
+		Result []struct {
+			Metric map[string]string `json:"metric"`
+			Value  [2]any            `json:"value"`
+		} `json:"result"`
+	} `json:"data"`
+}
+
+func promQuery(t *testing.T, addr, q string) promResult {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/api/v1/query?query=" + url.QueryEscape(q))
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	var r promResult
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&r))
+	require.Equal(t, "success", r.Status)
+	return r
+}
+
+// expectedCalls returns, per (service, span name, kind, status), the calls
+// counter value of the last batch: what Prometheus must have stored.
+func expectedCalls(batches []pmetric.Metrics) map[string]float64 {
+	want := map[string]float64{}
+	for _, md := range batches {
+		rms := md.ResourceMetrics()
+		for i := 0; i < rms.Len(); i++ {
+			sms := rms.At(i).ScopeMetrics()
+			for j := 0; j < sms.Len(); j++ {
+				ms := sms.At(j).Metrics()
+				for k := 0; k < ms.Len(); k++ {
+					m := ms.At(k)
+					if m.Name() != "traces.span.metrics.calls" {
+						continue
+					}
+					dps := m.Sum().DataPoints()
+					for d := 0; d < dps.Len(); d++ {
+						a := dps.At(d).Attributes()
+						get := func(k string) string { v, _ := a.Get(k); return v.AsString() }
+						key := strings.Join([]string{get("service.name"), get("span.name"), get("span.kind"), get("status.code")}, "|")
+						want[key] = float64(dps.At(d).IntValue())
+					}
+				}
+			}
+		}
+	}
+	return want
+}
+
+// TestPrometheusScrapesCachedprom lets Debian's Prometheus scrape two
+// cachedprom instances (text, and OpenMetrics which Prometheus prefers) fed
+// with spanmetrics output, then checks through its HTTP API that the
+// scrapes succeeded and the stored counters equal what was sent.
+func TestPrometheusScrapesCachedprom(t *testing.T) {
+	base := time.Now().Add(-time.Minute)
+	batches := spanmetricsOutput(t, "AGGREGATION_TEMPORALITY_CUMULATIVE",
+		testTraces(3, 10, base), testTraces(3, 10, base), testTraces(2, 5, base))
+	want := expectedCalls(batches)
+	require.NotEmpty(t, want)
+
+	textExp, textURL := startOurs(t, func(c *Config) { c.RenderInterval = 50 * time.Millisecond })
+	omExp, omURL := startOurs(t, func(c *Config) {
+		c.RenderInterval = 50 * time.Millisecond
+		c.EnableOpenMetrics = true
+	})
+	for _, e := range []*cachedExporter{textExp, omExp} {
+		for _, b := range batches {
+			c := pmetric.NewMetrics()
+			b.CopyTo(c)
+			require.NoError(t, e.ConsumeMetrics(context.Background(), c))
+		}
+		e.renderNow()
+	}
+
+	cfgPath := filepath.Join(t.TempDir(), "prometheus.yml")
+	host := func(u string) string { return strings.TrimSuffix(strings.TrimPrefix(u, "http://"), "/metrics") }
+	require.NoError(t, os.WriteFile(cfgPath, []byte(fmt.Sprintf(`global:
+  scrape_interval: 1s
+  scrape_timeout: 1s
+scrape_configs:
+  - job_name: cachedprom_text
+    static_configs: [{targets: ["%s"]}]
+  - job_name: cachedprom_openmetrics
+    static_configs: [{targets: ["%s"]}]
+`, host(textURL), host(omURL))), 0o600))
+	t.Setenv("PROM_CONFIG", cfgPath)
+	addr := testservice.Start(t, "prometheus")
+
+	for _, job := range []string{"cachedprom_text", "cachedprom_openmetrics"} {
+		t.Run(job, func(t *testing.T) {
+			require.Eventually(t, func() bool {
+				r := promQuery(t, addr, fmt.Sprintf(`up{job=%q}`, job))
+				return len(r.Data.Result) == 1 && r.Data.Result[0].Value[1] == "1"
+			}, 60*time.Second, 500*time.Millisecond, "target never up")
+
+			// The target's last scrape reported no error (a parse error
+			// would be here and would also make up 0).
+			resp, err := http.Get("http://" + addr + "/api/v1/targets")
+			require.NoError(t, err)
+			var targets struct {
+				Data struct {
+					ActiveTargets []struct {
+						ScrapePool string `json:"scrapePool"`
+						Health     string `json:"health"`
+						LastError  string `json:"lastError"`
+					} `json:"activeTargets"`
+				} `json:"data"`
+			}
+			require.NoError(t, json.NewDecoder(resp.Body).Decode(&targets))
+			resp.Body.Close()
+			for _, at := range targets.Data.ActiveTargets {
+				if at.ScrapePool == job {
+					assert.Equal(t, "up", at.Health)
+					assert.Empty(t, at.LastError)
+				}
+			}
+
+			var got promResult
+			require.Eventually(t, func() bool {
+				got = promQuery(t, addr, fmt.Sprintf(`traces_span_metrics_calls_total{job=%q}`, job))
+				return len(got.Data.Result) == len(want)
+			}, 30*time.Second, 500*time.Millisecond)
+			for _, r := range got.Data.Result {
+				// Prometheus keeps the exposition's job and instance as
+				// exported_job / exported_instance.
+				key := strings.Join([]string{r.Metric["service_name"], r.Metric["span_name"], r.Metric["span_kind"], r.Metric["status_code"]}, "|")
+				w, ok := want[key]
+				if !assert.True(t, ok, "unexpected series %v", r.Metric) {
+					continue
+				}
+				v, err := strconv.ParseFloat(r.Value[1].(string), 64)
+				require.NoError(t, err)
+				assert.Equal(t, w, v, key)
+			}
+
+			// The duration histogram's +Inf bucket equals the call count.
+			inf := promQuery(t, addr, fmt.Sprintf(`sum(traces_span_metrics_duration_milliseconds_bucket{job=%q,le="+Inf"})`, job))
+			var total float64
+			for _, w := range want {
+				total += w
+			}
+			require.Len(t, inf.Data.Result, 1)
+			assert.Equal(t, strconv.FormatFloat(total, 'f', -1, 64), inf.Data.Result[0].Value[1])
+		})
+	}
+
+	// promtool's linter on the exposition Prometheus scraped.
+	for _, u := range []string{textURL} {
+		body, _ := scrape(t, u, "", false)
+		out, err := promtool(t, body, "check", "metrics")
+		assert.NoError(t, err, "promtool check metrics:\n%s", out)
+	}
+}
+
+// promtool runs `scripts/prometheus.sh promtool args...` with stdin.
+func promtool(t *testing.T, stdin []byte, args ...string) (string, error) {
+	t.Helper()
+	cmd := exec.Command("bash", append([]string{filepath.Join(testservice.Root(), "scripts", "prometheus.sh"), "promtool"}, args...)...)
+	cmd.Stdin = bytes.NewReader(stdin)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}

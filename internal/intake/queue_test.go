@@ -1,0 +1,159 @@
+package intake
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+type item struct{ n int }
+
+func TestCapacityIsAPowerOfTwoOfAtLeastTwo(t *testing.T) {
+	require.Equal(t, 2, New[item](0).Cap())
+	require.Equal(t, 2, New[item](1).Cap())
+	require.Equal(t, 8, New[item](5).Cap())
+}
+
+func TestDrainTakesWhatIsQueuedInOrder(t *testing.T) {
+	q := New[item](8)
+	require.Empty(t, q.Drain(nil), "draining an empty queue returns at once")
+	for i := 0; i < 5; i++ {
+		require.NoError(t, q.Put(context.Background(), &item{i}))
+	}
+	got := q.Drain(nil)
+	require.Len(t, got, 5)
+	for i, it := range got {
+		require.Equal(t, i, it.n)
+	}
+	require.Zero(t, q.Len())
+}
+
+func TestConsumerIsWokenOnlyWhenItsBatchIsComplete(t *testing.T) {
+	q := New[item](16)
+	require.False(t, q.Arm(3))
+	require.NoError(t, q.Put(context.Background(), &item{}))
+	require.NoError(t, q.Put(context.Background(), &item{}))
+	select {
+	case <-q.Wake():
+		t.Fatal("woken before the batch was complete")
+	default:
+	}
+	require.NoError(t, q.Put(context.Background(), &item{}))
+	select {
+	case <-q.Wake():
+	case <-time.After(time.Second):
+		t.Fatal("not woken when the batch was complete")
+	}
+	require.Len(t, q.Drain(nil), 3)
+	require.NoError(t, q.Put(context.Background(), &item{}))
+	require.True(t, q.Arm(1), "Arm reports a batch that is already there")
+	require.Equal(t, uint64(1), q.Stats().Wakeups)
+}
+
+func TestFullRingWaitsBoundedByContext(t *testing.T) {
+	q := New[item](2)
+	require.NoError(t, q.Put(context.Background(), &item{1}))
+	require.NoError(t, q.Put(context.Background(), &item{2}))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	require.True(t, errors.Is(q.Put(ctx, &item{3}), context.DeadlineExceeded))
+	require.Equal(t, uint64(1), q.Stats().FullWaits)
+
+	done := make(chan error)
+	go func() { done <- q.Put(context.Background(), &item{4}) }()
+	// The waiting producer wakes the consumer (the ring is full whatever batch it asked for).
+	q.Arm(100)
+	select {
+	case <-q.Wake():
+	case <-time.After(time.Second):
+		t.Fatal("a producer waiting on a full ring did not wake the consumer")
+	}
+	require.Len(t, q.Drain(nil), 2)
+	require.NoError(t, <-done)
+	got := q.Drain(nil)
+	require.Len(t, got, 1)
+	require.Equal(t, 4, got[0].n)
+}
+
+// Many producers, a tiny ring, a consumer that sleeps between batches: every item arrives
+// exactly once.
+func TestNoItemLostUnderContention(t *testing.T) {
+	const producers, per = 16, 2000
+	q := New[item](4)
+	var wg sync.WaitGroup
+	for p := 0; p < producers; p++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < per; i++ {
+				if err := q.Put(context.Background(), &item{p*per + i}); err != nil {
+					panic(err)
+				}
+			}
+		}()
+	}
+	seen := make([]bool, producers*per)
+	count := 0
+	var buf []*item
+	for count < producers*per {
+		if !q.Arm(2) {
+			select {
+			case <-q.Wake():
+			case <-time.After(time.Millisecond):
+			}
+		}
+		q.Disarm()
+		buf = q.Drain(buf[:0])
+		for _, it := range buf {
+			require.False(t, seen[it.n], "item %d twice", it.n)
+			seen[it.n] = true
+			count++
+		}
+	}
+	wg.Wait()
+	require.Zero(t, q.Len())
+}
+
+func TestGate(t *testing.T) {
+	var g Gate
+	require.True(t, g.Enter())
+	closed := make(chan error)
+	go func() { closed <- g.Close(context.Background()) }()
+	require.Eventually(t, g.Closed, time.Second, time.Millisecond)
+	require.False(t, g.Enter(), "closed gate refuses")
+	select {
+	case <-closed:
+		t.Fatal("Close returned while a caller was inside")
+	case <-time.After(10 * time.Millisecond):
+	}
+	g.Exit()
+	require.NoError(t, <-closed)
+
+	var g2 Gate
+	require.True(t, g2.Enter())
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Millisecond)
+	defer cancel()
+	require.ErrorIs(t, g2.Close(ctx), context.DeadlineExceeded)
+	g2.Exit()
+	var g3 Gate
+	require.NoError(t, g3.Close(context.Background()))
+}
+
+func TestFreeList(t *testing.T) {
+	f := NewFreeList[item](2)
+	require.Nil(t, f.Get())
+	a, b, c := &item{1}, &item{2}, &item{3}
+	f.Put(a)
+	f.Put(b)
+	f.Put(c) // full: dropped
+	require.Same(t, a, f.Get())
+	require.Same(t, b, f.Get())
+	require.Nil(t, f.Get())
+}
