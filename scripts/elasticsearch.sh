@@ -59,7 +59,7 @@ install() {
 # ready waits for the primaries of existing indices, not only an open port: after a restart the
 # exporter's first bulk request would otherwise meet unassigned shards.
 ready() {
-  curl -fsS -o /dev/null --max-time 5 "http://$ADDR/_cluster/health?wait_for_status=yellow&timeout=1s"
+  curl -fs -o /dev/null --max-time 5 "http://$ADDR/_cluster/health?wait_for_status=yellow&timeout=1s"
 }
 
 running() { pid_alive "$PIDFILE" && port_open "$PORT"; }

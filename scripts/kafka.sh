@@ -83,10 +83,10 @@ launch() {
     "-Dlog4j.configuration=file:$SRC/log4j.properties" \
     -cp "$LIB/*" kafka.Kafka "$PROPS" </dev/null >>"$LOG" 2>&1 &
   echo $! >"$PIDFILE"
-  if ! wait_for 60 started; then
+  if ! wait_for 120 started; then
     tail -n 40 "$LOG" >&2
     stop
-    die "kafka did not become ready on $ADDR within 60 s; log: $LOG"
+    die "kafka did not become ready on $ADDR within 120 s; log: $LOG"
   fi
 }
 

@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/collector/service/telemetry/otelconftelemetry"
 	spanmetricsconnector "github.com/open-telemetry/opentelemetry-collector-contrib/connector/spanmetricsconnector"
 	forwardconnector "go.opentelemetry.io/collector/connector/forwardconnector"
+	tracemetrics "github.com/otelcol-red/otelcol-red/connector/tracemetrics"
 	hotspotfilter "github.com/otelcol-red/otelcol-red/connector/hotspotfilter"
 	otlpexporter "go.opentelemetry.io/collector/exporter/otlpexporter"
 	otlphttpexporter "go.opentelemetry.io/collector/exporter/otlphttpexporter"
@@ -20,6 +21,7 @@ import (
 	prometheusexporter "github.com/open-telemetry/opentelemetry-collector-contrib/exporter/prometheusexporter"
 	elasticsearchexporter "github.com/open-telemetry/opentelemetry-collector-contrib/exporter/elasticsearchexporter"
 	kafkaexporter "github.com/open-telemetry/opentelemetry-collector-contrib/exporter/kafkaexporter"
+	cachedprom "github.com/otelcol-red/otelcol-red/exporter/cachedprom"
 	healthcheckextension "github.com/open-telemetry/opentelemetry-collector-contrib/extension/healthcheckextension"
 	pprofextension "github.com/open-telemetry/opentelemetry-collector-contrib/extension/pprofextension"
 	zpagesextension "go.opentelemetry.io/collector/extension/zpagesextension"
@@ -89,6 +91,7 @@ func components() (otelcol.Factories, error) {
 		prometheusexporter.NewFactory(),
 		elasticsearchexporter.NewFactory(),
 		kafkaexporter.NewFactory(),
+		cachedprom.NewFactory(),
 	)
 	if err != nil {
 		return otelcol.Factories{}, err
@@ -100,6 +103,7 @@ func components() (otelcol.Factories, error) {
 		prometheusexporter.NewFactory().Type(): "github.com/open-telemetry/opentelemetry-collector-contrib/exporter/prometheusexporter v0.145.0",
 		elasticsearchexporter.NewFactory().Type(): "github.com/open-telemetry/opentelemetry-collector-contrib/exporter/elasticsearchexporter v0.145.0",
 		kafkaexporter.NewFactory().Type(): "github.com/open-telemetry/opentelemetry-collector-contrib/exporter/kafkaexporter v0.145.0",
+		cachedprom.NewFactory().Type(): "github.com/otelcol-red/otelcol-red v0.0.0",
 	})
 
 	factories.Processors, err = otelcol.MakeFactoryMap[processor.Factory](
@@ -125,6 +129,7 @@ func components() (otelcol.Factories, error) {
 	factories.Connectors, err = otelcol.MakeFactoryMap[connector.Factory](
 		spanmetricsconnector.NewFactory(),
 		forwardconnector.NewFactory(),
+		tracemetrics.NewFactory(),
 		hotspotfilter.NewFactory(),
 	)
 	if err != nil {
@@ -133,6 +138,7 @@ func components() (otelcol.Factories, error) {
 	factories.ConnectorModules = makeModulesMap(factories.Connectors, map[component.Type]string{
 		spanmetricsconnector.NewFactory().Type(): "github.com/open-telemetry/opentelemetry-collector-contrib/connector/spanmetricsconnector v0.145.0",
 		forwardconnector.NewFactory().Type(): "go.opentelemetry.io/collector/connector/forwardconnector v0.145.0",
+		tracemetrics.NewFactory().Type(): "github.com/otelcol-red/otelcol-red v0.0.0",
 		hotspotfilter.NewFactory().Type(): "github.com/otelcol-red/otelcol-red v0.0.0",
 	})
 

@@ -54,6 +54,7 @@ type aggregator struct {
 	kick       chan struct{} // tests and benchmarks: drain now
 	applied    atomic.Int64  // batches applied (tests and benchmarks wait on it)
 	drainBuf   []*deltaBatch
+	epoch      uint32 // incremented at each swap; rows of older epochs belong to other buffers
 	scratchRes []uint32
 
 	tel *telemetry
@@ -70,23 +71,33 @@ type aggResource struct {
 	overflow [maxFamilies]uint32 // overflow series id+1, 0 when none
 }
 
-// seriesTable holds the identity of every series of one family: the hash index, the
-// canonical key bytes, the resource and the last time a span was seen. Flat slices by id.
+// seriesTable holds the identity of every series of one family: the hash index, and per id
+// the canonical key bytes, the resource, the last time a span was seen and the series' row in
+// the active delta buffer. The per-id fields sit in one 32-byte record, so resolving a span
+// touches the index slot, this record, the key bytes and the row: no pointer, few cache lines.
 type seriesTable struct {
-	fam      *family
-	index    hash.Index
-	hash     []uint64
-	keyRef   []uint64
-	keyLen   []uint32 // 0: id free
-	res      []uint32
-	lastSeen []int64
-	free     []uint32
-	n        int // live series, overflow series excluded
-	total    int // ids in use, overflow series included
-	keys     keyArena
+	fam   *family
+	index hash.Index
+	meta  []seriesMeta
+	free  []uint32
+	n     int // live series, overflow series excluded
+	total int // ids in use, overflow series included
+	keys  keyArena
 }
 
-func (t *seriesTable) key(id uint32) []byte { return t.keys.get(t.keyRef[id], t.keyLen[id]) }
+type seriesMeta struct {
+	keyRef   uint64
+	keyLen   uint32 // 0: id free
+	res      uint32
+	row      int32  // row in the active delta buffer, valid when epoch is current
+	epoch    uint32 // aggregator epoch (flush count) of row
+	lastSeen int64  // refreshed from the delta rows at each swap
+}
+
+func (t *seriesTable) key(id uint32) []byte {
+	m := &t.meta[id]
+	return t.keys.get(m.keyRef, m.keyLen)
+}
 
 func (t *seriesTable) alloc() uint32 {
 	if n := len(t.free); n > 0 {
@@ -94,12 +105,8 @@ func (t *seriesTable) alloc() uint32 {
 		t.free = t.free[:n-1]
 		return id
 	}
-	id := uint32(len(t.keyLen))
-	t.hash = append(t.hash, 0)
-	t.keyRef = append(t.keyRef, 0)
-	t.keyLen = append(t.keyLen, 0)
-	t.res = append(t.res, 0)
-	t.lastSeen = append(t.lastSeen, 0)
+	id := uint32(len(t.meta))
+	t.meta = append(t.meta, seriesMeta{})
 	return id
 }
 
@@ -175,8 +182,9 @@ func (a *aggregator) apply(b *deltaBatch) {
 		if overflow {
 			overflowSpans += int64(s.count)
 		}
-		row, _ := d.row(id, b.ts, a.nbOf(t))
+		row := a.rowOf(t, d, id, b.ts)
 		r := &d.rows[row]
+		r.last = max(r.last, b.ts)
 		r.count += s.count
 		if t.fam.duration {
 			r.sum += s.sum
@@ -208,6 +216,26 @@ func (a *aggregator) apply(b *deltaBatch) {
 	if overflowSpans > 0 {
 		a.tel.overflowSpans.Add(overflowSpans)
 	}
+}
+
+// rowOf returns the active row of series id, creating it on the first span of the interval.
+func (a *aggregator) rowOf(t *seriesTable, d *deltaFamily, id uint32, ts int64) int32 {
+	m := &t.meta[id]
+	if m.epoch == a.epoch {
+		return m.row
+	}
+	m.epoch, m.row = a.epoch, d.newRow(id, ts, a.nbOf(t))
+	return m.row
+}
+
+func (t *seriesTable) compactKeys() {
+	var fresh keyArena
+	for id := range t.meta {
+		if m := &t.meta[id]; m.keyLen > 0 {
+			m.keyRef = fresh.add(t.keys.get(m.keyRef, m.keyLen))
+		}
+	}
+	t.keys = fresh
 }
 
 func (a *aggregator) nbOf(t *seriesTable) int {
@@ -276,10 +304,10 @@ func (a *aggregator) resolveSeries(t *seriesTable, d *deltaFamily, rid uint32, k
 	f := t.fam.index
 	p := t.index.Probe(h)
 	for id, ok := p.Next(); ok; id, ok = p.Next() {
-		if t.res[id] != rid || !bytes.Equal(t.key(id), key) {
+		if t.meta[id].res != rid || !bytes.Equal(t.key(id), key) {
 			continue // a hash collision: a different series
 		}
-		if a.isDelta && a.cardLimit > 0 && !d.touched(id) {
+		if a.isDelta && a.cardLimit > 0 && t.meta[id].epoch != a.epoch {
 			// spanmetrics' delta state starts empty each interval, so its cardinality limit
 			// counts the series seen in this interval.
 			if r.touched[f] >= a.cardLimit {
@@ -287,7 +315,6 @@ func (a *aggregator) resolveSeries(t *seriesTable, d *deltaFamily, rid uint32, k
 			}
 			r.touched[f]++
 		}
-		t.lastSeen[id] = max(t.lastSeen[id], ts)
 		return id, false
 	}
 	switch {
@@ -298,11 +325,7 @@ func (a *aggregator) resolveSeries(t *seriesTable, d *deltaFamily, rid uint32, k
 		return a.overflowSeries(t, d, rid, ts), true
 	}
 	id := t.alloc()
-	t.hash[id] = h
-	t.keyRef[id] = t.keys.add(key)
-	t.keyLen[id] = uint32(len(key))
-	t.res[id] = rid
-	t.lastSeen[id] = ts
+	t.meta[id] = seriesMeta{keyRef: t.keys.add(key), keyLen: uint32(len(key)), res: rid, lastSeen: ts}
 	t.index.Insert(h, id)
 	t.n++
 	t.total++
@@ -325,17 +348,12 @@ func (a *aggregator) overflowSeries(t *seriesTable, d *deltaFamily, rid uint32, 
 	r := &a.resources[rid]
 	f := t.fam.index
 	if r.overflow[f] != 0 {
-		id := r.overflow[f] - 1
-		t.lastSeen[id] = max(t.lastSeen[id], ts)
-		return id
+		return r.overflow[f] - 1
 	}
 	var kb [keyHeaderLen]byte
 	key := appendKeyHeader(kb[:0], r.hash, f|overflowFlag)
 	id := t.alloc()
-	t.keyRef[id] = t.keys.add(key)
-	t.keyLen[id] = uint32(len(key))
-	t.res[id] = rid
-	t.lastSeen[id] = ts
+	t.meta[id] = seriesMeta{keyRef: t.keys.add(key), keyLen: uint32(len(key)), res: rid, lastSeen: ts}
 	t.total++
 	r.overflow[f] = id + 1
 	a.announce(d, id, rid, ts, key)
@@ -361,6 +379,7 @@ func (a *aggregator) flush(final bool) {
 	a.reclaim(spare)
 	full := a.active
 	a.active = spare
+	a.epoch++
 	now := a.clock.Now().UnixNano()
 	a.expire(now, full)
 	if a.isDelta {
@@ -381,7 +400,7 @@ func (a *aggregator) reclaim(b *deltaBuffer) {
 		t.free = append(t.free, b.fams[f].expired...)
 		b.fams[f].expired = b.fams[f].expired[:0]
 		if t.keys.wantsCompaction() {
-			compactKeys(&t.keys, t.keyRef, t.keyLen)
+			t.compactKeys()
 		}
 	}
 	for _, rid := range b.expiredRes {
@@ -426,11 +445,17 @@ func (a *aggregator) expire(now int64, full *deltaBuffer) {
 	idle := a.idle
 	for f, t := range a.tables {
 		expired := full.fams[f].expired
-		for id := range t.keyLen {
-			if t.keyLen[id] == 0 {
+		for i := range full.fams[f].rows {
+			r := &full.fams[f].rows[i]
+			m := &t.meta[r.id]
+			m.lastSeen = max(m.lastSeen, r.last)
+		}
+		for id := range t.meta {
+			m := &t.meta[id]
+			if m.keyLen == 0 {
 				continue
 			}
-			if !a.resources[t.res[id]].live || (idle > 0 && now-t.lastSeen[id] >= idle) {
+			if !a.resources[m.res].live || (idle > 0 && now-m.lastSeen >= idle) {
 				a.dropSeries(t, uint32(id))
 				expired = append(expired, uint32(id))
 			}
@@ -454,19 +479,20 @@ func (a *aggregator) expire(now int64, full *deltaBuffer) {
 
 func (a *aggregator) dropSeries(t *seriesTable, id uint32) {
 	f := t.fam.index
-	r := &a.resources[t.res[id]]
+	m := &t.meta[id]
+	r := &a.resources[m.res]
 	key := t.key(id)
 	if key[8]&overflowFlag != 0 {
 		r.overflow[f] = 0
 	} else {
-		t.index.Delete(t.hash[id], id)
+		t.index.Delete(keyHash(key), id)
 		t.n--
 		r.series[f]--
 		a.svcSeries[f][r.svc]--
 	}
 	t.total--
-	t.keys.release(t.keyLen[id])
-	t.keyLen[id] = 0
+	t.keys.release(m.keyLen)
+	*m = seriesMeta{}
 }
 
 // idleTime returns the series expiry in nanoseconds (see Config.SeriesExpiration).

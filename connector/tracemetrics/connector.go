@@ -94,8 +94,10 @@ func newConnector(set component.TelemetrySettings, cfg *Config, next consumer.Me
 		clock:   clock,
 		reducer: newReducer(cfg, lay, explicit),
 		q:       q,
-		free:    intake.NewFreeList[deltaBatch](2 * q.Cap()),
-		tel:     tel,
+		// Batches alive at once: the ring's, the aggregator's drained ones (at most a ring's
+		// worth) and one per producer in ConsumeTraces; the free list holds them all.
+		free: intake.NewFreeList[deltaBatch](4 * q.Cap()),
+		tel:  tel,
 	}
 	isDelta := cfg.GetAggregationTemporality() == pmetric.AggregationTemporalityDelta
 	returned := make(chan *deltaBuffer, 1)
@@ -123,6 +125,7 @@ func newConnector(set component.TelemetrySettings, cfg *Config, next consumer.Me
 		wakeBatch:  max(1, q.Cap()/8),
 		clock:      clock,
 		services:   map[string]uint32{},
+		epoch:      1, // 0 marks a series without a row
 		active:     newDeltaBuffer(len(lay.families)),
 		returned:   returned,
 		toFlusher:  toFlusher,

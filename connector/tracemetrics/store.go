@@ -50,7 +50,7 @@ func (a *keyArena) bytes() int {
 	return total
 }
 
-// compactKeys moves the keys of live ids (keyLen > 0) into a fresh arena.
+// compactKeys moves the keys of live ids (lens[id] > 0) into a fresh arena.
 func compactKeys(a *keyArena, refs []uint64, lens []uint32) {
 	var fresh keyArena
 	for id, n := range lens {
@@ -88,6 +88,7 @@ type deltaRow struct {
 	exOff    int32 // first exemplar slot in deltaFamily.exemplars, -1 when none
 	exN      int32
 	first    int64 // batch time of the first span this interval
+	last     int64 // batch time of the last span this interval
 	count    uint64
 	zero     uint64 // exponential: zero durations
 	sum      float64
@@ -136,21 +137,18 @@ func newDeltaBuffer(families int) *deltaBuffer {
 	return &deltaBuffer{fams: make([]deltaFamily, families)}
 }
 
-// row returns the row of series id, creating it (and its buckets) on first touch.
-func (d *deltaFamily) row(id uint32, ts int64, nb int) (int32, bool) {
+// newRow adds the row of series id, which has none in this interval, with its buckets.
+func (d *deltaFamily) newRow(id uint32, ts int64, nb int) int32 {
 	if int(id) >= len(d.slot) {
 		d.slot = grow(d.slot, int(id)+1)
 	}
-	if r := d.slot[id]; r != 0 {
-		return r - 1, false
-	}
 	r := int32(len(d.rows))
 	d.slot[id] = r + 1
-	d.rows = append(d.rows, deltaRow{id: id, exOff: -1, first: ts, min: math.Inf(1), max: math.Inf(-1)})
+	d.rows = append(d.rows, deltaRow{id: id, exOff: -1, first: ts, last: ts, min: math.Inf(1), max: math.Inf(-1)})
 	if nb > 0 {
 		d.buckets = appendZeros(d.buckets, nb)
 	}
-	return r, true
+	return r
 }
 
 // touched reports whether id has a row this interval.

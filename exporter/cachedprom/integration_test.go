@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -172,12 +173,56 @@ scrape_configs:
 		})
 	}
 
-	// promtool's linter on the exposition Prometheus scraped.
-	for _, u := range []string{textURL} {
-		body, _ := scrape(t, u, "", false)
-		out, err := promtool(t, body, "check", "metrics")
-		assert.NoError(t, err, "promtool check metrics:\n%s", out)
+	// promtool's linter. The spanmetrics output above has no descriptions
+	// and millisecond units, which the linter flags whoever renders it: the
+	// stock exporter's exposition of the same input must draw exactly the
+	// same report, and no parse error.
+	stock, stockURL := startStock(t, nil)
+	for _, b := range batches {
+		c := pmetric.NewMetrics()
+		b.CopyTo(c)
+		require.NoError(t, stock.ConsumeMetrics(context.Background(), c))
 	}
+	stockBody, _ := scrape(t, stockURL, "", false)
+	ourBody, _ := scrape(t, textURL, "", false)
+	stockReport, stockErr := promtool(t, stockBody, "check", "metrics")
+	ourReport, ourErr := promtool(t, ourBody, "check", "metrics")
+	assert.Equal(t, stockReport, ourReport)
+	assert.Equal(t, exitCode(stockErr), exitCode(ourErr))
+	assert.NotEqual(t, 1, exitCode(ourErr), "promtool could not parse the exposition:\n%s", ourReport)
+
+	// With seconds and descriptions the exposition must be lint-clean.
+	clean, cleanURL := startOurs(t, nil)
+	for _, b := range spanmetricsOutput(t, "AGGREGATION_TEMPORALITY_CUMULATIVE", testTraces(3, 10, base)) {
+		rms := b.ResourceMetrics()
+		for i := 0; i < rms.Len(); i++ {
+			ms := rms.At(i).ScopeMetrics().At(0).Metrics()
+			for k := 0; k < ms.Len(); k++ {
+				m := ms.At(k)
+				m.SetDescription("Spans by " + m.Name())
+				if m.Unit() == "ms" {
+					m.SetUnit("s")
+				}
+			}
+		}
+		require.NoError(t, clean.ConsumeMetrics(context.Background(), b))
+	}
+	clean.renderNow()
+	cleanBody, _ := scrape(t, cleanURL, "", false)
+	report, err := promtool(t, cleanBody, "check", "metrics")
+	assert.NoError(t, err, "promtool check metrics:\n%s", report)
+	assert.Empty(t, strings.TrimSpace(report))
+}
+
+func exitCode(err error) int {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode()
+	}
+	if err != nil {
+		return -1
+	}
+	return 0
 }
 
 // promtool runs `scripts/prometheus.sh promtool args...` with stdin.

@@ -545,8 +545,8 @@ func (s *seriesStore) remove(ser *series) {
 	}
 }
 
-// expire removes series not updated since before cutoff and reports whether
-// any was removed.
+// expire removes series not updated since before cutoff and returns how many
+// it removed.
 func (s *seriesStore) expire(cutoff time.Time) int {
 	c := cutoff.UnixNano()
 	s.mu.Lock()
@@ -556,6 +556,12 @@ func (s *seriesStore) expire(cutoff time.Time) int {
 		if ser.seen < c {
 			s.remove(ser)
 			n++
+		}
+	}
+	// A resource whose data points were all refused never got a series.
+	for k, r := range s.resources {
+		if r.refs <= 0 {
+			delete(s.resources, k)
 		}
 	}
 	return n

@@ -20,16 +20,16 @@ func NewFreeList[T any](capacity int) *FreeList[T] {
 	return &FreeList[T]{ring: queue.NewRingBuffer(uint64(max(capacity, 2)))}
 }
 
-// Get returns a recycled item, or nil.
+// Get returns a recycled item, or nil. A Poll can miss an item whose Put is half done (slot
+// reserved, not yet published) or lose a race with another Get; it is retried a few times
+// while the list is not empty, so that a warm steady state does not allocate.
 func (f *FreeList[T]) Get() *T {
-	if f.ring.Len() == 0 {
-		return nil
+	for try := 0; try < 8 && f.ring.Len() > 0; try++ {
+		if v, err := f.ring.Poll(time.Nanosecond); err == nil {
+			return v.(*T)
+		}
 	}
-	v, err := f.ring.Poll(time.Nanosecond)
-	if err != nil {
-		return nil
-	}
-	return v.(*T)
+	return nil
 }
 
 // Put recycles x; it drops x when the list is full.

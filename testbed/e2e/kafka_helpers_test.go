@@ -61,10 +61,6 @@ type gateway struct {
 // overlay is merged over configs/kafka-gateway.yaml (the collector merges --config files in
 // order), so everything else is the shipped file.
 const gatewayOverlay = `
-receivers:
-  kafka:
-    autocommit:
-      enable: false
 exporters:
   debug/store:
     verbosity: basic

@@ -146,8 +146,8 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 			pair(o.CPUPercent, s.CPUPercent, 0),
 			pair(o.CPUSecondsPerMillion, s.CPUSecondsPerMillion, 2),
 			pair(o.RSSMaxMiB, s.RSSMaxMiB, 0),
-			scrapePair(o.ScrapeP50, s.ScrapeP50),
-			scrapePair(o.ScrapeP99, s.ScrapeP99),
+			scrapePair(o, s, o.ScrapeP50, s.ScrapeP50),
+			scrapePair(o, s, o.ScrapeP99, s.ScrapeP99),
 			o.Lost, s.Lost, res.LoadAverage)
 	}
 	fmt.Fprintf(b, "\n")
@@ -169,7 +169,7 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	fmt.Fprintf(b, "\n## How each number is measured\n\n")
 	fmt.Fprintf(b, "- **Spans/s sustained**: OTLP: spans the collector acknowledged (gRPC OK, no partial "+
 		"rejection) over the load window of %s, with %d requests in flight per collector. A paced scenario sends %d-span requests at the "+
-		"target rate; a request due while every worker still waits on the collector is skipped, so a "+
+		"target rate; requests more than a quarter second behind schedule are skipped, so a "+
 		"collector that cannot keep up shows a rate below the target. Max sends as fast as each collector "+
 		"acknowledges. Kafka: the backlog (written before the collectors start, each collector in its own "+
 		"consumer group) over the time from the first to the last span its receiver accepted, as its own "+
@@ -181,7 +181,8 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		"metrics endpoint every %s during the window, timed to the last byte of the body; nearest-rank "+
 		"percentiles over few scrapes, so p99 is the slowest one. A failed scrape counts at its timeout (%s, "+
 		"one interval, the most Prometheus allows); a scrape taken before the first metrics flush (an empty "+
-		"page) is left out. Both collectors flush their RED metrics every %s.\n",
+		"page) is left out, and a side with no other scrape shows none. Both collectors flush their RED "+
+		"metrics every %s.\n",
 		r.ScrapeInterval, r.ScrapeInterval, r.FlushInterval)
 	fmt.Fprintf(b, "- **Lost spans**: spans sent minus the sum of the `%s` counters scraped after the load, "+
 		"polled until they match or the drain timeout passes. Any lost span fails the run.\n", CallsMetric)
@@ -189,13 +190,18 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	return err
 }
 
-// scrapePair is pair for scrape latencies; a scenario over before its first useful scrape (a
-// Kafka backlog consumed in seconds) has none.
-func scrapePair(ours, stock Millis) string {
-	if ours == 0 && stock == 0 {
+// scrapePair is pair for scrape latencies. A side without a useful scrape in the window (every
+// page still empty, or a Kafka backlog consumed in seconds) has no latency to show.
+func scrapePair(ours, stock Side, o, s Millis) string {
+	switch {
+	case ours.ScrapesUseful == 0 && stock.ScrapesUseful == 0:
 		return "no scrape in window"
+	case ours.ScrapesUseful == 0:
+		return fmt.Sprintf("none / %s", number(float64(s), 1))
+	case stock.ScrapesUseful == 0:
+		return fmt.Sprintf("%s / none", number(float64(o), 1))
 	}
-	return pair(float64(ours), float64(stock), 1)
+	return pair(float64(o), float64(s), 1)
 }
 
 // pair formats "ours / stock (ratio×)".

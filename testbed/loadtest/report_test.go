@@ -31,6 +31,7 @@ func TestReportPasses(t *testing.T) {
 	require.NoError(t, r.WriteMarkdown(&b))
 	md := b.String()
 	assert.Contains(t, md, "| OTLP max, 1k series | 12,346 / 10,000 (1.23×) |")
+	assert.Contains(t, md, "| no scrape in window |")
 	assert.Contains(t, md, "**Verdict: PASS**")
 	assert.Contains(t, md, "2026-11-21 08:00 UTC")
 	assert.Contains(t, md, "2 CPUs")
@@ -68,6 +69,13 @@ func TestReportWithinToleranceIsNotAFailure(t *testing.T) {
 	r := sampleReport()
 	r.Results[0].Ours.SpansPerSec = 9_500
 	assert.Empty(t, r.Failures())
+}
+
+func TestScrapePair(t *testing.T) {
+	useful := Side{ScrapesUseful: 2}
+	assert.Equal(t, "none / 15,000.0", scrapePair(Side{}, useful, 0, 15000))
+	assert.Equal(t, "2.5 / none", scrapePair(useful, Side{}, 2.5, 0))
+	assert.Equal(t, "5.0 / 10.0 (0.50×)", scrapePair(useful, useful, 5, 10))
 }
 
 func TestNumberAndTitles(t *testing.T) {

@@ -35,8 +35,10 @@ type Side struct {
 	CPUPercent           float64 `json:"cpu_percent"`
 	CPUSecondsPerMillion float64 `json:"cpu_seconds_per_million_spans"`
 	RSSMaxMiB            float64 `json:"rss_max_mib"`
-	ScrapeP50            Millis  `json:"scrape_p50_ms"`
-	ScrapeP99            Millis  `json:"scrape_p99_ms"`
+	// ScrapeP50 and ScrapeP99 are over the useful scrapes: those that returned samples or failed.
+	ScrapesUseful int    `json:"scrapes_useful"`
+	ScrapeP50     Millis `json:"scrape_p50_ms"`
+	ScrapeP99     Millis `json:"scrape_p99_ms"`
 	// ScrapeWireBytes is the gzip size of the last scrape during the load.
 	ScrapeWireBytes int64    `json:"scrape_wire_bytes"`
 	Scrapes         []Scrape `json:"scrapes"`
@@ -73,7 +75,7 @@ type Result struct {
 func percentile(scrapes []Scrape, p float64) time.Duration {
 	var lat []time.Duration
 	for _, s := range scrapes {
-		if s.Failed || !s.Empty {
+		if s.useful() {
 			lat = append(lat, s.Latency)
 		}
 	}
@@ -85,3 +87,6 @@ func percentile(scrapes []Scrape, p float64) time.Duration {
 	rank = max(0, min(rank, len(lat)-1))
 	return lat[rank]
 }
+
+// useful tells whether a scrape counts in the latency percentiles.
+func (s Scrape) useful() bool { return s.Failed || !s.Empty }

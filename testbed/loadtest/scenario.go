@@ -439,6 +439,11 @@ func summarise(s *side, cpuSeconds float64, window time.Duration) {
 	for _, smp := range s.out.Samples {
 		s.out.RSSMaxMiB = max(s.out.RSSMaxMiB, smp.RSSMiB)
 	}
+	for _, sc := range s.out.Scrapes {
+		if sc.useful() {
+			s.out.ScrapesUseful++
+		}
+	}
 	s.out.ScrapeP50 = ToMillis(percentile(s.out.Scrapes, 50))
 	s.out.ScrapeP99 = ToMillis(percentile(s.out.Scrapes, 99))
 	if n := len(s.out.Scrapes); n > 0 {
@@ -540,46 +545,53 @@ func startMonitors(ctx context.Context, o Options, sides []*side, scraper *Scrap
 // drain waits until each collector's calls counters add up to the spans it was sent, or
 // DrainTimeout passes; what is still missing then is lost. Nothing can match before the next
 // metrics flush, so the first check waits one flush interval: polling earlier would only render
-// large pages for nothing and load the machine.
+// large pages for nothing and load the machine. Both collectors are checked in parallel, since a
+// page of 100k series can take minutes to render on a busy machine.
 func drain(ctx context.Context, o Options, sides []*side) error {
-	scraper := NewScraper(o.DrainTimeout)
-	defer scraper.Close()
-	deadline := time.Now().Add(o.DrainTimeout)
 	select {
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-time.After(o.FlushInterval + time.Second):
 	}
-	pending := len(sides)
-	settled := make([]bool, len(sides))
-	for pending > 0 {
-		for i, s := range sides {
-			if settled[i] {
-				continue
+	scraper := NewCountingScraper(o.DrainTimeout)
+	defer scraper.Close()
+	deadline := time.Now().Add(o.DrainTimeout)
+	var wg sync.WaitGroup
+	for _, s := range sides {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var lastErr error
+			for {
+				n, err := scraper.SumCounter(ctx, s.ep.metricsURL(), o.CallsMetric)
+				lastErr = err
+				if err == nil {
+					s.out.Counted = int64(n)
+					s.out.Lost = s.out.Sent - s.out.Counted
+					log.Printf("%s: counted %d of %d spans", s.c.Name, s.out.Counted, s.out.Sent)
+					if s.out.Lost == 0 {
+						return
+					}
+				} else {
+					log.Printf("%s: %v", s.c.Name, err)
+				}
+				if time.Now().After(deadline) || ctx.Err() != nil {
+					break
+				}
+				select {
+				case <-ctx.Done():
+				case <-time.After(time.Second):
+				}
 			}
-			n, err := scraper.SumCounter(ctx, s.ep.metricsURL(), o.CallsMetric)
-			if err != nil {
-				log.Printf("%s: %v", s.c.Name, err)
-				continue
+			if lastErr != nil {
+				// Unverified is not the same as lost, but a run that cannot show it lost nothing fails.
+				s.out.Error = joinErr(s.out.Error, "calls counters not read within the drain timeout: "+lastErr.Error())
+				s.out.Lost = s.out.Sent - s.out.Counted
 			}
-			s.out.Counted = int64(n)
-			s.out.Lost = s.out.Sent - s.out.Counted
-			log.Printf("%s: counted %d of %d spans", s.c.Name, s.out.Counted, s.out.Sent)
-			if s.out.Lost == 0 {
-				settled[i] = true
-				pending--
-			}
-		}
-		if pending == 0 || time.Now().After(deadline) {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(time.Second):
-		}
+		}()
 	}
-	return nil
+	wg.Wait()
+	return ctx.Err()
 }
 
 func joinErr(a, b string) string {

@@ -19,14 +19,14 @@ func TestRunBothBinaries(t *testing.T) {
 	root, err := filepath.Abs("../..")
 	require.NoError(t, err)
 	collector := func(name, bin, config string) Collector {
-		c := Collector{Name: name, Binary: filepath.Join(root, "bin", bin), Config: filepath.Join(root, "configs", config)}
+		c := Collector{Name: name, Binary: filepath.Join(root, "bin", bin), Config: filepath.Join(root, config)}
 		_, err := os.Stat(c.Binary)
 		require.NoError(t, err, "build the binaries first: make build stock-twin")
 		return c
 	}
 	o := Options{
-		Ours:           collector("ours", "otelcol-red", "default.yaml"),
-		Stock:          collector("stock", "otelcol-stock", "stock-twin.yaml"),
+		Ours:           collector("ours", "otelcol-red", "testbed/configs/otlp-ours.yaml"),
+		Stock:          collector("stock", "otelcol-stock", "configs/stock-twin.yaml"),
 		Duration:       5 * time.Second,
 		ScrapeInterval: 2 * time.Second,
 		SampleInterval: 500 * time.Millisecond,
