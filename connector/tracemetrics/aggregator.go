@@ -188,8 +188,11 @@ func (a *aggregator) apply(b *deltaBatch) {
 		r.count += s.count
 		if t.fam.duration {
 			r.sum += s.sum
-			r.min = min(r.min, s.min)
-			r.max = max(r.max, s.max)
+			if a.nb == 0 {
+				e := &d.expo[row]
+				e.min = min(e.min, s.min)
+				e.max = max(e.max, s.max)
+			}
 		}
 		if s.exN > 0 && !overflow {
 			for _, e := range b.exemplars[s.exOff : s.exOff+s.exN] {
@@ -203,14 +206,14 @@ func (a *aggregator) apply(b *deltaBatch) {
 		d := &a.active.fams[s.fam]
 		row := b.rows[o.series]
 		if a.nb > 0 {
-			d.buckets[int(row)*a.nb+int(o.code)]++
+			d.observe(int(row)*a.nb + int(o.code))
 			continue
 		}
-		r := &d.rows[row]
+		e := &d.expo[row]
 		if o.code == zeroCode {
-			r.zero++
+			e.zero++
 		} else {
-			r.sketch.add(&d.slab, o.code, 1, a.expoSize)
+			e.sketch.add(&d.slab, o.code, 1, a.expoSize)
 		}
 	}
 	if overflowSpans > 0 {
@@ -224,18 +227,21 @@ func (a *aggregator) rowOf(t *seriesTable, d *deltaFamily, id uint32, ts int64) 
 	if m.epoch == a.epoch {
 		return m.row
 	}
-	m.epoch, m.row = a.epoch, d.newRow(id, ts, a.nbOf(t))
+	m.epoch, m.row = a.epoch, d.newRow(id, ts, a.nbOf(t), t.fam.duration && a.nb == 0)
 	return m.row
 }
 
-func (t *seriesTable) compactKeys() {
+// compactKeys copies the live keys into fresh chunks and lists the moves for the flusher.
+func (t *seriesTable) compactKeys(moved []keyMove) []keyMove {
 	var fresh keyArena
 	for id := range t.meta {
 		if m := &t.meta[id]; m.keyLen > 0 {
 			m.keyRef = fresh.add(t.keys.get(m.keyRef, m.keyLen))
+			moved = append(moved, keyMove{id: uint32(id), keyRef: m.keyRef})
 		}
 	}
 	t.keys = fresh
+	return moved
 }
 
 func (a *aggregator) nbOf(t *seriesTable) int {
@@ -332,14 +338,12 @@ func (a *aggregator) resolveSeries(t *seriesTable, d *deltaFamily, rid uint32, k
 	r.series[f]++
 	r.touched[f]++
 	a.svcSeries[f][r.svc]++
-	a.announce(d, id, rid, ts, key)
+	a.announce(d, id, &t.meta[id], ts)
 	return id, false
 }
 
-func (a *aggregator) announce(d *deltaFamily, id, rid uint32, ts int64, key []byte) {
-	off := len(d.newKeys)
-	d.newKeys = append(d.newKeys, key...)
-	d.newSeries = append(d.newSeries, newSeries{id: id, res: rid, created: ts, key: ref{uint32(off), uint32(len(key))}})
+func (a *aggregator) announce(d *deltaFamily, id uint32, m *seriesMeta, ts int64) {
+	d.newSeries = append(d.newSeries, newSeries{id: id, res: m.res, keyLen: m.keyLen, created: ts, keyRef: m.keyRef})
 }
 
 // overflowSeries returns the resource's otel.metric.overflow=true series of the family. It is
@@ -356,7 +360,7 @@ func (a *aggregator) overflowSeries(t *seriesTable, d *deltaFamily, rid uint32, 
 	t.meta[id] = seriesMeta{keyRef: t.keys.add(key), keyLen: uint32(len(key)), res: rid, lastSeen: ts}
 	t.total++
 	r.overflow[f] = id + 1
-	a.announce(d, id, rid, ts, key)
+	a.announce(d, id, &t.meta[id], ts)
 	return id
 }
 
@@ -380,6 +384,12 @@ func (a *aggregator) flush(final bool) {
 	full := a.active
 	a.active = spare
 	a.epoch++
+	for f, t := range a.tables {
+		if t.keys.wantsCompaction() {
+			full.fams[f].moved = t.compactKeys(full.fams[f].moved)
+		}
+		full.fams[f].keys = t.keys.chunks
+	}
 	now := a.clock.Now().UnixNano()
 	a.expire(now, full)
 	if a.isDelta {
@@ -399,9 +409,6 @@ func (a *aggregator) reclaim(b *deltaBuffer) {
 		t := a.tables[f]
 		t.free = append(t.free, b.fams[f].expired...)
 		b.fams[f].expired = b.fams[f].expired[:0]
-		if t.keys.wantsCompaction() {
-			t.compactKeys()
-		}
 	}
 	for _, rid := range b.expiredRes {
 		a.resFree = append(a.resFree, rid)
@@ -444,11 +451,16 @@ func (a *aggregator) expire(now int64, full *deltaBuffer) {
 	}
 	idle := a.idle
 	for f, t := range a.tables {
+		if idle == 0 && len(dead) == 0 {
+			break // nothing can expire: skip the O(series) scan that would hold up the drain
+		}
 		expired := full.fams[f].expired
-		for i := range full.fams[f].rows {
-			r := &full.fams[f].rows[i]
-			m := &t.meta[r.id]
-			m.lastSeen = max(m.lastSeen, r.last)
+		if idle > 0 {
+			for i := range full.fams[f].rows {
+				r := &full.fams[f].rows[i]
+				m := &t.meta[r.id]
+				m.lastSeen = max(m.lastSeen, r.last)
+			}
 		}
 		for id := range t.meta {
 			m := &t.meta[id]

@@ -271,6 +271,10 @@ func (c *connectorImp) ConsumeTraces(ctx context.Context, td ptrace.Traces) erro
 	return nil
 }
 
+// flusherIdle reports whether the flusher has handed its buffer back, so the next tick will
+// flush instead of being skipped. Tests only.
+func (c *connectorImp) flusherIdle() bool { return len(c.agg.returned) == 1 }
+
 // settle makes the aggregator apply everything queued so far and waits until it has.
 // Tests and benchmarks only.
 func (c *connectorImp) settle() {

@@ -3,6 +3,8 @@ package tracemetrics
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -271,6 +273,7 @@ func flushOnce(t *testing.T, c *connectorImp, sink *consumertest.MetricsSink, cl
 	t.Helper()
 	n := len(sink.AllMetrics())
 	c.settle()
+	require.Eventually(t, c.flusherIdle, 5*time.Second, time.Millisecond)
 	clock.Advance(d)
 	require.Eventually(t, func() bool { return len(sink.AllMetrics()) > n }, 5*time.Second, time.Millisecond)
 	return sink.AllMetrics()[len(sink.AllMetrics())-1]
@@ -393,3 +396,47 @@ func (b *blockingSink) calls() int {
 }
 
 func (b *blockingSink) all() []pmetric.Metrics { return b.AllMetrics() }
+
+// Expired keys are reclaimed by compacting the key arena; the flusher switches to the moved
+// keys and every surviving series keeps its exact attributes.
+func TestKeyArenaCompaction(t *testing.T) {
+	c, sink, clock, _ := startOurs(t, map[string]any{
+		"metrics_flush_interval": 10 * time.Second,
+		"series_expiration":      15 * time.Second,
+	}, true)
+	big := strings.Repeat("x", 20_000)
+	for i := 0; i < 300; i++ {
+		require.NoError(t, c.ConsumeTraces(context.Background(), oneSpan("svc", fmt.Sprintf("big-%d-%s", i, big))))
+	}
+	keep := func() {
+		for i := 0; i < 5; i++ {
+			require.NoError(t, c.ConsumeTraces(context.Background(), oneSpan("svc", fmt.Sprintf("keep-%d", i))))
+		}
+	}
+	keep()
+	c.settle() // orders the aggregator's writes before the reads below
+	chunksBefore := len(c.agg.tables[0].keys.chunks)
+	for i := 0; i < 4; i++ {
+		if i == 2 {
+			// Created in the interval whose swap compacts: announced with its old reference,
+			// moved at the same swap.
+			require.NoError(t, c.ConsumeTraces(context.Background(), oneSpan("svc", "fresh")))
+		}
+		md := flushOnce(t, c, sink, clock, 10*time.Second)
+		keep()
+		if i < 2 {
+			continue
+		}
+		// Expired at the second flush, compacted at the third.
+		names := map[string]bool{}
+		calls := md.ResourceMetrics().At(0).ScopeMetrics().At(0).Metrics().At(0).Sum().DataPoints()
+		for d := 0; d < calls.Len(); d++ {
+			v, _ := calls.At(d).Attributes().Get(spanNameKey)
+			names[v.Str()] = true
+		}
+		require.Equal(t, map[string]bool{"keep-0": true, "keep-1": true, "keep-2": true, "keep-3": true, "keep-4": true, "fresh": true}, names)
+	}
+	require.NoError(t, c.Shutdown(context.Background()))
+	require.NotEqual(t, chunksBefore, len(c.agg.tables[0].keys.chunks), "the arena was compacted")
+	require.Less(t, c.agg.tables[0].keys.waste, 1<<20)
+}

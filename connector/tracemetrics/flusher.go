@@ -2,7 +2,7 @@ package tracemetrics // import "github.com/otelcol-red/otelcol-red/connector/tra
 
 import (
 	"context"
-	"math"
+	"runtime"
 	"time"
 
 	"go.opentelemetry.io/collector/consumer"
@@ -39,6 +39,8 @@ type flusher struct {
 
 	resAttrs []pcommon.Map // by resource id; zero Map when free
 	tables   []*flushTable
+	built    int        // data points built in this flush, for yielding
+	scratch  []uint64
 	orders   [][]uint32 // per family: ids to export grouped by resource (scratch)
 	byRes    [][]int32  // per family: offsets of each resource's ids in orders
 	pos      []int32
@@ -47,25 +49,23 @@ type flusher struct {
 // flushTable is the flusher's view of one family's series, by id.
 type flushTable struct {
 	fam      *family
-	keys     keyArena
+	keys     [][]byte // the aggregator's key chunks, as of the buffer being processed
 	keyRef   []uint64
 	keyLen   []uint32 // 0: free
 	res      []uint32
 	start    []int64 // cumulative: creation time; delta: last export time, 0 before the first
 	exported []bool  // cumulative calls: the first export reports 0 (see sumValue)
 	// Cumulative totals.
-	count    []uint64
-	sum      []float64
-	min, max []float64
-	zero     []uint64
-	buckets  []uint64 // nb per id
-	sketch   []expoSketch
-	slab     slab
+	count   []uint64
+	sum     []float64
+	buckets []uint64    // explicit: nb per id
+	expo    []expoState // exponential: by id
+	slab    slab
 }
 
-func (t *flushTable) key(id uint32) []byte { return t.keys.get(t.keyRef[id], t.keyLen[id]) }
+func (t *flushTable) key(id uint32) []byte { return keyAt(t.keys, t.keyRef[id], t.keyLen[id]) }
 
-func (t *flushTable) add(ns *newSeries, keys []byte, nb int, isDelta bool) {
+func (t *flushTable) add(ns *newSeries, nb int, isDelta bool) {
 	id := int(ns.id)
 	n := id + 1
 	t.keyRef = grow(t.keyRef, n)
@@ -73,8 +73,8 @@ func (t *flushTable) add(ns *newSeries, keys []byte, nb int, isDelta bool) {
 	t.res = grow(t.res, n)
 	t.start = grow(t.start, n)
 	t.exported = grow(t.exported, n)
-	t.keyRef[id] = t.keys.add(keys[ns.key.off : ns.key.off+ns.key.n])
-	t.keyLen[id] = ns.key.n
+	t.keyRef[id] = ns.keyRef
+	t.keyLen[id] = ns.keyLen
 	t.res[id] = ns.res
 	t.exported[id] = false
 	t.start[id] = ns.created
@@ -84,23 +84,21 @@ func (t *flushTable) add(ns *newSeries, keys []byte, nb int, isDelta bool) {
 	}
 	t.count = grow(t.count, n)
 	t.sum = grow(t.sum, n)
-	t.min = grow(t.min, n)
-	t.max = grow(t.max, n)
-	t.zero = grow(t.zero, n)
-	t.sketch = grow(t.sketch, n)
-	t.count[id], t.sum[id], t.zero[id] = 0, 0, 0
-	t.min[id], t.max[id] = math.Inf(1), math.Inf(-1)
-	if nb > 0 {
+	t.count[id], t.sum[id] = 0, 0
+	switch {
+	case nb > 0:
 		t.buckets = grow(t.buckets, n*nb)
 		clear(t.buckets[id*nb : n*nb])
+	case t.fam.duration:
+		t.expo = grow(t.expo, n)
+		t.expo[id] = newExpoState()
 	}
 }
 
 func (t *flushTable) drop(id uint32) {
-	t.keys.release(t.keyLen[id])
 	t.keyLen[id] = 0
-	if int(id) < len(t.sketch) {
-		t.sketch[id].free(&t.slab)
+	if int(id) < len(t.expo) {
+		t.expo[id].sketch.free(&t.slab)
 	}
 }
 
@@ -114,17 +112,23 @@ func (t *flushTable) merge(d *deltaFamily, nb int, expoSize int32) {
 			continue
 		}
 		t.sum[id] += r.sum
-		t.min[id] = min(t.min[id], r.min)
-		t.max[id] = max(t.max[id], r.max)
 		if nb > 0 {
 			dst := t.buckets[int(id)*nb : int(id+1)*nb]
 			for j, c := range d.buckets[i*nb : (i+1)*nb] {
-				dst[j] += c
+				dst[j] += uint64(c)
+			}
+			if d.spill != nil {
+				for j := range dst {
+					dst[j] += d.spill[i*nb+j]
+				}
 			}
 			continue
 		}
-		t.zero[id] += r.zero
-		t.sketch[id].merge(&t.slab, &r.sketch, &d.slab, expoSize)
+		e, de := &t.expo[id], &d.expo[i]
+		e.zero += de.zero
+		e.min = min(e.min, de.min)
+		e.max = max(e.max, de.max)
+		e.sketch.merge(&t.slab, &de.sketch, &d.slab, expoSize)
 	}
 	if t.slab.waste > 1<<20 && t.slab.waste > len(t.slab.buf)/2 {
 		t.compactSlab()
@@ -133,8 +137,8 @@ func (t *flushTable) merge(d *deltaFamily, nb int, expoSize int32) {
 
 func (t *flushTable) compactSlab() {
 	var fresh slab
-	for id := range t.sketch {
-		k := &t.sketch[id]
+	for id := range t.expo {
+		k := &t.expo[id].sketch
 		if k.cap == 0 {
 			continue
 		}
@@ -168,8 +172,13 @@ func (f *flusher) process(buf *deltaBuffer) {
 	}
 	for fi, t := range f.tables {
 		d := &buf.fams[fi]
+		t.keys = d.keys
 		for i := range d.newSeries {
-			t.add(&d.newSeries[i], d.newKeys, f.nbOf(t), f.isDelta)
+			t.add(&d.newSeries[i], f.nbOf(t), f.isDelta)
+		}
+		// After the new series: a compaction at this swap moved them too.
+		for _, mv := range d.moved {
+			t.keyRef[mv.id] = mv.keyRef
 		}
 		if !f.isDelta {
 			t.merge(d, f.nbOf(t), f.expoSize)
@@ -193,9 +202,6 @@ func (f *flusher) process(buf *deltaBuffer) {
 		}
 		for _, id := range d.expired {
 			t.drop(id)
-		}
-		if t.keys.wantsCompaction() {
-			compactKeys(&t.keys, t.keyRef, t.keyLen)
 		}
 	}
 	for _, rid := range buf.expiredRes {
@@ -294,6 +300,14 @@ func (f *flusher) temporality() pmetric.AggregationTemporality {
 	return pmetric.AggregationTemporalityCumulative
 }
 
+// yield lets the aggregator and producers run: building a large flush is CPU-bound for
+// seconds, and with two cores the Go scheduler would otherwise preempt it only every 10ms.
+func (f *flusher) yield() {
+	if f.built++; f.built%2048 == 0 {
+		runtime.Gosched()
+	}
+}
+
 // rowOf returns the interval's row of id, or nil.
 func rowOf(d *deltaFamily, id uint32) (*deltaRow, int) {
 	if !d.touched(id) {
@@ -319,6 +333,7 @@ func (f *flusher) buildSums(m pmetric.Metric, name string, fi int, ids []uint32,
 	dps := sum.DataPoints()
 	dps.EnsureCapacity(len(ids))
 	for _, id := range ids {
+		f.yield()
 		r, _ := rowOf(d, id)
 		dp := dps.AppendEmpty()
 		dp.SetStartTimestamp(f.startOf(t, id, r))
@@ -350,14 +365,15 @@ func (f *flusher) buildHistograms(m pmetric.Metric, fi int, ids []uint32, buf *d
 		dps := h.DataPoints()
 		dps.EnsureCapacity(len(ids))
 		for _, id := range ids {
-			r, _ := rowOf(d, id)
+			f.yield()
+			r, row := rowOf(d, id)
 			dp := dps.AppendEmpty()
 			dp.SetStartTimestamp(f.startOf(t, id, r))
 			dp.SetTimestamp(ts)
 			if f.isDelta {
-				setExpo(dp, r.count, r.zero, r.sum, r.min, r.max, &r.sketch, &d.slab)
+				setExpo(dp, r.count, r.sum, &d.expo[row], &d.slab)
 			} else {
-				setExpo(dp, t.count[id], t.zero[id], t.sum[id], t.min[id], t.max[id], &t.sketch[id], &t.slab)
+				setExpo(dp, t.count[id], t.sum[id], &t.expo[id], &t.slab)
 			}
 			f.putExemplars(dp.Exemplars(), d, r, ts)
 			f.lay.putAttributes(t.key(id), dp.Attributes())
@@ -369,13 +385,15 @@ func (f *flusher) buildHistograms(m pmetric.Metric, fi int, ids []uint32, buf *d
 	dps := h.DataPoints()
 	dps.EnsureCapacity(len(ids))
 	for _, id := range ids {
+		f.yield()
 		r, row := rowOf(d, id)
 		dp := dps.AppendEmpty()
 		dp.SetStartTimestamp(f.startOf(t, id, r))
 		dp.SetTimestamp(ts)
 		dp.ExplicitBounds().FromRaw(f.bounds)
 		if f.isDelta {
-			dp.BucketCounts().FromRaw(d.buckets[row*f.nb : (row+1)*f.nb])
+			f.scratch = d.bucketCounts(row, f.nb, f.scratch)
+			dp.BucketCounts().FromRaw(f.scratch)
 			dp.SetCount(r.count)
 			dp.SetSum(r.sum)
 		} else {
@@ -389,15 +407,16 @@ func (f *flusher) buildHistograms(m pmetric.Metric, fi int, ids []uint32, buf *d
 }
 
 // setExpo fills an exponential data point as spanmetrics' go-expohisto conversion does.
-func setExpo(dp pmetric.ExponentialHistogramDataPoint, count, zero uint64, sum, lo, hi float64, k *expoSketch, s *slab) {
+func setExpo(dp pmetric.ExponentialHistogramDataPoint, count uint64, sum float64, e *expoState, s *slab) {
+	k := &e.sketch
 	dp.SetCount(count)
 	dp.SetSum(sum)
 	if count != 0 {
-		dp.SetMin(lo)
-		dp.SetMax(hi)
+		dp.SetMin(e.min)
+		dp.SetMax(e.max)
 	}
-	dp.SetZeroCount(zero)
-	if count != zero {
+	dp.SetZeroCount(e.zero)
+	if count != e.zero {
 		dp.SetScale(k.scale)
 	}
 	if k.n > 0 {

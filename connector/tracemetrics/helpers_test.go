@@ -76,6 +76,10 @@ func (r *running) consume(td ptrace.Traces) {
 // flush advances the clock one interval and waits for the export it triggers.
 func (r *running) flush() pmetric.Metrics {
 	n := len(r.sink.AllMetrics())
+	if ours, ok := r.conn.(*connectorImp); ok {
+		// A tick that finds the flusher still busy is skipped (by design); wait until idle.
+		require.Eventually(r.t, ours.flusherIdle, 10*time.Second, time.Millisecond)
+	}
 	// Ticker registration is asynchronous in spanmetrics' Start; wait for a waiter.
 	require.NoError(r.t, r.clock.BlockUntilContext(context.Background(), 1))
 	r.clock.Advance(r.interval)

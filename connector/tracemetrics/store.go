@@ -6,10 +6,18 @@ import (
 )
 
 // keyArena stores variable-length keys in large chunks, addressed by (chunk<<32 | offset).
-// Millions of keys cost the GC a handful of pointers. Released keys are counted as waste;
-// the owner rebuilds the arena when waste outweighs live bytes.
+// Millions of keys cost the GC a handful of pointers.
+//
+// The aggregator writes it and the flusher reads it without a lock: a chunk is allocated at its
+// full length and never resized, and bytes are written once, before the key is announced to the
+// flusher in a buffer (the channel send orders them). The flusher reads through a copy of the
+// chunk list taken at the swap, so it only ever reads chunks and bytes that no longer change.
+// Released keys are counted as waste; when waste outweighs live bytes the aggregator copies the
+// live keys into fresh chunks and sends the new references with the next buffer. The old chunks
+// are left untouched for the flusher until it switches, then collected.
 type keyArena struct {
 	chunks [][]byte
+	used   int // bytes used in the last chunk
 	live   int
 	waste  int
 }
@@ -19,21 +27,26 @@ const arenaChunk = 1 << 20
 func (a *keyArena) add(b []byte) uint64 {
 	n := len(b)
 	last := len(a.chunks) - 1
-	if last < 0 || cap(a.chunks[last])-len(a.chunks[last]) < n {
-		a.chunks = append(a.chunks, make([]byte, 0, max(arenaChunk, n)))
+	if last < 0 || len(a.chunks[last])-a.used < n {
+		a.chunks = append(a.chunks, make([]byte, max(arenaChunk, n)))
 		last++
+		a.used = 0
 	}
-	off := len(a.chunks[last])
-	a.chunks[last] = append(a.chunks[last], b...)
+	off := a.used
+	copy(a.chunks[last][off:], b)
+	a.used += n
 	a.live += n
 	return uint64(last)<<32 | uint64(off)
 }
 
-func (a *keyArena) get(r uint64, n uint32) []byte {
-	c := a.chunks[r>>32]
+// keyAt returns the n bytes at r in chunks.
+func keyAt(chunks [][]byte, r uint64, n uint32) []byte {
+	c := chunks[r>>32]
 	off := uint32(r)
 	return c[off : off+n : off+n]
 }
+
+func (a *keyArena) get(r uint64, n uint32) []byte { return keyAt(a.chunks, r, n) }
 
 func (a *keyArena) release(n uint32) {
 	a.live -= int(n)
@@ -41,25 +54,6 @@ func (a *keyArena) release(n uint32) {
 }
 
 func (a *keyArena) wantsCompaction() bool { return a.waste > 4*arenaChunk && a.waste > a.live }
-
-func (a *keyArena) bytes() int {
-	total := 0
-	for _, c := range a.chunks {
-		total += cap(c)
-	}
-	return total
-}
-
-// compactKeys moves the keys of live ids (lens[id] > 0) into a fresh arena.
-func compactKeys(a *keyArena, refs []uint64, lens []uint32) {
-	var fresh keyArena
-	for id, n := range lens {
-		if n > 0 {
-			refs[id] = fresh.add(a.get(refs[id], n))
-		}
-	}
-	*a = fresh
-}
 
 // grow returns s with length at least n, new elements zero.
 func grow[T any](s []T, n int) []T {
@@ -70,7 +64,9 @@ func grow[T any](s []T, n int) []T {
 		s = s[:n]
 		return s
 	}
-	s = slices.Grow(s, max(n, 2*cap(s))-len(s))
+	// append's growth policy: doubling while small, about 1.25x for large slices, so a store
+	// of a million series does not carry a million slots of slack.
+	s = slices.Grow(s, n-len(s))
 	return s[:n]
 }
 
@@ -82,38 +78,57 @@ func appendZeros[T any](s []T, n int) []T {
 	return s
 }
 
-// deltaRow is what one series accumulated during the current interval.
+// deltaRow is what one series accumulated during the current interval (48 bytes).
 type deltaRow struct {
-	id       uint32
-	exOff    int32 // first exemplar slot in deltaFamily.exemplars, -1 when none
-	exN      int32
-	first    int64 // batch time of the first span this interval
-	last     int64 // batch time of the last span this interval
-	count    uint64
-	zero     uint64 // exponential: zero durations
-	sum      float64
+	id    uint32
+	exOff int32 // first exemplar slot in deltaFamily.exemplars, -1 when none
+	exN   int32
+	first int64 // batch time of the first span this interval
+	last  int64 // batch time of the last span this interval
+	count uint64
+	sum   float64
+}
+
+// expoState is the exponential histogram part of a series, kept only when the duration
+// histogram is exponential.
+type expoState struct {
+	zero     uint64 // zero durations
 	min, max float64
 	sketch   expoSketch
 }
+
+func newExpoState() expoState { return expoState{min: math.Inf(1), max: math.Inf(-1)} }
 
 // newSeries announces a series created by the aggregator to the flusher.
 type newSeries struct {
 	id      uint32
 	res     uint32
+	keyLen  uint32
 	created int64
-	key     ref // in deltaFamily.newKeys
+	keyRef  uint64 // in the aggregator's key arena
+}
+
+// keyMove gives the flusher the new key reference of a live series after a compaction.
+type keyMove struct {
+	id     uint32
+	keyRef uint64
 }
 
 // deltaFamily is one family's part of a deltaBuffer.
 type deltaFamily struct {
 	slot      []int32 // by series id: row+1, 0 when untouched this interval
 	rows      []deltaRow
-	buckets   []uint64 // explicit: nb per row
-	slab      slab     // exponential sketches of the rows
+	expo      []expoState // exponential: by row
+	slab      slab        // exponential sketches of the rows
+	// Explicit bucket counts, nb per row. An interval's count fits 32 bits unless one series
+	// puts 4G spans in one bucket; wraps are carried in spill (bucket index → 1<<32 each).
+	buckets []uint32
+	spill   map[int]uint64
 	exemplars []exemplar
 	newSeries []newSeries
-	newKeys   []byte
-	expired   []uint32 // ids expired at this swap; reusable once the flusher hands the buffer back
+	keys      [][]byte  // the aggregator's key chunks at the swap (read only)
+	moved     []keyMove // set when the aggregator compacted its keys at this swap
+	expired   []uint32  // ids expired at this swap; reusable once the flusher hands the buffer back
 }
 
 // newResource announces a resource to the flusher with its output attributes.
@@ -138,17 +153,44 @@ func newDeltaBuffer(families int) *deltaBuffer {
 }
 
 // newRow adds the row of series id, which has none in this interval, with its buckets.
-func (d *deltaFamily) newRow(id uint32, ts int64, nb int) int32 {
+func (d *deltaFamily) newRow(id uint32, ts int64, nb int, expo bool) int32 {
 	if int(id) >= len(d.slot) {
 		d.slot = grow(d.slot, int(id)+1)
 	}
 	r := int32(len(d.rows))
 	d.slot[id] = r + 1
-	d.rows = append(d.rows, deltaRow{id: id, exOff: -1, first: ts, last: ts, min: math.Inf(1), max: math.Inf(-1)})
+	d.rows = append(d.rows, deltaRow{id: id, exOff: -1, first: ts, last: ts})
 	if nb > 0 {
 		d.buckets = appendZeros(d.buckets, nb)
 	}
+	if expo {
+		d.expo = append(d.expo, newExpoState())
+	}
 	return r
+}
+
+// observe counts one duration in explicit bucket i of the interval.
+func (d *deltaFamily) observe(i int) {
+	b := &d.buckets[i]
+	if *b++; *b == 0 {
+		if d.spill == nil {
+			d.spill = map[int]uint64{}
+		}
+		d.spill[i] += 1 << 32
+	}
+}
+
+// bucketCounts writes the interval's bucket counts of row into dst.
+func (d *deltaFamily) bucketCounts(row, nb int, dst []uint64) []uint64 {
+	dst = dst[:0]
+	for i, c := range d.buckets[row*nb : (row+1)*nb] {
+		v := uint64(c)
+		if d.spill != nil {
+			v += d.spill[row*nb+i]
+		}
+		dst = append(dst, v)
+	}
+	return dst
 }
 
 // touched reports whether id has a row this interval.
@@ -185,11 +227,14 @@ func (d *deltaFamily) reset() {
 		d.slot[d.rows[i].id] = 0
 	}
 	d.rows = d.rows[:0]
+	d.expo = d.expo[:0]
 	d.buckets = d.buckets[:0]
+	d.spill = nil
 	d.slab.reset()
 	d.exemplars = d.exemplars[:0]
 	d.newSeries = d.newSeries[:0]
-	d.newKeys = d.newKeys[:0]
+	d.keys = nil
+	d.moved = d.moved[:0]
 }
 
 func (b *deltaBuffer) reset() {

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"hash/maphash"
 	"net/http"
 	"strconv"
 	"sync"
@@ -34,6 +35,11 @@ type cachedExporter struct {
 	wake        chan struct{} // capacity 1: ingest never blocks on it
 	firstRender chan struct{} // closed when the first snapshot is published
 	done        chan struct{}
+
+	// Last time a client asked for an uncompressed text / OpenMetrics body,
+	// unix nanoseconds.
+	textIdentitySeen atomic.Int64
+	omIdentitySeen   atomic.Int64
 
 	firstRenderWait time.Duration
 	etagPrefix      string
@@ -209,8 +215,9 @@ type snapshotRenderer struct {
 	frame   frame
 	rd      renderer
 	zw      *gzip.Writer
-	gen     uint64
 	retired []*snapshot // unpublished snapshots whose buffers may be reused
+	chunk   []byte      // chunk buffer of streamed renders
+	lastLen int         // length of the last kept body
 }
 
 func (r *snapshotRenderer) render(e *cachedExporter) *snapshot {
@@ -219,19 +226,54 @@ func (r *snapshotRenderer) render(e *cachedExporter) *snapshot {
 	if r.zw == nil {
 		r.zw, _ = gzip.NewWriterLevel(nil, gzipLevel)
 	}
-	r.gen++
-	snap := &snapshot{series: len(r.frame.rows), etag: e.etagPrefix + strconv.FormatUint(r.gen, 36) + "-"}
+	snap := &snapshot{series: len(r.frame.rows)}
 	// Reuse the buffers of a retired snapshot no scrape is reading: bodies
 	// are large, and allocating (and zeroing) them per render would make
 	// memory and GC work grow with every render.
 	old := r.reusable()
-	snap.text = r.rd.renderText(old.text[:0], &r.frame)
-	snap.textGzip = compress(old.textGzip[:0], snap.text, r.zw)
+	now := time.Now().UnixNano()
+	keepText := now-e.textIdentitySeen.Load() < int64(identityTTL)
+	snap.text, snap.textGzip, snap.textKept, snap.textLen = r.body(old.text, old.textGzip, keepText, r.rd.renderText)
 	if e.cfg.EnableOpenMetrics {
-		snap.om = r.rd.renderOpenMetrics(old.om[:0], &r.frame)
-		snap.omGzip = compress(old.omGzip[:0], snap.om, r.zw)
+		keepOM := now-e.omIdentitySeen.Load() < int64(identityTTL)
+		snap.om, snap.omGzip, snap.omKept, snap.omLen = r.body(old.om, old.omGzip, keepOM, r.rd.renderOpenMetrics)
 	}
+	// The ETag is derived from the content (gzip output is deterministic),
+	// so a render of unchanged data keeps it and conditional requests still
+	// match. Hashing the compressed form is cheap: ~3% of the body.
+	var h maphash.Hash
+	h.SetSeed(etagSeed)
+	_, _ = h.Write(snap.textGzip)
+	_, _ = h.Write(snap.omGzip)
+	snap.etag = e.etagPrefix + strconv.FormatUint(h.Sum64(), 36) + "-"
 	return snap
+}
+
+// etagSeed is fixed for the process so equal content hashes equally.
+var etagSeed = maphash.MakeSeed()
+
+// identityTTL is how long the uncompressed body is kept after the last
+// client that asked for it. Prometheus always asks for gzip, so normally
+// only the compressed form (about 3% of the size) is held.
+const identityTTL = 10 * time.Minute
+
+// body renders one format. With keep it holds the body and compresses it;
+// otherwise it streams the body into the compressor in chunks and keeps the
+// chunk buffer for next time.
+func (r *snapshotRenderer) body(textBuf, gzBuf []byte, keep bool, render func([]byte, *frame) []byte) (body, gz []byte, kept bool, length int) {
+	if keep {
+		if cap(textBuf) < r.lastLen {
+			// Size for the last body plus growth room instead of letting
+			// append double its way up (and leave the halves as garbage).
+			textBuf = make([]byte, 0, r.lastLen+r.lastLen/8)
+		}
+		body = render(textBuf[:0], &r.frame)
+		r.lastLen = len(body)
+		return body, compress(gzBuf[:0], body, r.zw), true, len(body)
+	}
+	gz, r.chunk, length = r.rd.renderCompressed(gzBuf, r.chunk, r.zw, func(dst []byte) []byte { return render(dst, &r.frame) })
+	r.lastLen = length
+	return nil, gz, false, length
 }
 
 // reusable returns a retired snapshot without readers (its buffers become
@@ -246,13 +288,14 @@ func (r *snapshotRenderer) reusable() *snapshot {
 	return &snapshot{}
 }
 
-// retire records a snapshot that is no longer published. Only a couple are
-// kept: a scrape slower than two renders just means a fresh allocation.
+// retire records a snapshot that is no longer published. One spare is
+// kept: holding more would multiply memory for large bodies, and a scrape
+// slower than a render interval only costs a fresh allocation.
 func (r *snapshotRenderer) retire(s *snapshot) {
 	if s == nil {
 		return
 	}
-	if len(r.retired) >= 2 {
+	if len(r.retired) >= 1 {
 		r.retired = r.retired[1:]
 	}
 	r.retired = append(r.retired, s)

@@ -278,3 +278,18 @@ func assertSameLines(t *testing.T, want, got []byte, what string) {
 		t.Errorf("%s: %d differing lines:\n%s", what, len(diffs), strings.Join(diffs, "\n"))
 	}
 }
+
+// textOf returns a snapshot's text body, decompressing it when only the
+// gzip form was kept.
+func textOf(tb testing.TB, s *snapshot) string {
+	tb.Helper()
+	if s.textKept {
+		return string(s.text)
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(s.textGzip))
+	require.NoError(tb, err)
+	b, err := io.ReadAll(zr)
+	require.NoError(tb, err)
+	require.Len(tb, b, s.textLen)
+	return string(b)
+}

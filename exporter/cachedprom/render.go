@@ -2,6 +2,7 @@ package cachedprom // import "github.com/otelcol-red/otelcol-red/exporter/cached
 
 import (
 	"bytes"
+	"io"
 	"math"
 	"slices"
 	"strconv"
@@ -61,6 +62,8 @@ func (s *seriesStore) copyFrame(f *frame, withTimestamps bool) {
 			f.targets = append(f.targets, r.labels)
 		}
 	}
+	// Sorted so that equal content renders to equal bytes (and ETag).
+	slices.Sort(f.targets)
 	fams := make([]*family, 0, len(s.families))
 	for _, fam := range s.families {
 		fams = append(fams, fam)
@@ -122,6 +125,26 @@ func (s *seriesStore) copyFrame(f *frame, withTimestamps bool) {
 type renderer struct {
 	withTimestamps bool
 	num            []byte
+
+	// sink, when set, receives the body in chunks of about streamChunk
+	// bytes instead of it being accumulated: the gzip-only form is built
+	// without ever holding the uncompressed body.
+	sink    io.Writer
+	written int
+}
+
+// streamChunk is the size of the pieces handed to the sink; big enough to
+// amortise the call, small enough to stay in cache.
+const streamChunk = 256 << 10
+
+// flushChunk hands dst to the sink once it is large enough.
+func (rd *renderer) flushChunk(dst []byte, force bool) []byte {
+	if rd.sink == nil || (!force && len(dst) < streamChunk) {
+		return dst
+	}
+	_, _ = rd.sink.Write(dst) // the sink is a gzip writer over a bytes.Buffer
+	rd.written += len(dst)
+	return dst[:0]
 }
 
 // renderText appends the text 0.0.4 exposition of f to dst.
@@ -154,6 +177,7 @@ func (rd *renderer) render(dst []byte, f *frame, om bool) []byte {
 		headerDone := false
 		name := fam.name
 		for ri := range rows {
+			dst = rd.flushChunk(dst, false)
 			r := &rows[ri]
 			if !r.valid {
 				continue
@@ -422,4 +446,19 @@ func compress(dst, body []byte, zw *gzip.Writer) []byte {
 	_, _ = zw.Write(body) // writes to a bytes.Buffer cannot fail
 	_ = zw.Close()
 	return buf.Bytes()
+}
+
+// renderCompressed builds only the gzip form: the body is rendered in chunks
+// straight into the compressor. It returns the gzip bytes and the length of
+// the uncompressed body.
+func (rd *renderer) renderCompressed(dst, scratch []byte, zw *gzip.Writer, render func([]byte) []byte) (gz, scratchOut []byte, bodyLen int) {
+	buf := bytes.NewBuffer(dst[:0])
+	zw.Reset(buf)
+	rd.sink, rd.written = zw, 0
+	rest := render(scratch[:0])
+	rest = rd.flushChunk(rest, true)
+	bodyLen = rd.written
+	rd.sink = nil
+	_ = zw.Close()
+	return buf.Bytes(), rest, bodyLen
 }

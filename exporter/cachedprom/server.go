@@ -1,12 +1,15 @@
 package cachedprom // import "github.com/otelcol-red/otelcol-red/exporter/cachedprom"
 
 import (
+	"bytes"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
 
+	"github.com/klauspost/compress/gzip"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 )
@@ -16,8 +19,12 @@ import (
 type snapshot struct {
 	text, textGzip []byte
 	om, omGzip     []byte // nil unless enable_open_metrics
-	etag           string // prefix; the variant letter is appended
-	series         int
+	// textKept/omKept say whether the uncompressed body was kept: it is
+	// only while clients without gzip are around (see identityTTL).
+	textKept, omKept bool
+	textLen, omLen   int    // uncompressed lengths
+	etag             string // prefix; the variant letter is appended
+	series           int
 
 	// readers counts scrapes writing this snapshot's bytes, so the renderer
 	// can reuse the buffers of a retired snapshot nobody reads any more.
@@ -95,22 +102,27 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// the Content-Type says, as every Prometheus handles.
 	gz := acceptsGzip(r.Header.Get("Accept-Encoding"))
 
-	var body []byte
+	var body, gzBody []byte
+	var kept bool
+	var length int
 	variant := byte('t')
 	switch {
 	case snap == nil && om:
-		body = emptyOpenMetrics
+		body, kept, length = emptyOpenMetrics, true, len(emptyOpenMetrics)
 	case snap == nil:
-		body = nil
-	case om && gz:
-		body, variant = snap.omGzip, 'O'
+		kept = true
 	case om:
-		body, variant = snap.om, 'o'
-	case gz:
-		body, variant = snap.textGzip, 'T'
+		body, gzBody, kept, length, variant = snap.om, snap.omGzip, snap.omKept, snap.omLen, 'o'
 	default:
-		body = snap.text
+		body, gzBody, kept, length = snap.text, snap.textGzip, snap.textKept, snap.textLen
 	}
+	if gz && snap != nil {
+		body, kept, length = gzBody, true, len(gzBody)
+		variant -= 'a' - 'A'
+	} else if snap != nil {
+		h.exp.identitySeen(om, kept)
+	}
+
 	hdr := w.Header()
 	hdr.Set("Content-Type", contentType)
 	hdr.Set("Vary", "Accept, Accept-Encoding")
@@ -127,12 +139,40 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	} else {
 		hdr.Set("ETag", emptySnapshotETag)
 	}
-	hdr.Set("Content-Length", strconv.Itoa(len(body)))
+	hdr.Set("Content-Length", strconv.Itoa(length))
 	w.WriteHeader(http.StatusOK)
 	if r.Method == http.MethodHead {
 		return
 	}
-	_, _ = w.Write(body)
+	if kept {
+		_, _ = w.Write(body)
+		return
+	}
+	// Only the gzip form exists (no identity client was seen lately):
+	// decompress it for this client; the next render keeps the body.
+	zr, err := gzip.NewReader(bytes.NewReader(gzBody))
+	if err != nil {
+		panic("BUG: snapshot holds invalid gzip: " + err.Error())
+	}
+	_, _ = io.Copy(w, zr)
+}
+
+// identitySeen records that a client wanted the uncompressed body, so the
+// renderer keeps it; when it was not kept, a render is requested so the next
+// such scrape is a plain write.
+func (e *cachedExporter) identitySeen(om, kept bool) {
+	seen := &e.textIdentitySeen
+	if om {
+		seen = &e.omIdentitySeen
+	}
+	seen.Store(time.Now().UnixNano())
+	if !kept {
+		e.dirty.Store(true)
+		select {
+		case e.wake <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // waitFirstRender blocks a scrape that arrives before any snapshot until the

@@ -122,3 +122,23 @@ func TestAcceptsGzip(t *testing.T) {
 		assert.Equal(t, want, acceptsGzip(h), "%q", h)
 	}
 }
+
+func TestIdentityScrapeOfGzipOnlySnapshot(t *testing.T) {
+	e, url := startOurs(t, nil)
+	require.NoError(t, e.ConsumeMetrics(context.Background(), mixedMetrics(0, testBase)))
+	e.renderNow()
+	snap := e.snapshot.Load()
+	require.False(t, snap.textKept, "no identity client seen yet: only gzip is held")
+	require.Nil(t, snap.text)
+	require.NotEmpty(t, snap.textGzip)
+
+	// An identity client still gets the full body, decompressed on the fly,
+	// with the right Content-Length...
+	body, resp := scrape(t, url, "", false)
+	assert.Equal(t, textOf(t, snap), string(body))
+	assert.Equal(t, strconv.Itoa(snap.textLen), resp.Header.Get("Content-Length"))
+	// ...and the renderer keeps the body from then on, same content, same ETag.
+	require.Eventually(t, func() bool { return e.snapshot.Load().textKept }, 5*time.Second, 5*time.Millisecond)
+	_, resp2 := scrape(t, url, "", false)
+	assert.Equal(t, resp.Header.Get("ETag"), resp2.Header.Get("ETag"))
+}

@@ -55,7 +55,7 @@ func deltaCounter(v float64, start, end time.Time) pmetric.Metrics {
 func body(t *testing.T, e *cachedExporter) string {
 	t.Helper()
 	e.renderNow()
-	return string(e.snapshot.Load().text)
+	return textOf(t, e.snapshot.Load())
 }
 
 func TestDeltaSumsAccumulate(t *testing.T) {
@@ -96,7 +96,7 @@ func TestExpiryRunsWithoutScrapes(t *testing.T) {
 	// snapshot without them (target_info included).
 	require.Eventually(t, func() bool {
 		s := e.snapshot.Load()
-		return e.store.len() == 0 && s != nil && len(s.text) == 0
+		return e.store.len() == 0 && s != nil && s.textLen == 0
 	}, 5*time.Second, 10*time.Millisecond)
 	assert.Empty(t, e.store.resources)
 	assert.Empty(t, e.store.families)

@@ -12,7 +12,9 @@ import (
 // that need escaping, three kinds of resource (job+instance, job only,
 // neither) and a scope with attributes. Batch 1 continues batch 0's deltas.
 func mixedMetrics(batch int, base time.Time) pmetric.Metrics {
-	ts := func(i int) pcommon.Timestamp { return pcommon.NewTimestampFromTime(base.Add(time.Duration(i) * time.Second)) }
+	ts := func(i int) pcommon.Timestamp {
+		return pcommon.NewTimestampFromTime(base.Add(time.Duration(i) * time.Second))
+	}
 	start, now := ts(batch), ts(batch+1)
 	md := pmetric.NewMetrics()
 

@@ -83,6 +83,10 @@ exporters:
     sending_queue:
       enabled: false
 service:
+  telemetry:
+    logs:
+      sampling:
+        enabled: false
   pipelines:
     traces/ledger:
       receivers: [kafka]
@@ -145,6 +149,7 @@ func startCollectorConfigs(tb testing.TB, configs []string, env map[string]strin
 	}()
 	tb.Cleanup(func() {
 		_ = c.Stop(tb)
+		_ = os.WriteFile(fmt.Sprintf("/tmp/coll-%d.log", cmd.Process.Pid), []byte(c.Logs()), 0o644)
 		if tb.Failed() {
 			tb.Logf("collector log:\n%s", tailOf(c.Logs(), 8000))
 		}

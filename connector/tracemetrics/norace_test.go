@@ -1,0 +1,5 @@
+//go:build !race
+
+package tracemetrics
+
+const raceEnabled = false
