@@ -57,7 +57,9 @@ tool() {
 # the lines after $LOG_FROM count, since resume appends to the log of the previous run.
 LOG_FROM=1
 started() {
-  port_open "$PORT" && tail -n "+$LOG_FROM" "$LOG" | grep -q 'Kafka Server started'
+  # grep reads to the end (no -q): an early exit would kill tail with SIGPIPE, and pipefail
+  # would turn a match into a failure.
+  port_open "$PORT" && tail -n "+$LOG_FROM" "$LOG" | grep 'Kafka Server started' >/dev/null
 }
 
 # ready asks the broker for its topic list, for status: it answers requests.
@@ -66,9 +68,15 @@ ready() {
 }
 
 # new_cluster_id makes what `StorageTool random-uuid` prints (16 random bytes, URL-safe base64
-# without padding) without starting a JVM for it.
+# without padding) without starting a JVM for it. Like Kafka's own generator it never starts
+# with '-', which the format command would take for an option.
 new_cluster_id() {
-  head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=\n'
+  local id
+  while :; do
+    id=$(head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=\n')
+    [ "${id:0:1}" != "-" ] && break
+  done
+  echo "$id"
 }
 
 running() { pid_alive "$PIDFILE" && port_open "$PORT"; }

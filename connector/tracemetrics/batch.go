@@ -29,7 +29,6 @@ type deltaBatch struct {
 	arena     []byte   // key bytes of resources and series
 	table     []uint32 // open-addressing table over series: index+1, 0 empty
 
-	keyBuf  []byte // key under construction
 	sortBuf []attr // resource attribute sorting
 
 	// Used by the aggregator while applying the batch.
@@ -124,8 +123,11 @@ func (b *deltaBatch) growTable() {
 	}
 }
 
-// upsert returns the index of the series with key in resource res, adding it if new.
-func (b *deltaBatch) upsert(res uint32, fam uint8, key []byte) uint32 {
+// upsert returns the index of the series whose key was just appended to the arena at off,
+// adding the series if new. The key is encoded in place: a known series truncates the arena
+// back to off, a new one keeps it there, so no key is copied.
+func (b *deltaBatch) upsert(res uint32, fam uint8, off int) uint32 {
+	key := b.arena[off:]
 	h := keyHash(key)
 	mask := uint64(len(b.table) - 1)
 	i := h & mask
@@ -136,6 +138,7 @@ func (b *deltaBatch) upsert(res uint32, fam uint8, key []byte) uint32 {
 		}
 		s := &b.series[e-1]
 		if s.hash == h && s.res == res && bytes.Equal(b.bytes(s.key), key) {
+			b.arena = b.arena[:off]
 			return e - 1
 		}
 		i = (i + 1) & mask
@@ -148,8 +151,6 @@ func (b *deltaBatch) upsert(res uint32, fam uint8, key []byte) uint32 {
 			i = (i + 1) & mask
 		}
 	}
-	off := len(b.arena)
-	b.arena = append(b.arena, key...)
 	b.series = append(b.series, batchSeries{
 		hash: h, key: ref{uint32(off), uint32(len(key))}, res: res, fam: fam,
 		min: math.Inf(1), max: math.Inf(-1), exOff: -1,
@@ -288,8 +289,9 @@ func (r *reducer) reduceSpan(b *deltaBatch, res uint32, resHash uint64, svc stri
 	isError := span.Status().Code() == ptrace.StatusCodeError
 
 	for _, f := range r.spanFams {
-		b.keyBuf = r.appendKey(b.keyBuf[:0], f, resHash, svc, span, scope, withScope, resAttrs, nil)
-		idx := b.upsert(res, f.index, b.keyBuf)
+		off := len(b.arena)
+		b.arena = r.appendKey(b.arena, f, resHash, svc, span, scope, withScope, resAttrs, nil)
+		idx := b.upsert(res, f.index, off)
 		s := &b.series[idx]
 		s.count++
 		if f.duration {
@@ -308,8 +310,9 @@ func (r *reducer) reduceSpan(b *deltaBatch, res uint32, resHash uint64, svc stri
 	events := span.Events()
 	for l := 0; l < events.Len(); l++ {
 		evAttrs := events.At(l).Attributes()
-		b.keyBuf = r.appendKey(b.keyBuf[:0], r.eventsFam, resHash, svc, span, scope, withScope, resAttrs, &evAttrs)
-		idx := b.upsert(res, r.eventsFam.index, b.keyBuf)
+		off := len(b.arena)
+		b.arena = r.appendKey(b.arena, r.eventsFam, resHash, svc, span, scope, withScope, resAttrs, &evAttrs)
+		idx := b.upsert(res, r.eventsFam.index, off)
 		s := &b.series[idx]
 		s.count++
 		if withExemplar {

@@ -149,6 +149,7 @@ func newConnector(set component.TelemetrySettings, cfg *Config, next consumer.Me
 		returned:     returned,
 		done:         make(chan struct{}),
 		byRes:        make([][]int32, len(lay.families)),
+		intern:       newInterner(1 << 18),
 		orders:       make([][]uint32, len(lay.families)),
 	}
 	namespace := cfg.Namespace

@@ -15,8 +15,8 @@ const scopeName = "tracemetricsconnector"
 
 // flusher turns filled delta buffers into pmetric.Metrics and sends them downstream, on its
 // own goroutine: nothing it does holds up ConsumeTraces or the aggregator. For cumulative
-// temporality it owns the running totals of every series; it keeps its own copy of the
-// series keys (sent once, when a series is created), so it shares no memory with the
+// temporality it owns the running totals of every series. Series keys it reads from the
+// aggregator's immutable key chunks (see keyArena); otherwise it shares no memory with the
 // aggregator except the buffer it is handed.
 type flusher struct {
 	lay          *layout
@@ -39,7 +39,8 @@ type flusher struct {
 
 	resAttrs []pcommon.Map // by resource id; zero Map when free
 	tables   []*flushTable
-	built    int        // data points built in this flush, for yielding
+	built    int // data points built in this flush, for yielding
+	intern   *interner
 	scratch  []uint64
 	orders   [][]uint32 // per family: ids to export grouped by resource (scratch)
 	byRes    [][]int32  // per family: offsets of each resource's ids in orders
@@ -351,7 +352,7 @@ func (f *flusher) buildSums(m pmetric.Metric, name string, fi int, ids []uint32,
 			dp.SetIntValue(int64(t.count[id]))
 		}
 		f.putExemplars(dp.Exemplars(), d, r, ts)
-		f.lay.putAttributes(t.key(id), dp.Attributes())
+		f.lay.putAttributes(t.key(id), dp.Attributes(), f.intern)
 	}
 }
 
@@ -376,7 +377,7 @@ func (f *flusher) buildHistograms(m pmetric.Metric, fi int, ids []uint32, buf *d
 				setExpo(dp, t.count[id], t.sum[id], &t.expo[id], &t.slab)
 			}
 			f.putExemplars(dp.Exemplars(), d, r, ts)
-			f.lay.putAttributes(t.key(id), dp.Attributes())
+			f.lay.putAttributes(t.key(id), dp.Attributes(), f.intern)
 		}
 		return
 	}
@@ -402,7 +403,7 @@ func (f *flusher) buildHistograms(m pmetric.Metric, fi int, ids []uint32, buf *d
 			dp.SetSum(t.sum[id])
 		}
 		f.putExemplars(dp.Exemplars(), d, r, ts)
-		f.lay.putAttributes(t.key(id), dp.Attributes())
+		f.lay.putAttributes(t.key(id), dp.Attributes(), f.intern)
 	}
 }
 

@@ -83,7 +83,8 @@ func (r *running) flush() pmetric.Metrics {
 	// Ticker registration is asynchronous in spanmetrics' Start; wait for a waiter.
 	require.NoError(r.t, r.clock.BlockUntilContext(context.Background(), 1))
 	r.clock.Advance(r.interval)
-	require.Eventually(r.t, func() bool { return len(r.sink.AllMetrics()) > n }, 10*time.Second, time.Millisecond)
+	// Generous: a flush of 1M series takes seconds on a loaded 2-core machine.
+	require.Eventually(r.t, func() bool { return len(r.sink.AllMetrics()) > n }, 2*time.Minute, time.Millisecond)
 	return r.sink.AllMetrics()[n]
 }
 

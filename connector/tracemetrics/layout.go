@@ -239,8 +239,40 @@ func appendValue(dst []byte, v pcommon.Value) []byte {
 }
 
 // keyReader decodes a key. Keys are produced by this package only; a malformed one is a bug.
+// With an interner, decoded strings are shared between data points and flushes instead of
+// being allocated for every attribute of every data point.
 type keyReader struct {
-	b []byte
+	b      []byte
+	intern *interner
+}
+
+// interner deduplicates the strings the flusher decodes (service and span names, dimension
+// values repeat across series and flushes). Looking a []byte up in a map[string]string does
+// not allocate; the map is dropped when it grows past its bound, so hostile cardinality only
+// costs what it would cost without it.
+type interner struct {
+	m     map[string]string
+	limit int
+}
+
+func newInterner(limit int) *interner { return &interner{m: map[string]string{}, limit: limit} }
+
+func (in *interner) get(b []byte) string {
+	if in == nil {
+		return string(b)
+	}
+	if s, ok := in.m[string(b)]; ok {
+		return s
+	}
+	if len(in.m) >= in.limit || len(b) > 256 {
+		if len(b) > 256 {
+			return string(b)
+		}
+		clear(in.m)
+	}
+	s := string(b)
+	in.m[s] = s
+	return s
 }
 
 func (r *keyReader) byte() byte {
@@ -260,7 +292,7 @@ func (r *keyReader) uvarint() int {
 
 func (r *keyReader) str() string {
 	n := r.uvarint()
-	s := string(r.b[:n])
+	s := r.intern.get(r.b[:n])
 	r.b = r.b[n:]
 	return s
 }
@@ -269,16 +301,6 @@ func (r *keyReader) u64() uint64 {
 	v := binary.LittleEndian.Uint64(r.b)
 	r.b = r.b[8:]
 	return v
-}
-
-// value decodes one tagged value into dst; it returns false for tagAbsent.
-func (r *keyReader) value(put func() pcommon.Value) bool {
-	tag := r.byte()
-	if tag == tagAbsent {
-		return false
-	}
-	r.valueTagged(tag, put())
-	return true
 }
 
 func (r *keyReader) valueTagged(tag byte, dst pcommon.Value) {
@@ -319,13 +341,13 @@ func (r *keyReader) valueTagged(tag byte, dst pcommon.Value) {
 }
 
 // putAttributes writes the data point attributes of a series key, in spanmetrics' order.
-func (l *layout) putAttributes(key []byte, dst pcommon.Map) {
+func (l *layout) putAttributes(key []byte, dst pcommon.Map, in *interner) {
 	f := l.families[key[8]&^overflowFlag]
 	if key[8]&overflowFlag != 0 {
 		dst.PutBool(overflowKey, true)
 		return
 	}
-	r := keyReader{b: key[keyHeaderLen:]}
+	r := keyReader{b: key[keyHeaderLen:], intern: in}
 	dst.EnsureCapacity(5 + len(f.dims))
 	if l.withService {
 		dst.PutStr(serviceNameKey, r.str())
@@ -357,8 +379,9 @@ func (l *layout) putAttributes(key []byte, dst pcommon.Map) {
 		}
 	}
 	for i := range f.dims {
-		name := f.dims[i].name
-		r.value(func() pcommon.Value { return dst.PutEmpty(name) })
+		if tag := r.byte(); tag != tagAbsent {
+			r.valueTagged(tag, dst.PutEmpty(f.dims[i].name))
+		}
 	}
 }
 

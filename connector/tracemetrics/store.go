@@ -116,14 +116,14 @@ type keyMove struct {
 
 // deltaFamily is one family's part of a deltaBuffer.
 type deltaFamily struct {
-	slot      []int32 // by series id: row+1, 0 when untouched this interval
-	rows      []deltaRow
-	expo      []expoState // exponential: by row
-	slab      slab        // exponential sketches of the rows
+	slot []int32 // by series id: row+1, 0 when untouched this interval
+	rows []deltaRow
+	expo []expoState // exponential: by row
+	slab slab        // exponential sketches of the rows
 	// Explicit bucket counts, nb per row. An interval's count fits 32 bits unless one series
 	// puts 4G spans in one bucket; wraps are carried in spill (bucket index → 1<<32 each).
-	buckets []uint32
-	spill   map[int]uint64
+	buckets   []uint32
+	spill     map[int]uint64
 	exemplars []exemplar
 	newSeries []newSeries
 	keys      [][]byte  // the aggregator's key chunks at the swap (read only)

@@ -71,8 +71,9 @@ type Config struct {
 	Path string `mapstructure:"path"`
 
 	// RenderInterval is the debounce of the renderer: after an update, the
-	// snapshot is rebuilt at most once per interval (and never more often than
-	// the last render took, so rendering uses at most half a core). Default 1s.
+	// snapshot is rebuilt at most once per interval, and after a render the
+	// renderer idles at least as long as that render took, so rendering uses
+	// at most half a core. Default 1s.
 	RenderInterval time.Duration `mapstructure:"render_interval"`
 
 	// MaxSeries caps the number of series kept. Data points that would create a

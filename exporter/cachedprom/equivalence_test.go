@@ -94,6 +94,12 @@ func TestEquivalentToPrometheusExporter(t *testing.T) {
 		"spanmetrics_delta": func(t *testing.T) []pmetric.Metrics {
 			return spanmetricsOutput(t, "AGGREGATION_TEMPORALITY_DELTA", testTraces(2, 8, base), testTraces(3, 8, base))
 		},
+		"tracemetrics_cumulative": func(t *testing.T) []pmetric.Metrics {
+			return tracemetricsOutput(t, "AGGREGATION_TEMPORALITY_CUMULATIVE", testTraces(3, 12, base), testTraces(4, 6, base))
+		},
+		"tracemetrics_delta": func(t *testing.T) []pmetric.Metrics {
+			return tracemetricsOutput(t, "AGGREGATION_TEMPORALITY_DELTA", testTraces(2, 8, base), testTraces(3, 8, base))
+		},
 	}
 	for _, v := range configVariants {
 		for inName, input := range inputs {

@@ -138,9 +138,10 @@ func (e *cachedExporter) Shutdown(ctx context.Context) error {
 }
 
 // renderLoop owns rendering and expiry. It renders when the store changed,
-// at most once per render_interval and never sooner than the last render
-// took (so it uses at most half a core however large the store), and sweeps
-// expired series on its own clock so expiry does not depend on scrapes.
+// at most once per render_interval, and after a render idles at least as
+// long as that render took (so it uses at most half a core however large the
+// store); it sweeps expired series on its own clock so expiry does not
+// depend on scrapes.
 func (e *cachedExporter) renderLoop() {
 	ticker := time.NewTicker(e.cfg.RenderInterval)
 	defer ticker.Stop()
@@ -174,7 +175,8 @@ func (e *cachedExporter) renderLoop() {
 		}
 		began := time.Now()
 		took := e.renderNow()
-		nextRender = began.Add(max(e.cfg.RenderInterval, took))
+		// Idle at least as long as the render took: at most half a core.
+		nextRender = began.Add(max(e.cfg.RenderInterval, 2*took))
 	}
 }
 

@@ -21,6 +21,8 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/confmap"
+	"go.opentelemetry.io/collector/connector"
 	"go.opentelemetry.io/collector/connector/connectortest"
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/exporter"
@@ -29,6 +31,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
+	"github.com/otelcol-red/otelcol-red/connector/tracemetrics"
 	"github.com/otelcol-red/otelcol-red/exporter/cachedprom/internal/metadata"
 )
 
@@ -172,14 +175,26 @@ func sortedLines(body []byte) []string {
 	return lines
 }
 
-// spanmetricsOutput runs the real spanmetrics connector over each traces
+// spanmetricsOutput runs the contrib spanmetrics connector over each traces
 // batch in turn and returns, per batch, the first flush that carries data.
 func spanmetricsOutput(tb testing.TB, temporality string, batches ...ptrace.Traces) []pmetric.Metrics {
+	return connectorOutput(tb, spanmetricsconnector.NewFactory(), temporality, batches...)
+}
+
+// tracemetricsOutput does the same with our tracemetrics connector.
+func tracemetricsOutput(tb testing.TB, temporality string, batches ...ptrace.Traces) []pmetric.Metrics {
+	return connectorOutput(tb, tracemetrics.NewFactory(), temporality, batches...)
+}
+
+func connectorOutput(tb testing.TB, f connector.Factory, temporality string, batches ...ptrace.Traces) []pmetric.Metrics {
 	tb.Helper()
-	f := spanmetricsconnector.NewFactory()
-	cfg := f.CreateDefaultConfig().(*spanmetricsconnector.Config)
-	cfg.MetricsFlushInterval = 20 * time.Millisecond
-	cfg.AggregationTemporality = temporality
+	cfg := f.CreateDefaultConfig()
+	// Both connectors take these keys; setting them through confmap keeps
+	// this helper independent of their Go types.
+	require.NoError(tb, confmap.NewFromStringMap(map[string]any{
+		"metrics_flush_interval":  "20ms",
+		"aggregation_temporality": temporality,
+	}).Unmarshal(cfg))
 	sink := &consumertest.MetricsSink{}
 	conn, err := f.CreateTracesToMetrics(context.Background(), connectortest.NewNopSettings(f.Type()), cfg, sink)
 	require.NoError(tb, err)
@@ -188,7 +203,9 @@ func spanmetricsOutput(tb testing.TB, temporality string, batches ...ptrace.Trac
 	var out []pmetric.Metrics
 	for _, td := range batches {
 		seen := len(sink.AllMetrics())
-		require.NoError(tb, conn.ConsumeTraces(context.Background(), td))
+		c := ptrace.NewTraces()
+		td.CopyTo(c)
+		require.NoError(tb, conn.ConsumeTraces(context.Background(), c))
 		var got pmetric.Metrics
 		require.Eventually(tb, func() bool {
 			all := sink.AllMetrics()

@@ -21,6 +21,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/otelcol-red/otelcol-red/internal/testservice"
 )
@@ -78,11 +79,26 @@ func expectedCalls(batches []pmetric.Metrics) map[string]float64 {
 
 // TestPrometheusScrapesCachedprom lets Debian's Prometheus scrape two
 // cachedprom instances (text, and OpenMetrics which Prometheus prefers) fed
-// with spanmetrics output, then checks through its HTTP API that the
-// scrapes succeeded and the stored counters equal what was sent.
+// with tracemetrics output, then with spanmetrics output, and checks through
+// its HTTP API that the scrapes succeeded and the stored counters equal what
+// was sent.
 func TestPrometheusScrapesCachedprom(t *testing.T) {
+	for _, connector := range []struct {
+		name string
+		run  func(testing.TB, string, ...ptrace.Traces) []pmetric.Metrics
+	}{
+		{"tracemetrics", tracemetricsOutput},
+		{"spanmetrics", spanmetricsOutput},
+	} {
+		t.Run(connector.name, func(t *testing.T) {
+			testPrometheusScrapes(t, connector.run)
+		})
+	}
+}
+
+func testPrometheusScrapes(t *testing.T, connectorOutput func(testing.TB, string, ...ptrace.Traces) []pmetric.Metrics) {
 	base := time.Now().Add(-time.Minute)
-	batches := spanmetricsOutput(t, "AGGREGATION_TEMPORALITY_CUMULATIVE",
+	batches := connectorOutput(t, "AGGREGATION_TEMPORALITY_CUMULATIVE",
 		testTraces(3, 10, base), testTraces(3, 10, base), testTraces(2, 5, base))
 	want := expectedCalls(batches)
 	require.NotEmpty(t, want)
@@ -173,7 +189,7 @@ scrape_configs:
 		})
 	}
 
-	// promtool's linter. The spanmetrics output above has no descriptions
+	// promtool's linter. The connector output above has no descriptions
 	// and millisecond units, which the linter flags whoever renders it: the
 	// stock exporter's exposition of the same input must draw exactly the
 	// same report, and no parse error.
@@ -193,7 +209,7 @@ scrape_configs:
 
 	// With seconds and descriptions the exposition must be lint-clean.
 	clean, cleanURL := startOurs(t, nil)
-	for _, b := range spanmetricsOutput(t, "AGGREGATION_TEMPORALITY_CUMULATIVE", testTraces(3, 10, base)) {
+	for _, b := range connectorOutput(t, "AGGREGATION_TEMPORALITY_CUMULATIVE", testTraces(3, 10, base)) {
 		rms := b.ResourceMetrics()
 		for i := 0; i < rms.Len(); i++ {
 			ms := rms.At(i).ScopeMetrics().At(0).Metrics()

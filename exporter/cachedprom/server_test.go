@@ -142,3 +142,24 @@ func TestIdentityScrapeOfGzipOnlySnapshot(t *testing.T) {
 	_, resp2 := scrape(t, url, "", false)
 	assert.Equal(t, resp.Header.Get("ETag"), resp2.Header.Get("ETag"))
 }
+
+// TestScrapeIgnoresStoreLock holds the store lock, as a long ingest would,
+// and scrapes: the handler must not need it.
+func TestScrapeIgnoresStoreLock(t *testing.T) {
+	e, url := startOurs(t, nil)
+	require.NoError(t, e.ConsumeMetrics(context.Background(), mixedMetrics(0, testBase)))
+	e.renderNow()
+	e.store.mu.Lock()
+	defer e.store.mu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		body, _ := scrape(t, url, "", true)
+		assert.Contains(t, string(body), "queue_size{")
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("a scrape waited for the store lock")
+	}
+}

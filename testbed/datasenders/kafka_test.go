@@ -88,3 +88,18 @@ func TestKafkaTraceDataSenderConfig(t *testing.T) {
 	assert.Contains(t, cfg, "encoding: otlp_proto")
 	assert.Error(t, s.ConsumeTraces(t.Context(), ptrace.NewTraces()), "ConsumeTraces before Start")
 }
+
+// BenchmarkSpanShapeTraces is the generator's cost per span, which a load run spends on the
+// same machine as the collector under test.
+func BenchmarkSpanShapeTraces(b *testing.B) {
+	shape := SpanShape{Services: 100, SpanNames: 1000, ErrorEvery: 10}
+	var m ptrace.ProtoMarshaler
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		td := shape.Traces(int64(i)*100, 100)
+		if _, err := m.MarshalTraces(td); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*100), "ns/span")
+}

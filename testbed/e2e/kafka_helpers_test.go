@@ -61,11 +61,21 @@ type gateway struct {
 // overlay is merged over configs/kafka-gateway.yaml (the collector merges --config files in
 // order), so everything else is the shipped file.
 const gatewayOverlay = `
+connectors:
+  tracemetrics:
+    metrics_flush_interval: ${env:METRICS_FLUSH_INTERVAL}
 exporters:
+  cachedprom:
+    endpoint: ${env:METRICS_ENDPOINT}
   debug/store:
     verbosity: basic
 service:
   pipelines:
+    traces/in:
+      exporters: [tracemetrics, forward/store]
+    metrics/red:
+      receivers: [tracemetrics]
+      exporters: [cachedprom]
     traces/store:
       exporters: [debug/store]
 `
@@ -73,7 +83,8 @@ service:
 // ledgerOverlay adds a second pipeline on the same kafka receiver that logs one line per span it
 // is handed ("<name> <trace id> <span id>"), synchronously (no sending queue), so the log of a
 // collector lists every span its receiver delivered, even from a process that has exited. A
-// Prometheus counter of an exited process cannot be read any more; this ledger can.
+// Prometheus counter of an exited process cannot be read any more; this ledger can. The
+// collector's log sampling is off: it drops repeated entries and did drop ledger entries.
 const ledgerOverlay = `
 exporters:
   debug/ledger:
@@ -384,6 +395,27 @@ func ledgerCalls(l map[int64]int, shape datasenders.SpanShape) map[redKey]int {
 		out[redKey{shape.Service(i), st}] += c
 	}
 	return out
+}
+
+// requireLedgerComplete checks a running collector's ledger against its receiver's own count of
+// accepted spans, so a ledger line that went missing is not mistaken for a lost span.
+// runs lists every run whose spans the collector consumed.
+func requireLedgerComplete(t *testing.T, g *gateway, runs ...uint64) {
+	t.Helper()
+	var accepted float64
+	var logged int
+	ok := waitFor(30*time.Second, func() bool {
+		logs := g.Logs()
+		logged = 0
+		for _, run := range runs {
+			logged += ledgerTotal(ledger(logs, run))
+		}
+		accepted = telemetrySum(t, g.telemetryURL, "otelcol_receiver_accepted_spans_total", map[string]string{"receiver": "kafka"})
+		return accepted == float64(logged)
+	})
+	if !ok {
+		t.Fatalf("ledger has %d spans, the receiver accepted %v", logged, accepted)
+	}
 }
 
 // hasPartitions tells whether a collector's kafka receiver was assigned partitions of topic: the

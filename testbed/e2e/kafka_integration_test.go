@@ -184,12 +184,13 @@ func TestKafkaBrokerRestart(t *testing.T) {
 	require.Equal(t, int64(0), res.Failed, "spans the broker never acknowledged")
 	require.Equal(t, int64(n), res.Spans)
 
-	var deliveries map[int64]int
-	require.True(t, waitFor(time.Minute, func() bool {
-		deliveries = ledger(gw.Logs(), shape.RunID)
-		missing, _ := coverage(n, deliveries)
+	var missing []int64
+	ok := waitFor(time.Minute, func() bool {
+		missing, _ = coverage(n, ledger(gw.Logs(), shape.RunID))
 		return len(missing) == 0
-	}), "spans lost: %v", func() []int64 { m, _ := coverage(n, deliveries); return head(m, 20) }())
+	})
+	requireLedgerComplete(t, gw, shape.RunID)
+	require.True(t, ok, "%d spans lost, first: %v", len(missing), head(missing, 20))
 	requireCalls(t, gw.metricsURL, ledgerCalls(ledger(gw.Logs(), shape.RunID), shape), time.Minute)
 	_, dups := coverage(n, ledger(gw.Logs(), shape.RunID))
 	t.Logf("%d spans produced, %d delivered twice", n, dups)
@@ -254,6 +255,7 @@ func TestKafkaCollectorRestart(t *testing.T) {
 				missing, _ = coverage(n, aDeliveries, ledger(b.Logs(), shape.RunID))
 				return len(missing) == 0
 			})
+			requireLedgerComplete(t, b, shape.RunID)
 			require.True(t, ok, "%d spans lost, first: %v", len(missing), head(missing, 20))
 			bDeliveries := ledger(b.Logs(), shape.RunID)
 			requireCalls(t, b.metricsURL, ledgerCalls(bDeliveries, shape), time.Minute)
@@ -347,6 +349,7 @@ func TestKafkaScaleOut(t *testing.T) {
 		missing, _ = coverage(n2, aDeliveries, ledger(b.Logs(), shape2.RunID))
 		return len(missing) == 0
 	})
+	requireLedgerComplete(t, b, shape.RunID, shape2.RunID)
 	require.True(t, ok, "%d spans lost in the rebalance, first: %v", len(missing), head(missing, 20))
 
 	// The second collector's counters hold its phase-1 share plus everything it delivered in
