@@ -253,31 +253,40 @@ func BenchmarkBytesPerSeries(b *testing.B) {
 	}
 }
 
-// readOnly is a floor for BenchmarkConsumeTracesFloor: it reads the span fields that both
-// connectors must read (resource service.name, span name, kind, status, timestamps, two
-// dimension lookups) and aggregates nothing. With 100k series the input no longer fits in
-// the CPU caches, and these reads alone cost a large part of each connector's time.
-type readOnly struct{ sink uint64 }
+// readOnly is a floor for BenchmarkConsumeTracesFloor: it reads every byte that both
+// connectors must read to key a span (service.name, span name, kind, status, timestamps, the
+// two dimension values), copying the strings into a scratch buffer as any key builder does, and
+// aggregates nothing. With 100k series the input no longer fits in the CPU caches, and these
+// reads alone are a large part of each connector's time.
+type readOnly struct {
+	buf  []byte
+	sink uint64
+}
 
 func (r *readOnly) ConsumeTraces(_ context.Context, td ptrace.Traces) error {
 	rss := td.ResourceSpans()
 	for i := 0; i < rss.Len(); i++ {
 		rs := rss.At(i)
+		svc := ""
 		if v, ok := rs.Resource().Attributes().Get("service.name"); ok {
-			r.sink += uint64(len(v.Str()))
+			svc = v.Str()
 		}
 		for j := 0; j < rs.ScopeSpans().Len(); j++ {
 			spans := rs.ScopeSpans().At(j).Spans()
 			for k := 0; k < spans.Len(); k++ {
 				sp := spans.At(k)
-				r.sink += uint64(len(sp.Name())) + uint64(sp.Kind()) + uint64(sp.Status().Code())
+				b := append(r.buf[:0], svc...)
+				b = append(b, sp.Name()...)
+				b = append(b, byte(sp.Kind()), byte(sp.Status().Code()))
 				r.sink += uint64(sp.EndTimestamp() - sp.StartTimestamp())
 				if v, ok := sp.Attributes().Get("http.request.method"); ok {
-					r.sink += uint64(len(v.Str()))
+					b = append(b, v.Str()...)
 				}
 				if v, ok := sp.Attributes().Get("http.response.status_code"); ok {
 					r.sink += uint64(v.Int())
 				}
+				r.sink += uint64(b[len(b)-1])
+				r.buf = b
 			}
 		}
 	}
@@ -300,6 +309,35 @@ func BenchmarkConsumeTracesFloor(b *testing.B) {
 				}
 				cpu := processCPU() - start
 				b.ReportMetric(float64(cpu.Nanoseconds())/(float64(b.N)*float64(input[0].SpanCount())), "cpu-ns/span")
+			})
+		}
+	}
+}
+
+// BenchmarkReduce measures the producer side alone (spans → deltaBatch, no ring, no
+// aggregator) with and without the touch pass that loads the spans' memory ahead.
+func BenchmarkReduce(b *testing.B) {
+	for _, series := range []int{1_000, 100_000} {
+		input := benchInput(series, 1000)
+		for _, touch := range []bool{true, false} {
+			b.Run(fmt.Sprintf("series=%dk/batch=1000/touch=%v", series/1000, touch), func(b *testing.B) {
+				touchEnabled = touch
+				defer func() { touchEnabled = true }()
+				r := startConnector(b, NewFactory(), benchConfig)
+				red := r.conn.(*connectorImp).reducer
+				batch := new(deltaBatch)
+				for _, td := range input {
+					red.reduce(batch, td)
+					batch.reset()
+				}
+				b.ResetTimer()
+				start := processCPU()
+				for i := 0; i < b.N; i++ {
+					red.reduce(batch, input[i%len(input)])
+					batch.reset()
+				}
+				cpu := processCPU() - start
+				b.ReportMetric(float64(cpu.Nanoseconds())/(float64(b.N)*1000), "cpu-ns/span")
 			})
 		}
 	}

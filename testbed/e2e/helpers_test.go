@@ -87,11 +87,16 @@ type Collector struct {
 
 // StartCollector runs the binary with --config=configFile and the given extra environment
 // (config files read endpoints from ${env:...}), waits until it logs readiness, and stops it
-// when the test ends. A collector that exits or does not get ready in time fails the test with
-// its log.
-func StartCollector(tb testing.TB, configFile string, env map[string]string) *Collector {
+// when the test ends. extraConfigs are merged over configFile in order (the collector merges
+// several --config files), so a test can change one part of a shipped config and keep the rest.
+// A collector that exits or does not get ready in time fails the test with its log.
+func StartCollector(tb testing.TB, configFile string, env map[string]string, extraConfigs ...string) *Collector {
 	tb.Helper()
-	cmd := exec.Command(binaryPath(tb), "--config="+configFile)
+	args := []string{"--config=" + configFile}
+	for _, c := range extraConfigs {
+		args = append(args, "--config="+c)
+	}
+	cmd := exec.Command(binaryPath(tb), args...)
 	cmd.Env = os.Environ()
 	for k, v := range env {
 		cmd.Env = append(cmd.Env, k+"="+v)

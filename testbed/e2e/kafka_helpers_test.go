@@ -9,7 +9,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -61,21 +60,11 @@ type gateway struct {
 // overlay is merged over configs/kafka-gateway.yaml (the collector merges --config files in
 // order), so everything else is the shipped file.
 const gatewayOverlay = `
-connectors:
-  tracemetrics:
-    metrics_flush_interval: ${env:METRICS_FLUSH_INTERVAL}
 exporters:
-  cachedprom:
-    endpoint: ${env:METRICS_ENDPOINT}
   debug/store:
     verbosity: basic
 service:
   pipelines:
-    traces/in:
-      exporters: [tracemetrics, forward/store]
-    metrics/red:
-      receivers: [tracemetrics]
-      exporters: [cachedprom]
     traces/store:
       exporters: [debug/store]
 `
@@ -130,53 +119,10 @@ func startGateway(t *testing.T, broker, topic, group string, overlays ...string)
 		configs = append(configs, p)
 	}
 	return &gateway{
-		Collector:    startCollectorConfigs(t, configs, env),
+		Collector:    StartCollector(t, configs[0], env, configs[1:]...),
 		metricsURL:   "http://" + metrics + "/metrics",
 		telemetryURL: "http://" + telemetry + "/metrics",
 	}
-}
-
-// startCollectorConfigs is StartCollector with several --config files.
-func startCollectorConfigs(tb testing.TB, configs []string, env map[string]string) *Collector {
-	tb.Helper()
-	args := make([]string, 0, len(configs))
-	for _, c := range configs {
-		args = append(args, "--config="+c)
-	}
-	cmd := exec.Command(binaryPath(tb), args...)
-	cmd.Env = os.Environ()
-	for k, v := range env {
-		cmd.Env = append(cmd.Env, k+"="+v)
-	}
-	c := &Collector{cmd: cmd, logs: &syncBuffer{}, done: make(chan struct{})}
-	cmd.Stdout = c.logs
-	cmd.Stderr = c.logs
-	if err := cmd.Start(); err != nil {
-		tb.Fatalf("cannot start %s: %v", cmd.Path, err)
-	}
-	go func() {
-		c.err = cmd.Wait()
-		close(c.done)
-	}()
-	tb.Cleanup(func() {
-		_ = c.Stop(tb)
-		_ = os.WriteFile(fmt.Sprintf("/tmp/coll-%d.log", cmd.Process.Pid), []byte(c.Logs()), 0o644)
-		if tb.Failed() {
-			tb.Logf("collector log:\n%s", tailOf(c.Logs(), 8000))
-		}
-	})
-	deadline := time.Now().Add(60 * time.Second)
-	for !strings.Contains(c.Logs(), readyLine) {
-		select {
-		case <-c.done:
-			tb.Fatalf("collector exited before it was ready (%v):\n%s", c.err, tailOf(c.Logs(), 8000))
-		case <-time.After(50 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			tb.Fatalf("collector not ready after 60s:\n%s", tailOf(c.Logs(), 8000))
-		}
-	}
-	return c
 }
 
 // redKey is one RED series group the tests count: a service and a status code label value.

@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -105,43 +106,74 @@ func TestKafkaGatewayExactCounts(t *testing.T) {
 // TestKafkaMalformedMessage puts garbage between good messages on one partition: each garbage
 // message is skipped (on_permanent_error: true marks it, so the partition does not stall) and
 // counted by the receiver's unmarshal-failure counter, and every good span is counted once.
+// The second case shows why the gateway sets on_permanent_error: without it (it then inherits
+// on_error: false), the first garbage message stops its partition on that collector.
 func TestKafkaMalformedMessage(t *testing.T) {
 	broker := startKafka(t)
-	const topic = "malformed"
-	// One partition, so the garbage sits between good messages in the order they are consumed.
-	createTopic(t, topic, 1)
-	gw := startGateway(t, broker, topic, "malformed")
-
-	p, err := datasenders.NewKafkaProducer([]string{broker}, topic)
-	require.NoError(t, err)
-	defer p.Close()
-
-	shape := datasenders.SpanShape{Services: 3, ErrorEvery: 5, RunID: newRunID(t)}
 	garbage := [][]byte{
 		[]byte("this is not protobuf"),
 		{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01},
 		{0x0a, 0x7f, 0x01}, // a field that claims 127 bytes and has 1
 	}
-	want := map[redKey]int{}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
 	const goodMessages, perMsg = 10, 20
-	for m := 0; m < goodMessages; m++ {
-		td := shape.Traces(int64(m*perMsg), perMsg)
-		tally(want, td)
-		require.NoError(t, p.SendTraces(ctx, td))
-		if m%3 == 0 && m/3 < len(garbage) {
-			require.NoError(t, p.SendRaw(ctx, garbage[m/3]))
+	// produce writes good messages with a garbage message after the 1st, 4th and 7th; it returns
+	// the expected counts of everything and of what precedes the first garbage message.
+	produce := func(t *testing.T, topic string, shape datasenders.SpanShape) (all, beforeGarbage map[redKey]int) {
+		p, err := datasenders.NewKafkaProducer([]string{broker}, topic)
+		require.NoError(t, err)
+		defer p.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		all, beforeGarbage = map[redKey]int{}, map[redKey]int{}
+		for m := 0; m < goodMessages; m++ {
+			td := shape.Traces(int64(m*perMsg), perMsg)
+			tally(all, td)
+			if m == 0 {
+				tally(beforeGarbage, td)
+			}
+			require.NoError(t, p.SendTraces(ctx, td))
+			if m%3 == 0 && m/3 < len(garbage) {
+				require.NoError(t, p.SendRaw(ctx, garbage[m/3]))
+			}
 		}
+		return all, beforeGarbage
 	}
 
-	requireCalls(t, gw.metricsURL, want, time.Minute)
-	require.Equal(t, goodMessages*perMsg, total(want))
-	assert.Equal(t, float64(len(garbage)), telemetrySum(t, gw.telemetryURL,
-		"otelcol_kafka_receiver_unmarshal_failed_spans_total", map[string]string{"topic": topic}),
-		"unmarshal failures counted by the receiver")
-	assert.Equal(t, float64(goodMessages*perMsg), telemetrySum(t, gw.telemetryURL,
-		"otelcol_receiver_accepted_spans_total", map[string]string{"receiver": "kafka"}), "accepted spans")
+	t.Run("skipped", func(t *testing.T) {
+		const topic = "malformed"
+		// One partition, so the garbage sits between good messages in the order they are consumed.
+		createTopic(t, topic, 1)
+		gw := startGateway(t, broker, topic, topic)
+		want, _ := produce(t, topic, datasenders.SpanShape{Services: 3, ErrorEvery: 5, RunID: newRunID(t)})
+
+		requireCalls(t, gw.metricsURL, want, time.Minute)
+		require.Equal(t, goodMessages*perMsg, total(want))
+		assert.Equal(t, float64(len(garbage)), telemetrySum(t, gw.telemetryURL,
+			"otelcol_kafka_receiver_unmarshal_failed_spans_total", map[string]string{"topic": topic}),
+			"unmarshal failures counted by the receiver")
+		assert.Equal(t, float64(goodMessages*perMsg), telemetrySum(t, gw.telemetryURL,
+			"otelcol_receiver_accepted_spans_total", map[string]string{"receiver": "kafka"}), "accepted spans")
+	})
+
+	t.Run("stalls_without_on_permanent_error", func(t *testing.T) {
+		const topic = "malformed-stall"
+		createTopic(t, topic, 1)
+		gw := startGateway(t, broker, topic, topic, `
+receivers:
+  kafka:
+    message_marking:
+      on_permanent_error: false
+`)
+		_, want := produce(t, topic, datasenders.SpanShape{Services: 3, ErrorEvery: 5, RunID: newRunID(t)})
+		require.True(t, waitFor(time.Minute, func() bool {
+			return strings.Contains(gw.Logs(), "pausing consumption of this topic / partition")
+		}), "the receiver did not pause the partition")
+		// Only the message before the first garbage one is counted, and it stays so.
+		requireCalls(t, gw.metricsURL, want, time.Minute)
+		assert.Equal(t, 1.0, telemetrySum(t, gw.telemetryURL,
+			"otelcol_kafka_receiver_unmarshal_failed_spans_total", map[string]string{"topic": topic}),
+			"unmarshal failures counted by the receiver")
+	})
 }
 
 // TestKafkaBrokerRestart stops the broker in the middle of a stream and starts it again on the

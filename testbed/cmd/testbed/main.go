@@ -70,7 +70,7 @@ func main() {
 	flag.Float64Var(&f.tolerance, "tolerance", 0.15, "fraction of stock's spans/s ours may fall below before the run fails (run-to-run noise on a shared machine)")
 	flag.IntVar(&f.concurrency, "concurrency", 4, "requests in flight per collector")
 	flag.IntVar(&f.spansPerRequest, "spans-per-request", 1000, "spans per OTLP request or Kafka message")
-	flag.Int64Var(&f.kafkaBacklog, "kafka-backlog", 0, "spans written to the topic before the collectors start (default 6M, 2M with -short)")
+	flag.Int64Var(&f.kafkaBacklog, "kafka-backlog", 0, "spans written to the topic before the collectors start (default 10M, 4M with -short)")
 	flag.IntVar(&f.kafkaPartitions, "kafka-partitions", 4, "partitions of the Kafka scenario's topic")
 	flag.StringVar(&f.kafkaScript, "kafka-script", "../scripts/kafka.sh", "script that starts Kafka and creates topics")
 	flag.StringVar(&f.kafkaBrokers, "kafka-brokers", "", "use this running broker instead of starting one with -kafka-script")
@@ -105,11 +105,11 @@ func selectPlan(f *flags) ([]loadtest.Scenario, string, error) {
 		}
 	}
 	if f.kafkaBacklog == 0 {
-		// Sized so that consumption lasts several seconds at the ~400k spans/s measured here; the
-		// full backlog spans at least one scrape interval.
-		f.kafkaBacklog = 6_000_000
+		// Sized so that consumption lasts several seconds at the 0.5 to 1.1M spans/s measured
+		// here, long against the 100 ms the consumption is read at.
+		f.kafkaBacklog = 10_000_000
 		if f.short {
-			f.kafkaBacklog = 2_000_000
+			f.kafkaBacklog = 4_000_000
 		}
 	}
 	plan := loadtest.FullPlan(f.kafkaBacklog)

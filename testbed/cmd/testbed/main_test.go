@@ -20,7 +20,7 @@ func TestSelectPlan(t *testing.T) {
 	assert.Equal(t, "full", mode)
 	assert.Len(t, plan, 7)
 	assert.Equal(t, 2*time.Minute, f.duration)
-	assert.Equal(t, int64(6_000_000), f.kafkaBacklog)
+	assert.Equal(t, int64(10_000_000), f.kafkaBacklog)
 
 	f = flags{short: true}
 	plan, mode, err = selectPlan(&f)
@@ -28,7 +28,7 @@ func TestSelectPlan(t *testing.T) {
 	assert.Equal(t, "short", mode)
 	assert.Len(t, plan, 4)
 	assert.Equal(t, 30*time.Second, f.duration)
-	assert.Equal(t, int64(2_000_000), plan[len(plan)-1].Backlog)
+	assert.Equal(t, int64(4_000_000), plan[len(plan)-1].Backlog)
 
 	f = flags{run: "^otlp-max", duration: time.Second}
 	plan, _, err = selectPlan(&f)
