@@ -16,7 +16,7 @@ export CGO_ENABLED := 0
 INTEGRATION := -tags integration -p 1 -count=1 -timeout 25m
 MODULES     := . testbed
 
-.PHONY: all build run test unit integration check-generated generate bench testbed testbed-short lint docker clean tools
+.PHONY: all build stock-twin run test unit integration check-generated generate bench testbed testbed-short lint docker clean tools
 
 all: build
 
@@ -30,18 +30,25 @@ build:
 	@mkdir -p bin
 	cd cmd/otelcol-red && $(GO) build -trimpath -ldflags='-s -w' -o ../../$(BIN) .
 
+## stock-twin: bin/otelcol-stock, the same job with stock components only (testbed/stock-builder-config.yaml)
+stock-twin: $(BUILDER)
+	$(BUILDER) --config testbed/stock-builder-config.yaml --skip-compilation >/dev/null
+	@mkdir -p bin
+	cd .cache/stock-twin && $(GO) build -trimpath -ldflags='-s -w' -o ../../bin/otelcol-stock .
+
 ## run: the collector with configs/default.yaml (OTLP :4317/:4318, metrics :9464, health :13133)
 run: build
 	./$(BIN) --config=$(CONFIG)
 
-## test: lint, generated-code drift, unit tests with -race, integration tests with real services
-test: lint check-generated build unit integration
+## test: lint, generated-code drift, unit tests with -race, integration tests with real services,
+## and the short testbed run (fails if ours falls below the stock twin or loses a span)
+test: lint check-generated build unit integration testbed-short
 
 unit:
 	$(GO) test -race -count=1 ./...
 	cd testbed && $(GO) test -race -count=1 ./...
 
-integration: build
+integration: build stock-twin
 	$(GO) test $(INTEGRATION) ./...
 	cd testbed && $(GO) test $(INTEGRATION) ./...
 
@@ -58,11 +65,12 @@ bench:
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 1x ./...
 
 ## testbed: full load scenarios, bin/otelcol-red against the stock twin → testbed/results/
-testbed: build
+testbed: build stock-twin
 	cd testbed && $(GO) run ./cmd/testbed
 
-testbed-short: build
-	cd testbed && $(GO) run ./cmd/testbed -short
+# Writes to the git-ignored results/raw/short so a CI run never overwrites the committed RESULTS.md.
+testbed-short: build stock-twin
+	cd testbed && $(GO) run ./cmd/testbed -short -out results/raw/short
 
 ## lint: gofmt and go vet over both modules
 lint:

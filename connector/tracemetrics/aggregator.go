@@ -55,7 +55,6 @@ type aggregator struct {
 	applied    atomic.Int64  // batches applied (tests and benchmarks wait on it)
 	drainBuf   []*deltaBatch
 	epoch      uint32 // incremented at each swap; rows of older epochs belong to other buffers
-	touched    uint64 // keeps touch's loads alive
 	scratchRes []uint32
 
 	tel *telemetry
@@ -173,7 +172,6 @@ func (a *aggregator) apply(b *deltaBatch) {
 		b.resIDs = append(b.resIDs, a.resolveResource(b, &b.resources[i]))
 	}
 	b.rows = b.rows[:0]
-	a.touched += a.touch(b)
 	var overflowSpans int64
 	for i := range b.series {
 		s := &b.series[i]
@@ -244,35 +242,6 @@ func (t *seriesTable) compactKeys(moved []keyMove) []keyMove {
 	}
 	t.keys = fresh
 	return moved
-}
-
-// touch loads, for every series of the batch, the index slot, series record, key and row the
-// lookups below will read. Across series these loads are independent, so the CPU overlaps
-// their cache misses, where the lookups themselves are chains of dependent loads (slot → record
-// → key → row) that would wait for each miss in turn. It pays off when the store is larger than
-// the CPU caches; the sum only keeps the loads from being optimised away.
-func (a *aggregator) touch(b *deltaBatch) uint64 {
-	var sum uint64
-	for i := range b.series {
-		s := &b.series[i]
-		t := a.tables[s.fam]
-		id, ok := t.index.Peek(s.hash)
-		if !ok || int(id) >= len(t.meta) {
-			continue
-		}
-		m := &t.meta[id]
-		if m.keyLen > 0 {
-			sum += uint64(t.keys.get(m.keyRef, m.keyLen)[0])
-		}
-		if m.epoch == a.epoch {
-			d := &a.active.fams[s.fam]
-			sum += d.rows[m.row].count
-			if a.nb > 0 && t.fam.duration {
-				sum += uint64(d.buckets[int(m.row)*a.nb])
-			}
-		}
-	}
-	return sum
 }
 
 func (a *aggregator) nbOf(t *seriesTable) int {

@@ -31,8 +31,6 @@ type deltaBatch struct {
 
 	sortBuf []attr // resource attribute sorting
 
-	touched uint64 // keeps touch's loads alive
-
 	// Used by the aggregator while applying the batch.
 	resIDs []uint32
 	rows   []int32
@@ -242,46 +240,11 @@ func (r *reducer) reduce(b *deltaBatch, td ptrace.Traces) {
 			scope := ss.Scope()
 			withScope := scope.Name() != "" && slices.Contains(r.scopes, scope.Name())
 			spans := ss.Spans()
-			if touchEnabled && spans.Len() >= touchAhead {
-				b.touched += r.touch(spans)
-			}
 			for k := 0; k < spans.Len(); k++ {
 				r.reduceSpan(b, res, resHash, svcName, resAttrs, scope, withScope, spans.At(k))
 			}
 		}
 	}
-}
-
-// touchAhead is the number of spans from which reduce first touches the spans' memory.
-const touchAhead = 4
-
-// touchEnabled is switched off by BenchmarkReduce only, to measure what touching buys.
-var touchEnabled = true
-
-// touch reads, for every span, the memory reduceSpan is about to read: the span, its name's
-// bytes, its attribute keys and values. These loads are independent of each other, so the CPU
-// overlaps their cache misses; reduceSpan's own loads sit behind long dependent chains (encode,
-// hash, probe, compare) and would otherwise wait for each miss in turn. With input that is not
-// in the CPU caches (many series) this halves the time per span; on cached input it costs a
-// few ns. The result only keeps the loads from being optimised away.
-func (r *reducer) touch(spans ptrace.SpanSlice) uint64 {
-	var sum uint64
-	for k := 0; k < spans.Len(); k++ {
-		sp := spans.At(k)
-		sum += uint64(sp.EndTimestamp()) + uint64(sp.Kind())
-		if name := sp.Name(); len(name) > 0 {
-			sum += uint64(name[0]) + uint64(name[len(name)-1])
-		}
-		for k, v := range sp.Attributes().All() {
-			sum += uint64(len(k))
-			if v.Type() == pcommon.ValueTypeStr {
-				if s := v.Str(); len(s) > 0 {
-					sum += uint64(s[0])
-				}
-			}
-		}
-	}
-	return sum
 }
 
 func (r *reducer) addResource(b *deltaBatch, attrs pcommon.Map, svc string) uint32 {

@@ -141,7 +141,7 @@ func BenchmarkConsumeTraces(b *testing.B) {
 						r := startConnector(b, bc.factory, benchConfig)
 						// Warm up: every series exists, and the batch population has reached
 						// what this load keeps in flight (steady state: nothing allocated).
-						consumeParallel(r.conn, input, producers, max(len(input), 300_000/batch))
+						consumeParallel(r.conn, input, producers, max(len(input), 2_000_000/batch))
 						settleIfOurs(r.conn)
 						runtime.GC()
 						var before, after runtime.MemStats
@@ -314,31 +314,26 @@ func BenchmarkConsumeTracesFloor(b *testing.B) {
 	}
 }
 
-// BenchmarkReduce measures the producer side alone (spans → deltaBatch, no ring, no
-// aggregator) with and without the touch pass that loads the spans' memory ahead.
+// BenchmarkReduce measures the producer side alone: spans → deltaBatch, no ring, no aggregator.
 func BenchmarkReduce(b *testing.B) {
 	for _, series := range []int{1_000, 100_000} {
 		input := benchInput(series, 1000)
-		for _, touch := range []bool{true, false} {
-			b.Run(fmt.Sprintf("series=%dk/batch=1000/touch=%v", series/1000, touch), func(b *testing.B) {
-				touchEnabled = touch
-				defer func() { touchEnabled = true }()
-				r := startConnector(b, NewFactory(), benchConfig)
-				red := r.conn.(*connectorImp).reducer
-				batch := new(deltaBatch)
-				for _, td := range input {
-					red.reduce(batch, td)
-					batch.reset()
-				}
-				b.ResetTimer()
-				start := processCPU()
-				for i := 0; i < b.N; i++ {
-					red.reduce(batch, input[i%len(input)])
-					batch.reset()
-				}
-				cpu := processCPU() - start
-				b.ReportMetric(float64(cpu.Nanoseconds())/(float64(b.N)*1000), "cpu-ns/span")
-			})
-		}
+		b.Run(fmt.Sprintf("series=%dk/batch=1000", series/1000), func(b *testing.B) {
+			r := startConnector(b, NewFactory(), benchConfig)
+			red := r.conn.(*connectorImp).reducer
+			batch := new(deltaBatch)
+			for _, td := range input {
+				red.reduce(batch, td)
+				batch.reset()
+			}
+			b.ResetTimer()
+			start := processCPU()
+			for i := 0; i < b.N; i++ {
+				red.reduce(batch, input[i%len(input)])
+				batch.reset()
+			}
+			cpu := processCPU() - start
+			b.ReportMetric(float64(cpu.Nanoseconds())/(float64(b.N)*1000), "cpu-ns/span")
+		})
 	}
 }

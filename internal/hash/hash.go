@@ -68,17 +68,6 @@ func (p *Probe) Next() (uint32, bool) {
 	}
 }
 
-// Peek returns the id in h's home slot, if any, without probing further. It lets a caller
-// touch the memory of likely matches ahead of the real lookups; the answer may belong to
-// another hash.
-func (x *Index) Peek(h uint64) (uint32, bool) {
-	if len(x.slots) == 0 {
-		return 0, false
-	}
-	s := &x.slots[h&x.mask]
-	return s.id1 - 1, s.id1 != 0
-}
-
 // Insert adds id under h. It does not check for an existing entry.
 func (x *Index) Insert(h uint64, id uint32) {
 	if (x.n+1)*4 > len(x.slots)*3 || len(x.slots) == 0 {

@@ -25,7 +25,7 @@ func TestRunBothBinaries(t *testing.T) {
 		return c
 	}
 	o := Options{
-		Ours:           collector("ours", "otelcol-red", "testbed/configs/otlp-ours.yaml"),
+		Ours:           collector("ours", "otelcol-red", "configs/default.yaml"),
 		Stock:          collector("stock", "otelcol-stock", "configs/stock-twin.yaml"),
 		Duration:       5 * time.Second,
 		ScrapeInterval: 2 * time.Second,

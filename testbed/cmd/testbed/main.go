@@ -57,7 +57,7 @@ func main() {
 	flag.StringVar(&f.out, "out", "results", "folder for RESULTS.md and the charts; raw data and logs go to <out>/raw")
 	flag.StringVar(&f.oursBin, "ours-bin", "../bin/otelcol-red", "our collector binary")
 	flag.StringVar(&f.stockBin, "stock-bin", "../bin/otelcol-stock", "the stock twin binary")
-	flag.StringVar(&f.oursConfig, "ours-config", "configs/otlp-ours.yaml", "our config for the OTLP scenarios")
+	flag.StringVar(&f.oursConfig, "ours-config", "../configs/default.yaml", "our config for the OTLP scenarios")
 	flag.StringVar(&f.stockConfig, "stock-config", "../configs/stock-twin.yaml", "the stock config for the OTLP scenarios")
 	flag.StringVar(&f.oursKafka, "ours-kafka-config", "configs/kafka-ours.yaml", "our config for the Kafka scenario")
 	flag.StringVar(&f.stockKafka, "stock-kafka-config", "configs/kafka-stock.yaml", "the stock config for the Kafka scenario")
