@@ -12,8 +12,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"go.opentelemetry.io/collector/pdata/pcommon"
-	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -46,23 +44,7 @@ func TestDefaultConfigServesREDMetrics(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 
-	td := ptrace.NewTraces()
-	rs := td.ResourceSpans().AppendEmpty()
-	rs.Resource().Attributes().PutStr("service.name", "checkout")
-	ss := rs.ScopeSpans().AppendEmpty()
-	now := time.Now()
-	for i, name := range []string{"GET /cart", "GET /cart", "POST /pay"} {
-		s := ss.Spans().AppendEmpty()
-		s.SetName(name)
-		s.SetKind(ptrace.SpanKindServer)
-		s.SetTraceID(pcommon.TraceID{1, 2, 3, byte(i)})
-		s.SetSpanID(pcommon.SpanID{4, 5, byte(i)})
-		s.SetStartTimestamp(pcommon.NewTimestampFromTime(now))
-		s.SetEndTimestamp(pcommon.NewTimestampFromTime(now.Add(time.Duration(i+1) * 10 * time.Millisecond)))
-		if name == "POST /pay" {
-			s.Status().SetCode(ptrace.StatusCodeError)
-		}
-	}
+	td := checkoutTrace(1)
 	_, err = ptraceotlp.NewGRPCClient(conn).Export(ctx, ptraceotlp.NewExportRequestFromTraces(td))
 	require.NoError(t, err)
 

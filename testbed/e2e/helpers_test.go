@@ -20,6 +20,8 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/otelcol-red/otelcol-red/internal/testservice"
 )
@@ -266,3 +268,27 @@ func tailOf(s string, n int) string {
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
+
+// checkoutTrace is the smallest trace with every RED dimension in it: service "checkout" with two
+// "GET /cart" spans (unset status, 10 and 20 ms) and one "POST /pay" (error, 30 ms). idByte keeps
+// the IDs of different tests apart.
+func checkoutTrace(idByte byte) ptrace.Traces {
+	td := ptrace.NewTraces()
+	rs := td.ResourceSpans().AppendEmpty()
+	rs.Resource().Attributes().PutStr("service.name", "checkout")
+	ss := rs.ScopeSpans().AppendEmpty()
+	now := time.Now()
+	for i, name := range []string{"GET /cart", "GET /cart", "POST /pay"} {
+		s := ss.Spans().AppendEmpty()
+		s.SetName(name)
+		s.SetKind(ptrace.SpanKindServer)
+		s.SetTraceID(pcommon.TraceID{idByte, 2, 3, byte(i)})
+		s.SetSpanID(pcommon.SpanID{idByte, 5, byte(i + 1)})
+		s.SetStartTimestamp(pcommon.NewTimestampFromTime(now.Add(-time.Duration(i+1) * 10 * time.Millisecond)))
+		s.SetEndTimestamp(pcommon.NewTimestampFromTime(now))
+		if name == "POST /pay" {
+			s.Status().SetCode(ptrace.StatusCodeError)
+		}
+	}
+	return td
+}

@@ -10,8 +10,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.opentelemetry.io/collector/pdata/pcommon"
-	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/otelcol-red/otelcol-red/internal/testservice"
 	"github.com/otelcol-red/otelcol-red/testbed/datasenders"
@@ -29,23 +27,7 @@ func TestKafkaReceiverOneTrace(t *testing.T) {
 	require.NoError(t, err)
 	defer p.Close()
 
-	td := ptrace.NewTraces()
-	rs := td.ResourceSpans().AppendEmpty()
-	rs.Resource().Attributes().PutStr("service.name", "checkout")
-	ss := rs.ScopeSpans().AppendEmpty()
-	now := time.Now()
-	for i, name := range []string{"GET /cart", "GET /cart", "POST /pay"} {
-		s := ss.Spans().AppendEmpty()
-		s.SetName(name)
-		s.SetKind(ptrace.SpanKindServer)
-		s.SetTraceID(pcommon.TraceID{9, 9, 9, byte(i)})
-		s.SetSpanID(pcommon.SpanID{7, 7, byte(i + 1)})
-		s.SetStartTimestamp(pcommon.NewTimestampFromTime(now.Add(-time.Duration(i+1) * 10 * time.Millisecond)))
-		s.SetEndTimestamp(pcommon.NewTimestampFromTime(now))
-		if name == "POST /pay" {
-			s.Status().SetCode(ptrace.StatusCodeError)
-		}
-	}
+	td := checkoutTrace(9)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	require.NoError(t, p.SendTraces(ctx, td))
