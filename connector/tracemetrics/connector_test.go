@@ -440,3 +440,12 @@ func TestKeyArenaCompaction(t *testing.T) {
 	require.NotEqual(t, chunksBefore, len(c.agg.tables[0].keys.chunks), "the arena was compacted")
 	require.Less(t, c.agg.tables[0].keys.waste, 1<<20)
 }
+
+// The aggregator wakes per capacity/8 queued batches, at most maxWakeBatch: queued batches are
+// alive, so a large ring must not mean a large wake batch.
+func TestWakeBatchIsBounded(t *testing.T) {
+	assert.Equal(t, 1, wakeBatch(2))
+	assert.Equal(t, 8, wakeBatch(64))
+	assert.Equal(t, maxWakeBatch, wakeBatch(defaultRingSize))
+	assert.Equal(t, maxWakeBatch, wakeBatch(maxRingSize))
+}

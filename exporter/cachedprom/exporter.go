@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"hash/maphash"
+	"io"
 	"net/http"
 	"strconv"
 	"sync"
@@ -219,7 +220,8 @@ type snapshotRenderer struct {
 	zw      *gzip.Writer
 	retired []*snapshot // unpublished snapshots whose buffers may be reused
 	chunk   []byte      // chunk buffer of streamed renders
-	lastLen int         // length of the last kept body
+	keep    keepSink    // collects the body being streamed for identity clients
+	lastLen int         // uncompressed length of the last body
 }
 
 func (r *snapshotRenderer) render(e *cachedExporter) *snapshot {
@@ -259,23 +261,60 @@ var etagSeed = maphash.MakeSeed()
 // only the compressed form (about 3% of the size) is held.
 const identityTTL = 10 * time.Minute
 
-// body renders one format. With keep it holds the body and compresses it;
-// otherwise it streams the body into the compressor in chunks and keeps the
-// chunk buffer for next time.
+// maxKeptBody is the largest uncompressed body kept for identity clients.
+// A kept body costs about twice its size in heap (the published snapshot
+// and the retired spare whose buffer the next render reuses), and more in
+// RSS at the default GOGC: at 100k spanmetrics series (575 MB of text)
+// that is gigabytes, set off by a single curl or readiness probe without
+// gzip and held for identityTTL. Inflating the gzip form instead costs an
+// identity client about 1 ms per MB here (those 575 MB in half a second),
+// so keeping pays only for small bodies. Tests lower it.
+var maxKeptBody = 4 << 20
+
+// body streams one format into the compressor in chunks and keeps the chunk
+// buffer for next time. With keep it also collects the body for identity
+// clients, if the last body fitted in maxKeptBody and as long as this one
+// does: collecting from the stream (instead of rendering the whole body,
+// then compressing it) means a store that grew past the limit never holds a
+// body it will not keep.
 func (r *snapshotRenderer) body(textBuf, gzBuf []byte, keep bool, render func([]byte, *frame) []byte) (body, gz []byte, kept bool, length int) {
-	if keep {
+	r.keep = keepSink{}
+	if keep && r.lastLen <= maxKeptBody {
 		if cap(textBuf) < r.lastLen {
 			// Size for the last body plus growth room instead of letting
 			// append double its way up (and leave the halves as garbage).
-			textBuf = make([]byte, 0, r.lastLen+r.lastLen/8)
+			textBuf = make([]byte, 0, min(r.lastLen+r.lastLen/8, maxKeptBody))
 		}
-		body = render(textBuf[:0], &r.frame)
-		r.lastLen = len(body)
-		return body, compress(gzBuf[:0], body, r.zw), true, len(body)
+		r.keep = keepSink{on: true, buf: textBuf[:0]}
 	}
-	gz, r.chunk, length = r.rd.renderCompressed(gzBuf, r.chunk, r.zw, func(dst []byte) []byte { return render(dst, &r.frame) })
+	gz, r.chunk, length = r.rd.renderCompressed(gzBuf, r.chunk, r.zw, &r.keep, func(dst []byte) []byte { return render(dst, &r.frame) })
 	r.lastLen = length
-	return nil, gz, false, length
+	body, kept = r.keep.buf, r.keep.on
+	r.keep = keepSink{}
+	if !kept {
+		body = nil
+	}
+	return body, gz, kept, length
+}
+
+// keepSink passes the streamed body on to the compressor and, while on,
+// collects a copy; it turns itself off (and lets the copy go) when the body
+// outgrows maxKeptBody.
+type keepSink struct {
+	w   io.Writer
+	on  bool
+	buf []byte
+}
+
+func (k *keepSink) Write(p []byte) (int, error) {
+	if k.on {
+		if len(k.buf)+len(p) > maxKeptBody {
+			k.on, k.buf = false, nil
+		} else {
+			k.buf = append(k.buf, p...)
+		}
+	}
+	return k.w.Write(p)
 }
 
 // reusable returns a retired snapshot without readers (its buffers become

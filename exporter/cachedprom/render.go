@@ -439,22 +439,14 @@ func appendOMFloat(dst []byte, f float64) []byte {
 // already compresses it well, and compression runs once per render.
 const gzipLevel = gzip.BestSpeed
 
-// compress returns the gzip form of body, appended to dst.
-func compress(dst, body []byte, zw *gzip.Writer) []byte {
+// renderCompressed builds the gzip form: the body is rendered in chunks
+// straight into the compressor, through keep (which may collect a copy). It
+// returns the gzip bytes and the length of the uncompressed body.
+func (rd *renderer) renderCompressed(dst, scratch []byte, zw *gzip.Writer, keep *keepSink, render func([]byte) []byte) (gz, scratchOut []byte, bodyLen int) {
 	buf := bytes.NewBuffer(dst[:0])
 	zw.Reset(buf)
-	_, _ = zw.Write(body) // writes to a bytes.Buffer cannot fail
-	_ = zw.Close()
-	return buf.Bytes()
-}
-
-// renderCompressed builds only the gzip form: the body is rendered in chunks
-// straight into the compressor. It returns the gzip bytes and the length of
-// the uncompressed body.
-func (rd *renderer) renderCompressed(dst, scratch []byte, zw *gzip.Writer, render func([]byte) []byte) (gz, scratchOut []byte, bodyLen int) {
-	buf := bytes.NewBuffer(dst[:0])
-	zw.Reset(buf)
-	rd.sink, rd.written = zw, 0
+	keep.w = zw
+	rd.sink, rd.written = keep, 0
 	rest := render(scratch[:0])
 	rest = rd.flushChunk(rest, true)
 	bodyLen = rd.written

@@ -120,7 +120,9 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		body, kept, length = gzBody, true, len(gzBody)
 		variant -= 'a' - 'A'
 	} else if snap != nil {
-		h.exp.identitySeen(om, kept)
+		// A body too large to keep is inflated for every identity client:
+		// asking for a render would only repeat this.
+		h.exp.identitySeen(om, kept || length > maxKeptBody)
 	}
 
 	hdr := w.Header()

@@ -143,6 +143,38 @@ func TestIdentityScrapeOfGzipOnlySnapshot(t *testing.T) {
 	assert.Equal(t, resp.Header.Get("ETag"), resp2.Header.Get("ETag"))
 }
 
+// TestIdentityScrapeOfLargeBody: a body above maxKeptBody is never held
+// uncompressed, whatever identity clients ask; they get it inflated from the
+// gzip form, and their scrapes do not ask for renders.
+func TestIdentityScrapeOfLargeBody(t *testing.T) {
+	v := maxKeptBody
+	t.Cleanup(func() { maxKeptBody = v }) // after the exporter's shutdown
+	maxKeptBody = 64
+
+	e, url := startOurs(t, nil)
+	require.NoError(t, e.ConsumeMetrics(context.Background(), mixedMetrics(0, testBase)))
+	e.renderNow()
+	require.Greater(t, e.snapshot.Load().textLen, maxKeptBody)
+
+	body, resp := scrape(t, url, "", false)
+	snap := e.snapshot.Load()
+	assert.Equal(t, textOf(t, snap), string(body))
+	assert.Equal(t, strconv.Itoa(snap.textLen), resp.Header.Get("Content-Length"))
+	assert.False(t, e.dirty.Load(), "an identity scrape of a body too large to keep asks for no render")
+
+	// Even a render while an identity client is recent keeps only gzip, and
+	// one that finds the body grown past the limit lets it go.
+	e.renderer.lastLen = 0
+	e.renderNow()
+	snap = e.snapshot.Load()
+	assert.False(t, snap.textKept)
+	assert.Nil(t, snap.text)
+	e.renderNow()
+	assert.False(t, e.snapshot.Load().textKept)
+	body2, _ := scrape(t, url, "", false)
+	assert.Equal(t, string(body), string(body2))
+}
+
 // TestScrapeIgnoresStoreLock holds the store lock, as a long ingest would,
 // and scrapes: the handler must not need it.
 func TestScrapeIgnoresStoreLock(t *testing.T) {
