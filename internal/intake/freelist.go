@@ -1,6 +1,7 @@
 package intake // import "github.com/otelcol-red/otelcol-red/internal/intake"
 
 import (
+	"runtime"
 	"time"
 
 	"github.com/Workiva/go-datastructures/queue"
@@ -28,6 +29,10 @@ func (f *FreeList[T]) Get() *T {
 		if v, err := f.ring.Poll(time.Nanosecond); err == nil {
 			return v.(*T)
 		}
+		// The head slot may be reserved by a Put whose goroutine was preempted before it
+		// published the item; yield so it can finish (with one P nothing else would run it),
+		// rather than give up and make the caller allocate a fresh, cold item.
+		runtime.Gosched()
 	}
 	return nil
 }
