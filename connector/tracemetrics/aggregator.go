@@ -31,6 +31,7 @@ type aggregator struct {
 
 	q         *intake.Queue[deltaBatch]
 	free      *intake.FreeList[deltaBatch]
+	hints     *sizeHints // the producers' batch sizes (wakeBatch)
 	wakeBatch int
 	clock     clockwork.Clock
 	ticker    clockwork.Ticker
@@ -56,6 +57,8 @@ type aggregator struct {
 	drainBuf   []*deltaBatch
 	epoch      uint32 // incremented at each swap; rows of older epochs belong to other buffers
 	scratchRes []uint32
+	resIDs     []uint32 // apply: aggregator resource id of each batch resource
+	rows       []int32  // apply: active row of each batch series
 
 	tel *telemetry
 }
@@ -150,6 +153,7 @@ func (a *aggregator) drain() {
 			a.drainBuf[i] = nil
 		}
 		a.applied.Add(int64(len(a.drainBuf)))
+		a.wakeBatch = wakeBatch(a.q.Cap(), int(a.hints.series.Load()))
 		if len(a.drainBuf) < a.wakeBatch {
 			break
 		}
@@ -167,17 +171,17 @@ func (a *aggregator) liveSeries() int {
 
 // apply folds one batch into the active delta buffer.
 func (a *aggregator) apply(b *deltaBatch) {
-	b.resIDs = b.resIDs[:0]
+	a.resIDs = a.resIDs[:0]
 	for i := range b.resources {
-		b.resIDs = append(b.resIDs, a.resolveResource(b, &b.resources[i]))
+		a.resIDs = append(a.resIDs, a.resolveResource(b, &b.resources[i]))
 	}
-	b.rows = b.rows[:0]
+	a.rows = a.rows[:0]
 	var overflowSpans int64
 	for i := range b.series {
 		s := &b.series[i]
 		t := a.tables[s.fam]
 		d := &a.active.fams[s.fam]
-		rid := b.resIDs[s.res]
+		rid := a.resIDs[s.res]
 		id, overflow := a.resolveSeries(t, d, rid, b.bytes(s.key), s.hash, b.ts)
 		if overflow {
 			overflowSpans += int64(s.count)
@@ -199,12 +203,12 @@ func (a *aggregator) apply(b *deltaBatch) {
 				d.addExemplar(r, a.exemplars, &e)
 			}
 		}
-		b.rows = append(b.rows, row)
+		a.rows = append(a.rows, row)
 	}
 	for _, o := range b.obs {
 		s := &b.series[o.series]
 		d := &a.active.fams[s.fam]
-		row := b.rows[o.series]
+		row := a.rows[o.series]
 		if a.nb > 0 {
 			d.observe(int(row)*a.nb + int(o.code))
 			continue

@@ -12,9 +12,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/open-telemetry/opentelemetry-collector-contrib/connector/spanmetricsconnector"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/connector"
+	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 )
@@ -317,8 +321,16 @@ func BenchmarkConsumeTracesFloor(b *testing.B) {
 // BenchmarkReduce measures the producer side alone: spans → deltaBatch, no ring, no aggregator.
 func BenchmarkReduce(b *testing.B) {
 	for _, series := range []int{1_000, 100_000} {
-		input := benchInput(series, 1000)
-		b.Run(fmt.Sprintf("series=%dk/batch=1000", series/1000), func(b *testing.B) {
+		for _, batch := range []int{10, 1000} {
+			benchmarkReduce(b, series, batch)
+		}
+	}
+}
+
+func benchmarkReduce(b *testing.B, series, batchSize int) {
+	{
+		input := benchInput(series, batchSize)
+		b.Run(fmt.Sprintf("series=%dk/batch=%d", series/1000, batchSize), func(b *testing.B) {
 			r := startConnector(b, NewFactory(), benchConfig)
 			red := r.conn.(*connectorImp).reducer
 			batch := new(deltaBatch)
@@ -333,7 +345,37 @@ func BenchmarkReduce(b *testing.B) {
 				batch.reset()
 			}
 			cpu := processCPU() - start
-			b.ReportMetric(float64(cpu.Nanoseconds())/(float64(b.N)*1000), "cpu-ns/span")
+			b.ReportMetric(float64(cpu.Nanoseconds())/(float64(b.N)*float64(batchSize)), "cpu-ns/span")
 		})
+	}
+}
+
+// BenchmarkApply measures the aggregator alone: pre-reduced batches folded into the store,
+// every series already present (the steady state), no producers running.
+func BenchmarkApply(b *testing.B) {
+	for _, series := range []int{1_000, 100_000} {
+		for _, batchSize := range []int{10, 1000} {
+			input := benchInput(series, batchSize)
+			b.Run(fmt.Sprintf("series=%dk/batch=%d", series/1000, batchSize), func(b *testing.B) {
+				f := NewFactory()
+				cfg := f.CreateDefaultConfig().(*Config)
+				require.NoError(b, confmap.NewFromStringMap(benchConfig).Unmarshal(cfg))
+				c, err := newConnector(componenttest.NewNopTelemetrySettings(), cfg, consumertest.NewNop(), clockwork.NewFakeClockAt(testStart), "")
+				require.NoError(b, err)
+				batches := make([]*deltaBatch, len(input))
+				for i, td := range input {
+					batches[i] = new(deltaBatch)
+					c.reducer.reduce(batches[i], td)
+					c.agg.apply(batches[i])
+				}
+				b.ResetTimer()
+				start := processCPU()
+				for i := 0; i < b.N; i++ {
+					c.agg.apply(batches[i%len(batches)])
+				}
+				cpu := processCPU() - start
+				b.ReportMetric(float64(cpu.Nanoseconds())/(float64(b.N)*float64(batchSize)), "cpu-ns/span")
+			})
+		}
 	}
 }

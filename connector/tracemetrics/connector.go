@@ -24,7 +24,7 @@ var errShutdown = errors.New("tracemetrics connector is shut down")
 //	  reducer.reduce: spans → one deltaBatch (per-series deltas, keys, observations)
 //	  intake.Queue.Put: one pointer into the MPSC ring; waits if the ring is full
 //	aggregator.run (one goroutine, owns the series tables)
-//	  woken per wakeBatch items or by the flush ticker; apply folds batches into the active
+//	  woken per wakeBatch items (about wakeSpans spans) or by the flush ticker; apply folds batches into the active
 //	  deltaBuffer; at the tick it swaps buffers and hands the filled one over
 //	flusher.run (one goroutine)
 //	  cumulative totals, pmetric.Metrics, next.ConsumeMetrics
@@ -122,7 +122,8 @@ func newConnector(set component.TelemetrySettings, cfg *Config, next consumer.Me
 		maxService: int32(cfg.MaxSeriesPerService),
 		q:          q,
 		free:       c.free,
-		wakeBatch:  wakeBatch(q.Cap()),
+		hints:      &c.reducer.hints,
+		wakeBatch:  wakeBatch(q.Cap(), 1000),
 		clock:      clock,
 		services:   map[string]uint32{},
 		epoch:      1, // 0 marks a series without a row
@@ -169,15 +170,20 @@ func newConnector(set component.TelemetrySettings, cfg *Config, next consumer.Me
 	return c, nil
 }
 
-// maxWakeBatch bounds the items the aggregator lets queue before it is woken. Every queued
-// batch is alive until applied, and the free list keeps as many as were ever alive at once, each
-// at the size of the largest request it reduced (~130 KB for 1000 spans of distinct series).
-// capacity/8 alone (128 at the default ring) would hold 16 MB of heap for good, about twice that
-// in RSS, at any cardinality: most of the connector's memory at 1k series. 16 items still wake
-// the aggregator only once per 16k spans at 1000 spans per request.
-const maxWakeBatch = 16
+// wakeSpans is about how many spans' worth of batches the aggregator lets queue before it is
+// woken. Waking it costs the producer that completes its batch a futex call, so it should
+// happen rarely; but every queued batch is alive until applied, and the free list keeps as
+// many as were ever alive at once, each at the size of the largest request (sizeHints; ~130 KB
+// for 1000 spans of distinct series). So the count follows the largest batches, not the
+// average: 16 batches when requests carry 1000 spans (2 MB), 128 when they carry 10.
+const wakeSpans = 16 * 1024
 
-func wakeBatch(ringCap int) int { return min(max(1, ringCap/8), maxWakeBatch) }
+// wakeBatch returns the items to wait for when batches hold up to seriesPerItem series:
+// wakeSpans worth, at least 1 and at most an eighth of the ring (so producers rarely find it
+// full while the aggregator sleeps).
+func wakeBatch(ringCap, seriesPerItem int) int {
+	return min(max(1, wakeSpans/max(1, seriesPerItem)), max(1, ringCap/8))
+}
 
 func histogramBounds(cfg *Config) []float64 {
 	if e := cfg.Histogram.Explicit.Get(); cfg.Histogram.Explicit.HasValue() && e != nil && e.Buckets != nil {

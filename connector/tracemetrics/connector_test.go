@@ -441,11 +441,15 @@ func TestKeyArenaCompaction(t *testing.T) {
 	require.Less(t, c.agg.tables[0].keys.waste, 1<<20)
 }
 
-// The aggregator wakes per capacity/8 queued batches, at most maxWakeBatch: queued batches are
-// alive, so a large ring must not mean a large wake batch.
+// The aggregator wakes per wakeSpans worth of queued batches, counted at the size of the
+// largest batches, and at most per capacity/8 batches: queued batches are alive, so neither
+// large requests nor a large ring may mean many of them.
 func TestWakeBatchIsBounded(t *testing.T) {
-	assert.Equal(t, 1, wakeBatch(2))
-	assert.Equal(t, 8, wakeBatch(64))
-	assert.Equal(t, maxWakeBatch, wakeBatch(defaultRingSize))
-	assert.Equal(t, maxWakeBatch, wakeBatch(maxRingSize))
+	assert.Equal(t, 1, wakeBatch(2, 10))
+	assert.Equal(t, 8, wakeBatch(64, 10))
+	assert.Equal(t, 16, wakeBatch(defaultRingSize, 1000))
+	assert.Equal(t, 16, wakeBatch(maxRingSize, 1000))
+	assert.Equal(t, defaultRingSize/8, wakeBatch(defaultRingSize, 10))
+	assert.Equal(t, 1, wakeBatch(defaultRingSize, 100_000))
+	assert.Equal(t, defaultRingSize/8, wakeBatch(defaultRingSize, 0))
 }
