@@ -30,7 +30,7 @@ type deltaBatch struct {
 	arena     []byte   // key bytes of resources and series
 	table     []uint32 // open-addressing table over series: index+1, 0 empty
 
-	sortBuf []attr // resource attribute sorting
+	sorter attrSorter // resource attribute sorting
 
 	touch byte // see touchSpans
 }
@@ -200,7 +200,7 @@ type reducer struct {
 // up over many requests: batches circulate through the free list in turn, and without this each
 // one would keep allocating until it had met the largest request itself.
 type sizeHints struct {
-	resources, series, obs, exemplars, arena, table, sortBuf atomic.Int64
+	resources, series, obs, exemplars, arena, table, attrs, attrKeys atomic.Int64
 }
 
 func (h *sizeHints) reserve(b *deltaBatch) {
@@ -209,7 +209,11 @@ func (h *sizeHints) reserve(b *deltaBatch) {
 	b.obs = reserve(b.obs, h.obs.Load())
 	b.exemplars = reserve(b.exemplars, h.exemplars.Load())
 	b.arena = reserve(b.arena, 64*h.arena.Load())
-	b.sortBuf = reserve(b.sortBuf, h.sortBuf.Load())
+	b.sorter.attrs = reserve(b.sorter.attrs, h.attrs.Load())
+	// The sorter's memo is kept across requests: grow it keeping its content.
+	b.sorter.perm = regrow(b.sorter.perm, h.attrs.Load())
+	b.sorter.memoLens = regrow(b.sorter.memoLens, h.attrs.Load())
+	b.sorter.memoKeys = regrow(b.sorter.memoKeys, h.attrKeys.Load())
 }
 
 // hintLimit bounds every hint (in elements; the arena's in bytes, at 64 per element): one
@@ -225,7 +229,8 @@ func (h *sizeHints) update(b *deltaBatch) {
 	raise(&h.exemplars, cap(b.exemplars))
 	raise(&h.arena, cap(b.arena)/64)
 	raise(&h.table, cap(b.table))
-	raise(&h.sortBuf, cap(b.sortBuf))
+	raise(&h.attrs, cap(b.sorter.attrs))
+	raise(&h.attrKeys, cap(b.sorter.memoKeys))
 }
 
 // reserve returns s, empty, with room for n elements.
@@ -234,6 +239,14 @@ func reserve[T any](s []T, n int64) []T {
 		return make([]T, 0, n)
 	}
 	return s[:0]
+}
+
+// regrow returns s, with its content, with room for n elements.
+func regrow[T any](s []T, n int64) []T {
+	if int64(cap(s)) < n {
+		return slices.Grow(s, int(n)-len(s))
+	}
+	return s
 }
 
 func raise(v *atomic.Int64, n int) {
@@ -341,7 +354,7 @@ func touchSpans(spans ptrace.SpanSlice, from, to int) byte {
 
 func (r *reducer) addResource(b *deltaBatch, attrs pcommon.Map, svc string) uint32 {
 	keyOff := len(b.arena)
-	b.arena = appendSortedMap(b.arena, attrs, r.keyAttrs, &b.sortBuf)
+	b.arena = b.sorter.appendSorted(b.arena, attrs, r.keyAttrs)
 	key := ref{uint32(keyOff), uint32(len(b.arena) - keyOff)}
 	h := keyHash(b.bytes(key))
 	// A batch usually holds a resource once; when it repeats, reuse the first entry.
@@ -354,7 +367,7 @@ func (r *reducer) addResource(b *deltaBatch, attrs pcommon.Map, svc string) uint
 	full := key
 	if r.keyAttrs != nil {
 		off := len(b.arena)
-		b.arena = appendSortedMap(b.arena, attrs, nil, &b.sortBuf)
+		b.arena = b.sorter.appendSorted(b.arena, attrs, nil)
 		full = ref{uint32(off), uint32(len(b.arena) - off)}
 	}
 	off := len(b.arena)

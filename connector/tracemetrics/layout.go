@@ -394,37 +394,74 @@ type attr struct {
 	v pcommon.Value
 }
 
-// appendSortedMap appends m's attributes accepted by keep (nil keeps all), sorted by key.
-// scratch is reused between calls to avoid allocating.
-func appendSortedMap(dst []byte, m pcommon.Map, keep map[string]struct{}, scratch *[]attr) []byte {
-	s := (*scratch)[:0]
+// attrSorter puts map attributes in key order for appendSorted. It remembers the key order of
+// the last map it sorted and the permutation that sorted it: the resources of a request, and
+// of the next one, usually come from SDKs that write their attributes in the same order, so
+// most maps are ordered by checking their keys against that memo, one comparison per key,
+// instead of comparing keys with each other (5 attributes: ~120 -> ~80 ns).
+type attrSorter struct {
+	attrs    []attr
+	perm     []int32 // perm[i]: input position of the i-th key in key order
+	memoLens []int32 // key lengths of the memo, in input order
+	memoKeys []byte  // key bytes of the memo, concatenated
+}
+
+// appendSorted appends m's attributes accepted by keep (nil keeps all), sorted by key.
+func (as *attrSorter) appendSorted(dst []byte, m pcommon.Map, keep map[string]struct{}) []byte {
+	s := as.attrs[:0]
 	for k, v := range m.All() {
 		if keep != nil {
 			if _, ok := keep[k]; !ok {
 				continue
 			}
 		}
-		// Insertion sort: resources have tens of attributes, and this runs once per resource
-		// per batch, not per span.
-		i := len(s)
-		s = append(s, attr{})
-		for i > 0 && s[i-1].k > k {
-			s[i] = s[i-1]
-			i--
+		s = append(s, attr{k: k, v: v})
+	}
+	if !as.memoMatches(s) {
+		// Stable insertion sort of positions: resources have tens of attributes, and this runs
+		// once per resource per batch, not per span.
+		as.perm = as.perm[:0]
+		as.memoLens = as.memoLens[:0]
+		as.memoKeys = as.memoKeys[:0]
+		for i := range s {
+			j := len(as.perm)
+			as.perm = append(as.perm, int32(i))
+			for j > 0 && s[as.perm[j-1]].k > s[i].k {
+				as.perm[j] = as.perm[j-1]
+				j--
+			}
+			as.perm[j] = int32(i)
+			as.memoLens = append(as.memoLens, int32(len(s[i].k)))
+			as.memoKeys = append(as.memoKeys, s[i].k...)
 		}
-		s[i] = attr{k: k, v: v}
 	}
 	dst = binary.AppendUvarint(dst, uint64(len(s)))
-	for i := range s {
+	for _, i := range as.perm {
 		dst = appendStr(dst, s[i].k)
 		dst = appendValue(dst, s[i].v)
-		s[i] = attr{}
 	}
-	*scratch = s[:0]
+	clear(s) // do not keep the caller's attributes reachable from a pooled batch
+	as.attrs = s[:0]
 	return dst
 }
 
-// decodeMap decodes an appendSortedMap encoding into dst.
+// memoMatches reports whether s has the memo's keys in the memo's order.
+func (as *attrSorter) memoMatches(s []attr) bool {
+	if len(s) != len(as.memoLens) {
+		return false
+	}
+	b := as.memoKeys
+	for i := range s {
+		n := int(as.memoLens[i])
+		if n != len(s[i].k) || string(b[:n]) != s[i].k {
+			return false
+		}
+		b = b[n:]
+	}
+	return true
+}
+
+// decodeMap decodes an attrSorter.appendSorted encoding into dst.
 func decodeMap(b []byte, dst pcommon.Map) {
 	r := keyReader{b: b}
 	n := r.uvarint()
