@@ -325,20 +325,42 @@ func (f *flusher) startOf(t *flushTable, id uint32, r *deltaRow) pcommon.Timesta
 	return pcommon.Timestamp(t.start[id])
 }
 
+// dataPoint is what every data point kind offers that appendPoints sets.
+type dataPoint interface {
+	SetStartTimestamp(pcommon.Timestamp)
+	SetTimestamp(pcommon.Timestamp)
+	Exemplars() pmetric.ExemplarSlice
+	Attributes() pcommon.Map
+}
+
+// appendPoints appends one data point per series id to dps, with the parts every metric shares
+// (timestamps, exemplars, attributes); fill sets the values of series id, whose interval row is
+// r (nil when it had no span this interval) at index row.
+func appendPoints[P dataPoint, S interface {
+	EnsureCapacity(int)
+	AppendEmpty() P
+}](f *flusher, dps S, fi int, ids []uint32, buf *deltaBuffer, ts pcommon.Timestamp, fill func(dp P, id uint32, r *deltaRow, row int)) {
+	t, d := f.tables[fi], &buf.fams[fi]
+	dps.EnsureCapacity(len(ids))
+	for _, id := range ids {
+		f.yield()
+		r, row := rowOf(d, id)
+		dp := dps.AppendEmpty()
+		dp.SetStartTimestamp(f.startOf(t, id, r))
+		dp.SetTimestamp(ts)
+		fill(dp, id, r, row)
+		f.putExemplars(dp.Exemplars(), d, r, ts)
+		f.lay.putAttributes(t.key(id), dp.Attributes(), f.intern)
+	}
+}
+
 func (f *flusher) buildSums(m pmetric.Metric, name string, fi int, ids []uint32, buf *deltaBuffer, ts pcommon.Timestamp) {
 	m.SetName(name)
 	sum := m.SetEmptySum()
 	sum.SetIsMonotonic(true)
 	sum.SetAggregationTemporality(f.temporality())
-	t, d := f.tables[fi], &buf.fams[fi]
-	dps := sum.DataPoints()
-	dps.EnsureCapacity(len(ids))
-	for _, id := range ids {
-		f.yield()
-		r, _ := rowOf(d, id)
-		dp := dps.AppendEmpty()
-		dp.SetStartTimestamp(f.startOf(t, id, r))
-		dp.SetTimestamp(ts)
+	t := f.tables[fi]
+	appendPoints(f, sum.DataPoints(), fi, ids, buf, ts, func(dp pmetric.NumberDataPoint, id uint32, r *deltaRow, _ int) {
 		switch {
 		case f.isDelta:
 			dp.SetIntValue(int64(r.count))
@@ -351,9 +373,7 @@ func (f *flusher) buildSums(m pmetric.Metric, name string, fi int, ids []uint32,
 		default:
 			dp.SetIntValue(int64(t.count[id]))
 		}
-		f.putExemplars(dp.Exemplars(), d, r, ts)
-		f.lay.putAttributes(t.key(id), dp.Attributes(), f.intern)
-	}
+	})
 }
 
 func (f *flusher) buildHistograms(m pmetric.Metric, fi int, ids []uint32, buf *deltaBuffer, ts pcommon.Timestamp) {
@@ -363,34 +383,18 @@ func (f *flusher) buildHistograms(m pmetric.Metric, fi int, ids []uint32, buf *d
 	if f.nb == 0 {
 		h := m.SetEmptyExponentialHistogram()
 		h.SetAggregationTemporality(f.temporality())
-		dps := h.DataPoints()
-		dps.EnsureCapacity(len(ids))
-		for _, id := range ids {
-			f.yield()
-			r, row := rowOf(d, id)
-			dp := dps.AppendEmpty()
-			dp.SetStartTimestamp(f.startOf(t, id, r))
-			dp.SetTimestamp(ts)
+		appendPoints(f, h.DataPoints(), fi, ids, buf, ts, func(dp pmetric.ExponentialHistogramDataPoint, id uint32, r *deltaRow, row int) {
 			if f.isDelta {
 				setExpo(dp, r.count, r.sum, &d.expo[row], &d.slab)
 			} else {
 				setExpo(dp, t.count[id], t.sum[id], &t.expo[id], &t.slab)
 			}
-			f.putExemplars(dp.Exemplars(), d, r, ts)
-			f.lay.putAttributes(t.key(id), dp.Attributes(), f.intern)
-		}
+		})
 		return
 	}
 	h := m.SetEmptyHistogram()
 	h.SetAggregationTemporality(f.temporality())
-	dps := h.DataPoints()
-	dps.EnsureCapacity(len(ids))
-	for _, id := range ids {
-		f.yield()
-		r, row := rowOf(d, id)
-		dp := dps.AppendEmpty()
-		dp.SetStartTimestamp(f.startOf(t, id, r))
-		dp.SetTimestamp(ts)
+	appendPoints(f, h.DataPoints(), fi, ids, buf, ts, func(dp pmetric.HistogramDataPoint, id uint32, r *deltaRow, row int) {
 		dp.ExplicitBounds().FromRaw(f.bounds)
 		if f.isDelta {
 			f.scratch = d.bucketCounts(row, f.nb, f.scratch)
@@ -402,9 +406,7 @@ func (f *flusher) buildHistograms(m pmetric.Metric, fi int, ids []uint32, buf *d
 			dp.SetCount(t.count[id])
 			dp.SetSum(t.sum[id])
 		}
-		f.putExemplars(dp.Exemplars(), d, r, ts)
-		f.lay.putAttributes(t.key(id), dp.Attributes(), f.intern)
-	}
+	})
 }
 
 // setExpo fills an exponential data point as spanmetrics' go-expohisto conversion does.
