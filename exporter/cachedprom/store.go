@@ -354,7 +354,6 @@ func (s *seriesStore) addMetric(m pmetric.Metric, sc *scopeInfo, now int64) bool
 		return false
 	}
 
-	changed := false
 	switch kind {
 	case kindNumber:
 		var dps pmetric.NumberDataPointSlice
@@ -365,57 +364,46 @@ func (s *seriesStore) addMetric(m pmetric.Metric, sc *scopeInfo, now int64) bool
 			dps = m.Sum().DataPoints()
 			delta = m.Sum().AggregationTemporality() == pmetric.AggregationTemporalityDelta
 		}
-		for i := 0; i < dps.Len(); i++ {
-			dp := dps.At(i)
-			ser, isNew := s.lookup(m, name, ftyp, kind, sc, dp.Attributes(), dp.Flags(), now)
-			if ser == nil {
-				continue
-			}
-			if s.updateNumber(ser, isNew, dp, delta) {
-				ser.seen = now
-				changed = true
-			}
-		}
+		return addPoints(s, m, name, ftyp, kind, sc, now, dps, func(ser *series, isNew bool, dp pmetric.NumberDataPoint) bool {
+			return s.updateNumber(ser, isNew, dp, delta)
+		})
 	case kindHistogram:
 		h := m.Histogram()
-		dps := h.DataPoints()
-		for i := 0; i < dps.Len(); i++ {
-			dp := dps.At(i)
-			ser, isNew := s.lookup(m, name, ftyp, kind, sc, dp.Attributes(), dp.Flags(), now)
-			if ser == nil {
-				continue
-			}
-			if s.updateHistogram(ser, isNew, dp, h.AggregationTemporality()) {
-				ser.seen = now
-				changed = true
-			}
-		}
+		temporality := h.AggregationTemporality()
+		return addPoints(s, m, name, ftyp, kind, sc, now, h.DataPoints(), func(ser *series, isNew bool, dp pmetric.HistogramDataPoint) bool {
+			return s.updateHistogram(ser, isNew, dp, temporality)
+		})
 	case kindExpHistogram:
 		h := m.ExponentialHistogram()
-		dps := h.DataPoints()
-		for i := 0; i < dps.Len(); i++ {
-			dp := dps.At(i)
-			ser, isNew := s.lookup(m, name, ftyp, kind, sc, dp.Attributes(), dp.Flags(), now)
-			if ser == nil {
-				continue
-			}
-			if updateExpHistogram(ser, isNew, dp, h.AggregationTemporality()) {
-				ser.seen = now
-				changed = true
-			}
-		}
+		temporality := h.AggregationTemporality()
+		return addPoints(s, m, name, ftyp, kind, sc, now, h.DataPoints(), func(ser *series, isNew bool, dp pmetric.ExponentialHistogramDataPoint) bool {
+			return updateExpHistogram(ser, isNew, dp, temporality)
+		})
 	case kindSummary:
-		dps := m.Summary().DataPoints()
-		for i := 0; i < dps.Len(); i++ {
-			dp := dps.At(i)
-			ser, isNew := s.lookup(m, name, ftyp, kind, sc, dp.Attributes(), dp.Flags(), now)
-			if ser == nil {
-				continue
-			}
-			if updateSummary(ser, isNew, dp) {
-				ser.seen = now
-				changed = true
-			}
+		return addPoints(s, m, name, ftyp, kind, sc, now, m.Summary().DataPoints(), updateSummary)
+	}
+	return false
+}
+
+// addPoints finds or creates the series of every data point of dps and applies update to it;
+// it reports whether any series changed.
+func addPoints[P interface {
+	Attributes() pcommon.Map
+	Flags() pmetric.DataPointFlags
+}, S interface {
+	Len() int
+	At(int) P
+}](s *seriesStore, m pmetric.Metric, name string, ftyp familyType, kind seriesKind, sc *scopeInfo, now int64, dps S, update func(ser *series, isNew bool, dp P) bool) bool {
+	changed := false
+	for i := 0; i < dps.Len(); i++ {
+		dp := dps.At(i)
+		ser, isNew := s.lookup(m, name, ftyp, kind, sc, dp.Attributes(), dp.Flags(), now)
+		if ser == nil {
+			continue
+		}
+		if update(ser, isNew, dp) {
+			ser.seen = now
+			changed = true
 		}
 	}
 	return changed
