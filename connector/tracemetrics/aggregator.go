@@ -153,7 +153,7 @@ func (a *aggregator) drain() {
 			a.drainBuf[i] = nil
 		}
 		a.applied.Add(int64(len(a.drainBuf)))
-		a.wakeBatch = wakeBatch(a.q.Cap(), int(a.hints.series.Load()))
+		a.wakeBatch = wakeBatch(a.q.Cap(), int(a.hints.get(hintSeries)))
 		if len(a.drainBuf) < a.wakeBatch {
 			break
 		}
@@ -388,6 +388,7 @@ func (a *aggregator) flush(final bool) {
 	full := a.active
 	a.active = spare
 	a.epoch++
+	a.hints.rotate()
 	for f, t := range a.tables {
 		if t.keys.wantsCompaction() {
 			full.fams[f].moved = t.compactKeys(full.fams[f].moved)

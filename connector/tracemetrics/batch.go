@@ -30,7 +30,8 @@ type deltaBatch struct {
 	arena     []byte   // key bytes of resources and series
 	table     []uint32 // open-addressing table over series: index+1, 0 empty
 
-	sorter attrSorter // resource attribute sorting
+	sorter    attrSorter // resource attribute sorting
+	arenaPeak int        // the arena's largest length (a key is written before it is cut back)
 
 	touch byte // see touchSpans
 }
@@ -81,6 +82,8 @@ func (a *exemplar) stronger(b *exemplar) bool {
 }
 
 func (b *deltaBatch) reset() {
+	b.arenaPeak = 0
+	b.sorter.peakAttrs, b.sorter.peakKeys = 0, 0
 	b.resources = b.resources[:0]
 	b.series = b.series[:0]
 	b.obs = b.obs[:0]
@@ -127,6 +130,7 @@ func (b *deltaBatch) growTable() {
 // back to off, a new one keeps it there, so no key is copied.
 func (b *deltaBatch) upsert(res uint32, fam uint8, off int) uint32 {
 	key := b.arena[off:]
+	b.arenaPeak = max(b.arenaPeak, len(b.arena))
 	h := keyHash(key)
 	mask := uint64(len(b.table) - 1)
 	i := h & mask
@@ -195,25 +199,44 @@ type reducer struct {
 	hints       sizeHints
 }
 
-// sizeHints are the largest sizes any batch has reached. A batch taken from the free list grows
-// to them before it reduces anything, in one allocation per buffer, instead of doubling its way
-// up over many requests: batches circulate through the free list in turn, and without this each
-// one would keep allocating until it had met the largest request itself.
+// sizeHints are the largest sizes batches have reached lately. A batch taken from the free list
+// grows to them before it reduces anything, in one allocation per buffer, instead of doubling
+// its way up over many requests: batches circulate through the free list in turn, and without
+// this each one would keep allocating until it had met the largest request itself.
+//
+// "Lately" is this flush interval and the previous one: rotate (at each flush) forgets older
+// maxima, so one large request does not make every batch created afterwards large while the
+// traffic is made of small ones. Batches keep the capacity they have either way.
 type sizeHints struct {
-	resources, series, obs, exemplars, arena, table, attrs, attrKeys atomic.Int64
+	cur  [numHints]atomic.Int64 // what batches are grown to: the largest since the last rotate but one
+	next [numHints]atomic.Int64 // the largest since the last rotate
 }
 
+const (
+	hintResources = iota
+	hintSeries
+	hintObs
+	hintExemplars
+	hintArena // in units of 64 bytes
+	hintTable
+	hintAttrs
+	hintAttrKeys
+	numHints
+)
+
+func (h *sizeHints) get(i int) int64 { return h.cur[i].Load() }
+
 func (h *sizeHints) reserve(b *deltaBatch) {
-	b.resources = reserve(b.resources, h.resources.Load())
-	b.series = reserve(b.series, h.series.Load())
-	b.obs = reserve(b.obs, h.obs.Load())
-	b.exemplars = reserve(b.exemplars, h.exemplars.Load())
-	b.arena = reserve(b.arena, 64*h.arena.Load())
-	b.sorter.attrs = reserve(b.sorter.attrs, h.attrs.Load())
+	b.resources = reserve(b.resources, h.get(hintResources))
+	b.series = reserve(b.series, h.get(hintSeries))
+	b.obs = reserve(b.obs, h.get(hintObs))
+	b.exemplars = reserve(b.exemplars, h.get(hintExemplars))
+	b.arena = reserve(b.arena, 64*h.get(hintArena))
+	b.sorter.attrs = reserve(b.sorter.attrs, h.get(hintAttrs))
 	// The sorter's memo is kept across requests: grow it keeping its content.
-	b.sorter.perm = regrow(b.sorter.perm, h.attrs.Load())
-	b.sorter.memoLens = regrow(b.sorter.memoLens, h.attrs.Load())
-	b.sorter.memoKeys = regrow(b.sorter.memoKeys, h.attrKeys.Load())
+	b.sorter.perm = regrow(b.sorter.perm, h.get(hintAttrs))
+	b.sorter.memoLens = regrow(b.sorter.memoLens, h.get(hintAttrs))
+	b.sorter.memoKeys = regrow(b.sorter.memoKeys, h.get(hintAttrKeys))
 }
 
 // hintLimit bounds every hint (in elements; the arena's in bytes, at 64 per element): one
@@ -222,15 +245,31 @@ func (h *sizeHints) reserve(b *deltaBatch) {
 // as without hints.
 const hintLimit = 2048
 
+// update raises the hints to what b's request used: lengths, not capacities, or a batch grown
+// to a hint would keep that hint alive after the traffic that set it is gone.
 func (h *sizeHints) update(b *deltaBatch) {
-	raise(&h.resources, cap(b.resources))
-	raise(&h.series, cap(b.series))
-	raise(&h.obs, cap(b.obs))
-	raise(&h.exemplars, cap(b.exemplars))
-	raise(&h.arena, cap(b.arena)/64)
-	raise(&h.table, cap(b.table))
-	raise(&h.attrs, cap(b.sorter.attrs))
-	raise(&h.attrKeys, cap(b.sorter.memoKeys))
+	h.raise(hintResources, len(b.resources))
+	h.raise(hintSeries, len(b.series))
+	h.raise(hintObs, len(b.obs))
+	h.raise(hintExemplars, len(b.exemplars))
+	h.raise(hintArena, (max(b.arenaPeak, len(b.arena))+63)/64)
+	h.raise(hintTable, len(b.table))
+	h.raise(hintAttrs, b.sorter.peakAttrs)
+	h.raise(hintAttrKeys, b.sorter.peakKeys)
+}
+
+func (h *sizeHints) raise(i, n int) {
+	raise(&h.cur[i], n)
+	raise(&h.next[i], n)
+}
+
+// rotate starts a new interval: the hints become the largest sizes of the interval that ends.
+// A producer raising a hint at the same moment may see its raise forgotten: the next request
+// of that size raises it again.
+func (h *sizeHints) rotate() {
+	for i := range h.cur {
+		h.cur[i].Store(h.next[i].Swap(0))
+	}
 }
 
 // reserve returns s, empty, with room for n elements.
@@ -290,7 +329,7 @@ func (r *reducer) reduce(b *deltaBatch, td ptrace.Traces) {
 	// The table starts small and doubles as series arrive (upsert): counting the spans first
 	// would walk every resource and scope once more, cold, for nothing else.
 	r.hints.reserve(b)
-	b.prepareTable(0, int(r.hints.table.Load()))
+	b.prepareTable(0, int(r.hints.get(hintTable)))
 	for i := 0; i < rss.Len(); i++ {
 		rs := rss.At(i)
 		resAttrs := rs.Resource().Attributes()
@@ -356,6 +395,7 @@ func (r *reducer) addResource(b *deltaBatch, attrs pcommon.Map, svc string) uint
 	keyOff := len(b.arena)
 	b.arena = b.sorter.appendSorted(b.arena, attrs, r.keyAttrs)
 	key := ref{uint32(keyOff), uint32(len(b.arena) - keyOff)}
+	b.arenaPeak = max(b.arenaPeak, len(b.arena))
 	h := keyHash(b.bytes(key))
 	// A batch usually holds a resource once; when it repeats, reuse the first entry.
 	for i := range b.resources {

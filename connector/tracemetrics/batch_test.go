@@ -1,6 +1,7 @@
 package tracemetrics
 
 import (
+	"context"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -13,7 +14,7 @@ func TestSizeHintsPresizeFreshBatches(t *testing.T) {
 	red := r.conn.(*connectorImp).reducer
 	first := new(deltaBatch)
 	red.reduce(first, benchInput(1000, 1000)[0])
-	require.GreaterOrEqual(t, red.hints.series.Load(), int64(1000))
+	require.GreaterOrEqual(t, red.hints.get(hintSeries), int64(1000))
 
 	fresh := new(deltaBatch)
 	red.reduce(fresh, benchInput(1000, 10)[0])
@@ -29,14 +30,42 @@ func TestSizeHintsAreBounded(t *testing.T) {
 	red := r.conn.(*connectorImp).reducer
 	huge := benchInput(20_000, 20_000)[0]
 	red.reduce(new(deltaBatch), huge)
-	for name, h := range map[string]int64{
-		"resources": red.hints.resources.Load(), "series": red.hints.series.Load(), "obs": red.hints.obs.Load(),
-		"arena": red.hints.arena.Load(), "table": red.hints.table.Load(),
-	} {
-		require.LessOrEqual(t, h, int64(hintLimit), name)
+	for i := range numHints {
+		require.LessOrEqual(t, red.hints.get(i), int64(hintLimit), "hint %d", i)
 	}
 	small := new(deltaBatch)
 	red.reduce(small, benchInput(1000, 10)[0])
 	require.LessOrEqual(t, cap(small.series), hintLimit)
 	require.LessOrEqual(t, cap(small.arena), 64*hintLimit)
+}
+
+// Hints follow recent traffic: once a flush interval has passed with small requests only, a
+// large request before it no longer sizes new batches, nor the aggregator's wake count.
+func TestSizeHintsForgetOldIntervals(t *testing.T) {
+	r := startConnector(t, NewFactory(), map[string]any{"dimensions": dims("http.method")})
+	c := r.conn.(*connectorImp)
+	red := c.reducer
+	red.reduce(new(deltaBatch), benchInput(1000, 1000)[0])
+	small := benchInput(1000, 10)
+
+	red.hints.rotate() // a flush: the large request was in the interval that ended
+	fresh := new(deltaBatch)
+	red.reduce(fresh, small[0])
+	require.GreaterOrEqual(t, cap(fresh.series), 1000, "still sized for the previous interval's largest request")
+
+	red.hints.rotate() // an interval of small requests only
+	fresh = new(deltaBatch)
+	red.reduce(fresh, small[1])
+	require.Less(t, cap(fresh.series), 100, "sized for the small requests")
+	require.Greater(t, wakeBatch(c.q.Cap(), int(red.hints.get(hintSeries))), 16, "small batches wake the aggregator less often")
+
+	// Through the connector: a real flush rotates the hints.
+	require.NoError(t, c.ConsumeTraces(context.Background(), benchInput(1000, 1000)[0]))
+	c.settle()
+	require.GreaterOrEqual(t, red.hints.get(hintSeries), int64(1000))
+	r.flush()
+	require.NoError(t, c.ConsumeTraces(context.Background(), small[2]))
+	c.settle()
+	r.flush()
+	require.Less(t, red.hints.get(hintSeries), int64(100))
 }

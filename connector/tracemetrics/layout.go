@@ -398,12 +398,14 @@ type attr struct {
 // the last map it sorted and the permutation that sorted it: the resources of a request, and
 // of the next one, usually come from SDKs that write their attributes in the same order, so
 // most maps are ordered by checking their keys against that memo, one comparison per key,
-// instead of comparing keys with each other (5 attributes: ~120 -> ~80 ns).
+// instead of comparing keys with each other (5 attributes: ~118 -> ~106 ns per map).
 type attrSorter struct {
 	attrs    []attr
 	perm     []int32 // perm[i]: input position of the i-th key in key order
 	memoLens []int32 // key lengths of the memo, in input order
 	memoKeys []byte  // key bytes of the memo, concatenated
+
+	peakAttrs, peakKeys int // largest map and memo of the request (sizeHints)
 }
 
 // appendSorted appends m's attributes accepted by keep (nil keeps all), sorted by key.
@@ -435,6 +437,8 @@ func (as *attrSorter) appendSorted(dst []byte, m pcommon.Map, keep map[string]st
 			as.memoKeys = append(as.memoKeys, s[i].k...)
 		}
 	}
+	as.peakAttrs = max(as.peakAttrs, len(s))
+	as.peakKeys = max(as.peakKeys, len(as.memoKeys))
 	dst = binary.AppendUvarint(dst, uint64(len(s)))
 	for _, i := range as.perm {
 		dst = appendStr(dst, s[i].k)

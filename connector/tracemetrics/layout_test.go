@@ -13,7 +13,7 @@ import (
 
 // attrSorter.appendSorted equals a plain stable sort by key, whether or not its memo of the
 // previous key order applies: maps come with repeated key orders (memo hits), new orders, other
-// key sets and lengths, duplicate keys, and a key filter.
+// key sets and lengths, and a key filter.
 func TestAttrSorterMatchesStableSort(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
 	keys := []string{"service.name", "service.namespace", "host.name", "k8s.pod.name", "a", "", "zz", "service.names"}
