@@ -24,8 +24,9 @@ var errShutdown = errors.New("tracemetrics connector is shut down")
 //	  reducer.reduce: spans → one deltaBatch (per-series deltas, keys, observations)
 //	  intake.Queue.Put: one pointer into the MPSC ring; waits if the ring is full
 //	aggregator.run (one goroutine, owns the series tables)
-//	  woken per wakeBatch items (about wakeSpans spans) or by the flush ticker; apply folds batches into the active
-//	  deltaBuffer; at the tick it swaps buffers and hands the filled one over
+//	  woken per wakeBatch items (about wakeSpans spans) or by the flush ticker; apply folds
+//	  batches into the active deltaBuffer; at the tick it swaps buffers and hands the filled
+//	  one over
 //	flusher.run (one goroutine)
 //	  cumulative totals, pmetric.Metrics, next.ConsumeMetrics
 type connectorImp struct {
