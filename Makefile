@@ -16,7 +16,7 @@ export GONOSUMDB := github.com/open-telemetry/opentelemetry-collector-contrib
 INTEGRATION := -tags integration -p 1 -count=1 -timeout 25m
 MODULES     := . testbed
 
-.PHONY: all build stock-twin run test unit integration check-generated generate bench testbed testbed-short lint docker clean tools
+.PHONY: all build stock-twin run test rules unit integration check-generated generate bench testbed testbed-short lint docker clean tools
 
 all: build
 
@@ -42,15 +42,22 @@ run: build
 
 ## test: lint, generated-code drift, unit tests with -race, integration tests with real services,
 ## and the short testbed run (fails if ours falls below the stock twin or loses a span)
-test: lint check-generated build unit integration testbed-short
+test: lint check-generated build rules unit integration testbed-short
 
 unit:
 	$(GO) test -race -count=1 ./...
 	cd testbed && $(GO) test -race -count=1 ./...
+	cd deploy && $(GO) test -race -count=1 ./...
+
+## rules: promtool checks and unit-tests the Prometheus rules in deploy/prometheus
+rules:
+	scripts/prometheus.sh promtool check rules deploy/prometheus/rules.yaml
+	cd deploy/prometheus && ../../scripts/prometheus.sh promtool test rules rules_test.yaml
 
 integration: build stock-twin
 	$(GO) test $(INTEGRATION) ./...
 	cd testbed && $(GO) test $(INTEGRATION) ./...
+	cd deploy && $(GO) test $(INTEGRATION) ./...
 
 ## check-generated: fail when cmd/otelcol-red drifts from builder-config.yaml
 check-generated: $(BUILDER)
@@ -72,13 +79,14 @@ testbed: build stock-twin
 testbed-short: build stock-twin
 	cd testbed && $(GO) run ./cmd/testbed -short -out results/raw/short
 
-## lint: gofmt and go vet over both modules
+## lint: gofmt and go vet over every module
 lint:
 	@out=$$(git ls-files '*.go' | grep -v '^cmd/otelcol-red/' | xargs gofmt -l); \
 	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) vet -tags integration ./...
 	cd testbed && $(GO) vet ./... && $(GO) vet -tags integration ./...
+	cd deploy && $(GO) vet ./... && $(GO) vet -tags integration ./...
 
 docker:
 	docker build -t otelcol-red:latest .
