@@ -344,6 +344,11 @@ scrape_configs:
 	drops := byLabel("Hotspotfilter drops", "A", all, "service_name")
 	assert.Greater(t, drops["cart"], 0.0, "cart's Redis spans over budget are dropped")
 	assert.NotContains(t, drops, "checkout", "checkout has no Redis spans")
+	lagNames, err := prom.query(`count by (__name__) ({__name__=~"otelcol_kafka_receiver_offset_lag.*"})`)
+	require.NoError(t, err)
+	for _, s := range lagNames {
+		t.Logf("Kafka lag exposed as %s", s.Metric["__name__"])
+	}
 	lag := byLabel("Kafka consumer lag", "A", all, "topic")
 	assert.Contains(t, lag, topic)
 	assert.GreaterOrEqual(t, lag[topic], 0.0)
