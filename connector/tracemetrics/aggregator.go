@@ -115,7 +115,8 @@ func (t *seriesTable) alloc() uint32 {
 
 // run is the aggregator goroutine: sleep until a batch of items is queued or the flush
 // timer fires, drain, apply, repeat. The timer channel is part of the same select, so a
-// quiet period still flushes on time, and items never wait longer than one interval.
+// quiet period still flushes on time, and items never wait longer than one interval; under
+// load drain watches the timer itself (see there).
 func (a *aggregator) run() {
 	defer close(a.done)
 	for {
@@ -156,6 +157,15 @@ func (a *aggregator) drain() {
 		a.wakeBatch = wakeBatch(a.q.Cap(), int(a.hints.get(hintSeries)))
 		if len(a.drainBuf) < a.wakeBatch {
 			break
+		}
+		// Under sustained overload every Drain finds a full batch and run's select, where the
+		// timer waits, is never reached again: the flush would wait until the load drops.
+		// Looking at the timer between rounds keeps flushes on time whatever the load, at the
+		// cost of one non-blocking receive per ring's worth of batches.
+		select {
+		case <-a.ticker.Chan():
+			a.flush(false)
+		default:
 		}
 	}
 	a.tel.seriesLive.Store(int64(a.liveSeries()))

@@ -3,6 +3,7 @@ package tracemetrics // import "github.com/otelcol-red/otelcol-red/connector/tra
 import (
 	"context"
 	"runtime"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/collector/consumer"
@@ -36,6 +37,7 @@ type flusher struct {
 	in       chan *deltaBuffer
 	returned chan *deltaBuffer
 	done     chan struct{}
+	flushes  atomic.Int64 // flushes completed (tests and benchmarks wait on it)
 
 	resAttrs []pcommon.Map // by resource id; zero Map when free
 	tables   []*flushTable
@@ -154,6 +156,7 @@ func (f *flusher) run() {
 	defer close(f.done)
 	for buf := range f.in {
 		f.process(buf)
+		f.flushes.Add(1)
 		final := buf.final
 		buf.reset()
 		f.returned <- buf
