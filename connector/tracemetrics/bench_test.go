@@ -3,9 +3,11 @@ package tracemetrics
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"runtime"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -18,8 +20,10 @@ import (
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/connector"
+	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 )
 
@@ -239,30 +243,57 @@ func BenchmarkIngestStall(b *testing.B) {
 	}
 }
 
-// BenchmarkBytesPerSeries reports heap bytes per series after 1M series were aggregated (and,
-// for cumulative temporality, flushed once, so the flusher's state exists too).
+// BenchmarkBytesPerSeries reports heap bytes per series after 1M series were aggregated and
+// flushed once, in both temporalities (cumulative: the flusher's running totals exist too),
+// and flush-peak-bytes/series: the heap while the downstream holds the first export of that
+// flush (spanmetrics: the whole interval's pmetric.Metrics; tracemetrics: its first chunk).
 func BenchmarkBytesPerSeries(b *testing.B) {
 	const series = 1_000_000
 	input := benchInput(series, 1000)
-	for _, bc := range benchConnectors() {
-		b.Run(bc.name, func(b *testing.B) {
-			for i := 0; i < b.N; i++ {
-				runtime.GC()
-				var before, after runtime.MemStats
-				runtime.ReadMemStats(&before)
-				r := startConnector(b, bc.factory, benchConfig)
-				consumeParallel(r.conn, input, 2, len(input))
-				settleIfOurs(r.conn)
-				r.flush()
-				r.sink.Reset()
-				runtime.GC()
-				runtime.ReadMemStats(&after)
-				b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/series, "bytes/series")
-				runtime.KeepAlive(input)
-				require.NoError(b, r.conn.Shutdown(context.Background()))
-			}
-		})
+	for _, temporality := range []string{cumulative, delta} {
+		cfg := maps.Clone(benchConfig)
+		cfg["aggregation_temporality"] = temporality
+		for _, bc := range benchConnectors() {
+			b.Run(strings.ToLower(strings.TrimPrefix(temporality, "AGGREGATION_TEMPORALITY_"))+"/"+bc.name, func(b *testing.B) {
+				for i := 0; i < b.N; i++ {
+					runtime.GC()
+					var before, after runtime.MemStats
+					runtime.ReadMemStats(&before)
+					peak := &heapAtFirstExport{}
+					r := startConnectorTo(b, bc.factory, cfg, func(s *consumertest.MetricsSink) consumer.Metrics {
+						peak.MetricsSink = s
+						return peak
+					})
+					consumeParallel(r.conn, input, 2, len(input))
+					settleIfOurs(r.conn)
+					r.flush()
+					r.sink.Reset()
+					runtime.GC()
+					runtime.ReadMemStats(&after)
+					b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/series, "bytes/series")
+					b.ReportMetric(float64(peak.heap-before.HeapAlloc)/series, "flush-peak-bytes/series")
+					runtime.KeepAlive(input)
+					require.NoError(b, r.conn.Shutdown(context.Background()))
+				}
+			})
+		}
 	}
+}
+
+// heapAtFirstExport records the live heap when the first export arrives, before keeping it.
+type heapAtFirstExport struct {
+	*consumertest.MetricsSink
+	heap uint64
+}
+
+func (h *heapAtFirstExport) ConsumeMetrics(ctx context.Context, md pmetric.Metrics) error {
+	if h.heap == 0 {
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		h.heap = ms.HeapAlloc
+	}
+	return h.MetricsSink.ConsumeMetrics(ctx, md)
 }
 
 // readOnly is a floor for BenchmarkConsumeTracesFloor: it reads every byte that both

@@ -274,9 +274,10 @@ func flushOnce(t *testing.T, c *connectorImp, sink *consumertest.MetricsSink, cl
 	n := len(sink.AllMetrics())
 	c.settle()
 	require.Eventually(t, c.flusherIdle, 5*time.Second, time.Millisecond)
+	flushes := c.fl.flushes.Load()
 	clock.Advance(d)
-	require.Eventually(t, func() bool { return len(sink.AllMetrics()) > n }, 5*time.Second, time.Millisecond)
-	return sink.AllMetrics()[len(sink.AllMetrics())-1]
+	require.Eventually(t, func() bool { return c.fl.flushes.Load() > flushes }, 5*time.Second, time.Millisecond)
+	return mergeMetrics(sink.AllMetrics()[n:])
 }
 
 func oneSpan(service, name string) ptrace.Traces {
