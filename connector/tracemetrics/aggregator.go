@@ -323,8 +323,9 @@ func (a *aggregator) resolveSeries(t *seriesTable, d *deltaFamily, rid uint32, k
 	r := &a.resources[rid]
 	f := t.fam.index
 	p := t.index.Probe(h)
+	ident := identity(key, t.fam)
 	for id, ok := p.Next(); ok; id, ok = p.Next() {
-		if t.meta[id].res != rid || !bytes.Equal(t.key(id), key) {
+		if t.meta[id].res != rid || !bytes.Equal(identity(t.key(id), t.fam), ident) {
 			continue // a hash collision: a different series
 		}
 		if a.isDelta && a.cardLimit > 0 && t.meta[id].epoch != a.epoch {
@@ -512,7 +513,7 @@ func (a *aggregator) dropSeries(t *seriesTable, id uint32) {
 	if key[8]&overflowFlag != 0 {
 		r.overflow[f] = 0
 	} else {
-		t.index.Delete(keyHash(key), id)
+		t.index.Delete(keyHash(identity(key, t.fam)), id)
 		t.n--
 		r.series[f]--
 		a.svcSeries[f][r.svc]--

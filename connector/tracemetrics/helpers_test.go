@@ -250,6 +250,7 @@ type genOptions struct {
 	services int
 	names    int
 	bad      bool // include malformed input
+	mixed    bool // dimension values of several types with the same string form
 	events   bool
 	wide     bool // durations from 1µs to hours (exponential downscaling)
 }
@@ -319,7 +320,26 @@ func genTraces(r *rand.Rand, spans int, o genOptions) ptrace.Traces {
 			sp.SetEndTimestamp(start + pcommon.Timestamp(dur))
 			sp.Attributes().PutStr("http.method", []string{"GET", "POST"}[r.IntN(2)])
 			if r.IntN(3) > 0 {
-				sp.Attributes().PutInt("http.status_code", []int64{200, 404, 500}[r.IntN(3)])
+				code := []int64{200, 404, 500}[r.IntN(3)]
+				if o.mixed && r.IntN(2) == 0 {
+					sp.Attributes().PutStr("http.status_code", fmt.Sprint(code))
+				} else {
+					sp.Attributes().PutInt("http.status_code", code)
+				}
+			}
+			if o.mixed {
+				switch r.IntN(6) {
+				case 0:
+					sp.Attributes().PutDouble("ratio", []float64{0.5, 1e21, 1e-7, -3}[r.IntN(4)])
+				case 1:
+					sp.Attributes().PutStr("ratio", []string{"0.5", "1e+21", "1e-7", "-3"}[r.IntN(4)])
+				case 2:
+					sp.Attributes().PutBool("ratio", r.IntN(2) == 0)
+				case 3:
+					sp.Attributes().PutStr("ratio", []string{"true", "false"}[r.IntN(2)])
+				case 4:
+					sp.Attributes().PutEmpty("ratio")
+				}
 			}
 			if r.IntN(4) == 0 {
 				sp.Attributes().PutStr("tenant", fmt.Sprintf("t%d", r.IntN(3)))
