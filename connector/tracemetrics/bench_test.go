@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"sort"
 	"strings"
 	"sync"
@@ -247,37 +250,56 @@ func BenchmarkIngestStall(b *testing.B) {
 // flushed once, in both temporalities (cumulative: the flusher's running totals exist too),
 // and flush-peak-bytes/series: the heap while the downstream holds the first export of that
 // flush (spanmetrics: the whole interval's pmetric.Metrics; tracemetrics: its first chunk).
+//
+// With TRACEMETRICS_HEAP_PROFILE_DIR set, each run also writes a heap profile there, taken
+// at the bytes/series measurement (go tool pprof -sample_index=inuse_space).
 func BenchmarkBytesPerSeries(b *testing.B) {
-	const series = 1_000_000
-	input := benchInput(series, 1000)
-	for _, temporality := range []string{cumulative, delta} {
-		cfg := maps.Clone(benchConfig)
-		cfg["aggregation_temporality"] = temporality
-		for _, bc := range benchConnectors() {
-			b.Run(strings.ToLower(strings.TrimPrefix(temporality, "AGGREGATION_TEMPORALITY_"))+"/"+bc.name, func(b *testing.B) {
-				for i := 0; i < b.N; i++ {
-					runtime.GC()
-					var before, after runtime.MemStats
-					runtime.ReadMemStats(&before)
-					peak := &heapAtFirstExport{}
-					r := startConnectorTo(b, bc.factory, cfg, func(s *consumertest.MetricsSink) consumer.Metrics {
-						peak.MetricsSink = s
-						return peak
-					})
-					consumeParallel(r.conn, input, 2, len(input))
-					settleIfOurs(r.conn)
-					r.flush()
-					r.sink.Reset()
-					runtime.GC()
-					runtime.ReadMemStats(&after)
-					b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/series, "bytes/series")
-					b.ReportMetric(float64(peak.heap-before.HeapAlloc)/series, "flush-peak-bytes/series")
-					runtime.KeepAlive(input)
-					require.NoError(b, r.conn.Shutdown(context.Background()))
-				}
-			})
+	for _, size := range []struct {
+		name   string
+		series int
+	}{{"100k", 100_000}, {"1M", 1_000_000}} {
+		series := size.series
+		input := benchInput(series, 1000)
+		for _, temporality := range []string{cumulative, delta} {
+			cfg := maps.Clone(benchConfig)
+			cfg["aggregation_temporality"] = temporality
+			for _, bc := range benchConnectors() {
+				name := "series=" + size.name + "/" + strings.ToLower(strings.TrimPrefix(temporality, "AGGREGATION_TEMPORALITY_")) + "/" + bc.name
+				b.Run(name, func(b *testing.B) {
+					for i := 0; i < b.N; i++ {
+						runtime.GC()
+						var before, after runtime.MemStats
+						runtime.ReadMemStats(&before)
+						peak := &heapAtFirstExport{}
+						r := startConnectorTo(b, bc.factory, cfg, func(s *consumertest.MetricsSink) consumer.Metrics {
+							peak.MetricsSink = s
+							return peak
+						})
+						consumeParallel(r.conn, input, 2, len(input))
+						settleIfOurs(r.conn)
+						r.flush()
+						r.sink.Reset()
+						runtime.GC()
+						runtime.ReadMemStats(&after)
+						b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/float64(series), "bytes/series")
+						b.ReportMetric(float64(peak.heap-before.HeapAlloc)/float64(series), "flush-peak-bytes/series")
+						if dir := os.Getenv("TRACEMETRICS_HEAP_PROFILE_DIR"); dir != "" {
+							writeHeapProfile(b, filepath.Join(dir, strings.ReplaceAll(name, "/", "_")+".pprof"))
+						}
+						runtime.KeepAlive(input)
+						require.NoError(b, r.conn.Shutdown(context.Background()))
+					}
+				})
+			}
 		}
 	}
+}
+
+func writeHeapProfile(b *testing.B, path string) {
+	f, err := os.Create(path)
+	require.NoError(b, err)
+	defer f.Close()
+	require.NoError(b, pprof.WriteHeapProfile(f))
 }
 
 // heapAtFirstExport records the live heap when the first export arrives, before keeping it.
