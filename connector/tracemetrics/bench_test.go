@@ -23,6 +23,7 @@ import (
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/connector"
+	"go.opentelemetry.io/collector/connector/connectortest"
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -246,10 +247,11 @@ func BenchmarkIngestStall(b *testing.B) {
 	}
 }
 
-// BenchmarkBytesPerSeries reports heap bytes per series after 1M series were aggregated and
-// flushed once, in both temporalities (cumulative: the flusher's running totals exist too),
-// and flush-peak-bytes/series: the heap while the downstream holds the first export of that
-// flush (spanmetrics: the whole interval's pmetric.Metrics; tracemetrics: its first chunk).
+// BenchmarkBytesPerSeries reports heap bytes per series after every series was aggregated and
+// flushed twice, in both temporalities (cumulative: the flusher's running totals exist too),
+// and flush-peak-bytes/series: the heap while the downstream holds the first export of the
+// second flush (spanmetrics: the whole interval's pmetric.Metrics; tracemetrics: its first
+// chunk).
 //
 // With TRACEMETRICS_HEAP_PROFILE_DIR set, each run also writes a heap profile there, taken
 // at the bytes/series measurement (go tool pprof -sample_index=inuse_space).
@@ -275,10 +277,15 @@ func BenchmarkBytesPerSeries(b *testing.B) {
 							peak.MetricsSink = s
 							return peak
 						})
-						consumeParallel(r.conn, input, 2, len(input))
-						settleIfOurs(r.conn)
-						r.flush()
-						r.sink.Reset()
+						// Two passes and two flushes: the steady state, where the series of each
+						// interval have filled both of tracemetrics' delta buffers in turn.
+						for pass := 0; pass < 2; pass++ {
+							consumeParallel(r.conn, input, 2, len(input))
+							settleIfOurs(r.conn)
+							peak.heap = 0
+							r.flush()
+							r.sink.Reset()
+						}
 						runtime.GC()
 						runtime.ReadMemStats(&after)
 						b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/float64(series), "bytes/series")
@@ -437,6 +444,128 @@ func BenchmarkApply(b *testing.B) {
 				cpu := processCPU() - start
 				b.ReportMetric(float64(cpu.Nanoseconds())/(float64(b.N)*float64(batchSize)), "cpu-ns/span")
 			})
+		}
+	}
+}
+
+// flushTimes records, per flush, the flush time the connector stamped on its data points
+// and when the first of its exports reached the next consumer.
+type flushTimes struct {
+	mu      sync.Mutex
+	stamps  []pcommon.Timestamp
+	arrived []time.Time
+}
+
+func (f *flushTimes) Capabilities() consumer.Capabilities { return consumer.Capabilities{} }
+
+func (f *flushTimes) ConsumeMetrics(_ context.Context, md pmetric.Metrics) error {
+	now := time.Now()
+	ts := md.ResourceMetrics().At(0).ScopeMetrics().At(0).Metrics().At(0).Sum().DataPoints().At(0).Timestamp()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if n := len(f.stamps); n == 0 || f.stamps[n-1] != ts {
+		f.stamps = append(f.stamps, ts)
+		f.arrived = append(f.arrived, now)
+	}
+	return nil
+}
+
+// BenchmarkFlushLateness measures how late flushes are while producers keep the connector
+// overloaded for a fixed time (real clock, 1s interval, 6s of load, delta temporality,
+// 100k series). max-late-ms is the largest delay between two flush timestamps beyond the
+// interval (a flush that never came in the run counts up to the run's end), max-delivery-ms
+// the largest time from a flush's timestamp to its first export reaching the next consumer.
+// Loads: 8 goroutines calling ConsumeTraces as fast as they can (both connectors), and, for
+// tracemetrics, 4 goroutines queueing copies of a pre-reduced 2000-series batch, which keeps
+// the intake ring full at every drain (the aggregator is the bottleneck).
+func BenchmarkFlushLateness(b *testing.B) {
+	const interval, duration = time.Second, 6 * time.Second
+	input := benchInput(100_000, 1000)
+	cases := []struct {
+		name      string
+		factory   connector.Factory
+		saturated bool
+	}{
+		{"spanmetrics/ConsumeTraces", spanmetricsconnector.NewFactory(), false},
+		{"tracemetrics/ConsumeTraces", NewFactory(), false},
+		{"tracemetrics/saturated-ring", NewFactory(), true},
+	}
+	for _, bc := range cases {
+		b.Run(bc.name, func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				cfg := bc.factory.CreateDefaultConfig()
+				raw := maps.Clone(benchConfig)
+				raw["metrics_flush_interval"] = interval
+				raw["aggregation_temporality"] = delta
+				require.NoError(b, confmap.NewFromStringMap(raw).Unmarshal(cfg))
+				sink := &flushTimes{}
+				conn, err := bc.factory.CreateTracesToMetrics(context.Background(), connectortest.NewNopSettings(bc.factory.Type()), cfg, sink)
+				require.NoError(b, err)
+				require.NoError(b, conn.Start(context.Background(), componenttestHost{}))
+				begin := time.Now()
+				var stop atomic.Bool
+				var wg sync.WaitGroup
+				producers := 8
+				if bc.saturated {
+					producers = 4
+				}
+				for p := 0; p < producers; p++ {
+					wg.Add(1)
+					go func(p int) {
+						defer wg.Done()
+						if bc.saturated {
+							saturate(conn.(*connectorImp), &stop)
+							return
+						}
+						for j := p; !stop.Load(); j += producers {
+							if err := conn.ConsumeTraces(context.Background(), input[j%len(input)]); err != nil {
+								panic(err)
+							}
+						}
+					}(p)
+				}
+				time.Sleep(duration)
+				end := time.Now()
+				stop.Store(true)
+				wg.Wait()
+				require.NoError(b, conn.Shutdown(context.Background()))
+				sink.mu.Lock()
+				late, delivery, prev, flushes := time.Duration(0), time.Duration(0), begin, 0
+				for k, ts := range sink.stamps {
+					t := ts.AsTime()
+					if t.After(end) {
+						break // the final flush at Shutdown
+					}
+					flushes++
+					late = max(late, t.Sub(prev)-interval)
+					delivery = max(delivery, sink.arrived[k].Sub(t))
+					prev = t
+				}
+				sink.mu.Unlock()
+				late = max(late, end.Sub(prev)-interval)
+				b.ReportMetric(float64(late)/float64(time.Millisecond), "max-late-ms")
+				b.ReportMetric(float64(delivery)/float64(time.Millisecond), "max-delivery-ms")
+				b.ReportMetric(float64(flushes), "flushes")
+				b.ReportMetric(float64(duration/interval), "expected-flushes")
+			}
+		})
+	}
+}
+
+// saturate queues copies of one pre-reduced batch of 2000 series until stop: much cheaper
+// than applying them, so the aggregator finds the ring full at every drain.
+func saturate(c *connectorImp, stop *atomic.Bool) {
+	tmpl := new(deltaBatch)
+	tmpl.ts = time.Now().UnixNano()
+	c.reducer.reduce(tmpl, manySeries(2000))
+	for !stop.Load() {
+		b := c.free.Get()
+		if b == nil {
+			b = new(deltaBatch)
+		}
+		copyBatch(b, tmpl)
+		if err := c.q.Put(context.Background(), b); err != nil {
+			panic(err)
 		}
 	}
 }

@@ -454,3 +454,20 @@ func TestWakeBatchIsBounded(t *testing.T) {
 	assert.Equal(t, 1, wakeBatch(defaultRingSize, 100_000))
 	assert.Equal(t, defaultRingSize/8, wakeBatch(defaultRingSize, 0))
 }
+
+// With the defaults (cumulative, no series_expiration configured), the series of a
+// cardinality burst expire once idle, so the memory they hold comes back instead of keeping
+// the heap over the memory limiter's soft limit for good.
+func TestDefaultsExpireABurst(t *testing.T) {
+	c, sink, clock, _ := startOurs(t, map[string]any{}, true)
+	for i := 0; i < 500; i++ {
+		require.NoError(t, c.ConsumeTraces(context.Background(), oneSpan("svc", fmt.Sprintf("burst-%d", i))))
+	}
+	flushOnce(t, c, sink, clock, defaultFlushInterval)
+	require.Equal(t, 500, c.agg.tables[0].n)
+	for elapsed := time.Duration(0); elapsed <= defaultSeriesExpiration; elapsed += defaultFlushInterval {
+		require.NoError(t, c.ConsumeTraces(context.Background(), oneSpan("svc", "steady")))
+		flushOnce(t, c, sink, clock, defaultFlushInterval)
+	}
+	require.Equal(t, 1, c.agg.tables[0].n, "only the steady series is left")
+}
