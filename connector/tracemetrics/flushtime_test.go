@@ -38,9 +38,9 @@ func copyBatch(dst, src *deltaBatch) {
 }
 
 // Under sustained overload (the ring full at every Drain) the flush still happens at the
-// tick. Producers here queue copies of one pre-reduced batch of 2000 series: a copy costs a
-// small fraction of what applying it costs, so the aggregator finds the ring refilled after
-// every round, as it does when many receivers outpace it.
+// tick. Producers here queue copies of one pre-reduced batch of 2000 series (saturate): a
+// copy costs a small fraction of what applying it costs, so the aggregator finds the ring
+// refilled after every round, as it does when many receivers outpace it.
 //
 // The bound is exact, not timed: the swap happens at the latest after the drain round that
 // is in progress when the tick arrives, so the first flush holds at most the batches published
@@ -48,33 +48,19 @@ func copyBatch(dst, src *deltaBatch) {
 // aggregator left the loop only when the ring ran empty, which a saturated ring does not, and
 // the flush carried whatever was published until the load stopped.
 func TestFlushOnTimeUnderOverload(t *testing.T) {
-	const producers, seriesPerBatch = 4, 2000
+	const producers, seriesPerBatch = 4, 2000 // saturate's batch
 	c, sink, clock, _ := startOurs(t, map[string]any{
 		"ring_size":               4,
 		"aggregation_temporality": delta,
 		"metrics_flush_interval":  time.Second,
 	}, true)
-	tmpl := new(deltaBatch)
-	tmpl.ts = clock.Now().UnixNano()
-	c.reducer.reduce(tmpl, manySeries(seriesPerBatch))
-	require.Len(t, tmpl.series, seriesPerBatch)
-
 	var stop atomic.Bool
 	var wg sync.WaitGroup
 	for p := 0; p < producers; p++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for !stop.Load() {
-				b := c.free.Get()
-				if b == nil {
-					b = new(deltaBatch)
-				}
-				copyBatch(b, tmpl)
-				if err := c.q.Put(context.Background(), b); err != nil {
-					panic(err)
-				}
-			}
+			saturate(c, &stop)
 		}()
 	}
 	defer func() {
