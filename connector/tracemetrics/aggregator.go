@@ -56,6 +56,7 @@ type aggregator struct {
 	applied    atomic.Int64  // batches applied (tests and benchmarks wait on it)
 	drainBuf   []*deltaBatch
 	epoch      uint32 // incremented at each swap; rows of older epochs belong to other buffers
+	flushDue   bool   // a tick found the flusher busy: swap as soon as it hands its buffer back
 	scratchRes []uint32
 	resIDs     []uint32 // apply: aggregator resource id of each batch resource
 	rows       []int32  // apply: active row of each batch series
@@ -121,9 +122,19 @@ func (a *aggregator) run() {
 	defer close(a.done)
 	for {
 		if !a.q.Arm(a.wakeBatch) {
+			// back is nil, so never ready, unless a flush waits for the flusher's buffer.
+			var back chan *deltaBuffer
+			if a.flushDue {
+				back = a.returned
+			}
 			select {
 			case <-a.q.Wake():
 			case <-a.kick:
+			case spare := <-back:
+				a.q.Disarm()
+				a.drain()
+				a.swap(spare, false)
+				continue
 			case <-a.ticker.Chan():
 				a.q.Disarm()
 				a.drain()
@@ -141,13 +152,29 @@ func (a *aggregator) run() {
 	}
 }
 
+// flushCheckBatches is how many batches the aggregator applies between two looks at the
+// flush timer while it works through a drained round.
+const flushCheckBatches = 16
+
 func (a *aggregator) drain() {
 	for {
+		// Under sustained overload run's select, where the timer waits, is not reached again:
+		// every Drain here finds a full batch, and when one does not, Arm finds the next batch
+		// already queued and run drains again without sleeping. The flush would wait until
+		// the load drops. Looking at the timer at every round keeps flushes on time whatever
+		// the load, for one non-blocking receive per round.
+		a.flushIfDue()
 		a.drainBuf = a.q.Drain(a.drainBuf[:0])
 		if len(a.drainBuf) == 0 {
 			break
 		}
 		for i, b := range a.drainBuf {
+			if i%flushCheckBatches == flushCheckBatches-1 {
+				// A full ring takes long to apply when the aggregator gets a small share
+				// of the CPU (many busy receivers on few cores): look at the timer inside
+				// the round too.
+				a.flushIfDue()
+			}
 			a.apply(b)
 			b.reset()
 			a.free.Put(b)
@@ -157,15 +184,6 @@ func (a *aggregator) drain() {
 		a.wakeBatch = wakeBatch(a.q.Cap(), int(a.hints.get(hintSeries)))
 		if len(a.drainBuf) < a.wakeBatch {
 			break
-		}
-		// Under sustained overload every Drain finds a full batch and run's select, where the
-		// timer waits, is never reached again: the flush would wait until the load drops.
-		// Looking at the timer between rounds keeps flushes on time whatever the load, at the
-		// cost of one non-blocking receive per ring's worth of batches.
-		select {
-		case <-a.ticker.Chan():
-			a.flush(false)
-		default:
 		}
 	}
 	a.tel.seriesLive.Store(int64(a.liveSeries()))
@@ -380,9 +398,10 @@ func (a *aggregator) overflowSeries(t *seriesTable, d *deltaFamily, rid uint32, 
 }
 
 // flush swaps the delta buffers and hands the filled one to the flusher. When the flusher is
-// still busy with the previous interval (a slow downstream), the swap is skipped and the
-// active buffer keeps accumulating: the next flush carries both intervals, nothing is lost
-// and ingest never waits. The final flush does wait.
+// still busy with the previous interval (a slow downstream, or a flusher starved of CPU), the
+// swap is postponed and the active buffer keeps accumulating: the flush happens as soon as
+// the flusher hands its buffer back (flushDue), nothing is lost and ingest never waits. The
+// final flush does wait.
 func (a *aggregator) flush(final bool) {
 	var spare *deltaBuffer
 	if final {
@@ -392,9 +411,34 @@ func (a *aggregator) flush(final bool) {
 		case spare = <-a.returned:
 		default:
 			a.tel.flushesSkipped.Add(1)
+			a.flushDue = true
 			return
 		}
 	}
+	a.swap(spare, final)
+}
+
+// flushIfDue flushes when the timer has fired, or when a postponed flush finds the flusher
+// back. It never waits.
+func (a *aggregator) flushIfDue() {
+	select {
+	case <-a.ticker.Chan():
+		a.flush(false)
+		return
+	default:
+	}
+	if a.flushDue {
+		select {
+		case spare := <-a.returned:
+			a.swap(spare, false)
+		default:
+		}
+	}
+}
+
+// swap makes spare the active buffer and hands the filled one to the flusher.
+func (a *aggregator) swap(spare *deltaBuffer, final bool) {
+	a.flushDue = false
 	a.reclaim(spare)
 	full := a.active
 	a.active = spare

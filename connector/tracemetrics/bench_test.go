@@ -460,7 +460,16 @@ func (f *flushTimes) Capabilities() consumer.Capabilities { return consumer.Capa
 
 func (f *flushTimes) ConsumeMetrics(_ context.Context, md pmetric.Metrics) error {
 	now := time.Now()
-	ts := md.ResourceMetrics().At(0).ScopeMetrics().At(0).Metrics().At(0).Sum().DataPoints().At(0).Timestamp()
+	// A chunk may start with any metric of a resource.
+	var ts pcommon.Timestamp
+	switch m := md.ResourceMetrics().At(0).ScopeMetrics().At(0).Metrics().At(0); m.Type() {
+	case pmetric.MetricTypeSum:
+		ts = m.Sum().DataPoints().At(0).Timestamp()
+	case pmetric.MetricTypeHistogram:
+		ts = m.Histogram().DataPoints().At(0).Timestamp()
+	default:
+		panic("BUG: unexpected metric type " + m.Type().String())
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if n := len(f.stamps); n == 0 || f.stamps[n-1] != ts {
@@ -546,6 +555,9 @@ func BenchmarkFlushLateness(b *testing.B) {
 				b.ReportMetric(float64(late)/float64(time.Millisecond), "max-late-ms")
 				b.ReportMetric(float64(delivery)/float64(time.Millisecond), "max-delivery-ms")
 				b.ReportMetric(float64(flushes), "flushes")
+				if ours, ok := conn.(*connectorImp); ok {
+					b.ReportMetric(float64(ours.tel.flushesSkipped.Load()), "skipped")
+				}
 				b.ReportMetric(float64(duration/interval), "expected-flushes")
 			}
 		})

@@ -348,7 +348,7 @@ func TestResourceCacheSizeEvictsLeastRecentlySeen(t *testing.T) {
 }
 
 // A slow next consumer never blocks ingest: the flush that finds the flusher busy is skipped
-// and its data goes out with the next one.
+// and its data goes out as soon as the flusher is free again.
 func TestSlowDownstreamSkipsFlushWithoutLoss(t *testing.T) {
 	release := make(chan struct{})
 	blocking := &blockingSink{release: release}
@@ -366,13 +366,14 @@ func TestSlowDownstreamSkipsFlushWithoutLoss(t *testing.T) {
 	require.Eventually(t, func() bool { return blocking.calls() == 1 }, 5*time.Second, time.Millisecond)
 	require.NoError(t, c.ConsumeTraces(context.Background(), oneSpan("a", "x")))
 	c.settle()
-	clock.Advance(time.Second) // skipped: no spare buffer
+	clock.Advance(time.Second) // postponed: no spare buffer
 	require.Eventually(t, func() bool { return c.tel.flushesSkipped.Load() == 1 }, 5*time.Second, time.Millisecond)
 	close(release)
+	// The postponed flush goes out as soon as the flusher is back, not a whole interval later.
+	require.Eventually(t, func() bool { return len(blocking.all()) == 2 }, 5*time.Second, time.Millisecond)
+	require.Equal(t, int64(2), sumUp(blocking.all()[1]).calls)
 	require.NoError(t, c.Shutdown(context.Background()))
-	got := blocking.all()
-	require.Len(t, got, 2)
-	require.Equal(t, int64(2), sumUp(got[1]).calls)
+	require.Len(t, blocking.all(), 3) // Shutdown's final flush
 }
 
 type blockingSink struct {
