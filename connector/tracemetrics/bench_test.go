@@ -88,6 +88,20 @@ var benchConfig = map[string]any{
 	"metrics_flush_interval": time.Hour,
 }
 
+// configFor returns benchConfig for the connector of factory f. For tracemetrics, max_series
+// is lifted (the benchmarks measure up to 1M series, above its default cap) and
+// series_expiration set beyond the benchmarks' fake clock, which jumps a whole flush
+// interval (an hour) at each flush: the series stay, as they do with real time and a steady
+// load.
+func configFor(f connector.Factory) map[string]any {
+	raw := maps.Clone(benchConfig)
+	if f.Type() == NewFactory().Type() {
+		raw["max_series"] = 0
+		raw["series_expiration"] = 24 * time.Hour
+	}
+	return raw
+}
+
 func benchConnectors() []struct {
 	name    string
 	factory connector.Factory
@@ -150,7 +164,7 @@ func BenchmarkConsumeTraces(b *testing.B) {
 				for _, bc := range benchConnectors() {
 					name := fmt.Sprintf("series=%dk/batch=%d/producers=%d/%s", series/1000, batch, producers, bc.name)
 					b.Run(name, func(b *testing.B) {
-						r := startConnector(b, bc.factory, benchConfig)
+						r := startConnector(b, bc.factory, configFor(bc.factory))
 						// Warm up: every series exists, and the batch population has reached
 						// what this load keeps in flight (steady state: nothing allocated).
 						consumeParallel(r.conn, input, producers, max(len(input), 2_000_000/batch))
@@ -191,7 +205,7 @@ func BenchmarkIngestStall(b *testing.B) {
 	for _, bc := range benchConnectors() {
 		b.Run(bc.name, func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
-				r := startConnector(b, bc.factory, benchConfig)
+				r := startConnector(b, bc.factory, configFor(bc.factory))
 				consumeParallel(r.conn, input, 2, len(input))
 				consumeParallel(r.conn, probe, 1, len(probe))
 				settleIfOurs(r.conn)
@@ -263,9 +277,9 @@ func BenchmarkBytesPerSeries(b *testing.B) {
 		series := size.series
 		input := benchInput(series, 1000)
 		for _, temporality := range []string{cumulative, delta} {
-			cfg := maps.Clone(benchConfig)
-			cfg["aggregation_temporality"] = temporality
 			for _, bc := range benchConnectors() {
+				cfg := configFor(bc.factory)
+				cfg["aggregation_temporality"] = temporality
 				name := "series=" + size.name + "/" + strings.ToLower(strings.TrimPrefix(temporality, "AGGREGATION_TEMPORALITY_")) + "/" + bc.name
 				b.Run(name, func(b *testing.B) {
 					for i := 0; i < b.N; i++ {
@@ -399,7 +413,7 @@ func benchmarkReduce(b *testing.B, series, batchSize int) {
 	{
 		input := benchInput(series, batchSize)
 		b.Run(fmt.Sprintf("series=%dk/batch=%d", series/1000, batchSize), func(b *testing.B) {
-			r := startConnector(b, NewFactory(), benchConfig)
+			r := startConnector(b, NewFactory(), configFor(NewFactory()))
 			red := r.conn.(*connectorImp).reducer
 			batch := new(deltaBatch)
 			for _, td := range input {
@@ -427,7 +441,7 @@ func BenchmarkApply(b *testing.B) {
 			b.Run(fmt.Sprintf("series=%dk/batch=%d", series/1000, batchSize), func(b *testing.B) {
 				f := NewFactory()
 				cfg := f.CreateDefaultConfig().(*Config)
-				require.NoError(b, confmap.NewFromStringMap(benchConfig).Unmarshal(cfg))
+				require.NoError(b, confmap.NewFromStringMap(configFor(NewFactory())).Unmarshal(cfg))
 				c, err := newConnector(componenttest.NewNopTelemetrySettings(), cfg, consumertest.NewNop(), clockwork.NewFakeClockAt(testStart), "")
 				require.NoError(b, err)
 				batches := make([]*deltaBatch, len(input))
@@ -503,7 +517,7 @@ func BenchmarkFlushLateness(b *testing.B) {
 		b.Run(bc.name, func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				cfg := bc.factory.CreateDefaultConfig()
-				raw := maps.Clone(benchConfig)
+				raw := configFor(bc.factory)
 				raw["metrics_flush_interval"] = interval
 				raw["aggregation_temporality"] = delta
 				require.NoError(b, confmap.NewFromStringMap(raw).Unmarshal(cfg))
