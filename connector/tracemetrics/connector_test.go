@@ -106,8 +106,11 @@ func TestConcurrentProducersCountEverySpan(t *testing.T) {
 					"metrics_flush_interval":  time.Second,
 					"ring_size":               8, // small: producers hit a full ring too
 					"max_series":              40,
-					"histogram":               hist,
-					"dimensions":              dims("http.method", "http.status_code"),
+					// The fake clock races ahead (a second per millisecond): with cumulative
+					// temporality the final export must still hold every series.
+					"series_expiration": 0,
+					"histogram":         hist,
+					"dimensions":        dims("http.method", "http.status_code"),
 				}, true)
 				const producers, calls = 8, 150
 				var sent [producers]int64
