@@ -56,6 +56,7 @@ type aggregator struct {
 	applied    atomic.Int64  // batches applied (tests and benchmarks wait on it)
 	drainBuf   []*deltaBatch
 	epoch      uint32 // incremented at each swap; rows of older epochs belong to other buffers
+	flushDue   bool   // a tick found the flusher busy: swap as soon as it hands its buffer back
 	scratchRes []uint32
 	resIDs     []uint32 // apply: aggregator resource id of each batch resource
 	rows       []int32  // apply: active row of each batch series
@@ -115,14 +116,25 @@ func (t *seriesTable) alloc() uint32 {
 
 // run is the aggregator goroutine: sleep until a batch of items is queued or the flush
 // timer fires, drain, apply, repeat. The timer channel is part of the same select, so a
-// quiet period still flushes on time, and items never wait longer than one interval.
+// quiet period still flushes on time, and items never wait longer than one interval; under
+// load drain watches the timer itself (see there).
 func (a *aggregator) run() {
 	defer close(a.done)
 	for {
 		if !a.q.Arm(a.wakeBatch) {
+			// back is nil, so never ready, unless a flush waits for the flusher's buffer.
+			var back chan *deltaBuffer
+			if a.flushDue {
+				back = a.returned
+			}
 			select {
 			case <-a.q.Wake():
 			case <-a.kick:
+			case spare := <-back:
+				a.q.Disarm()
+				a.drain()
+				a.swap(spare, false)
+				continue
 			case <-a.ticker.Chan():
 				a.q.Disarm()
 				a.drain()
@@ -140,13 +152,29 @@ func (a *aggregator) run() {
 	}
 }
 
+// flushCheckBatches is how many batches the aggregator applies between two looks at the
+// flush timer while it works through a drained round.
+const flushCheckBatches = 16
+
 func (a *aggregator) drain() {
 	for {
+		// Under sustained overload run's select, where the timer waits, is not reached again:
+		// every Drain here finds a full batch, and when one does not, Arm finds the next batch
+		// already queued and run drains again without sleeping. The flush would wait until
+		// the load drops. Looking at the timer at every round keeps flushes on time whatever
+		// the load, for one non-blocking receive per round.
+		a.flushIfDue()
 		a.drainBuf = a.q.Drain(a.drainBuf[:0])
 		if len(a.drainBuf) == 0 {
 			break
 		}
 		for i, b := range a.drainBuf {
+			if i%flushCheckBatches == flushCheckBatches-1 {
+				// A full ring takes long to apply when the aggregator gets a small share
+				// of the CPU (many busy receivers on few cores): look at the timer inside
+				// the round too.
+				a.flushIfDue()
+			}
 			a.apply(b)
 			b.reset()
 			a.free.Put(b)
@@ -313,8 +341,9 @@ func (a *aggregator) resolveSeries(t *seriesTable, d *deltaFamily, rid uint32, k
 	r := &a.resources[rid]
 	f := t.fam.index
 	p := t.index.Probe(h)
+	ident := identity(key, t.fam)
 	for id, ok := p.Next(); ok; id, ok = p.Next() {
-		if t.meta[id].res != rid || !bytes.Equal(t.key(id), key) {
+		if t.meta[id].res != rid || !bytes.Equal(identity(t.key(id), t.fam), ident) {
 			continue // a hash collision: a different series
 		}
 		if a.isDelta && a.cardLimit > 0 && t.meta[id].epoch != a.epoch {
@@ -369,9 +398,10 @@ func (a *aggregator) overflowSeries(t *seriesTable, d *deltaFamily, rid uint32, 
 }
 
 // flush swaps the delta buffers and hands the filled one to the flusher. When the flusher is
-// still busy with the previous interval (a slow downstream), the swap is skipped and the
-// active buffer keeps accumulating: the next flush carries both intervals, nothing is lost
-// and ingest never waits. The final flush does wait.
+// still busy with the previous interval (a slow downstream, or a flusher starved of CPU), the
+// swap is postponed and the active buffer keeps accumulating: the flush happens as soon as
+// the flusher hands its buffer back (flushDue), nothing is lost and ingest never waits. The
+// final flush does wait.
 func (a *aggregator) flush(final bool) {
 	var spare *deltaBuffer
 	if final {
@@ -381,9 +411,34 @@ func (a *aggregator) flush(final bool) {
 		case spare = <-a.returned:
 		default:
 			a.tel.flushesSkipped.Add(1)
+			a.flushDue = true
 			return
 		}
 	}
+	a.swap(spare, final)
+}
+
+// flushIfDue flushes when the timer has fired, or when a postponed flush finds the flusher
+// back. It never waits.
+func (a *aggregator) flushIfDue() {
+	select {
+	case <-a.ticker.Chan():
+		a.flush(false)
+		return
+	default:
+	}
+	if a.flushDue {
+		select {
+		case spare := <-a.returned:
+			a.swap(spare, false)
+		default:
+		}
+	}
+}
+
+// swap makes spare the active buffer and hands the filled one to the flusher.
+func (a *aggregator) swap(spare *deltaBuffer, final bool) {
+	a.flushDue = false
 	a.reclaim(spare)
 	full := a.active
 	a.active = spare
@@ -502,7 +557,7 @@ func (a *aggregator) dropSeries(t *seriesTable, id uint32) {
 	if key[8]&overflowFlag != 0 {
 		r.overflow[f] = 0
 	} else {
-		t.index.Delete(keyHash(key), id)
+		t.index.Delete(keyHash(identity(key, t.fam)), id)
 		t.n--
 		r.series[f]--
 		a.svcSeries[f][r.svc]--

@@ -23,7 +23,7 @@ func TestConsumeTracesSteadyStateAllocatesNothing(t *testing.T) {
 		name string
 		raw  map[string]any
 	}{
-		{"explicit", map[string]any{"dimensions": dims("http.method", "http.status_code", "tenant=none")}},
+		{"explicit", map[string]any{"dimensions": dims("http.method", "http.status_code", "tenant=none", "ratio")}},
 		{"exponential exemplars", map[string]any{
 			"dimensions": dims("http.method"),
 			"histogram":  map[string]any{"exponential": map[string]any{"max_size": 40}},
@@ -40,7 +40,7 @@ func TestConsumeTracesSteadyStateAllocatesNothing(t *testing.T) {
 			rnd := newRand(3)
 			var batches []ptrace.Traces
 			for i := 0; i < 64; i++ {
-				batches = append(batches, genTraces(rnd, 200, genOptions{services: 3, names: 5, events: true}))
+				batches = append(batches, genTraces(rnd, 200, genOptions{services: 3, names: 5, events: true, mixed: true}))
 			}
 			i := 0
 			call := func() {

@@ -128,10 +128,11 @@ func (b *deltaBatch) growTable() {
 // upsert returns the index of the series whose key was just appended to the arena at off,
 // adding the series if new. The key is encoded in place: a known series truncates the arena
 // back to off, a new one keeps it there, so no key is copied.
-func (b *deltaBatch) upsert(res uint32, fam uint8, off int) uint32 {
+func (b *deltaBatch) upsert(res uint32, f *family, off int) uint32 {
 	key := b.arena[off:]
 	b.arenaPeak = max(b.arenaPeak, len(b.arena))
-	h := keyHash(key)
+	id := identity(key, f)
+	h := keyHash(id)
 	mask := uint64(len(b.table) - 1)
 	i := h & mask
 	for {
@@ -140,7 +141,7 @@ func (b *deltaBatch) upsert(res uint32, fam uint8, off int) uint32 {
 			break
 		}
 		s := &b.series[e-1]
-		if s.hash == h && s.res == res && bytes.Equal(b.bytes(s.key), key) {
+		if s.hash == h && s.res == res && s.fam == f.index && bytes.Equal(identity(b.bytes(s.key), f), id) {
 			b.arena = b.arena[:off]
 			return e - 1
 		}
@@ -155,7 +156,7 @@ func (b *deltaBatch) upsert(res uint32, fam uint8, off int) uint32 {
 		}
 	}
 	b.series = append(b.series, batchSeries{
-		hash: h, key: ref{uint32(off), uint32(len(key))}, res: res, fam: fam,
+		hash: h, key: ref{uint32(off), uint32(len(key))}, res: res, fam: f.index,
 		min: math.Inf(1), max: math.Inf(-1), exOff: -1,
 	})
 	b.table[i] = uint32(len(b.series))
@@ -436,7 +437,7 @@ func (r *reducer) reduceSpan(b *deltaBatch, res uint32, resHash uint64, svc stri
 	for _, f := range r.spanFams {
 		off := len(b.arena)
 		b.arena = r.appendKey(b.arena, f, resHash, svc, span, scope, withScope, resAttrs, nil)
-		idx := b.upsert(res, f.index, off)
+		idx := b.upsert(res, f, off)
 		s := &b.series[idx]
 		s.count++
 		if f.duration {
@@ -457,7 +458,7 @@ func (r *reducer) reduceSpan(b *deltaBatch, res uint32, resHash uint64, svc stri
 		evAttrs := events.At(l).Attributes()
 		off := len(b.arena)
 		b.arena = r.appendKey(b.arena, r.eventsFam, resHash, svc, span, scope, withScope, resAttrs, &evAttrs)
-		idx := b.upsert(res, r.eventsFam.index, off)
+		idx := b.upsert(res, r.eventsFam, off)
 		s := &b.series[idx]
 		s.count++
 		if withExemplar {
@@ -496,23 +497,48 @@ func (r *reducer) appendKey(dst []byte, f *family, resHash uint64, svc string, s
 		return dst
 	}
 	spanAttrs := span.Attributes()
+	// The type tags follow the identity (see layout.go); the first ones are kept on the stack,
+	// the rest, if ever, looked up again.
+	var types [16]byte
 	for i := range f.dims {
-		d := &f.dims[i]
-		v, ok := spanAttrs.Get(d.name)
-		if !ok && evAttrs != nil {
-			v, ok = evAttrs.Get(d.name)
-		}
-		if !ok {
-			v, ok = resAttrs.Get(d.name)
-		}
+		v, ok := dimensionValue(&f.dims[i], spanAttrs, evAttrs, resAttrs)
+		typ := tagAbsent
 		switch {
 		case ok:
-			dst = appendValue(dst, v)
-		case d.hasDef:
-			dst = append(dst, d.defEnc...)
+			dst, typ = appendIdentity(dst, v)
+		case f.dims[i].hasDef:
+			dst, typ = append(dst, f.dims[i].defEnc...), tagStr
+		default:
+			dst = append(dst, tagAbsent)
+		}
+		if i < len(types) {
+			types[i] = typ
+		}
+	}
+	dst = append(dst, types[:min(len(f.dims), len(types))]...)
+	for i := len(types); i < len(f.dims); i++ {
+		v, ok := dimensionValue(&f.dims[i], spanAttrs, evAttrs, resAttrs)
+		switch {
+		case ok:
+			dst = append(dst, typeTag(v))
+		case f.dims[i].hasDef:
+			dst = append(dst, tagStr)
 		default:
 			dst = append(dst, tagAbsent)
 		}
 	}
 	return dst
+}
+
+// dimensionValue looks dimension d up on the span, then the event (events family), then the
+// resource.
+func dimensionValue(d *dimension, spanAttrs pcommon.Map, evAttrs *pcommon.Map, resAttrs pcommon.Map) (pcommon.Value, bool) {
+	v, ok := spanAttrs.Get(d.name)
+	if !ok && evAttrs != nil {
+		v, ok = evAttrs.Get(d.name)
+	}
+	if !ok {
+		v, ok = resAttrs.Get(d.name)
+	}
+	return v, ok
 }

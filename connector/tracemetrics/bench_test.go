@@ -3,9 +3,14 @@ package tracemetrics
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -18,8 +23,11 @@ import (
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/connector"
+	"go.opentelemetry.io/collector/connector/connectortest"
+	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 )
 
@@ -78,6 +86,20 @@ func benchInput(series, batch int) []ptrace.Traces {
 var benchConfig = map[string]any{
 	"dimensions":             dims("http.request.method", "http.response.status_code"),
 	"metrics_flush_interval": time.Hour,
+}
+
+// configFor returns benchConfig for the connector of factory f. For tracemetrics, max_series
+// is lifted (the benchmarks measure up to 1M series, above its default cap) and
+// series_expiration set beyond the benchmarks' fake clock, which jumps a whole flush
+// interval (an hour) at each flush: the series stay, as they do with real time and a steady
+// load.
+func configFor(f connector.Factory) map[string]any {
+	raw := maps.Clone(benchConfig)
+	if f.Type() == NewFactory().Type() {
+		raw["max_series"] = 0
+		raw["series_expiration"] = 24 * time.Hour
+	}
+	return raw
 }
 
 func benchConnectors() []struct {
@@ -142,7 +164,7 @@ func BenchmarkConsumeTraces(b *testing.B) {
 				for _, bc := range benchConnectors() {
 					name := fmt.Sprintf("series=%dk/batch=%d/producers=%d/%s", series/1000, batch, producers, bc.name)
 					b.Run(name, func(b *testing.B) {
-						r := startConnector(b, bc.factory, benchConfig)
+						r := startConnector(b, bc.factory, configFor(bc.factory))
 						// Warm up: every series exists, and the batch population has reached
 						// what this load keeps in flight (steady state: nothing allocated).
 						consumeParallel(r.conn, input, producers, max(len(input), 2_000_000/batch))
@@ -183,7 +205,7 @@ func BenchmarkIngestStall(b *testing.B) {
 	for _, bc := range benchConnectors() {
 		b.Run(bc.name, func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
-				r := startConnector(b, bc.factory, benchConfig)
+				r := startConnector(b, bc.factory, configFor(bc.factory))
 				consumeParallel(r.conn, input, 2, len(input))
 				consumeParallel(r.conn, probe, 1, len(probe))
 				settleIfOurs(r.conn)
@@ -239,30 +261,82 @@ func BenchmarkIngestStall(b *testing.B) {
 	}
 }
 
-// BenchmarkBytesPerSeries reports heap bytes per series after 1M series were aggregated (and,
-// for cumulative temporality, flushed once, so the flusher's state exists too).
+// BenchmarkBytesPerSeries reports heap bytes per series after every series was aggregated and
+// flushed twice, in both temporalities (cumulative: the flusher's running totals exist too),
+// and flush-peak-bytes/series: the heap while the downstream holds the first export of the
+// second flush (spanmetrics: the whole interval's pmetric.Metrics; tracemetrics: its first
+// chunk).
+//
+// With TRACEMETRICS_HEAP_PROFILE_DIR set, each run also writes a heap profile there, taken
+// at the bytes/series measurement (go tool pprof -sample_index=inuse_space).
 func BenchmarkBytesPerSeries(b *testing.B) {
-	const series = 1_000_000
-	input := benchInput(series, 1000)
-	for _, bc := range benchConnectors() {
-		b.Run(bc.name, func(b *testing.B) {
-			for i := 0; i < b.N; i++ {
-				runtime.GC()
-				var before, after runtime.MemStats
-				runtime.ReadMemStats(&before)
-				r := startConnector(b, bc.factory, benchConfig)
-				consumeParallel(r.conn, input, 2, len(input))
-				settleIfOurs(r.conn)
-				r.flush()
-				r.sink.Reset()
-				runtime.GC()
-				runtime.ReadMemStats(&after)
-				b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/series, "bytes/series")
-				runtime.KeepAlive(input)
-				require.NoError(b, r.conn.Shutdown(context.Background()))
+	for _, size := range []struct {
+		name   string
+		series int
+	}{{"100k", 100_000}, {"1M", 1_000_000}} {
+		series := size.series
+		input := benchInput(series, 1000)
+		for _, temporality := range []string{cumulative, delta} {
+			for _, bc := range benchConnectors() {
+				cfg := configFor(bc.factory)
+				cfg["aggregation_temporality"] = temporality
+				name := "series=" + size.name + "/" + strings.ToLower(strings.TrimPrefix(temporality, "AGGREGATION_TEMPORALITY_")) + "/" + bc.name
+				b.Run(name, func(b *testing.B) {
+					for i := 0; i < b.N; i++ {
+						runtime.GC()
+						var before, after runtime.MemStats
+						runtime.ReadMemStats(&before)
+						peak := &heapAtFirstExport{}
+						r := startConnectorTo(b, bc.factory, cfg, func(s *consumertest.MetricsSink) consumer.Metrics {
+							peak.MetricsSink = s
+							return peak
+						})
+						// Two passes and two flushes: the steady state, where the series of each
+						// interval have filled both of tracemetrics' delta buffers in turn.
+						for pass := 0; pass < 2; pass++ {
+							consumeParallel(r.conn, input, 2, len(input))
+							settleIfOurs(r.conn)
+							peak.heap = 0
+							r.flush()
+							r.sink.Reset()
+						}
+						runtime.GC()
+						runtime.ReadMemStats(&after)
+						b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/float64(series), "bytes/series")
+						b.ReportMetric(float64(peak.heap-before.HeapAlloc)/float64(series), "flush-peak-bytes/series")
+						if dir := os.Getenv("TRACEMETRICS_HEAP_PROFILE_DIR"); dir != "" {
+							writeHeapProfile(b, filepath.Join(dir, strings.ReplaceAll(name, "/", "_")+".pprof"))
+						}
+						runtime.KeepAlive(input)
+						require.NoError(b, r.conn.Shutdown(context.Background()))
+					}
+				})
 			}
-		})
+		}
 	}
+}
+
+func writeHeapProfile(b *testing.B, path string) {
+	f, err := os.Create(path)
+	require.NoError(b, err)
+	defer f.Close()
+	require.NoError(b, pprof.WriteHeapProfile(f))
+}
+
+// heapAtFirstExport records the live heap when the first export arrives, before keeping it.
+type heapAtFirstExport struct {
+	*consumertest.MetricsSink
+	heap uint64
+}
+
+func (h *heapAtFirstExport) ConsumeMetrics(ctx context.Context, md pmetric.Metrics) error {
+	if h.heap == 0 {
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		h.heap = ms.HeapAlloc
+	}
+	return h.MetricsSink.ConsumeMetrics(ctx, md)
 }
 
 // readOnly is a floor for BenchmarkConsumeTracesFloor: it reads every byte that both
@@ -339,7 +413,7 @@ func benchmarkReduce(b *testing.B, series, batchSize int) {
 	{
 		input := benchInput(series, batchSize)
 		b.Run(fmt.Sprintf("series=%dk/batch=%d", series/1000, batchSize), func(b *testing.B) {
-			r := startConnector(b, NewFactory(), benchConfig)
+			r := startConnector(b, NewFactory(), configFor(NewFactory()))
 			red := r.conn.(*connectorImp).reducer
 			batch := new(deltaBatch)
 			for _, td := range input {
@@ -367,7 +441,7 @@ func BenchmarkApply(b *testing.B) {
 			b.Run(fmt.Sprintf("series=%dk/batch=%d", series/1000, batchSize), func(b *testing.B) {
 				f := NewFactory()
 				cfg := f.CreateDefaultConfig().(*Config)
-				require.NoError(b, confmap.NewFromStringMap(benchConfig).Unmarshal(cfg))
+				require.NoError(b, confmap.NewFromStringMap(configFor(NewFactory())).Unmarshal(cfg))
 				c, err := newConnector(componenttest.NewNopTelemetrySettings(), cfg, consumertest.NewNop(), clockwork.NewFakeClockAt(testStart), "")
 				require.NoError(b, err)
 				batches := make([]*deltaBatch, len(input))
@@ -384,6 +458,140 @@ func BenchmarkApply(b *testing.B) {
 				cpu := processCPU() - start
 				b.ReportMetric(float64(cpu.Nanoseconds())/(float64(b.N)*float64(batchSize)), "cpu-ns/span")
 			})
+		}
+	}
+}
+
+// flushTimes records, per flush, the flush time the connector stamped on its data points
+// and when the first of its exports reached the next consumer.
+type flushTimes struct {
+	mu      sync.Mutex
+	stamps  []pcommon.Timestamp
+	arrived []time.Time
+}
+
+func (f *flushTimes) Capabilities() consumer.Capabilities { return consumer.Capabilities{} }
+
+func (f *flushTimes) ConsumeMetrics(_ context.Context, md pmetric.Metrics) error {
+	now := time.Now()
+	// A chunk may start with any metric of a resource.
+	var ts pcommon.Timestamp
+	switch m := md.ResourceMetrics().At(0).ScopeMetrics().At(0).Metrics().At(0); m.Type() {
+	case pmetric.MetricTypeSum:
+		ts = m.Sum().DataPoints().At(0).Timestamp()
+	case pmetric.MetricTypeHistogram:
+		ts = m.Histogram().DataPoints().At(0).Timestamp()
+	default:
+		panic("BUG: unexpected metric type " + m.Type().String())
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if n := len(f.stamps); n == 0 || f.stamps[n-1] != ts {
+		f.stamps = append(f.stamps, ts)
+		f.arrived = append(f.arrived, now)
+	}
+	return nil
+}
+
+// BenchmarkFlushLateness measures how late flushes are while producers keep the connector
+// overloaded for a fixed time (real clock, 1s interval, 6s of load, delta temporality,
+// 100k series). max-late-ms is the largest delay between two flush timestamps beyond the
+// interval (a flush that never came in the run counts up to the run's end), max-delivery-ms
+// the largest time from a flush's timestamp to its first export reaching the next consumer.
+// Loads: 8 goroutines calling ConsumeTraces as fast as they can (both connectors), and, for
+// tracemetrics, 4 goroutines queueing copies of a pre-reduced 2000-series batch, which keeps
+// the intake ring full at every drain (the aggregator is the bottleneck).
+func BenchmarkFlushLateness(b *testing.B) {
+	const interval, duration = time.Second, 6 * time.Second
+	input := benchInput(100_000, 1000)
+	cases := []struct {
+		name      string
+		factory   connector.Factory
+		saturated bool
+	}{
+		{"spanmetrics/ConsumeTraces", spanmetricsconnector.NewFactory(), false},
+		{"tracemetrics/ConsumeTraces", NewFactory(), false},
+		{"tracemetrics/saturated-ring", NewFactory(), true},
+	}
+	for _, bc := range cases {
+		b.Run(bc.name, func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				cfg := bc.factory.CreateDefaultConfig()
+				raw := configFor(bc.factory)
+				raw["metrics_flush_interval"] = interval
+				raw["aggregation_temporality"] = delta
+				require.NoError(b, confmap.NewFromStringMap(raw).Unmarshal(cfg))
+				sink := &flushTimes{}
+				conn, err := bc.factory.CreateTracesToMetrics(context.Background(), connectortest.NewNopSettings(bc.factory.Type()), cfg, sink)
+				require.NoError(b, err)
+				require.NoError(b, conn.Start(context.Background(), componenttestHost{}))
+				begin := time.Now()
+				var stop atomic.Bool
+				var wg sync.WaitGroup
+				producers := 8
+				if bc.saturated {
+					producers = 4
+				}
+				for p := 0; p < producers; p++ {
+					wg.Add(1)
+					go func(p int) {
+						defer wg.Done()
+						if bc.saturated {
+							saturate(conn.(*connectorImp), &stop)
+							return
+						}
+						for j := p; !stop.Load(); j += producers {
+							if err := conn.ConsumeTraces(context.Background(), input[j%len(input)]); err != nil {
+								panic(err)
+							}
+						}
+					}(p)
+				}
+				time.Sleep(duration)
+				end := time.Now()
+				stop.Store(true)
+				wg.Wait()
+				require.NoError(b, conn.Shutdown(context.Background()))
+				sink.mu.Lock()
+				late, delivery, prev, flushes := time.Duration(0), time.Duration(0), begin, 0
+				for k, ts := range sink.stamps {
+					t := ts.AsTime()
+					if t.After(end) {
+						break // the final flush at Shutdown
+					}
+					flushes++
+					late = max(late, t.Sub(prev)-interval)
+					delivery = max(delivery, sink.arrived[k].Sub(t))
+					prev = t
+				}
+				sink.mu.Unlock()
+				late = max(late, end.Sub(prev)-interval)
+				b.ReportMetric(float64(late)/float64(time.Millisecond), "max-late-ms")
+				b.ReportMetric(float64(delivery)/float64(time.Millisecond), "max-delivery-ms")
+				b.ReportMetric(float64(flushes), "flushes")
+				if ours, ok := conn.(*connectorImp); ok {
+					b.ReportMetric(float64(ours.tel.flushesSkipped.Load()), "skipped")
+				}
+				b.ReportMetric(float64(duration/interval), "expected-flushes")
+			}
+		})
+	}
+}
+
+// saturate queues copies of one pre-reduced batch of 2000 series until stop: much cheaper
+// than applying them, so the aggregator finds the ring full at every drain.
+func saturate(c *connectorImp, stop *atomic.Bool) {
+	tmpl := new(deltaBatch)
+	tmpl.ts = time.Now().UnixNano()
+	c.reducer.reduce(tmpl, manySeries(2000))
+	for !stop.Load() {
+		b := c.free.Get()
+		if b == nil {
+			b = new(deltaBatch)
+		}
+		copyBatch(b, tmpl)
+		if err := c.q.Put(context.Background(), b); err != nil {
+			panic(err)
 		}
 	}
 }

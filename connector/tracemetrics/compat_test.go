@@ -63,6 +63,12 @@ func TestCompatibilityWithSpanmetrics(t *testing.T) {
 		{"cardinality limit delta", common(map[string]any{
 			"aggregation_cardinality_limit": 5, "aggregation_temporality": "AGGREGATION_TEMPORALITY_DELTA",
 		}), genOptions{services: 2, names: 8}, true},
+		// spanmetrics keys series by the string form of each value: an int 200 and a string
+		// "200" are one series, labelled with the first span's value (delta temporality
+		// rebuilds its attributes every interval, so cumulative only).
+		{"values of different types with one string form", common(map[string]any{
+			"dimensions": dims("http.method", "http.status_code", "ratio"),
+		}), genOptions{services: 2, names: 3, mixed: true}, false},
 		{"exemplars", common(map[string]any{"exemplars": map[string]any{"enabled": true, "max_per_data_point": 100}}), genOptions{services: 2, names: 30}, false},
 	}
 	for _, tt := range tests {

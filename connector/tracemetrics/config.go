@@ -96,9 +96,11 @@ type Config struct {
 	// connector.spanmetrics.excludeResourceMetrics feature gate is enabled. Default false.
 	AddResourceAttributes bool `mapstructure:"add_resource_attributes"`
 
-	// MaxSeries caps the number of series of each metric across all resources; spans of new
-	// series beyond it go to the resource's otel.metric.overflow=true series, so totals stay
-	// exact. 0 means no limit. Default 1,000,000.
+	// MaxSeries caps the number of series of each family across all resources: RED series
+	// (one label set shared by calls and duration) unless calls_dimensions or
+	// histogram.dimensions split them, and events series apart. Spans of new series beyond it
+	// go to the resource's otel.metric.overflow=true series, so totals stay exact. 0 means no
+	// limit. Default 500,000.
 	MaxSeries int `mapstructure:"max_series"`
 
 	// MaxSeriesPerService caps the series of each metric per service.name the same way.
@@ -106,8 +108,9 @@ type Config struct {
 	MaxSeriesPerService int `mapstructure:"max_series_per_service"`
 
 	// SeriesExpiration drops a single series that has seen no span for this long (unlike
-	// metrics_expiration, which works on whole resources). 0 means: never with cumulative
-	// temporality; after 5 idle flush intervals with delta temporality. Default 0.
+	// metrics_expiration, which works on whole resources), so that the memory of a
+	// cardinality burst comes back. 0 means: never with cumulative temporality; after 5 idle
+	// flush intervals with delta temporality. Default 5m.
 	SeriesExpiration time.Duration `mapstructure:"series_expiration"`
 
 	// RingSize is the capacity of the intake ring between ConsumeTraces callers and the

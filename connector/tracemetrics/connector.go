@@ -153,6 +153,7 @@ func newConnector(set component.TelemetrySettings, cfg *Config, next consumer.Me
 		byRes:        make([][]int32, len(lay.families)),
 		intern:       newInterner(1 << 18),
 		orders:       make([][]uint32, len(lay.families)),
+		chunkPoints:  chunkDataPoints,
 	}
 	namespace := cfg.Namespace
 	if g.legacyMetricNames && namespace == DefaultNamespace {

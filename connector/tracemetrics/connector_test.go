@@ -106,8 +106,11 @@ func TestConcurrentProducersCountEverySpan(t *testing.T) {
 					"metrics_flush_interval":  time.Second,
 					"ring_size":               8, // small: producers hit a full ring too
 					"max_series":              40,
-					"histogram":               hist,
-					"dimensions":              dims("http.method", "http.status_code"),
+					// The fake clock races ahead (a second per millisecond): with cumulative
+					// temporality the final export must still hold every series.
+					"series_expiration": 0,
+					"histogram":         hist,
+					"dimensions":        dims("http.method", "http.status_code"),
 				}, true)
 				const producers, calls = 8, 150
 				var sent [producers]int64
@@ -274,9 +277,10 @@ func flushOnce(t *testing.T, c *connectorImp, sink *consumertest.MetricsSink, cl
 	n := len(sink.AllMetrics())
 	c.settle()
 	require.Eventually(t, c.flusherIdle, 5*time.Second, time.Millisecond)
+	flushes := c.fl.flushes.Load()
 	clock.Advance(d)
-	require.Eventually(t, func() bool { return len(sink.AllMetrics()) > n }, 5*time.Second, time.Millisecond)
-	return sink.AllMetrics()[len(sink.AllMetrics())-1]
+	require.Eventually(t, func() bool { return c.fl.flushes.Load() > flushes }, 5*time.Second, time.Millisecond)
+	return mergeMetrics(sink.AllMetrics()[n:])
 }
 
 func oneSpan(service, name string) ptrace.Traces {
@@ -347,7 +351,7 @@ func TestResourceCacheSizeEvictsLeastRecentlySeen(t *testing.T) {
 }
 
 // A slow next consumer never blocks ingest: the flush that finds the flusher busy is skipped
-// and its data goes out with the next one.
+// and its data goes out as soon as the flusher is free again.
 func TestSlowDownstreamSkipsFlushWithoutLoss(t *testing.T) {
 	release := make(chan struct{})
 	blocking := &blockingSink{release: release}
@@ -365,13 +369,14 @@ func TestSlowDownstreamSkipsFlushWithoutLoss(t *testing.T) {
 	require.Eventually(t, func() bool { return blocking.calls() == 1 }, 5*time.Second, time.Millisecond)
 	require.NoError(t, c.ConsumeTraces(context.Background(), oneSpan("a", "x")))
 	c.settle()
-	clock.Advance(time.Second) // skipped: no spare buffer
+	clock.Advance(time.Second) // postponed: no spare buffer
 	require.Eventually(t, func() bool { return c.tel.flushesSkipped.Load() == 1 }, 5*time.Second, time.Millisecond)
 	close(release)
+	// The postponed flush goes out as soon as the flusher is back, not a whole interval later.
+	require.Eventually(t, func() bool { return len(blocking.all()) == 2 }, 5*time.Second, time.Millisecond)
+	require.Equal(t, int64(2), sumUp(blocking.all()[1]).calls)
 	require.NoError(t, c.Shutdown(context.Background()))
-	got := blocking.all()
-	require.Len(t, got, 2)
-	require.Equal(t, int64(2), sumUp(got[1]).calls)
+	require.Len(t, blocking.all(), 3) // Shutdown's final flush
 }
 
 type blockingSink struct {
@@ -452,4 +457,21 @@ func TestWakeBatchIsBounded(t *testing.T) {
 	assert.Equal(t, defaultRingSize/8, wakeBatch(defaultRingSize, 10))
 	assert.Equal(t, 1, wakeBatch(defaultRingSize, 100_000))
 	assert.Equal(t, defaultRingSize/8, wakeBatch(defaultRingSize, 0))
+}
+
+// With the defaults (cumulative, no series_expiration configured), the series of a
+// cardinality burst expire once idle, so the memory they hold comes back instead of keeping
+// the heap over the memory limiter's soft limit for good.
+func TestDefaultsExpireABurst(t *testing.T) {
+	c, sink, clock, _ := startOurs(t, map[string]any{}, true)
+	for i := 0; i < 500; i++ {
+		require.NoError(t, c.ConsumeTraces(context.Background(), oneSpan("svc", fmt.Sprintf("burst-%d", i))))
+	}
+	flushOnce(t, c, sink, clock, defaultFlushInterval)
+	require.Equal(t, 500, c.agg.tables[0].n)
+	for elapsed := time.Duration(0); elapsed <= defaultSeriesExpiration; elapsed += defaultFlushInterval {
+		require.NoError(t, c.ConsumeTraces(context.Background(), oneSpan("svc", "steady")))
+		flushOnce(t, c, sink, clock, defaultFlushInterval)
+	}
+	require.Equal(t, 1, c.agg.tables[0].n, "only the steady series is left")
 }

@@ -19,11 +19,14 @@ import (
 // Defaults. spanmetrics' defaults are kept as they are; ours are chosen in README.md.
 const (
 	// DefaultNamespace prefixes metric names: traces.span.metrics.calls, ....duration, ....events.
-	DefaultNamespace              = "traces.span.metrics"
-	defaultFlushInterval          = 60 * time.Second
-	defaultResourceMetricsCache   = 1000
-	defaultMaxPerDataPoint        = 5
-	defaultMaxSeries              = 1_000_000
+	DefaultNamespace            = "traces.span.metrics"
+	defaultFlushInterval        = 60 * time.Second
+	defaultResourceMetricsCache = 1000
+	defaultMaxPerDataPoint      = 5
+	// defaultMaxSeries and defaultSeriesExpiration keep a 2-core / 4 GB gateway out of the
+	// memory limiter's refusals: README.md ("Memory and the defaults") has the arithmetic.
+	defaultMaxSeries              = 500_000
+	defaultSeriesExpiration       = 5 * time.Minute
 	defaultRingSize               = 1024
 	maxRingSize                   = 1 << 20
 	defaultDeltaTimestampCacheLen = 1000
@@ -59,6 +62,7 @@ func createDefaultConfig() component.Config {
 		Namespace:                DefaultNamespace,
 		Exemplars:                ExemplarsConfig{MaxPerDataPoint: defaultMaxPerDataPoint},
 		MaxSeries:                defaultMaxSeries,
+		SeriesExpiration:         defaultSeriesExpiration,
 		RingSize:                 defaultRingSize,
 	}
 }

@@ -3,6 +3,7 @@ package tracemetrics // import "github.com/otelcol-red/otelcol-red/connector/tra
 import (
 	"context"
 	"runtime"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/collector/consumer"
@@ -12,6 +13,14 @@ import (
 )
 
 const scopeName = "tracemetricsconnector"
+
+// chunkDataPoints is the most data points one ConsumeMetrics call carries (4096 RED series:
+// a calls point and a duration point each). An interval goes downstream in as many calls as
+// it needs, so the pmetric.Metrics alive at once is bounded by the chunk instead of growing
+// with the series count: every point of it is a pdata object with its own attribute map and
+// bucket slices, several times the size of the series' state in the store. Chunks of a few
+// thousand points keep the per-call cost downstream (a lock, a dirty mark) negligible.
+const chunkDataPoints = 8192
 
 // flusher turns filled delta buffers into pmetric.Metrics and sends them downstream, on its
 // own goroutine: nothing it does holds up ConsumeTraces or the aggregator. For cumulative
@@ -36,6 +45,9 @@ type flusher struct {
 	in       chan *deltaBuffer
 	returned chan *deltaBuffer
 	done     chan struct{}
+	flushes  atomic.Int64 // flushes completed (tests and benchmarks wait on it)
+
+	chunkPoints int // data points per ConsumeMetrics call: chunkDataPoints
 
 	resAttrs []pcommon.Map // by resource id; zero Map when free
 	tables   []*flushTable
@@ -154,6 +166,7 @@ func (f *flusher) run() {
 	defer close(f.done)
 	for buf := range f.in {
 		f.process(buf)
+		f.flushes.Add(1)
 		final := buf.final
 		buf.reset()
 		f.returned <- buf
@@ -186,13 +199,7 @@ func (f *flusher) process(buf *deltaBuffer) {
 		}
 	}
 
-	md := f.build(buf)
-	if md.ResourceMetrics().Len() > 0 {
-		if err := f.next.ConsumeMetrics(context.Background(), md); err != nil {
-			f.logger.Error("Failed ConsumeMetrics", zap.Error(err))
-			f.tel.exportErrors.Add(1)
-		}
-	}
+	points := f.build(buf)
 
 	for fi, t := range f.tables {
 		d := &buf.fams[fi]
@@ -208,7 +215,7 @@ func (f *flusher) process(buf *deltaBuffer) {
 	for _, rid := range buf.expiredRes {
 		f.resAttrs[rid] = pcommon.Map{}
 	}
-	f.tel.recordFlush(time.Since(began), md.DataPointCount())
+	f.tel.recordFlush(time.Since(began), points)
 }
 
 func (f *flusher) nbOf(t *flushTable) int {
@@ -255,8 +262,10 @@ func (f *flusher) group(fi int, buf *deltaBuffer) {
 	f.orders[fi] = ids
 }
 
-func (f *flusher) build(buf *deltaBuffer) pmetric.Metrics {
-	md := pmetric.NewMetrics()
+// build sends the interval's data points downstream in chunks of at most chunkPoints points
+// (see chunkDataPoints) and returns how many it sent. A resource with more series than fit in
+// the chunk is continued in the next one, under a copy of its resource.
+func (f *flusher) build(buf *deltaBuffer) int {
 	ts := pcommon.Timestamp(buf.ts)
 	for fi := range f.tables {
 		f.group(fi, buf)
@@ -269,29 +278,61 @@ func (f *flusher) build(buf *deltaBuffer) pmetric.Metrics {
 		return f.orders[fi][c[rid]:c[rid+1]]
 	}
 	lay := f.lay
+	sent, inChunk := 0, 0
+	md := pmetric.NewMetrics()
 	for rid := range f.resAttrs {
 		calls, events := idsOf(lay.callsFamily, rid), idsOf(lay.eventsFamily, rid)
 		durations := idsOf(lay.durationFamily, rid)
-		if len(calls)+len(durations)+len(events) == 0 {
-			continue
-		}
-		rm := md.ResourceMetrics().AppendEmpty()
-		if f.copyResource {
-			f.resAttrs[rid].CopyTo(rm.Resource().Attributes())
-		}
-		sm := rm.ScopeMetrics().AppendEmpty()
-		sm.Scope().SetName(scopeName)
-		if lay.callsFamily >= 0 {
-			f.buildSums(sm.Metrics().AppendEmpty(), f.callsName, lay.callsFamily, calls, buf, ts)
-		}
-		if lay.durationFamily >= 0 {
-			f.buildHistograms(sm.Metrics().AppendEmpty(), lay.durationFamily, durations, buf, ts)
-		}
-		if lay.eventsFamily >= 0 {
-			f.buildSums(sm.Metrics().AppendEmpty(), f.eventsName, lay.eventsFamily, events, buf, ts)
+		for len(calls)+len(durations)+len(events) > 0 {
+			room := f.chunkPoints - inChunk
+			rm := md.ResourceMetrics().AppendEmpty()
+			if f.copyResource {
+				f.resAttrs[rid].CopyTo(rm.Resource().Attributes())
+			}
+			sm := rm.ScopeMetrics().AppendEmpty()
+			sm.Scope().SetName(scopeName)
+			var part []uint32
+			if part, calls = cut(calls, room); len(part) > 0 {
+				room -= len(part)
+				f.buildSums(sm.Metrics().AppendEmpty(), f.callsName, lay.callsFamily, part, buf, ts)
+			}
+			if part, durations = cut(durations, room); len(part) > 0 {
+				room -= len(part)
+				f.buildHistograms(sm.Metrics().AppendEmpty(), lay.durationFamily, part, buf, ts)
+			}
+			if part, events = cut(events, room); len(part) > 0 {
+				room -= len(part)
+				f.buildSums(sm.Metrics().AppendEmpty(), f.eventsName, lay.eventsFamily, part, buf, ts)
+			}
+			inChunk = f.chunkPoints - room
+			if room == 0 {
+				f.send(md)
+				sent += inChunk
+				md, inChunk = pmetric.NewMetrics(), 0
+			}
 		}
 	}
-	return md
+	if inChunk > 0 {
+		f.send(md)
+		sent += inChunk
+	}
+	return sent
+}
+
+// cut splits ids after at most n elements.
+func cut(ids []uint32, n int) (head, tail []uint32) {
+	n = min(n, len(ids))
+	return ids[:n], ids[n:]
+}
+
+// send hands one chunk downstream. The chunk is not reused afterwards: the consumer contract
+// lets the next consumer keep it (a queue or a batch processor does), so each chunk is a new
+// pmetric.Metrics that lives only as long as the downstream holds it.
+func (f *flusher) send(md pmetric.Metrics) {
+	if err := f.next.ConsumeMetrics(context.Background(), md); err != nil {
+		f.logger.Error("Failed ConsumeMetrics", zap.Error(err))
+		f.tel.exportErrors.Add(1)
+	}
 }
 
 func (f *flusher) temporality() pmetric.AggregationTemporality {

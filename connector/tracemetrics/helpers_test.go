@@ -18,6 +18,7 @@ import (
 	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/connector"
 	"go.opentelemetry.io/collector/connector/connectortest"
+	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
@@ -45,6 +46,12 @@ type running struct {
 // map, exactly as the collector would unmarshal it.
 func startConnector(t testing.TB, f connector.Factory, raw map[string]any) *running {
 	t.Helper()
+	return startConnectorTo(t, f, raw, nil)
+}
+
+// startConnectorTo is startConnector with the sink behind wrap, when not nil.
+func startConnectorTo(t testing.TB, f connector.Factory, raw map[string]any, wrap func(*consumertest.MetricsSink) consumer.Metrics) *running {
+	t.Helper()
 	cfg := f.CreateDefaultConfig()
 	require.NoError(t, confmap.NewFromStringMap(raw).Unmarshal(cfg))
 	if v, ok := cfg.(interface{ Validate() error }); ok {
@@ -53,7 +60,11 @@ func startConnector(t testing.TB, f connector.Factory, raw map[string]any) *runn
 	clock := clockwork.NewFakeClockAt(testStart)
 	ctx := clockwork.AddToContext(context.Background(), clock)
 	sink := new(consumertest.MetricsSink)
-	conn, err := f.CreateTracesToMetrics(ctx, connectortest.NewNopSettings(f.Type()), cfg, sink)
+	var next consumer.Metrics = sink
+	if wrap != nil {
+		next = wrap(sink)
+	}
+	conn, err := f.CreateTracesToMetrics(ctx, connectortest.NewNopSettings(f.Type()), cfg, next)
 	require.NoError(t, err)
 	require.NoError(t, conn.Start(ctx, componenttestHost{}))
 	interval := 60 * time.Second
@@ -76,16 +87,36 @@ func (r *running) consume(td ptrace.Traces) {
 // flush advances the clock one interval and waits for the export it triggers.
 func (r *running) flush() pmetric.Metrics {
 	n := len(r.sink.AllMetrics())
-	if ours, ok := r.conn.(*connectorImp); ok {
+	ours, isOurs := r.conn.(*connectorImp)
+	var flushes int64
+	if isOurs {
 		// A tick that finds the flusher still busy is skipped (by design); wait until idle.
 		require.Eventually(r.t, ours.flusherIdle, 10*time.Second, time.Millisecond)
+		flushes = ours.fl.flushes.Load()
 	}
 	// Ticker registration is asynchronous in spanmetrics' Start; wait for a waiter.
 	require.NoError(r.t, r.clock.BlockUntilContext(context.Background(), 1))
 	r.clock.Advance(r.interval)
 	// Generous: a flush of 1M series takes seconds on a loaded 2-core machine.
-	require.Eventually(r.t, func() bool { return len(r.sink.AllMetrics()) > n }, 2*time.Minute, time.Millisecond)
-	return r.sink.AllMetrics()[n]
+	if isOurs {
+		// tracemetrics sends a flush in chunks: wait until the last one is out.
+		require.Eventually(r.t, func() bool { return ours.fl.flushes.Load() > flushes }, 2*time.Minute, time.Millisecond)
+	} else {
+		require.Eventually(r.t, func() bool { return len(r.sink.AllMetrics()) > n }, 2*time.Minute, time.Millisecond)
+	}
+	return mergeMetrics(r.sink.AllMetrics()[n:])
+}
+
+// mergeMetrics returns the resource metrics of several exports (the chunks of one flush) as
+// one export.
+func mergeMetrics(mds []pmetric.Metrics) pmetric.Metrics {
+	out := pmetric.NewMetrics()
+	for _, md := range mds {
+		for i := 0; i < md.ResourceMetrics().Len(); i++ {
+			md.ResourceMetrics().At(i).CopyTo(out.ResourceMetrics().AppendEmpty())
+		}
+	}
+	return out
 }
 
 // point is a data point reduced to what must match between the two connectors.
@@ -219,6 +250,7 @@ type genOptions struct {
 	services int
 	names    int
 	bad      bool // include malformed input
+	mixed    bool // dimension values of several types with the same string form
 	events   bool
 	wide     bool // durations from 1µs to hours (exponential downscaling)
 }
@@ -288,7 +320,26 @@ func genTraces(r *rand.Rand, spans int, o genOptions) ptrace.Traces {
 			sp.SetEndTimestamp(start + pcommon.Timestamp(dur))
 			sp.Attributes().PutStr("http.method", []string{"GET", "POST"}[r.IntN(2)])
 			if r.IntN(3) > 0 {
-				sp.Attributes().PutInt("http.status_code", []int64{200, 404, 500}[r.IntN(3)])
+				code := []int64{200, 404, 500}[r.IntN(3)]
+				if o.mixed && r.IntN(2) == 0 {
+					sp.Attributes().PutStr("http.status_code", fmt.Sprint(code))
+				} else {
+					sp.Attributes().PutInt("http.status_code", code)
+				}
+			}
+			if o.mixed {
+				switch r.IntN(6) {
+				case 0:
+					sp.Attributes().PutDouble("ratio", []float64{0.5, 1e21, 1e-7, -3}[r.IntN(4)])
+				case 1:
+					sp.Attributes().PutStr("ratio", []string{"0.5", "1e+21", "1e-7", "-3"}[r.IntN(4)])
+				case 2:
+					sp.Attributes().PutBool("ratio", r.IntN(2) == 0)
+				case 3:
+					sp.Attributes().PutStr("ratio", []string{"true", "false"}[r.IntN(2)])
+				case 4:
+					sp.Attributes().PutEmpty("ratio")
+				}
 			}
 			if r.IntN(4) == 0 {
 				sp.Attributes().PutStr("tenant", fmt.Sprintf("t%d", r.IntN(3)))

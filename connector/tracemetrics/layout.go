@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"math"
 	"slices"
+	"strconv"
+	"strings"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
@@ -119,14 +121,20 @@ func (l *layout) spanFamilies() []*family {
 //
 //	resource key hash (8 bytes) | family index (1 byte) | built-in attributes | dimensions
 //
+// followed by the value types of the dimensions, one tag per dimension (see identity).
 // Built-in attributes are written only when not excluded: service name and span name as
 // strings, span kind and status code as one byte each, then, when
 // include_instrumentation_scope is set, a presence byte and the scope name and version.
-// Each dimension is a tagged value or tagAbsent. The overflow series of a resource is the
+// Each dimension is tagAbsent or its value's identity: scalars (strings, ints, doubles,
+// bools, empty) as tagStr and their string form (pcommon.Value.AsString), bytes, maps and
+// slices as their tagged encoding. spanmetrics keys a series by the string form of each value,
+// so an int 200 and a string "200" are one series there and must be one here; the type tags
+// after the identity only remember the first span's types, which the output attributes keep
+// (as spanmetrics keeps the first span's attributes). The overflow series of a resource is the
 // header with the family byte's high bit set and nothing after it.
 //
-// The series hash is xxhash over these bytes; equal hashes are confirmed by comparing them, so
-// a collision never merges two series.
+// The series hash is xxhash over the identity; equal hashes are confirmed by comparing the
+// identities, so a collision never merges two series.
 const keyHeaderLen = 9
 
 const overflowFlag = 0x80
@@ -195,6 +203,94 @@ func appendStr(dst []byte, s string) []byte {
 
 func appendStrValue(dst []byte, s string) []byte {
 	return appendStr(append(dst, tagStr), s)
+}
+
+// identity returns the part of a series key of family f that identifies the series: all of
+// it but the type tags of the dimensions.
+func identity(key []byte, f *family) []byte {
+	if key[8]&overflowFlag != 0 {
+		return key
+	}
+	return key[:len(key)-len(f.dims)]
+}
+
+// appendIdentity appends the identity of a dimension value (see the key layout above) and
+// returns the tag of its type. String forms are written in place, without allocating.
+func appendIdentity(dst []byte, v pcommon.Value) ([]byte, byte) {
+	switch v.Type() {
+	case pcommon.ValueTypeStr:
+		dst = appendStrValue(dst, v.Str())
+	case pcommon.ValueTypeInt:
+		dst = append(dst, tagStr, 0)
+		dst = setFormattedLen(strconv.AppendInt(dst, v.Int(), 10), len(dst))
+	case pcommon.ValueTypeDouble:
+		dst = append(dst, tagStr, 0)
+		dst = setFormattedLen(appendFloatAsString(dst, v.Double()), len(dst))
+	case pcommon.ValueTypeBool:
+		dst = appendStrValue(dst, strconv.FormatBool(v.Bool()))
+	case pcommon.ValueTypeEmpty:
+		dst = appendStrValue(dst, "")
+	default:
+		dst = appendValue(dst, v) // bytes, maps and slices: their own tagged encoding
+	}
+	return dst, typeTag(v)
+}
+
+// typeTag returns the tag that records the type of a dimension value after the identity.
+func typeTag(v pcommon.Value) byte {
+	switch v.Type() {
+	case pcommon.ValueTypeStr:
+		return tagStr
+	case pcommon.ValueTypeInt:
+		return tagInt
+	case pcommon.ValueTypeDouble:
+		return tagDouble
+	case pcommon.ValueTypeBool:
+		if v.Bool() {
+			return tagTrue
+		}
+		return tagFalse
+	case pcommon.ValueTypeEmpty:
+		return tagEmpty
+	}
+	return tagBytes // unused: the identity carries the tag
+}
+
+// setFormattedLen writes the length of the string form formatted from at into the byte
+// before it, reserved by the caller: the string forms of numbers are shorter than 128 bytes,
+// so their uvarint length is that one byte, and the encoding equals appendStrValue's.
+func setFormattedLen(dst []byte, at int) []byte {
+	n := len(dst) - at
+	if n >= 0x80 {
+		panic("BUG: tracemetrics: a number's string form is 128 bytes or longer")
+	}
+	dst[at-1] = byte(n)
+	return dst
+}
+
+// floatPrefix is what pcommon.Value.AsString writes before NaN and infinities.
+const floatPrefix = "json: unsupported value: "
+
+// appendFloatAsString appends pcommon.Value.AsString of a double (the ES6 number format of
+// encoding/json, the errors for NaN and ±Inf included) without allocating.
+func appendFloatAsString(b []byte, f float64) []byte {
+	if math.IsInf(f, 0) || math.IsNaN(f) {
+		return strconv.AppendFloat(append(b, floatPrefix...), f, 'g', -1, 64)
+	}
+	fmtc := byte('f')
+	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		fmtc = 'e'
+	}
+	at := len(b)
+	b = strconv.AppendFloat(b, f, fmtc, -1, 64)
+	if fmtc == 'e' {
+		// clean up e-09 to e-9
+		if n := len(b) - at; n >= 4 && b[len(b)-4] == 'e' && b[len(b)-3] == '-' && b[len(b)-2] == '0' {
+			b[len(b)-2] = b[len(b)-1]
+			b = b[:len(b)-1]
+		}
+	}
+	return b
 }
 
 // appendValue appends the tagged encoding of v.
@@ -347,7 +443,8 @@ func (l *layout) putAttributes(key []byte, dst pcommon.Map, in *interner) {
 		dst.PutBool(overflowKey, true)
 		return
 	}
-	r := keyReader{b: key[keyHeaderLen:], intern: in}
+	types := key[len(key)-len(f.dims):]
+	r := keyReader{b: key[keyHeaderLen : len(key)-len(f.dims)], intern: in}
 	dst.EnsureCapacity(5 + len(f.dims))
 	if l.withService {
 		dst.PutStr(serviceNameKey, r.str())
@@ -379,9 +476,47 @@ func (l *layout) putAttributes(key []byte, dst pcommon.Map, in *interner) {
 		}
 	}
 	for i := range f.dims {
-		if tag := r.byte(); tag != tagAbsent {
+		switch tag := r.byte(); tag {
+		case tagAbsent:
+		case tagStr:
+			r.stringForm(types[i], dst.PutEmpty(f.dims[i].name))
+		default:
 			r.valueTagged(tag, dst.PutEmpty(f.dims[i].name))
 		}
+	}
+}
+
+// stringForm reads a scalar's string form and sets dst to the value of type tag it came from.
+// The string forms are exact (shortest round-trip digits), so the value is the one written.
+func (r *keyReader) stringForm(tag byte, dst pcommon.Value) {
+	switch tag {
+	case tagStr:
+		dst.SetStr(r.str())
+		return
+	case tagEmpty:
+		r.uvarint() // always 0
+		return
+	}
+	n := r.uvarint()
+	s := string(r.b[:n]) // short, and only for numbers and bools
+	r.b = r.b[n:]
+	switch tag {
+	case tagInt:
+		v, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			panic("BUG: tracemetrics: malformed int in series key")
+		}
+		dst.SetInt(v)
+	case tagDouble:
+		v, err := strconv.ParseFloat(strings.TrimPrefix(s, floatPrefix), 64)
+		if err != nil {
+			panic("BUG: tracemetrics: malformed double in series key")
+		}
+		dst.SetDouble(v)
+	case tagTrue, tagFalse:
+		dst.SetBool(tag == tagTrue)
+	default:
+		panic("BUG: tracemetrics: unknown value type in series key")
 	}
 }
 

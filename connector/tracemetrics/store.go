@@ -226,22 +226,36 @@ func (d *deltaFamily) reset() {
 	for i := range d.rows {
 		d.slot[d.rows[i].id] = 0
 	}
-	d.rows = d.rows[:0]
-	d.expo = d.expo[:0]
-	d.buckets = d.buckets[:0]
+	d.rows = shrink(d.rows)
+	d.expo = shrink(d.expo)
+	d.buckets = shrink(d.buckets)
 	d.spill = nil
 	d.slab.reset()
-	d.exemplars = d.exemplars[:0]
-	d.newSeries = d.newSeries[:0]
+	d.exemplars = shrink(d.exemplars)
+	d.newSeries = shrink(d.newSeries)
 	d.keys = nil
-	d.moved = d.moved[:0]
+	d.moved = shrink(d.moved)
+}
+
+// shrinkMin is the capacity below which a buffer's slices are always kept.
+const shrinkMin = 4096
+
+// shrink empties s for reuse, or drops it when the interval used less than a quarter of its
+// capacity: a cardinality burst (or the first interval, when every series is new) would
+// otherwise keep both buffers at their largest size for the life of the process. An interval
+// that needs the room again regrows it, at most once per shrink.
+func shrink[T any](s []T) []T {
+	if cap(s) > shrinkMin && len(s) < cap(s)/4 {
+		return nil
+	}
+	return s[:0]
 }
 
 func (b *deltaBuffer) reset() {
 	for i := range b.fams {
 		b.fams[i].reset()
 	}
-	b.newResources = b.newResources[:0]
-	b.resAttrs = b.resAttrs[:0]
+	b.newResources = shrink(b.newResources)
+	b.resAttrs = shrink(b.resAttrs)
 	b.final = false
 }

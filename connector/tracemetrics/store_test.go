@@ -23,3 +23,30 @@ func TestIntervalBucketCountersCarryWraps(t *testing.T) {
 	ft.merge(&d, 3, 0)
 	require.Equal(t, []uint64{0, 1<<32 + 3, 1}, ft.buckets[7*3:8*3])
 }
+
+// After a burst, an interval that uses under a quarter of a buffer's capacity gives the room
+// back; an interval that uses it keeps it.
+func TestDeltaBufferShrinksAfterABurst(t *testing.T) {
+	const nb = 17
+	var d deltaFamily
+	fill := func(n int) {
+		for id := 0; id < n; id++ {
+			d.newRow(uint32(id), 1, nb, false)
+			d.newSeries = append(d.newSeries, newSeries{id: uint32(id)})
+		}
+	}
+	fill(100_000) // the burst
+	d.reset()
+	require.GreaterOrEqual(t, cap(d.rows), 100_000, "the burst's own interval keeps its room")
+	fill(90_000)
+	d.reset()
+	require.GreaterOrEqual(t, cap(d.rows), 90_000, "an interval that used the room keeps it")
+	fill(1000) // quiet again
+	d.reset()
+	require.Zero(t, cap(d.rows))
+	require.Zero(t, cap(d.buckets))
+	require.Zero(t, cap(d.newSeries))
+	fill(10)
+	require.Len(t, d.rows, 10)
+	require.Len(t, d.buckets, 10*nb)
+}
