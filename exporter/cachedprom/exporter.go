@@ -167,7 +167,7 @@ func (e *cachedExporter) renderLoop() {
 		}
 		if now.Sub(lastDropLog) >= e.cfg.RenderInterval {
 			lastDropLog = now
-			e.logDropped()
+			e.logEvents()
 		}
 		neverRendered := e.snapshot.Load() == nil
 		due := e.dirty.Load() || (neverRendered && now.Sub(start) >= e.firstRenderWait)
@@ -194,28 +194,36 @@ func (e *cachedExporter) renderNow() time.Duration {
 		close(e.firstRender)
 	}
 	e.renderer.retire(prev)
-	e.telemetry.recordRender(took, snap.series, snap.size())
+	e.telemetry.recordRender(took, snap, e.store.labelSetCount())
 	return took
 }
 
-func (e *cachedExporter) logDropped() {
-	overCap, rejected := e.store.takeDropped()
-	if overCap > 0 {
-		e.telemetry.recordDropped(overCap)
-		e.logger.Warn("max_series reached: data points for new series were dropped",
+// logEvents records what ingest counted since the last call in own
+// telemetry, and logs a warning for points folded into overflow series or
+// dropped: at most one line per render_interval, never one per point.
+func (e *cachedExporter) logEvents() {
+	ev := e.store.takeEvents()
+	e.telemetry.recordEvents(ev)
+	if n := ev[eventOverflow]; n > 0 {
+		e.logger.Warn("max_series reached: data points of new series were added to the overflow series (otel_metric_overflow=\"true\")",
 			zap.Int("max_series", e.cfg.MaxSeries),
-			zap.Int64("dropped_data_points", overCap),
+			zap.Int64("overflow_data_points", n),
 			zap.Duration("interval", e.cfg.RenderInterval))
 	}
-	if rejected > 0 {
-		e.logger.Debug("data points refused (name translation error, type conflict, duplicate or invalid labels)",
-			zap.Int64("refused_data_points", rejected))
+	var dropped []zap.Field
+	for _, k := range []pointEvent{eventOutOfOrder, eventRefusedName, eventRefusedType, eventRefusedLabel, eventUnsupported} {
+		if ev[k] > 0 {
+			dropped = append(dropped, zap.Int64(eventNames[k], ev[k]))
+		}
+	}
+	if len(dropped) > 0 {
+		e.logger.Warn("data points dropped (see otelcol_exporter_cachedprom_dropped_points)", dropped...)
 	}
 }
 
 // snapshotRenderer keeps the renderer's reusable state between renders.
 type snapshotRenderer struct {
-	frame   frame
+	store   *seriesStore
 	rd      renderer
 	zw      *gzip.Writer
 	retired []*snapshot // unpublished snapshots whose buffers may be reused
@@ -226,11 +234,11 @@ type snapshotRenderer struct {
 
 func (r *snapshotRenderer) render(e *cachedExporter) *snapshot {
 	r.rd.withTimestamps = e.cfg.SendTimestamps
-	e.store.copyFrame(&r.frame, e.cfg.SendTimestamps)
+	r.store = e.store
 	if r.zw == nil {
 		r.zw, _ = gzip.NewWriterLevel(nil, gzipLevel)
 	}
-	snap := &snapshot{series: len(r.frame.rows)}
+	snap := &snapshot{}
 	// Reuse the buffers of a retired snapshot no scrape is reading: bodies
 	// are large, and allocating (and zeroing) them per render would make
 	// memory and GC work grow with every render.
@@ -242,6 +250,7 @@ func (r *snapshotRenderer) render(e *cachedExporter) *snapshot {
 		keepOM := now-e.omIdentitySeen.Load() < int64(identityTTL)
 		snap.om, snap.omGzip, snap.omKept, snap.omLen = r.body(old.om, old.omGzip, keepOM, r.rd.renderOpenMetrics)
 	}
+	snap.series, snap.hidden = r.rd.series, r.rd.hidden
 	// The ETag is derived from the content (gzip output is deterministic),
 	// so a render of unchanged data keeps it and conditional requests still
 	// match. Hashing the compressed form is cheap: ~3% of the body.
@@ -277,7 +286,7 @@ var maxKeptBody = 4 << 20
 // does: collecting from the stream (instead of rendering the whole body,
 // then compressing it) means a store that grew past the limit never holds a
 // body it will not keep.
-func (r *snapshotRenderer) body(textBuf, gzBuf []byte, keep bool, render func([]byte, *frame) []byte) (body, gz []byte, kept bool, length int) {
+func (r *snapshotRenderer) body(textBuf, gzBuf []byte, keep bool, render func([]byte, *seriesStore) []byte) (body, gz []byte, kept bool, length int) {
 	r.keep = keepSink{}
 	if keep && r.lastLen <= maxKeptBody {
 		if cap(textBuf) < r.lastLen {
@@ -287,7 +296,7 @@ func (r *snapshotRenderer) body(textBuf, gzBuf []byte, keep bool, render func([]
 		}
 		r.keep = keepSink{on: true, buf: textBuf[:0]}
 	}
-	gz, r.chunk, length = r.rd.renderCompressed(gzBuf, r.chunk, r.zw, &r.keep, func(dst []byte) []byte { return render(dst, &r.frame) })
+	gz, r.chunk, length = r.rd.renderCompressed(gzBuf, r.chunk, r.zw, &r.keep, func(dst []byte) []byte { return render(dst, r.store) })
 	r.lastLen = length
 	body, kept = r.keep.buf, r.keep.on
 	r.keep = keepSink{}

@@ -25,6 +25,7 @@ type snapshot struct {
 	textLen, omLen   int    // uncompressed lengths
 	etag             string // prefix; the variant letter is appended
 	series           int
+	hidden           int // series not rendered: their names collide with another family's
 
 	// readers counts scrapes writing this snapshot's bytes, so the renderer
 	// can reuse the buffers of a retired snapshot nobody reads any more.

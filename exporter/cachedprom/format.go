@@ -11,120 +11,15 @@ import (
 	"github.com/klauspost/compress/gzip"
 )
 
-// frame is a consistent copy of the values to render, taken under the store
-// lock in one pass; formatting happens after the lock is released, so ingest
-// waits only for the copy, never for formatting or compression.
-type frame struct {
-	families []frameFamily
-	rows     []row
-	counts   []uint64 // cumulative bucket counts of histogram rows
-	exs      []exemplar
-	targets  []string // target_info label sets
-	target   string   // target_info family name
-}
-
-type frameFamily struct {
-	name, help string
-	typ        familyType
-	rows       int // number of rows belonging to this family, in order
-}
-
-// row is one series' values. labels and bounds are immutable, so sharing them
-// with the store is safe.
-type row struct {
-	labels  string
-	kind    seriesKind
-	value   float64 // number value, or sum
-	count   uint64
-	ts      int64 // milliseconds, when send_timestamps
-	bounds  *boundSet
-	counts  int32 // offset into frame.counts (histograms) or quantiles
-	nCounts int32
-	exs     int32 // offset into frame.exs
-	nExs    int32
-	valid   bool // false for a series the stock exporter would refuse to render
-}
-
-// copyFrame fills f from the store. Families are sorted by name, as
-// client_golang's registry sorts them, so bodies are stable.
-func (s *seriesStore) copyFrame(f *frame, withTimestamps bool) {
-	f.families = f.families[:0]
-	f.rows = f.rows[:0]
-	f.counts = f.counts[:0]
-	f.exs = f.exs[:0]
-	f.targets = f.targets[:0]
-	f.target = s.names.targetInfoName()
-
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, r := range s.resources {
-		if r.refs > 0 && r.labels != "" {
-			f.targets = append(f.targets, r.labels)
-		}
-	}
-	// Sorted so that equal content renders to equal bytes (and ETag).
-	slices.Sort(f.targets)
-	fams := make([]*family, 0, len(s.families))
-	for _, fam := range s.families {
-		fams = append(fams, fam)
-	}
-	slices.SortFunc(fams, func(a, b *family) int { return strings.Compare(a.name, b.name) })
-	for _, fam := range fams {
-		f.families = append(f.families, frameFamily{name: fam.name, help: fam.help, typ: fam.typ, rows: len(fam.series)})
-		for _, ser := range fam.series {
-			r := row{labels: ser.labels, kind: ser.kind, valid: true}
-			if withTimestamps {
-				r.ts = int64(ser.ts) / 1e6
-			}
-			switch ser.kind {
-			case kindNumber:
-				r.value = ser.value
-			case kindHistogram:
-				r.value, r.count, r.bounds = ser.sum, ser.count, ser.bounds
-				r.counts = int32(len(f.counts))
-				var cum uint64
-				for _, idx := range ser.bounds.order {
-					if idx < len(ser.buckets) {
-						cum += ser.buckets[idx]
-					}
-					f.counts = append(f.counts, cum)
-				}
-				r.nCounts = int32(len(ser.bounds.order))
-			case kindExpHistogram:
-				r.count = ser.count
-				if ser.hasSum {
-					r.value = ser.sum
-				}
-				// client_golang refuses these schemas and populations.
-				const customBucketsScale = -53
-				r.valid = ser.scale != customBucketsScale && ser.scale >= -4
-				if math.IsNaN(r.value) {
-					r.valid = r.valid && ser.population <= ser.count
-				} else {
-					r.valid = r.valid && ser.population == ser.count
-				}
-			case kindSummary:
-				r.value, r.count = ser.sum, ser.count
-				r.counts = int32(len(f.counts))
-				for _, q := range ser.quantiles {
-					f.counts = append(f.counts, math.Float64bits(q.q), math.Float64bits(q.v))
-				}
-				r.nCounts = int32(len(ser.quantiles))
-			}
-			if len(ser.exemplars) > 0 {
-				r.exs = int32(len(f.exs))
-				f.exs = append(f.exs, ser.exemplars...)
-				r.nExs = int32(len(ser.exemplars))
-			}
-			f.rows = append(f.rows, r)
-		}
-	}
-}
-
-// renderer formats frames. It owns reusable buffers.
+// renderer formats the store. It owns reusable buffers.
 type renderer struct {
 	withTimestamps bool
 	num            []byte
+	frame          frame
+	fams           []familyRef
+	targets        []string
+	series         int // series rendered by the last render
+	hidden         int // series hidden by name collisions in the last render
 
 	// sink, when set, receives the body in chunks of about streamChunk
 	// bytes instead of it being accumulated: the gzip-only form is built
@@ -147,22 +42,30 @@ func (rd *renderer) flushChunk(dst []byte, force bool) []byte {
 	return dst[:0]
 }
 
-// renderText appends the text 0.0.4 exposition of f to dst.
-func (rd *renderer) renderText(dst []byte, f *frame) []byte {
-	return rd.render(dst, f, false)
+// renderText appends the text 0.0.4 exposition of the store to dst.
+func (rd *renderer) renderText(dst []byte, s *seriesStore) []byte {
+	return rd.render(dst, s, false)
 }
 
-// renderOpenMetrics appends the OpenMetrics 1.0 exposition of f to dst.
-func (rd *renderer) renderOpenMetrics(dst []byte, f *frame) []byte {
-	dst = rd.render(dst, f, true)
+// renderOpenMetrics appends the OpenMetrics 1.0 exposition of the store to dst.
+func (rd *renderer) renderOpenMetrics(dst []byte, s *seriesStore) []byte {
+	dst = rd.render(dst, s, true)
 	return append(dst, "# EOF\n"...)
 }
 
-func (rd *renderer) render(dst []byte, f *frame, om bool) []byte {
-	if len(f.targets) > 0 {
-		dst = appendHeader(dst, f.target, "Target metadata", typeGauge, om)
-		for _, l := range f.targets {
-			dst = appendSampleStart(dst, f.target, "", l, "")
+// render reads the store family by family, a frame of rows at a time, and
+// formats each frame after the store lock is released.
+func (rd *renderer) render(dst []byte, s *seriesStore, om bool) []byte {
+	f := &rd.frame
+	var targets []string
+	rd.fams, targets, rd.hidden = s.listFamilies(rd.fams[:0], rd.targets[:0])
+	rd.targets = targets
+	rd.series = 0
+	if len(targets) > 0 {
+		name := s.names.targetInfoName()
+		dst = appendHeader(dst, name, "Target metadata", typeGauge, om)
+		for _, l := range targets {
+			dst = appendSampleStart(dst, name, "", []byte(l), "")
 			if om {
 				dst = append(dst, " 1.0\n"...)
 			} else {
@@ -170,64 +73,72 @@ func (rd *renderer) render(dst []byte, f *frame, om bool) []byte {
 			}
 		}
 	}
-	i := 0
-	for _, fam := range f.families {
-		rows := f.rows[i : i+fam.rows]
-		i += fam.rows
+	for _, fam := range rd.fams {
+		if fam.hidden {
+			continue
+		}
 		headerDone := false
 		name := fam.name
-		for ri := range rows {
-			dst = rd.flushChunk(dst, false)
-			r := &rows[ri]
-			if !r.valid {
-				continue
+		for pos := 0; ; {
+			pos = s.copyRows(f, fam.id, pos, rd.withTimestamps)
+			if len(f.rows) == 0 {
+				break
 			}
-			if !headerDone {
-				dst = appendHeader(dst, name, fam.help, fam.typ, om)
-				headerDone = true
-			}
-			switch r.kind {
-			case kindNumber:
-				dst = appendSampleStart(dst, name, "", r.labels, "")
-				dst = rd.appendValue(dst, r.value, om)
-				dst = rd.appendTimestamp(dst, r.ts, om)
-				if om && fam.typ == typeCounter && r.nExs > 0 {
-					dst = rd.appendExemplar(dst, &f.exs[r.exs+r.nExs-1])
+			for ri := range f.rows {
+				dst = rd.flushChunk(dst, false)
+				r := &f.rows[ri]
+				if !r.valid {
+					continue
 				}
-				dst = append(dst, '\n')
-			case kindHistogram:
-				dst = rd.appendHistogram(dst, f, name, r, om)
-			case kindExpHistogram:
-				le := `le="+Inf"}`
-				dst = appendSampleStart(dst, name, "_bucket", r.labels, le)
-				dst = rd.appendCount(dst, r.count, om)
-				dst = rd.appendTimestamp(dst, r.ts, om)
-				dst = append(dst, '\n')
-				dst = rd.appendSumCount(dst, name, r, om)
-			case kindSummary:
-				for q := int32(0); q < r.nCounts; q++ {
-					qv := math.Float64frombits(f.counts[r.counts+2*q])
-					v := math.Float64frombits(f.counts[r.counts+2*q+1])
-					rd.num = append(rd.num[:0], `quantile="`...)
-					if om {
-						rd.num = appendOMFloat(rd.num, qv)
-					} else {
-						rd.num = appendTextFloat(rd.num, qv)
+				rd.series++
+				if !headerDone {
+					dst = appendHeader(dst, name, fam.help, fam.typ, om)
+					headerDone = true
+				}
+				labels := f.labels[r.lblOff : r.lblOff+r.lblLen]
+				switch r.kind {
+				case kindNumber:
+					dst = appendSampleStart(dst, name, "", labels, "")
+					dst = rd.appendValue(dst, r.value, om)
+					dst = rd.appendTimestamp(dst, r.ts, om)
+					if om && fam.typ == typeCounter && r.nExs > 0 {
+						dst = rd.appendExemplar(dst, &f.exs[r.exs+r.nExs-1])
 					}
-					rd.num = append(rd.num, `"}`...)
-					dst = appendSampleStart(dst, name, "", r.labels, string(rd.num))
-					dst = rd.appendValue(dst, v, om)
+					dst = append(dst, '\n')
+				case kindHistogram:
+					dst = rd.appendHistogram(dst, f, name, labels, r, om)
+				case kindExpHistogram:
+					le := `le="+Inf"}`
+					dst = appendSampleStart(dst, name, "_bucket", labels, le)
+					dst = rd.appendCount(dst, r.count, om)
 					dst = rd.appendTimestamp(dst, r.ts, om)
 					dst = append(dst, '\n')
+					dst = rd.appendSumCount(dst, name, labels, r, om)
+				case kindSummary:
+					for q := int32(0); q < r.nCounts; q++ {
+						qv := math.Float64frombits(f.counts[r.counts+2*q])
+						v := math.Float64frombits(f.counts[r.counts+2*q+1])
+						rd.num = append(rd.num[:0], `quantile="`...)
+						if om {
+							rd.num = appendOMFloat(rd.num, qv)
+						} else {
+							rd.num = appendTextFloat(rd.num, qv)
+						}
+						rd.num = append(rd.num, `"}`...)
+						dst = appendSampleStart(dst, name, "", labels, string(rd.num))
+						dst = rd.appendValue(dst, v, om)
+						dst = rd.appendTimestamp(dst, r.ts, om)
+						dst = append(dst, '\n')
+					}
+					dst = rd.appendSumCount(dst, name, labels, r, om)
 				}
-				dst = rd.appendSumCount(dst, name, r, om)
 			}
 		}
 	}
 	return dst
 }
 
-func (rd *renderer) appendHistogram(dst []byte, f *frame, name string, r *row, om bool) []byte {
+func (rd *renderer) appendHistogram(dst []byte, f *frame, name string, labels []byte, r *row, om bool) []byte {
 	bs := r.bounds
 	les := bs.leText
 	if om {
@@ -260,7 +171,7 @@ func (rd *renderer) appendHistogram(dst []byte, f *frame, name string, r *row, o
 	}
 	counts := f.counts[r.counts : r.counts+r.nCounts]
 	for k, le := range les {
-		dst = appendSampleStart(dst, name, "_bucket", r.labels, le)
+		dst = appendSampleStart(dst, name, "_bucket", labels, le)
 		dst = rd.appendCount(dst, counts[k], om)
 		dst = rd.appendTimestamp(dst, r.ts, om)
 		if exAt != nil && exAt[k] >= 0 {
@@ -269,7 +180,7 @@ func (rd *renderer) appendHistogram(dst []byte, f *frame, name string, r *row, o
 		dst = append(dst, '\n')
 	}
 	if !bs.hasInf {
-		dst = appendSampleStart(dst, name, "_bucket", r.labels, `le="+Inf"}`)
+		dst = appendSampleStart(dst, name, "_bucket", labels, `le="+Inf"}`)
 		dst = rd.appendCount(dst, r.count, om)
 		dst = rd.appendTimestamp(dst, r.ts, om)
 		if exInf >= 0 {
@@ -277,15 +188,15 @@ func (rd *renderer) appendHistogram(dst []byte, f *frame, name string, r *row, o
 		}
 		dst = append(dst, '\n')
 	}
-	return rd.appendSumCount(dst, name, r, om)
+	return rd.appendSumCount(dst, name, labels, r, om)
 }
 
-func (rd *renderer) appendSumCount(dst []byte, name string, r *row, om bool) []byte {
-	dst = appendSampleStart(dst, name, "_sum", r.labels, "")
+func (rd *renderer) appendSumCount(dst []byte, name string, labels []byte, r *row, om bool) []byte {
+	dst = appendSampleStart(dst, name, "_sum", labels, "")
 	dst = rd.appendValue(dst, r.value, om)
 	dst = rd.appendTimestamp(dst, r.ts, om)
 	dst = append(dst, '\n')
-	dst = appendSampleStart(dst, name, "_count", r.labels, "")
+	dst = appendSampleStart(dst, name, "_count", labels, "")
 	dst = rd.appendCount(dst, r.count, om)
 	dst = rd.appendTimestamp(dst, r.ts, om)
 	return append(dst, '\n')
@@ -293,17 +204,17 @@ func (rd *renderer) appendSumCount(dst []byte, name string, r *row, om bool) []b
 
 // appendSampleStart writes `name{labels,extra}` where extra is a
 // pre-rendered `le="..."}`-style pair including the closing brace.
-func appendSampleStart(dst []byte, name, suffix, labels, extra string) []byte {
+func appendSampleStart(dst []byte, name, suffix string, labels []byte, extra string) []byte {
 	dst = append(dst, name...)
 	dst = append(dst, suffix...)
 	switch {
-	case labels == "" && extra == "":
+	case len(labels) == 0 && extra == "":
 		return dst
 	case extra == "":
 		dst = append(dst, '{')
 		dst = append(dst, labels...)
 		return append(dst, '}')
-	case labels == "":
+	case len(labels) == 0:
 		dst = append(dst, '{')
 		return append(dst, extra...)
 	}
