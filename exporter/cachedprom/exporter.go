@@ -103,7 +103,7 @@ func (e *cachedExporter) Start(ctx context.Context, host component.Host) error {
 		return err
 	}
 	mux := http.NewServeMux()
-	mux.Handle(e.cfg.Path, &handler{exp: e})
+	mux.Handle(e.cfg.Path, newHandler(e))
 	srv, err := e.cfg.ToServer(ctx, host.GetExtensions(), e.settings, mux)
 	if err != nil {
 		return errors.Join(err, ln.Close())

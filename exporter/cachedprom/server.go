@@ -58,6 +58,17 @@ func (s *snapshot) size() int {
 // and one Write. Nothing here depends on the number of series.
 type handler struct {
 	exp *cachedExporter
+	// inflight holds a token per scrape being served; nil means no limit
+	// (max_concurrent_scrapes 0).
+	inflight chan struct{}
+}
+
+func newHandler(e *cachedExporter) *handler {
+	h := &handler{exp: e}
+	if n := e.cfg.MaxConcurrentScrapes; n > 0 {
+		h.inflight = make(chan struct{}, n)
+	}
+	return h
 }
 
 var (
@@ -77,6 +88,18 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Allow", "GET, HEAD")
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 		return
+	}
+	if h.inflight != nil {
+		select {
+		case h.inflight <- struct{}{}:
+			defer func() { <-h.inflight }()
+		default:
+			// As promhttp: refuse at once rather than queue, so a flood of
+			// scrapes costs nothing but this answer.
+			h.exp.telemetry.scrapesRefused.Add(1)
+			http.Error(w, "limit of concurrent scrapes reached ("+strconv.Itoa(cap(h.inflight))+"), try again later", http.StatusServiceUnavailable)
+			return
+		}
 	}
 	snap := h.exp.acquire()
 	if snap == nil {
