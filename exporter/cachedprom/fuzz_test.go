@@ -16,7 +16,8 @@ import (
 
 // FuzzRender renders arbitrary metric names, label names, label values and
 // descriptions, parses the exposition back with prometheus/common's text
-// parser, and checks that it parses and that values and labels round-trip.
+// parser and Prometheus' text and OpenMetrics parsers, and checks that it
+// parses, has no duplicate series, and that values and labels round-trip.
 // The seed corpus runs as a normal test; `go test -fuzz=FuzzRender` explores.
 func FuzzRender(f *testing.F) {
 	f.Add("http.server.duration", "http.route", "/a", "help", 1.5)
@@ -64,6 +65,9 @@ func FuzzRender(f *testing.F) {
 		rd := &renderer{}
 		text := rd.renderText(nil, s)
 
+		// Prometheus' own parsers, both formats, and no duplicate series.
+		checkExposition(t, text, false)
+		checkExposition(t, rd.renderOpenMetrics(nil, s), true)
 		p := expfmt.NewTextParser(model.UTF8Validation)
 		fams, err := p.TextToMetricFamilies(bytes.NewReader(text))
 		if err != nil {
@@ -80,7 +84,7 @@ func FuzzRender(f *testing.F) {
 		}
 		// The text format cannot carry leading blanks in HELP: the parser
 		// skips them (the stock exporter's output loses them the same way).
-		if want := strings.TrimLeft(help, " \t"); mf.GetHelp() != want {
+		if want := strings.TrimLeft(strings.ToValidUTF8(help, "\uFFFD"), " \t"); mf.GetHelp() != want {
 			t.Fatalf("help %q came back as %q", want, mf.GetHelp())
 		}
 		// Invalid UTF-8 is repaired, not refused; a label named like a scope

@@ -421,8 +421,14 @@ func (s *seriesStore) addMetric(m pmetric.Metric, sc *scopeInfo, now int64) bool
 	}
 	fam, ok := s.famByName[name]
 	if !ok {
+		help := m.Description()
+		if !utf8.ValidString(help) {
+			// Prometheus refuses a scrape whose HELP is not UTF-8.
+			help = strings.ToValidUTF8(help, "\uFFFD")
+			s.events[eventRepairedUTF8]++
+		}
 		fam = uint32(len(s.families))
-		s.families = append(s.families, family{name: name, help: m.Description(), typ: ftyp})
+		s.families = append(s.families, family{name: name, help: help, typ: ftyp})
 		s.famByName[name] = fam
 	} else if s.families[fam].typ != ftyp {
 		s.events[eventRefusedType]++
