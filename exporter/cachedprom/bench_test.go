@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -270,6 +271,14 @@ func BenchmarkStateBytes(b *testing.B) {
 						keep = stock
 					}
 					after := heapInUse()
+					// CACHEDPROM_BENCH_HEAPPROFILE=file writes a heap profile
+					// while the state is alive, to see what holds the bytes.
+					if path := os.Getenv("CACHEDPROM_BENCH_HEAPPROFILE"); path != "" {
+						f, err := os.Create(fmt.Sprintf("%s.%s.%d", path, name, n))
+						require.NoError(b, err)
+						require.NoError(b, pprof.WriteHeapProfile(f))
+						require.NoError(b, f.Close())
+					}
 					// The input stays alive until measured: only what the
 					// exporter itself holds is counted.
 					runtime.KeepAlive(keep)
