@@ -7,8 +7,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-
-	"github.com/klauspost/compress/gzip"
 )
 
 // renderer formats the store. It owns reusable buffers.
@@ -344,24 +342,4 @@ func appendOMFloat(dst []byte, f float64) []byte {
 		dst = append(dst, '.', '0')
 	}
 	return dst
-}
-
-// gzipLevel favours speed: the exposition is very repetitive, so level 1
-// already compresses it well, and compression runs once per render.
-const gzipLevel = gzip.BestSpeed
-
-// renderCompressed builds the gzip form: the body is rendered in chunks
-// straight into the compressor, through keep (which may collect a copy). It
-// returns the gzip bytes and the length of the uncompressed body.
-func (rd *renderer) renderCompressed(dst, scratch []byte, zw *gzip.Writer, keep *keepSink, render func([]byte) []byte) (gz, scratchOut []byte, bodyLen int) {
-	buf := bytes.NewBuffer(dst[:0])
-	zw.Reset(buf)
-	keep.w = zw
-	rd.sink, rd.written = keep, 0
-	rest := render(scratch[:0])
-	rest = rd.flushChunk(rest, true)
-	bodyLen = rd.written
-	rd.sink = nil
-	_ = zw.Close()
-	return buf.Bytes(), rest, bodyLen
 }
