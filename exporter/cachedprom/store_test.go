@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.uber.org/zap"
 )
 
 // gaugeBatch builds one gauge metric with a data point per label value.
@@ -121,4 +122,20 @@ func TestExpiryRunsWithoutScrapes(t *testing.T) {
 	assert.Empty(t, e.store.resources)
 	assert.Empty(t, e.store.famByName)
 	assert.Zero(t, e.store.labelSetCount())
+}
+
+// TestIngestAllocatesPerScopeNotPerPoint: updating existing series
+// allocates per resource and scope of a batch (its identity prefix and
+// labels), never per data point: twice the points over the same scopes
+// allocate the same.
+func TestIngestAllocatesPerScopeNotPerPoint(t *testing.T) {
+	allocs := func(points int) float64 {
+		s := newSeriesStore(createDefaultConfig().(*Config), zap.NewNop())
+		s.consume(spanmetricsLike(points, 0), time.Now())
+		update := spanmetricsLike(points, 1)
+		return testing.AllocsPerRun(10, func() { s.consume(update, time.Now()) })
+	}
+	small, large := allocs(2000), allocs(4000)
+	assert.Equal(t, small, large, "allocations grow with the number of points")
+	assert.LessOrEqual(t, small, float64(50*16), "50 scopes")
 }
