@@ -300,9 +300,9 @@ func heapInUse() int64 {
 	return int64(ms.HeapAlloc)
 }
 
-// BenchmarkIngestWhileScraped measures ConsumeMetrics throughput while 10
-// goroutines scrape /metrics (gzip, as Prometheus does) in a loop. One op is
-// one batch of 1000 data points updating existing series.
+// BenchmarkIngestWhileScraped measures ConsumeMetrics throughput alone and
+// while 10 goroutines scrape /metrics (gzip, as Prometheus does) in a loop.
+// One op is one batch of 1000 data points updating existing series.
 func BenchmarkIngestWhileScraped(b *testing.B) {
 	const batch = 1000
 	for _, n := range benchSeries(b) {
@@ -316,41 +316,44 @@ func BenchmarkIngestWhileScraped(b *testing.B) {
 				batches = append(batches, splitBatches(spanmetricsLike(n, step), batch)...)
 			}
 			for _, t := range targets {
-				b.Run(t.name+"/scrapers=10", func(b *testing.B) {
-					stop := make(chan struct{})
-					var scrapes atomic.Int64
-					var wg sync.WaitGroup
-					for w := 0; w < 10; w++ {
-						wg.Add(1)
-						go func() {
-							defer wg.Done()
-							c := newBenchClient()
-							defer c.CloseIdleConnections()
-							for {
-								select {
-								case <-stop:
-									return
-								default:
+				// scrapers=0 is ingest alone, the baseline of the other.
+				for _, scrapers := range []int{0, 10} {
+					b.Run(t.name+"/scrapers="+strconv.Itoa(scrapers), func(b *testing.B) {
+						stop := make(chan struct{})
+						var scrapes atomic.Int64
+						var wg sync.WaitGroup
+						for w := 0; w < scrapers; w++ {
+							wg.Add(1)
+							go func() {
+								defer wg.Done()
+								c := newBenchClient()
+								defer c.CloseIdleConnections()
+								for {
+									select {
+									case <-stop:
+										return
+									default:
+									}
+									get(b, c, t.url, true)
+									scrapes.Add(1)
 								}
-								get(b, c, t.url, true)
-								scrapes.Add(1)
-							}
-						}()
-					}
-					b.ResetTimer()
-					for i := 0; i < b.N; i++ {
-						c := pmetric.NewMetrics()
-						batches[i%len(batches)].CopyTo(c) // the stock exporter mutates its input
-						if err := t.consume.ConsumeMetrics(context.Background(), c); err != nil {
-							b.Fatal(err)
+							}()
 						}
-					}
-					b.StopTimer()
-					close(stop)
-					wg.Wait()
-					b.ReportMetric(float64(b.N*batch)/b.Elapsed().Seconds(), "points/s")
-					b.ReportMetric(float64(scrapes.Load())/b.Elapsed().Seconds(), "scrapes/s")
-				})
+						b.ResetTimer()
+						for i := 0; i < b.N; i++ {
+							c := pmetric.NewMetrics()
+							batches[i%len(batches)].CopyTo(c) // the stock exporter mutates its input
+							if err := t.consume.ConsumeMetrics(context.Background(), c); err != nil {
+								b.Fatal(err)
+							}
+						}
+						b.StopTimer()
+						close(stop)
+						wg.Wait()
+						b.ReportMetric(float64(b.N*batch)/b.Elapsed().Seconds(), "points/s")
+						b.ReportMetric(float64(scrapes.Load())/b.Elapsed().Seconds(), "scrapes/s")
+					})
+				}
 			}
 		})
 	}
