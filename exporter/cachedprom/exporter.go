@@ -41,6 +41,9 @@ type cachedExporter struct {
 	firstRenderWait time.Duration
 	etagPrefix      string
 
+	// clock is the time of ingest and of the render loop; tests replace it.
+	clock func() time.Time
+
 	renderMu sync.Mutex // serialises renders (loop and renderNow)
 	renderer snapshotRenderer
 
@@ -65,6 +68,7 @@ func newExporter(cfg *Config, set exporter.Settings) (*cachedExporter, error) {
 		telemetry:   tel,
 		wake:        make(chan struct{}, 1),
 		firstRender: make(chan struct{}),
+		clock:       time.Now,
 		done:        make(chan struct{}),
 		// Long enough for one render of a large store, short enough that
 		// Prometheus' scrape timeout (10s by default) is not reached.
@@ -78,7 +82,7 @@ func newExporter(cfg *Config, set exporter.Settings) (*cachedExporter, error) {
 // ConsumeMetrics updates series state. It contends only with the renderer's
 // short copy phase, never with scrapes.
 func (e *cachedExporter) ConsumeMetrics(_ context.Context, md pmetric.Metrics) error {
-	if e.store.consume(md, time.Now()) {
+	if e.store.consume(md, e.clock()) {
 		e.dirty.Store(true)
 		select {
 		case e.wake <- struct{}{}:
@@ -142,11 +146,7 @@ func (e *cachedExporter) Shutdown(ctx context.Context) error {
 func (e *cachedExporter) renderLoop() {
 	ticker := time.NewTicker(e.cfg.RenderInterval)
 	defer ticker.Stop()
-	sweepEvery := max(e.cfg.RenderInterval, min(e.cfg.MetricExpiration/10, 30*time.Second))
-	start := time.Now()
-	nextSweep := start.Add(sweepEvery)
-	var nextRender time.Time
-	var lastDropLog time.Time
+	st := e.newSchedule(e.clock())
 	for {
 		select {
 		case <-e.done:
@@ -154,27 +154,44 @@ func (e *cachedExporter) renderLoop() {
 		case <-e.wake:
 		case <-ticker.C:
 		}
-		now := time.Now()
-		if !now.Before(nextSweep) {
-			if n := e.store.expire(now.Add(-e.cfg.MetricExpiration)); n > 0 {
-				e.dirty.Store(true)
-			}
-			nextSweep = now.Add(sweepEvery)
-		}
-		if now.Sub(lastDropLog) >= e.cfg.RenderInterval {
-			lastDropLog = now
-			e.logEvents()
-		}
-		neverRendered := e.snapshot.Load() == nil
-		due := e.dirty.Load() || (neverRendered && now.Sub(start) >= e.firstRenderWait)
-		if !due || now.Before(nextRender) {
-			continue
-		}
-		began := time.Now()
-		took := e.renderNow()
-		// Idle at least as long as the render took: at most half a core.
-		nextRender = began.Add(max(e.cfg.RenderInterval, 2*took))
+		e.step(e.clock(), st)
 	}
+}
+
+// schedule is the render loop's timing state.
+type schedule struct {
+	start, nextSweep, nextRender, lastLog time.Time
+	sweepEvery                            time.Duration
+}
+
+func (e *cachedExporter) newSchedule(now time.Time) *schedule {
+	every := max(e.cfg.RenderInterval, min(e.cfg.MetricExpiration/10, 30*time.Second))
+	return &schedule{start: now, nextSweep: now.Add(every), sweepEvery: every}
+}
+
+// step is one wake-up of the render loop at now: sweep when due, record
+// own telemetry at most once per interval, render when something changed
+// and the last render's pause is over. It takes the time as an argument so
+// tests drive it with their own clock instead of sleeping.
+func (e *cachedExporter) step(now time.Time, st *schedule) {
+	if !now.Before(st.nextSweep) {
+		if n := e.store.expire(now.Add(-e.cfg.MetricExpiration)); n > 0 {
+			e.dirty.Store(true)
+		}
+		st.nextSweep = now.Add(st.sweepEvery)
+	}
+	if now.Sub(st.lastLog) >= e.cfg.RenderInterval {
+		st.lastLog = now
+		e.logEvents()
+	}
+	neverRendered := e.snapshot.Load() == nil
+	due := e.dirty.Load() || (neverRendered && now.Sub(st.start) >= e.firstRenderWait)
+	if !due || now.Before(st.nextRender) {
+		return
+	}
+	took := e.renderNow()
+	// Idle at least as long as the render took: at most half a core.
+	st.nextRender = now.Add(max(e.cfg.RenderInterval, 2*took))
 }
 
 // renderNow renders and publishes a snapshot of the current store.

@@ -7,9 +7,12 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/exporter/exportertest"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.uber.org/zap"
+
+	"github.com/otelcol-red/otelcol-red/exporter/cachedprom/internal/metadata"
 )
 
 // gaugeBatch builds one gauge metric with a data point per label value.
@@ -138,4 +141,44 @@ func TestIngestAllocatesPerScopeNotPerPoint(t *testing.T) {
 	small, large := allocs(2000), allocs(4000)
 	assert.Equal(t, small, large, "allocations grow with the number of points")
 	assert.LessOrEqual(t, small, float64(50*16), "50 scopes")
+}
+
+// TestRenderLoopFollowsItsClock drives the render loop's steps with a fake
+// clock: renders wait for the pause after the previous one, and expiry
+// removes a series metric_expiration after its last update, without
+// sleeping.
+func TestRenderLoopFollowsItsClock(t *testing.T) {
+	cfg := createDefaultConfig().(*Config)
+	cfg.RenderInterval = 2 * time.Second
+	e, err := newExporter(cfg, exportertest.NewNopSettings(metadata.Type))
+	require.NoError(t, err)
+	now := testBase
+	e.clock = func() time.Time { return now }
+	st := e.newSchedule(now)
+
+	require.NoError(t, e.ConsumeMetrics(context.Background(), gaugeBatch("temp", now, "a")))
+	e.step(now, st)
+	require.NotNil(t, e.snapshot.Load())
+	first := e.snapshot.Load()
+	assert.Contains(t, textOf(t, first), `temp{`)
+
+	now = now.Add(time.Second)
+	require.NoError(t, e.ConsumeMetrics(context.Background(), gaugeBatch("temp", now, "b")))
+	e.step(now, st)
+	assert.Same(t, first, e.snapshot.Load(), "within render_interval of the last render")
+	now = now.Add(time.Second)
+	e.step(now, st)
+	assert.Contains(t, textOf(t, e.snapshot.Load()), `k="b"`)
+
+	// "a" was updated at testBase, "b" a second later: at testBase+5m+0.5s
+	// the sweep removes "a" only; later it removes "b".
+	now = testBase.Add(cfg.MetricExpiration + 500*time.Millisecond)
+	e.step(now, st)
+	out := textOf(t, e.snapshot.Load())
+	assert.NotContains(t, out, `k="a"`)
+	assert.Contains(t, out, `k="b"`)
+	now = now.Add(time.Minute)
+	e.step(now, st)
+	assert.Zero(t, e.store.len())
+	assert.Empty(t, textOf(t, e.snapshot.Load()))
 }
