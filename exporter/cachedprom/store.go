@@ -61,6 +61,7 @@ type seriesRow struct {
 	kind     seriesKind
 	flags    uint8
 	ident    uint64 // hash of the OTLP identity of the series' first writer
+	gen      uint32 // bumped when the row is freed, so stale byIdent entries miss
 	ts       int64  // timestamp of the last point, unix nanoseconds
 	seen     int64  // wall clock of the last update, unix nanoseconds
 	value    float64
@@ -114,6 +115,11 @@ type seriesStore struct {
 	families  []family
 	famByName map[string]uint32
 	index     map[uint64]uint32 // fam<<32 | label set → row
+	// byIdent maps a 128-bit hash of an OTLP identity to its row (gen<<32 |
+	// row), so a point of a known series skips rendering its labels. It is
+	// a cache: a miss, or an entry whose row was freed since, takes the
+	// path through the label-set index, which compares stored bytes.
+	byIdent   map[identKey]uint64
 	chunks    [][]seriesRow
 	freeRows  []uint32
 	rowCount  int
@@ -131,7 +137,7 @@ type seriesStore struct {
 	overflowLbl uint32 // label set of overflow series, when held
 	hasOverflow bool
 
-	seed maphash.Seed
+	seed, seed2 maphash.Seed
 	// scratch buffers, reused across data points
 	key    []byte
 	attrs  []labelPair
@@ -192,6 +198,8 @@ func newSeriesStore(cfg *Config, logger *zap.Logger) *seriesStore {
 		exs:       map[uint32][]exemplar{},
 		merged:    map[uint64]*writerState{},
 		seed:      maphash.MakeSeed(),
+		seed2:     maphash.MakeSeed(),
+		byIdent:   map[identKey]uint64{},
 	}
 	s.bounds.init()
 	for k, v := range cfg.ConstLabels {
@@ -199,6 +207,10 @@ func newSeriesStore(cfg *Config, logger *zap.Logger) *seriesStore {
 	}
 	return s
 }
+
+// identKey is a 128-bit hash of an OTLP identity: at 2^21 series the
+// chance that two collide is below 2^-85.
+type identKey [2]uint64
 
 func (s *seriesStore) row(id uint32) *seriesRow {
 	return &s.chunks[id/rowChunk][id%rowChunk]
@@ -517,6 +529,15 @@ func (s *seriesStore) lookup(p *pointCtx, attrs pcommon.Map, flags pmetric.DataP
 	k = appendAttrs(k, s.attrs)
 	s.key = k
 	p.ident = maphash.Bytes(s.seed, k)
+	ik := identKey{p.ident, maphash.Bytes(s.seed2, k)}
+	if v, ok := s.byIdent[ik]; ok && !flags.NoRecordedValue() {
+		id := uint32(v)
+		if r := s.row(id); r.gen == uint32(v>>32) && r.flags&rowUsed != 0 && r.fam == p.fam {
+			s.found(p, id, false)
+			return true
+		}
+		delete(s.byIdent, ik)
+	}
 
 	if !s.renderLabels(p.sc) {
 		return false
@@ -546,12 +567,22 @@ func (s *seriesStore) lookup(p *pointCtx, attrs pcommon.Map, flags pmetric.DataP
 		}
 		id = s.newRow(p, lbl, overflow)
 	}
-	p.id, p.r, p.isNew = id, s.row(id), !ok
+	s.found(p, id, !ok)
+	if !overflow {
+		// Overflow points stay off the cache: past the cap, memory must not
+		// grow per OTLP series.
+		s.byIdent[ik] = uint64(p.r.gen)<<32 | uint64(id)
+	}
+	return true
+}
+
+// found fills p with the row id.
+func (s *seriesStore) found(p *pointCtx, id uint32, isNew bool) {
+	p.id, p.r, p.isNew = id, s.row(id), isNew
 	p.own = p.r.flags&(rowMerged|rowOverflow) == 0 && p.r.ident == p.ident
 	if !p.own && p.r.flags&rowOverflow == 0 {
 		s.events[eventMerged]++
 	}
-	return true
 }
 
 // renderLabels renders the Prometheus labels of the point whose sorted
@@ -666,7 +697,7 @@ func (s *seriesStore) newRow(p *pointCtx, lbl uint32, overflow bool) uint32 {
 	}
 	fam := &s.families[p.fam]
 	r := s.row(id)
-	*r = seriesRow{fam: p.fam, lbl: lbl, pos: uint32(len(fam.rows)), kind: p.kind, flags: rowUsed, ident: p.ident, seen: p.now}
+	*r = seriesRow{fam: p.fam, lbl: lbl, pos: uint32(len(fam.rows)), kind: p.kind, flags: rowUsed, ident: p.ident, seen: p.now, gen: r.gen}
 	if overflow {
 		r.flags |= rowOverflow
 	} else if p.sc.res != nil {
@@ -721,7 +752,7 @@ func (s *seriesStore) remove(id uint32) {
 			}
 		}
 	}
-	*r = seriesRow{}
+	*r = seriesRow{gen: r.gen + 1}
 	s.freeRows = append(s.freeRows, id)
 }
 
@@ -765,7 +796,19 @@ func (s *seriesStore) compact() {
 		}
 		s.index = index
 	}
+	if len(s.byIdent) > 4*rowChunk && live < len(s.byIdent)/2 {
+		// Drop the entries of freed rows (and the map's peak size).
+		byIdent := make(map[identKey]uint64, live)
+		for k, v := range s.byIdent {
+			if r := s.row(uint32(v)); r.gen == uint32(v>>32) && r.flags&rowUsed != 0 {
+				byIdent[k] = v
+			}
+		}
+		s.byIdent = byIdent
+	}
 	if live == 0 {
+		// Row generations restart with the chunks: no entry may survive.
+		s.byIdent = map[identKey]uint64{}
 		s.chunks, s.freeRows, s.rowCount = nil, nil, 0
 		s.buckets = bucketArena{}
 		s.merged = map[uint64]*writerState{}
