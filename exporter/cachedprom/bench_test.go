@@ -271,6 +271,10 @@ func BenchmarkStateBytes(b *testing.B) {
 						keep = stock
 					}
 					after := heapInUse()
+					if s, ok := keep.(*seriesStore); ok {
+						// The big arrays live outside the heap.
+						after += int64(s.offHeapBytes())
+					}
 					// CACHEDPROM_BENCH_HEAPPROFILE=file writes a heap profile
 					// while the state is alive, to see what holds the bytes.
 					if path := os.Getenv("CACHEDPROM_BENCH_HEAPPROFILE"); path != "" {

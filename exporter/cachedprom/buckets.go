@@ -10,7 +10,7 @@ import (
 // bucketArena holds the bucket counts of every explicit histogram series in
 // large pointer-free chunks; a series keeps an offset, not a slice.
 type bucketArena struct {
-	chunks [][]uint64
+	chunks []offHeapChunk[uint64]
 	used   int                 // entries used in the last chunk
 	freed  map[uint32][]uint32 // block size → offsets of freed blocks
 }
@@ -29,7 +29,7 @@ func (a *bucketArena) alloc(n uint32) uint32 {
 		return off
 	}
 	if len(a.chunks) == 0 || a.used+int(n) > bucketChunk {
-		a.chunks = append(a.chunks, make([]uint64, bucketChunk))
+		a.chunks = append(a.chunks, newOffHeapChunk[uint64](bucketChunk))
 		a.used = 0
 	}
 	off := uint32(len(a.chunks)-1)*bucketChunk + uint32(a.used)
@@ -41,9 +41,17 @@ func (a *bucketArena) slice(off, n uint32) []uint64 {
 	if n == 0 {
 		return nil
 	}
-	c := a.chunks[off/bucketChunk]
+	c := a.chunks[off/bucketChunk].values
 	start := off % bucketChunk
 	return c[start : start+n : start+n]
+}
+
+// release gives every chunk back; the arena is empty afterwards.
+func (a *bucketArena) release() {
+	for i := range a.chunks {
+		a.chunks[i].free()
+	}
+	*a = bucketArena{}
 }
 
 func (a *bucketArena) free(off, n uint32) {

@@ -134,6 +134,9 @@ func (e *cachedExporter) Shutdown(ctx context.Context) error {
 		}
 		e.wg.Wait()
 		e.telemetry.shutdown()
+		// The render loop has stopped and the server is closed: nothing
+		// reads the store any more.
+		e.store.close()
 	})
 	return err
 }

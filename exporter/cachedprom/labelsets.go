@@ -12,8 +12,9 @@ import (
 // in flat slices, so nothing here is a per-set Go object with pointers for
 // the garbage collector to scan.
 type labelSets struct {
-	chunks [][]byte // arenas of labelChunkSize bytes (larger for a larger set)
-	off    []uint64 // per id: chunk<<32 | offset in the chunk
+	chunks []offHeapChunk[byte] // arenas of labelChunkSize bytes (larger for a larger set)
+	used   int                  // bytes used in the last chunk
+	off    []uint64             // per id: chunk<<32 | offset in the chunk
 	size   []uint32
 	refs   []uint32 // rows using the set; 0 means the id is free
 	hash   []uint64
@@ -44,9 +45,9 @@ func newLabelSets() *labelSets {
 // bytes returns the stored set; valid until the next compact.
 func (l *labelSets) bytes(id uint32) []byte {
 	o := l.off[id]
-	c := l.chunks[o>>32]
+	c := l.chunks[o>>32].values
 	start := uint32(o)
-	return c[start : start+l.size[id]]
+	return c[start : start+l.size[id] : start+l.size[id]]
 }
 
 // find returns the id of the set b, if stored, and b's hash.
@@ -92,13 +93,13 @@ func (l *labelSets) add(b []byte, h uint64) uint32 {
 // store appends b to the last chunk, or to a new one, and returns its place.
 func (l *labelSets) store(b []byte) uint64 {
 	n := len(l.chunks)
-	if n == 0 || len(l.chunks[n-1])+len(b) > cap(l.chunks[n-1]) {
-		l.chunks = append(l.chunks, make([]byte, 0, max(labelChunkSize, len(b))))
+	if n == 0 || l.used+len(b) > len(l.chunks[n-1].values) {
+		l.chunks = append(l.chunks, newOffHeapChunk[byte](max(labelChunkSize, len(b))))
+		l.used = 0
 		n++
 	}
-	c := l.chunks[n-1]
-	off := len(c)
-	l.chunks[n-1] = append(c, b...)
+	off := l.used
+	l.used += copy(l.chunks[n-1].values[off:], b)
 	return uint64(n-1)<<32 | uint64(off)
 }
 
@@ -129,14 +130,17 @@ func (l *labelSets) unref(id uint32) {
 func (l *labelSets) compact() {
 	if l.deadBytes > labelChunkSize && l.deadBytes > l.liveBytes {
 		old := l.chunks
-		l.chunks = nil
+		l.chunks, l.used = nil, 0
 		for id := range l.off {
 			if l.refs[id] == 0 {
 				continue
 			}
 			o := l.off[id]
 			start := uint32(o)
-			l.off[id] = l.store(old[o>>32][start : start+l.size[id]])
+			l.off[id] = l.store(old[o>>32].values[start : start+l.size[id]])
+		}
+		for i := range old {
+			old[i].free()
 		}
 		l.deadBytes = 0
 	}
@@ -152,4 +156,12 @@ func (l *labelSets) compact() {
 			l.off, l.size, l.refs, l.hash, l.free = nil, nil, nil, nil, nil
 		}
 	}
+}
+
+// release gives the chunks back; the sets must not be used afterwards.
+func (l *labelSets) release() {
+	for i := range l.chunks {
+		l.chunks[i].free()
+	}
+	l.chunks = nil
 }

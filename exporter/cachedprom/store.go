@@ -120,7 +120,7 @@ type seriesStore struct {
 	// a cache: a miss, or an entry whose row was freed since, takes the
 	// path through the label-set index, which compares stored bytes.
 	byIdent   map[identKey]uint64
-	chunks    [][]seriesRow
+	chunks    []offHeapChunk[seriesRow]
 	freeRows  []uint32
 	rowCount  int
 	buckets   bucketArena
@@ -145,6 +145,7 @@ type seriesStore struct {
 	lblBuf []byte
 
 	events [numEvents]int64 // since the last takeEvents
+	closed bool             // the off-heap memory is released: nothing is read or written
 }
 
 // resource is one job/instance pair, the source of a target_info series.
@@ -213,7 +214,7 @@ func newSeriesStore(cfg *Config, logger *zap.Logger) *seriesStore {
 type identKey [2]uint64
 
 func (s *seriesStore) row(id uint32) *seriesRow {
-	return &s.chunks[id/rowChunk][id%rowChunk]
+	return &s.chunks[id/rowChunk].values[id%rowChunk]
 }
 
 // scopeInfo is what a data point's identity and labels take from its scope
@@ -229,6 +230,9 @@ type scopeInfo struct {
 func (s *seriesStore) consume(md pmetric.Metrics, now time.Time) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
 	nowNanos := now.UnixNano()
 	changed := false
 	rms := md.ResourceMetrics()
@@ -691,7 +695,7 @@ func (s *seriesStore) newRow(p *pointCtx, lbl uint32, overflow bool) uint32 {
 	} else {
 		id = uint32(s.rowCount)
 		if id%rowChunk == 0 {
-			s.chunks = append(s.chunks, make([]seriesRow, rowChunk))
+			s.chunks = append(s.chunks, newOffHeapChunk[seriesRow](rowChunk))
 		}
 		s.rowCount++
 	}
@@ -762,6 +766,9 @@ func (s *seriesStore) expire(cutoff time.Time) int {
 	c := cutoff.UnixNano()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.closed {
+		return 0
+	}
 	n := 0
 	for id := 0; id < s.rowCount; id++ {
 		r := s.row(uint32(id))
@@ -809,10 +816,51 @@ func (s *seriesStore) compact() {
 	if live == 0 {
 		// Row generations restart with the chunks: no entry may survive.
 		s.byIdent = map[identKey]uint64{}
+		for i := range s.chunks {
+			s.chunks[i].free()
+		}
 		s.chunks, s.freeRows, s.rowCount = nil, nil, 0
-		s.buckets = bucketArena{}
+		s.buckets.release()
 		s.merged = map[uint64]*writerState{}
 	}
+}
+
+// close releases the off-heap memory; the store is empty and inert
+// afterwards, so a late call cannot touch unmapped memory.
+func (s *seriesStore) close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	for i := range s.chunks {
+		s.chunks[i].free()
+	}
+	s.chunks, s.rowCount, s.freeRows = nil, 0, nil
+	s.buckets.release()
+	s.labels.release()
+	for i := range s.families {
+		s.families[i].rows, s.families[i].dead = nil, true
+	}
+	clear(s.famByName)
+	clear(s.index)
+	clear(s.byIdent)
+	clear(s.resources)
+}
+
+// offHeapBytes is the memory the store holds outside the Go heap.
+func (s *seriesStore) offHeapBytes() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, c := range s.chunks {
+		n += len(c.mem)
+	}
+	for _, c := range s.buckets.chunks {
+		n += len(c.mem)
+	}
+	for _, c := range s.labels.chunks {
+		n += len(c.mem)
+	}
+	return n
 }
 
 func (s *seriesStore) takeEvents() [numEvents]int64 {
