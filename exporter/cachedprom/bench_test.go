@@ -58,22 +58,7 @@ func spanmetricsLike(n int, step int) pmetric.Metrics {
 	now := pcommon.NewTimestampFromTime(time.Unix(1_700_000_000+int64(step), 0))
 	startTS := pcommon.NewTimestampFromTime(time.Unix(1_699_999_000, 0))
 	for s := 0; s < services; s++ {
-		rm := md.ResourceMetrics().AppendEmpty()
-		svc := "service-" + strconv.Itoa(s)
-		rm.Resource().Attributes().PutStr("service.name", svc)
-		rm.Resource().Attributes().PutStr("service.instance.id", "instance-"+strconv.Itoa(s))
-		sm := rm.ScopeMetrics().AppendEmpty()
-		sm.Scope().SetName("spanmetricsconnector")
-		calls := sm.Metrics().AppendEmpty()
-		calls.SetName("traces.span.metrics.calls")
-		cs := calls.SetEmptySum()
-		cs.SetIsMonotonic(true)
-		cs.SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
-		dur := sm.Metrics().AppendEmpty()
-		dur.SetName("traces.span.metrics.duration")
-		dur.SetUnit("ms")
-		dh := dur.SetEmptyHistogram()
-		dh.SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+		svc, cs, dh := redService(md, s, "spanmetricsconnector", pmetric.AggregationTemporalityCumulative)
 		for k := s; k < keys; k += services {
 			span := "GET /api/v1/resource/" + strconv.Itoa(k/4)
 			kind := [...]string{"SPAN_KIND_SERVER", "SPAN_KIND_CLIENT"}[k%2]
@@ -106,6 +91,28 @@ func spanmetricsLike(n int, step int) pmetric.Metrics {
 		}
 	}
 	return md
+}
+
+// redService appends service s's resource and scope with empty calls and
+// duration metrics of the given temporality.
+func redService(md pmetric.Metrics, s int, scope string, temporality pmetric.AggregationTemporality) (string, pmetric.Sum, pmetric.Histogram) {
+	rm := md.ResourceMetrics().AppendEmpty()
+	svc := "service-" + strconv.Itoa(s)
+	rm.Resource().Attributes().PutStr("service.name", svc)
+	rm.Resource().Attributes().PutStr("service.instance.id", "instance-"+strconv.Itoa(s))
+	sm := rm.ScopeMetrics().AppendEmpty()
+	sm.Scope().SetName(scope)
+	calls := sm.Metrics().AppendEmpty()
+	calls.SetName("traces.span.metrics.calls")
+	cs := calls.SetEmptySum()
+	cs.SetIsMonotonic(true)
+	cs.SetAggregationTemporality(temporality)
+	dur := sm.Metrics().AppendEmpty()
+	dur.SetName("traces.span.metrics.duration")
+	dur.SetUnit("ms")
+	dh := dur.SetEmptyHistogram()
+	dh.SetAggregationTemporality(temporality)
+	return svc, cs, dh
 }
 
 // benchTarget is one running exporter under benchmark.

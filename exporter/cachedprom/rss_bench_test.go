@@ -23,22 +23,7 @@ func redDeltaBatch(from, to int, start, end time.Time) pmetric.Metrics {
 	md := pmetric.NewMetrics()
 	const services = 50
 	for s := 0; s < services; s++ {
-		rm := md.ResourceMetrics().AppendEmpty()
-		svc := "service-" + strconv.Itoa(s)
-		rm.Resource().Attributes().PutStr("service.name", svc)
-		rm.Resource().Attributes().PutStr("service.instance.id", "instance-"+strconv.Itoa(s))
-		sm := rm.ScopeMetrics().AppendEmpty()
-		sm.Scope().SetName("tracemetrics")
-		cs := sm.Metrics().AppendEmpty()
-		cs.SetName("traces.span.metrics.calls")
-		sum := cs.SetEmptySum()
-		sum.SetIsMonotonic(true)
-		sum.SetAggregationTemporality(pmetric.AggregationTemporalityDelta)
-		dur := sm.Metrics().AppendEmpty()
-		dur.SetName("traces.span.metrics.duration")
-		dur.SetUnit("ms")
-		h := dur.SetEmptyHistogram()
-		h.SetAggregationTemporality(pmetric.AggregationTemporalityDelta)
+		svc, sum, h := redService(md, s, "tracemetrics", pmetric.AggregationTemporalityDelta)
 		first := from + (services+s-from%services)%services
 		for k := first; k < to; k += services {
 			dp := sum.DataPoints().AppendEmpty()
