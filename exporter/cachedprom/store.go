@@ -596,7 +596,7 @@ func (s *seriesStore) renderLabels(sc *scopeInfo) bool {
 	for _, a := range s.attrs {
 		ln, err := s.names.labelName(a.name)
 		if err != nil {
-			s.events[eventRefusedName]++
+			s.events[eventRefusedLabel]++
 			return false
 		}
 		pairs = append(pairs, labelPair{name: ln, value: a.value})
