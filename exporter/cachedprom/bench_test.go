@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -57,22 +58,7 @@ func spanmetricsLike(n int, step int) pmetric.Metrics {
 	now := pcommon.NewTimestampFromTime(time.Unix(1_700_000_000+int64(step), 0))
 	startTS := pcommon.NewTimestampFromTime(time.Unix(1_699_999_000, 0))
 	for s := 0; s < services; s++ {
-		rm := md.ResourceMetrics().AppendEmpty()
-		svc := "service-" + strconv.Itoa(s)
-		rm.Resource().Attributes().PutStr("service.name", svc)
-		rm.Resource().Attributes().PutStr("service.instance.id", "instance-"+strconv.Itoa(s))
-		sm := rm.ScopeMetrics().AppendEmpty()
-		sm.Scope().SetName("spanmetricsconnector")
-		calls := sm.Metrics().AppendEmpty()
-		calls.SetName("traces.span.metrics.calls")
-		cs := calls.SetEmptySum()
-		cs.SetIsMonotonic(true)
-		cs.SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
-		dur := sm.Metrics().AppendEmpty()
-		dur.SetName("traces.span.metrics.duration")
-		dur.SetUnit("ms")
-		dh := dur.SetEmptyHistogram()
-		dh.SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+		svc, cs, dh := redService(md, s, "spanmetricsconnector", pmetric.AggregationTemporalityCumulative)
 		for k := s; k < keys; k += services {
 			span := "GET /api/v1/resource/" + strconv.Itoa(k/4)
 			kind := [...]string{"SPAN_KIND_SERVER", "SPAN_KIND_CLIENT"}[k%2]
@@ -105,6 +91,28 @@ func spanmetricsLike(n int, step int) pmetric.Metrics {
 		}
 	}
 	return md
+}
+
+// redService appends service s's resource and scope with empty calls and
+// duration metrics of the given temporality.
+func redService(md pmetric.Metrics, s int, scope string, temporality pmetric.AggregationTemporality) (string, pmetric.Sum, pmetric.Histogram) {
+	rm := md.ResourceMetrics().AppendEmpty()
+	svc := "service-" + strconv.Itoa(s)
+	rm.Resource().Attributes().PutStr("service.name", svc)
+	rm.Resource().Attributes().PutStr("service.instance.id", "instance-"+strconv.Itoa(s))
+	sm := rm.ScopeMetrics().AppendEmpty()
+	sm.Scope().SetName(scope)
+	calls := sm.Metrics().AppendEmpty()
+	calls.SetName("traces.span.metrics.calls")
+	cs := calls.SetEmptySum()
+	cs.SetIsMonotonic(true)
+	cs.SetAggregationTemporality(temporality)
+	dur := sm.Metrics().AppendEmpty()
+	dur.SetName("traces.span.metrics.duration")
+	dur.SetUnit("ms")
+	dh := dur.SetEmptyHistogram()
+	dh.SetAggregationTemporality(temporality)
+	return svc, cs, dh
 }
 
 // benchTarget is one running exporter under benchmark.
@@ -270,8 +278,25 @@ func BenchmarkStateBytes(b *testing.B) {
 						keep = stock
 					}
 					after := heapInUse()
+					if s, ok := keep.(*seriesStore); ok {
+						// The big arrays live outside the heap.
+						after += int64(s.offHeapBytes())
+					}
+					// CACHEDPROM_BENCH_HEAPPROFILE=file writes a heap profile
+					// while the state is alive, to see what holds the bytes.
+					if path := os.Getenv("CACHEDPROM_BENCH_HEAPPROFILE"); path != "" {
+						f, err := os.Create(fmt.Sprintf("%s.%s.%d", path, name, n))
+						require.NoError(b, err)
+						require.NoError(b, pprof.WriteHeapProfile(f))
+						require.NoError(b, f.Close())
+					}
+					// The input stays alive until measured: only what the
+					// exporter itself holds is counted.
 					runtime.KeepAlive(keep)
+					runtime.KeepAlive(c)
 					b.ReportMetric(float64(after-before)/float64(n), "state-bytes/series")
+					// A RED series is two OTLP series (calls and duration).
+					b.ReportMetric(float64(after-before)/float64(n/2), "state-bytes/red-series")
 				}
 			})
 		}
@@ -286,9 +311,9 @@ func heapInUse() int64 {
 	return int64(ms.HeapAlloc)
 }
 
-// BenchmarkIngestWhileScraped measures ConsumeMetrics throughput while 10
-// goroutines scrape /metrics (gzip, as Prometheus does) in a loop. One op is
-// one batch of 1000 data points updating existing series.
+// BenchmarkIngestWhileScraped measures ConsumeMetrics throughput alone and
+// while 10 goroutines scrape /metrics (gzip, as Prometheus does) in a loop.
+// One op is one batch of 1000 data points updating existing series.
 func BenchmarkIngestWhileScraped(b *testing.B) {
 	const batch = 1000
 	for _, n := range benchSeries(b) {
@@ -302,41 +327,44 @@ func BenchmarkIngestWhileScraped(b *testing.B) {
 				batches = append(batches, splitBatches(spanmetricsLike(n, step), batch)...)
 			}
 			for _, t := range targets {
-				b.Run(t.name+"/scrapers=10", func(b *testing.B) {
-					stop := make(chan struct{})
-					var scrapes atomic.Int64
-					var wg sync.WaitGroup
-					for w := 0; w < 10; w++ {
-						wg.Add(1)
-						go func() {
-							defer wg.Done()
-							c := newBenchClient()
-							defer c.CloseIdleConnections()
-							for {
-								select {
-								case <-stop:
-									return
-								default:
+				// scrapers=0 is ingest alone, the baseline of the other.
+				for _, scrapers := range []int{0, 10} {
+					b.Run(t.name+"/scrapers="+strconv.Itoa(scrapers), func(b *testing.B) {
+						stop := make(chan struct{})
+						var scrapes atomic.Int64
+						var wg sync.WaitGroup
+						for w := 0; w < scrapers; w++ {
+							wg.Add(1)
+							go func() {
+								defer wg.Done()
+								c := newBenchClient()
+								defer c.CloseIdleConnections()
+								for {
+									select {
+									case <-stop:
+										return
+									default:
+									}
+									get(b, c, t.url, true)
+									scrapes.Add(1)
 								}
-								get(b, c, t.url, true)
-								scrapes.Add(1)
-							}
-						}()
-					}
-					b.ResetTimer()
-					for i := 0; i < b.N; i++ {
-						c := pmetric.NewMetrics()
-						batches[i%len(batches)].CopyTo(c) // the stock exporter mutates its input
-						if err := t.consume.ConsumeMetrics(context.Background(), c); err != nil {
-							b.Fatal(err)
+							}()
 						}
-					}
-					b.StopTimer()
-					close(stop)
-					wg.Wait()
-					b.ReportMetric(float64(b.N*batch)/b.Elapsed().Seconds(), "points/s")
-					b.ReportMetric(float64(scrapes.Load())/b.Elapsed().Seconds(), "scrapes/s")
-				})
+						b.ResetTimer()
+						for i := 0; i < b.N; i++ {
+							c := pmetric.NewMetrics()
+							batches[i%len(batches)].CopyTo(c) // the stock exporter mutates its input
+							if err := t.consume.ConsumeMetrics(context.Background(), c); err != nil {
+								b.Fatal(err)
+							}
+						}
+						b.StopTimer()
+						close(stop)
+						wg.Wait()
+						b.ReportMetric(float64(b.N*batch)/b.Elapsed().Seconds(), "points/s")
+						b.ReportMetric(float64(scrapes.Load())/b.Elapsed().Seconds(), "scrapes/s")
+					})
+				}
 			}
 		})
 	}

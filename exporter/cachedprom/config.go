@@ -3,6 +3,7 @@ package cachedprom // import "github.com/otelcol-red/otelcol-red/exporter/cached
 import (
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"time"
 
@@ -76,10 +77,21 @@ type Config struct {
 	// at most half a core. Default 1s.
 	RenderInterval time.Duration `mapstructure:"render_interval"`
 
-	// MaxSeries caps the number of series kept. Data points that would create a
-	// series beyond the cap are dropped, counted, and logged once per render
-	// interval. Zero means no cap. Default 1000000.
+	// MaxSeries caps the label sets kept: one per RED series, shared by its
+	// calls counter and duration histogram, the unit of tracemetrics'
+	// max_series. A data point that would create a label set beyond the cap
+	// is added to its family's overflow series (label
+	// otel_metric_overflow="true") instead, so totals stay exact; such points
+	// are counted and logged once per render interval. Zero means no cap.
+	// Default 1001000: tracemetrics' default cap plus its overflow series,
+	// so that with both defaults tracemetrics' overflow governs.
 	MaxSeries int `mapstructure:"max_series"`
+
+	// MaxConcurrentScrapes bounds the scrapes served at once; one more is
+	// answered 503 at once, as promhttp's MaxRequestsInFlight does. A scrape
+	// without gzip of a large body inflates it (a CPU burst per scrape), so
+	// a flood of them must not pile up. Zero means no limit. Default 16.
+	MaxConcurrentScrapes int `mapstructure:"max_concurrent_scrapes"`
 }
 
 type translationStrategy string
@@ -104,14 +116,17 @@ func (cfg *Config) Validate() error {
 	if strings.TrimSpace(cfg.NetAddr.Endpoint) == "" {
 		errs = append(errs, errors.New("endpoint must not be empty"))
 	}
-	if !strings.HasPrefix(cfg.Path, "/") {
-		errs = append(errs, fmt.Errorf("path must start with '/', got %q", cfg.Path))
+	if err := validatePath(cfg.Path); err != nil {
+		errs = append(errs, err)
 	}
 	if cfg.RenderInterval <= 0 {
 		errs = append(errs, errors.New("render_interval must be greater than 0"))
 	}
 	if cfg.MaxSeries < 0 {
 		errs = append(errs, errors.New("max_series must not be negative"))
+	}
+	if cfg.MaxConcurrentScrapes < 0 {
+		errs = append(errs, errors.New("max_concurrent_scrapes must not be negative"))
 	}
 	if cfg.MetricExpiration < 0 {
 		errs = append(errs, errors.New("metric_expiration must not be negative"))
@@ -124,6 +139,26 @@ func (cfg *Config) Validate() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// validatePath accepts a literal absolute path that http.ServeMux can
+// register: its pattern syntax (a method or host prefix, {wildcards},
+// spaces) would otherwise change the meaning of the path or make Start
+// panic.
+func validatePath(path string) (err error) {
+	if !strings.HasPrefix(path, "/") {
+		return fmt.Errorf("path must start with '/', got %q", path)
+	}
+	if strings.ContainsAny(path, "{} \t\r\n") {
+		return fmt.Errorf("path must be a literal URL path without spaces or braces, got %q", path)
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("path %q cannot be served: %v", path, r)
+		}
+	}()
+	http.NewServeMux().Handle(path, http.NotFoundHandler())
+	return nil
 }
 
 // translation returns (add suffixes, allow UTF-8) as the prometheus exporter

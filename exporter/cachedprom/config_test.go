@@ -1,6 +1,7 @@
 package cachedprom
 
 import (
+	"net/http"
 	"path/filepath"
 	"testing"
 	"time"
@@ -32,6 +33,7 @@ func TestLoadConfig(t *testing.T) {
 	full.Path = "/prom"
 	full.RenderInterval = 5 * time.Second
 	full.MaxSeries = 5000
+	full.MaxConcurrentScrapes = 4
 
 	tests := []struct {
 		id           component.ID
@@ -42,6 +44,9 @@ func TestLoadConfig(t *testing.T) {
 		{id: component.NewIDWithName(metadata.Type, "full"), expected: full},
 		{id: component.NewIDWithName(metadata.Type, "invalid_translation_strategy"), errorMessage: "invalid translation_strategy: Whatever"},
 		{id: component.NewIDWithName(metadata.Type, "invalid_path"), errorMessage: `path must start with '/', got "metrics"`},
+		{id: component.NewIDWithName(metadata.Type, "path_with_wildcard"), errorMessage: `path must be a literal URL path without spaces or braces, got "/metrics/{job}"`},
+		{id: component.NewIDWithName(metadata.Type, "path_with_method"), errorMessage: `path must be a literal URL path without spaces or braces, got "/GET /metrics"`},
+		{id: component.NewIDWithName(metadata.Type, "invalid_max_concurrent_scrapes"), errorMessage: "max_concurrent_scrapes must not be negative"},
 		{id: component.NewIDWithName(metadata.Type, "invalid_render_interval"), errorMessage: "render_interval must be greater than 0"},
 		{id: component.NewIDWithName(metadata.Type, "invalid_max_series"), errorMessage: "max_series must not be negative"},
 		{id: component.NewIDWithName(metadata.Type, "invalid_const_label"), errorMessage: `const_labels: invalid label name "__reserved"`},
@@ -60,6 +65,20 @@ func TestLoadConfig(t *testing.T) {
 			require.NoError(t, xconfmap.Validate(cfg))
 			assert.Equal(t, tt.expected, cfg)
 		})
+	}
+}
+
+// TestValidatePathKeepsStartFromPanicking: every path Validate accepts can
+// be registered, and the ones http.ServeMux would panic on are refused with
+// an error naming path.
+func TestValidatePathKeepsStartFromPanicking(t *testing.T) {
+	for _, p := range []string{"/metrics", "/", "/a/b/", "/metrics/{x}", "/{$}", "/a/{b...}", "/x y", "//", "/a\x00", "/%zz"} {
+		err := validatePath(p)
+		if err != nil {
+			assert.Contains(t, err.Error(), "path", p)
+			continue
+		}
+		assert.NotPanics(t, func() { http.NewServeMux().Handle(p, http.NotFoundHandler()) }, p)
 	}
 }
 

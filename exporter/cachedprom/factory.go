@@ -24,8 +24,14 @@ const (
 	defaultPath             = "/metrics"
 	defaultMetricExpiration = 5 * time.Minute
 	defaultRenderInterval   = time.Second
-	defaultMaxSeries        = 1_000_000
-	defaultAddMetricSuffix  = true
+	// defaultMaxSeries is tracemetrics' default max_series (1,000,000 RED
+	// series) plus room for its overflow series, so that with both defaults
+	// tracemetrics' overflow governs and cachedprom never overflows.
+	defaultMaxSeries = 1_001_000
+	// defaultMaxConcurrentScrapes leaves room for several Prometheus
+	// replicas and probes while bounding a flood of scrapes.
+	defaultMaxConcurrentScrapes = 16
+	defaultAddMetricSuffix      = true
 )
 
 // NewFactory creates the cachedprom exporter factory.
@@ -47,6 +53,8 @@ func createDefaultConfig() component.Config {
 		Path:              defaultPath,
 		RenderInterval:    defaultRenderInterval,
 		MaxSeries:         defaultMaxSeries,
+
+		MaxConcurrentScrapes: defaultMaxConcurrentScrapes,
 	}
 }
 

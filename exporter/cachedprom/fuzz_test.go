@@ -16,7 +16,8 @@ import (
 
 // FuzzRender renders arbitrary metric names, label names, label values and
 // descriptions, parses the exposition back with prometheus/common's text
-// parser, and checks that it parses and that values and labels round-trip.
+// parser and Prometheus' text and OpenMetrics parsers, and checks that it
+// parses, has no duplicate series, and that values and labels round-trip.
 // The seed corpus runs as a normal test; `go test -fuzz=FuzzRender` explores.
 func FuzzRender(f *testing.F) {
 	f.Add("http.server.duration", "http.route", "/a", "help", 1.5)
@@ -61,18 +62,19 @@ func FuzzRender(f *testing.F) {
 		hp.SetSum(value)
 
 		s.consume(md, time.Now())
-		var fr frame
-		s.copyFrame(&fr, false)
 		rd := &renderer{}
-		text := rd.renderText(nil, &fr)
+		text := rd.renderText(nil, s)
 
+		// Prometheus' own parsers, both formats, and no duplicate series.
+		checkExposition(t, text, false)
+		checkExposition(t, rd.renderOpenMetrics(nil, s), true)
 		p := expfmt.NewTextParser(model.UTF8Validation)
 		fams, err := p.TextToMetricFamilies(bytes.NewReader(text))
 		if err != nil {
 			t.Fatalf("exposition does not parse: %v\n%s", err, text)
 		}
 		gaugeName, err := s.names.metricName(g)
-		if err != nil || len(s.series) == 0 {
+		if err != nil || s.len() == 0 {
 			return // refused, like the stock exporter; it still had to parse
 		}
 		lname, _ := s.names.labelName(labelName)
@@ -82,13 +84,16 @@ func FuzzRender(f *testing.F) {
 		}
 		// The text format cannot carry leading blanks in HELP: the parser
 		// skips them (the stock exporter's output loses them the same way).
-		if want := strings.TrimLeft(help, " \t"); mf.GetHelp() != want {
+		if want := strings.TrimLeft(strings.ToValidUTF8(help, "\uFFFD"), " \t"); mf.GetHelp() != want {
 			t.Fatalf("help %q came back as %q", want, mf.GetHelp())
 		}
-		found := false
+		// Invalid UTF-8 is repaired, not refused; a label named like a scope
+		// label has its value joined with it.
+		wantValue := strings.ToValidUTF8(labelValue, "\uFFFD")
+		found := strings.HasPrefix(lname, "otel_scope_")
 		for _, m := range mf.Metric {
 			for _, l := range m.Label {
-				if l.GetName() == lname && l.GetValue() == labelValue {
+				if l.GetName() == lname && l.GetValue() == wantValue {
 					found = true
 				}
 			}

@@ -303,10 +303,16 @@ func textOf(tb testing.TB, s *snapshot) string {
 	if s.textKept {
 		return string(s.text)
 	}
-	zr, err := gzip.NewReader(bytes.NewReader(s.textGzip))
+	b := gunzip(tb, s.textGzip)
+	require.Len(tb, b, s.textLen)
+	return string(b)
+}
+
+func gunzip(tb testing.TB, gz []byte) []byte {
+	tb.Helper()
+	zr, err := gzip.NewReader(bytes.NewReader(gz))
 	require.NoError(tb, err)
 	b, err := io.ReadAll(zr)
 	require.NoError(tb, err)
-	require.Len(tb, b, s.textLen)
-	return string(b)
+	return b
 }

@@ -7,21 +7,27 @@ import (
 	"time"
 
 	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/otelcol-red/otelcol-red/exporter/cachedprom/internal/metadata"
 )
 
 // telemetry is the exporter's own metrics. The hot paths (scrape, ingest)
-// only touch atomics; the OTel instruments read them from callbacks or are
-// recorded by the renderer, off both paths.
+// only touch atomics or plain counters under the store lock; the OTel
+// instruments read them from callbacks or are recorded by the renderer, off
+// both paths.
 type telemetry struct {
-	series        atomic.Int64
-	snapshotBytes atomic.Int64
-	scrapes       atomic.Int64
+	series         atomic.Int64
+	labelSets      atomic.Int64
+	hidden         atomic.Int64
+	snapshotBytes  atomic.Int64
+	scrapes        atomic.Int64
+	scrapesRefused atomic.Int64
 
 	renderDuration metric.Float64Histogram
 	dropped        metric.Int64Counter
+	adjusted       metric.Int64Counter
 	registration   metric.Registration
 }
 
@@ -30,15 +36,25 @@ func newTelemetry(set component.TelemetrySettings) (*telemetry, error) {
 	meter := set.MeterProvider.Meter(metadata.ScopeName)
 	var errs, err error
 	t.renderDuration, err = meter.Float64Histogram("otelcol_exporter_cachedprom_render_duration",
-		metric.WithDescription("Time to copy, format and compress one snapshot."),
+		metric.WithDescription("Time to read, format and compress one snapshot."),
 		metric.WithUnit("s"))
 	errs = errors.Join(errs, err)
-	t.dropped, err = meter.Int64Counter("otelcol_exporter_cachedprom_dropped_over_cap",
-		metric.WithDescription("Data points dropped because they would have created a series beyond max_series."),
+	t.dropped, err = meter.Int64Counter("otelcol_exporter_cachedprom_dropped_points",
+		metric.WithDescription("Data points not stored, by reason."),
+		metric.WithUnit("{datapoint}"))
+	errs = errors.Join(errs, err)
+	t.adjusted, err = meter.Int64Counter("otelcol_exporter_cachedprom_adjusted_points",
+		metric.WithDescription("Data points stored differently from their OTLP form, by reason: overflow series, merged series, repaired labels."),
 		metric.WithUnit("{datapoint}"))
 	errs = errors.Join(errs, err)
 	seriesG, err := meter.Int64ObservableGauge("otelcol_exporter_cachedprom_series",
-		metric.WithDescription("Series held, as of the last render."), metric.WithUnit("{series}"))
+		metric.WithDescription("Series in the last snapshot."), metric.WithUnit("{series}"))
+	errs = errors.Join(errs, err)
+	labelSetsG, err := meter.Int64ObservableGauge("otelcol_exporter_cachedprom_label_sets",
+		metric.WithDescription("Label sets held, as of the last render: the unit of max_series."), metric.WithUnit("{series}"))
+	errs = errors.Join(errs, err)
+	hiddenG, err := meter.Int64ObservableGauge("otelcol_exporter_cachedprom_hidden_series",
+		metric.WithDescription("Series left out of the last snapshot because their sample names collide with another family's."), metric.WithUnit("{series}"))
 	errs = errors.Join(errs, err)
 	bytesG, err := meter.Int64ObservableGauge("otelcol_exporter_cachedprom_snapshot_bytes",
 		metric.WithDescription("Bytes held by the published snapshot, all formats and encodings."), metric.WithUnit("By"))
@@ -46,26 +62,45 @@ func newTelemetry(set component.TelemetrySettings) (*telemetry, error) {
 	scrapesC, err := meter.Int64ObservableCounter("otelcol_exporter_cachedprom_scrapes",
 		metric.WithDescription("Scrapes served."), metric.WithUnit("{scrape}"))
 	errs = errors.Join(errs, err)
+	refusedC, err := meter.Int64ObservableCounter("otelcol_exporter_cachedprom_scrapes_refused",
+		metric.WithDescription("Scrapes answered 503 because max_concurrent_scrapes were in flight."), metric.WithUnit("{scrape}"))
+	errs = errors.Join(errs, err)
 	if errs != nil {
 		return nil, errs
 	}
 	t.registration, err = meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 		o.ObserveInt64(seriesG, t.series.Load())
+		o.ObserveInt64(labelSetsG, t.labelSets.Load())
+		o.ObserveInt64(hiddenG, t.hidden.Load())
 		o.ObserveInt64(bytesG, t.snapshotBytes.Load())
 		o.ObserveInt64(scrapesC, t.scrapes.Load())
+		o.ObserveInt64(refusedC, t.scrapesRefused.Load())
 		return nil
-	}, seriesG, bytesG, scrapesC)
+	}, seriesG, labelSetsG, hiddenG, bytesG, scrapesC, refusedC)
 	return t, err
 }
 
-func (t *telemetry) recordRender(d time.Duration, series, bytes int) {
-	t.series.Store(int64(series))
-	t.snapshotBytes.Store(int64(bytes))
+func (t *telemetry) recordRender(d time.Duration, snap *snapshot, labelSets int) {
+	t.series.Store(int64(snap.series))
+	t.hidden.Store(int64(snap.hidden))
+	t.labelSets.Store(int64(labelSets))
+	t.snapshotBytes.Store(int64(snap.size()))
 	t.renderDuration.Record(context.Background(), d.Seconds())
 }
 
-func (t *telemetry) recordDropped(n int64) {
-	t.dropped.Add(context.Background(), n)
+// recordEvents adds what ingest counted, by reason.
+func (t *telemetry) recordEvents(ev [numEvents]int64) {
+	for k, n := range ev {
+		if n == 0 {
+			continue
+		}
+		counter := t.dropped
+		switch pointEvent(k) {
+		case eventOverflow, eventMerged, eventRepairedUTF8, eventJoinedLabels, eventShadowedConst:
+			counter = t.adjusted
+		}
+		counter.Add(context.Background(), n, metric.WithAttributes(attribute.String("reason", eventNames[k])))
+	}
 }
 
 func (t *telemetry) shutdown() {

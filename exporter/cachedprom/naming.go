@@ -1,10 +1,6 @@
 package cachedprom // import "github.com/otelcol-red/otelcol-red/exporter/cachedprom"
 
 import (
-	"fmt"
-	"strings"
-	"unicode/utf8"
-
 	prometheustranslator "github.com/open-telemetry/opentelemetry-collector-contrib/pkg/translator/prometheus"
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/otlptranslator"
@@ -148,26 +144,21 @@ func extractInstance(attrs pcommon.Map) (string, bool) {
 	return "", false
 }
 
-// labelPair is one Prometheus label of a series being created.
-type labelPair struct{ name, value string }
-
-// checkLabels applies client_golang's per-series checks, so a series the
-// stock exporter would refuse is refused here too (rather than producing an
-// exposition Prometheus rejects). pairs must be sorted by name.
-func checkLabels(pairs []labelPair) error {
-	for i, p := range pairs {
-		if i > 0 && pairs[i-1].name == p.name {
-			return fmt.Errorf("two or more labels with the same name: %s", p.name)
-		}
-		if !model.UTF8Validation.IsValidLabelName(p.name) || strings.HasPrefix(p.name, model.ReservedLabelPrefix) {
-			return fmt.Errorf("invalid label name %q", p.name)
-		}
-		if !utf8.ValidString(p.value) {
-			return fmt.Errorf("label %q has a value that is not valid UTF-8", p.name)
-		}
-	}
-	return nil
+// labelPair is one Prometheus label of a series. typ is the OTLP value type
+// of an attribute (part of its identity); origin decides which label wins
+// when two have the same name.
+type labelPair struct {
+	name, value string
+	typ         uint8
+	origin      uint8
 }
+
+// Label origins, in the order they win a name collision.
+const (
+	originAttr  uint8 = iota // data point attribute
+	originScope              // scope, job and instance labels
+	originConst              // const_labels: yields to the series' own labels
+)
 
 // appendLabels renders sorted pairs as `a="x",b="y"`, escaped for both the
 // text and the OpenMetrics format (they escape label values alike).

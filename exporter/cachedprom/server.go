@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/klauspost/compress/gzip"
@@ -14,49 +13,21 @@ import (
 	"github.com/prometheus/common/model"
 )
 
-// snapshot is one published rendering. It is immutable once published;
-// scrapes only read it.
-type snapshot struct {
-	text, textGzip []byte
-	om, omGzip     []byte // nil unless enable_open_metrics
-	// textKept/omKept say whether the uncompressed body was kept: it is
-	// only while clients without gzip are around (see identityTTL).
-	textKept, omKept bool
-	textLen, omLen   int    // uncompressed lengths
-	etag             string // prefix; the variant letter is appended
-	series           int
-
-	// readers counts scrapes writing this snapshot's bytes, so the renderer
-	// can reuse the buffers of a retired snapshot nobody reads any more.
-	readers atomic.Int32
-}
-
-// acquire returns the published snapshot with a reader registered, or nil.
-// The pointer is re-checked after registering: a snapshot retired in
-// between may already be being overwritten, so it is released and the new
-// one tried. A retired snapshot can never be acquired again.
-func (e *cachedExporter) acquire() *snapshot {
-	for {
-		s := e.snapshot.Load()
-		if s == nil {
-			return nil
-		}
-		s.readers.Add(1)
-		if e.snapshot.Load() == s {
-			return s
-		}
-		s.readers.Add(-1)
-	}
-}
-
-func (s *snapshot) size() int {
-	return len(s.text) + len(s.textGzip) + len(s.om) + len(s.omGzip)
-}
-
 // handler serves scrapes from the published snapshot: negotiation, headers
 // and one Write. Nothing here depends on the number of series.
 type handler struct {
 	exp *cachedExporter
+	// inflight holds a token per scrape being served; nil means no limit
+	// (max_concurrent_scrapes 0).
+	inflight chan struct{}
+}
+
+func newHandler(e *cachedExporter) *handler {
+	h := &handler{exp: e}
+	if n := e.cfg.MaxConcurrentScrapes; n > 0 {
+		h.inflight = make(chan struct{}, n)
+	}
+	return h
 }
 
 var (
@@ -76,6 +47,18 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Allow", "GET, HEAD")
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 		return
+	}
+	if h.inflight != nil {
+		select {
+		case h.inflight <- struct{}{}:
+			defer func() { <-h.inflight }()
+		default:
+			// As promhttp: refuse at once rather than queue, so a flood of
+			// scrapes costs nothing but this answer.
+			h.exp.telemetry.scrapesRefused.Add(1)
+			http.Error(w, "limit of concurrent scrapes reached ("+strconv.Itoa(cap(h.inflight))+"), try again later", http.StatusServiceUnavailable)
+			return
+		}
 	}
 	snap := h.exp.acquire()
 	if snap == nil {

@@ -3,6 +3,7 @@ package cachedprom
 import (
 	"context"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"testing"
 	"time"
@@ -194,4 +195,25 @@ func TestScrapeIgnoresStoreLock(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("a scrape waited for the store lock")
 	}
+}
+
+// TestConcurrentScrapesLimited: beyond max_concurrent_scrapes in flight, a
+// scrape gets 503 at once (and is counted); a freed slot serves again.
+func TestConcurrentScrapesLimited(t *testing.T) {
+	e, url := startOurs(t, func(c *Config) { c.MaxConcurrentScrapes = 2 })
+	require.NoError(t, e.ConsumeMetrics(context.Background(), gaugeBatch("temp", testBase, "a")))
+	e.renderNow()
+	h := newHandler(e)
+	h.inflight <- struct{}{}
+	h.inflight <- struct{}{} // two scrapes in flight
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, url, nil))
+	assert.Equal(t, http.StatusServiceUnavailable, rec.Code)
+	assert.Equal(t, int64(1), e.telemetry.scrapesRefused.Load())
+	<-h.inflight
+	rec = httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, url, nil))
+	assert.Equal(t, http.StatusOK, rec.Code)
+	assert.Contains(t, rec.Body.String(), "temp{")
+	assert.Len(t, h.inflight, 1, "the served scrape gave its slot back")
 }

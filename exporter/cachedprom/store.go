@@ -1,13 +1,12 @@
 package cachedprom // import "github.com/otelcol-red/otelcol-red/exporter/cachedprom"
 
 import (
-	"encoding/hex"
-	"math"
+	"hash/maphash"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/prometheus/common/model"
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -36,47 +35,125 @@ const (
 	kindSummary
 )
 
-// family is one Prometheus metric family. Its name, help and type never
-// change once created, so the renderer reads them without the store lock.
+// family is one Prometheus metric family. name, help and typ never change,
+// and a family id is never reused, so the renderer can hold an id across
+// lock releases.
 type family struct {
-	name   string
-	help   string
-	typ    familyType
-	series []*series
+	name string
+	help string
+	typ  familyType
+	rows []uint32 // its series, in no particular order
+	dead bool     // emptied and forgotten by name
 }
 
-// series is the state of one exported series. labels, fam and res are set
-// at creation and never modified, which lets the renderer use them after the
-// store lock is released; every other field belongs to the store lock.
-type series struct {
-	fam    *family
-	key    string // the store key (OTLP identity)
-	ident  string // Prometheus identity: family name and labels
-	labels string // rendered label pairs: `a="x",b="y"`
-	res    *resource
-	kind   seriesKind
-	idx    int   // position in fam.series
-	seen   int64 // wall clock of the last update, unix nanoseconds
+// seriesRow is the state of one exported series: a family and a label set.
+// It holds no pointers, so the rows (in large chunks) cost the garbage
+// collector nothing to scan. Histogram buckets live in the bucket arena;
+// the rare kinds' extra state (exponential histograms, summaries,
+// exemplars, merged writers) lives in side maps keyed by row id.
+type seriesRow struct {
+	fam, lbl uint32
+	pos      uint32 // index in the family's rows
+	res      uint32 // resource id + 1, 0 for none
+	bkt      uint32 // bucket arena offset
+	nbkt     uint32 // number of OTLP buckets
+	bounds   uint32 // boundSet id
+	kind     seriesKind
+	flags    uint8
+	ident    uint64 // hash of the OTLP identity of the series' first writer
+	gen      uint32 // bumped when the row is freed, so stale byIdent entries miss
+	ts       int64  // timestamp of the last point, unix nanoseconds
+	seen     int64  // wall clock of the last update, unix nanoseconds
+	value    float64
+	count    uint64
+}
 
-	start, ts pcommon.Timestamp
-	value     float64 // number value
+const (
+	rowUsed     uint8 = 1 << iota
+	rowMerged         // cumulative writers are tracked one by one in merged
+	rowOverflow       // the family's overflow series (max_series reached)
+)
 
-	count  uint64
-	sum    float64
-	hasSum bool
+// rowChunk is the number of rows per chunk: rows never move, and growing
+// the table never copies it.
+const rowChunk = 1 << 14
 
-	// explicit-bucket histogram
-	bounds  *boundSet
-	buckets []uint64 // OTLP per-bucket counts, not cumulative
+// Reasons a data point was changed or not taken, counted in own telemetry.
+type pointEvent uint8
 
-	// exponential histogram: the text formats only show count and sum, but
-	// validity (scale, bucket population) decides whether it is shown at all.
-	scale      int32
-	zeroThresh float64
-	population uint64 // zero count plus all bucket counts
+const (
+	eventOverflow      pointEvent = iota // folded into the family's overflow series
+	eventMerged                          // added to a series another OTLP series also writes
+	eventRepairedUTF8                    // label value with invalid UTF-8, replaced
+	eventJoinedLabels                    // labels equal after sanitizing, values joined with ';'
+	eventShadowedConst                   // const label yielding to the series' own label
+	eventOutOfOrder                      // delta overlapping the previous one, or older point: dropped
+	eventRefusedName                     // name the translator refuses: dropped
+	eventRefusedType                     // family exists with another type: dropped
+	eventRefusedLabel                    // invalid label name: dropped
+	eventUnsupported                     // delta up-down counter, unspecified temporality, huge histogram: dropped
+	numEvents
+)
 
-	quantiles []quantile
-	exemplars []exemplar // latest point's, kept only for OpenMetrics
+// eventNames are the reason attribute values of own telemetry.
+var eventNames = [numEvents]string{
+	"overflow", "merged", "invalid_utf8", "colliding_labels", "shadowed_const_label",
+	"out_of_order", "invalid_name", "type_conflict", "invalid_label_name", "unsupported",
+}
+
+// seriesStore holds all series state. Ingest and the renderer's short
+// per-chunk copies take mu; scrapes never do.
+type seriesStore struct {
+	mu        sync.Mutex
+	cfg       *Config
+	logger    *zap.Logger
+	names     *namer
+	constLbls []labelPair
+	exemplars bool
+
+	labels    *labelSets
+	families  []family
+	famByName map[string]uint32
+	index     map[uint64]uint32 // fam<<32 | label set → row
+	// byIdent maps a 128-bit hash of an OTLP identity to its row (gen<<32 |
+	// row), so a point of a known series skips rendering its labels. It is
+	// a cache: a miss, or an entry whose row was freed since, takes the
+	// path through the label-set index, which compares stored bytes.
+	byIdent   map[identKey]uint64
+	chunks    []offHeapChunk[seriesRow]
+	freeRows  []uint32
+	rowCount  int
+	buckets   bucketArena
+	bounds    boundSets
+	resources map[string]*resource
+	resByID   []*resource // id - 1 → resource, nil when free
+
+	// Side state of the rare kinds, keyed by row.
+	exp       map[uint32]*expState
+	quantiles map[uint32][]quantile
+	exs       map[uint32][]exemplar
+	merged    map[uint64]*writerState // OTLP identity → last cumulative point
+
+	overflowLbl uint32 // label set of overflow series, when held
+	hasOverflow bool
+
+	seed, seed2 maphash.Seed
+	// scratch buffers, reused across data points
+	key    []byte
+	attrs  []labelPair
+	pairs  []labelPair
+	lblBuf []byte
+
+	events [numEvents]int64 // since the last takeEvents
+	closed bool             // the off-heap memory is released: nothing is read or written
+}
+
+// resource is one job/instance pair, the source of a target_info series.
+type resource struct {
+	id     uint32
+	key    string
+	labels string
+	refs   int
 }
 
 type quantile struct{ q, v float64 }
@@ -87,69 +164,57 @@ type exemplar struct {
 	labels string // rendered `trace_id="..",span_id=".."`, empty when none
 }
 
-// resource is one job/instance pair, the source of a target_info series.
-type resource struct {
-	key    string
-	labels string
-	refs   int
+// expState is what an exponential histogram needs besides count and sum:
+// the text formats show only those, but validity decides whether it is
+// shown at all.
+type expState struct {
+	scale      int32
+	zeroThresh float64
+	population uint64 // zero count plus all bucket counts
+	hasSum     bool
 }
 
-// boundSet is an interned set of explicit histogram bounds with its bucket
-// lines pre-rendered, shared by every series with the same bounds.
-type boundSet struct {
-	bounds []float64
-	// order lists, in ascending bound order and without duplicate bounds,
-	// the OTLP bucket index behind each Prometheus bucket, as client_golang
-	// builds them from the prometheus exporter's map.
-	order  []int
-	leText []string // `le="0.005"}` per entry of order
-	leOM   []string // `le="0.005"}` in OpenMetrics float form
-	hasInf bool     // a bound is +Inf, so no synthetic +Inf bucket
-}
-
-// seriesStore holds all series state. Ingest and the renderer's copy phase
-// take mu; scrapes never do.
-type seriesStore struct {
-	mu        sync.Mutex
-	cfg       *Config
-	logger    *zap.Logger
-	names     *namer
-	constLbls []labelPair
-	exemplars bool
-
-	series     map[string]*series
-	identities map[string]*series
-	families   map[string]*family
-	resources  map[string]*resource
-	boundSets  map[string]*boundSet
-
-	// scratch buffers, reused across data points
-	key     []byte
-	attrs   []labelPair
-	pairs   []labelPair
-	lblBuf  []byte
-	scratch []byte
-
-	droppedOverCap int64 // since the last takeDropped
-	rejected       int64 // refused like the stock exporter would, since the last takeDropped
+// writerState is one OTLP series' last cumulative point, kept for the
+// writers of a merged series so each contributes its increase once.
+type writerState struct {
+	row     uint32
+	ts      int64
+	value   float64 // number value, or histogram sum
+	count   uint64
+	buckets []uint64
 }
 
 func newSeriesStore(cfg *Config, logger *zap.Logger) *seriesStore {
 	s := &seriesStore{
-		cfg:        cfg,
-		logger:     logger,
-		names:      newNamer(cfg),
-		exemplars:  cfg.EnableOpenMetrics,
-		series:     map[string]*series{},
-		identities: map[string]*series{},
-		families:   map[string]*family{},
-		resources:  map[string]*resource{},
-		boundSets:  map[string]*boundSet{},
+		cfg:       cfg,
+		logger:    logger,
+		names:     newNamer(cfg),
+		exemplars: cfg.EnableOpenMetrics,
+		labels:    newLabelSets(),
+		famByName: map[string]uint32{},
+		index:     map[uint64]uint32{},
+		resources: map[string]*resource{},
+		exp:       map[uint32]*expState{},
+		quantiles: map[uint32][]quantile{},
+		exs:       map[uint32][]exemplar{},
+		merged:    map[uint64]*writerState{},
+		seed:      maphash.MakeSeed(),
+		seed2:     maphash.MakeSeed(),
+		byIdent:   map[identKey]uint64{},
 	}
+	s.bounds.init()
 	for k, v := range cfg.ConstLabels {
-		s.constLbls = append(s.constLbls, labelPair{k, v})
+		s.constLbls = append(s.constLbls, labelPair{name: k, value: v, origin: originConst})
 	}
 	return s
+}
+
+// identKey is a 128-bit hash of an OTLP identity: at 2^21 series the
+// chance that two collide is below 2^-85.
+type identKey [2]uint64
+
+func (s *seriesStore) row(id uint32) *seriesRow {
+	return &s.chunks[id/rowChunk].values[id%rowChunk]
 }
 
 // scopeInfo is what a data point's identity and labels take from its scope
@@ -158,12 +223,16 @@ type scopeInfo struct {
 	sig    []byte // identity part: scope name, version, schema url, sorted attributes, job, instance
 	labels []labelPair
 	res    *resource
+	bad    bool // a scope label the translator refuses: every point is refused
 }
 
 // consume folds a batch into the store. It returns true when anything changed.
 func (s *seriesStore) consume(md pmetric.Metrics, now time.Time) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
 	nowNanos := now.UnixNano()
 	changed := false
 	rms := md.ResourceMetrics()
@@ -202,12 +271,7 @@ func (s *seriesStore) scope(sm pmetric.ScopeMetrics, job string, hasJob bool, in
 	b = append(b, sm.SchemaUrl()...)
 	b = append(b, 0xff)
 	attrs := sortedAttrs(nil, sc.Attributes())
-	for _, a := range attrs {
-		b = append(b, a.name...)
-		b = append(b, 0xfe)
-		b = append(b, a.value...)
-		b = append(b, 0xff)
-	}
+	b = appendAttrs(b, attrs)
 	if hasJob {
 		b = append(b, 'j')
 		b = append(b, job...)
@@ -222,24 +286,29 @@ func (s *seriesStore) scope(sm pmetric.ScopeMetrics, job string, hasJob bool, in
 
 	if !s.cfg.WithoutScopeInfo {
 		for _, a := range attrs {
-			info.labels = append(info.labels, labelPair{"otel_scope_" + a.name, a.value})
+			ln, err := s.names.labelName("otel_scope_" + a.name)
+			if err != nil {
+				info.bad = true
+			}
+			info.labels = append(info.labels, labelPair{name: ln, value: a.value, origin: originScope})
 		}
 		info.labels = append(info.labels,
-			labelPair{"otel_scope_name", sc.Name()},
-			labelPair{"otel_scope_version", sc.Version()},
-			labelPair{"otel_scope_schema_url", sm.SchemaUrl()})
+			labelPair{name: "otel_scope_name", value: sc.Name(), origin: originScope},
+			labelPair{name: "otel_scope_version", value: sc.Version(), origin: originScope},
+			labelPair{name: "otel_scope_schema_url", value: sm.SchemaUrl(), origin: originScope})
 	}
 	if hasJob {
-		info.labels = append(info.labels, labelPair{model.JobLabel, job})
+		info.labels = append(info.labels, labelPair{name: model.JobLabel, value: job, origin: originScope})
 	}
 	if hasInst {
-		info.labels = append(info.labels, labelPair{model.InstanceLabel, inst})
+		info.labels = append(info.labels, labelPair{name: model.InstanceLabel, value: inst, origin: originScope})
 	}
 	return info
 }
 
 // sortedAttrs appends the attributes, values as strings, sorted by key, so
-// that identity does not depend on insertion order.
+// that identity does not depend on insertion order. The value type is kept
+// for the identity: int 200 and string "200" are two OTLP series.
 func sortedAttrs(dst []labelPair, m pcommon.Map) []labelPair {
 	dst = dst[:0]
 	for k, v := range m.All() {
@@ -249,12 +318,23 @@ func sortedAttrs(dst []labelPair, m pcommon.Map) []labelPair {
 		} else {
 			sv = v.AsString()
 		}
-		dst = append(dst, labelPair{k, sv})
+		dst = append(dst, labelPair{name: k, value: sv, typ: uint8(v.Type())})
 	}
 	if len(dst) > 1 {
 		slices.SortFunc(dst, func(a, b labelPair) int { return strings.Compare(a.name, b.name) })
 	}
 	return dst
+}
+
+// appendAttrs appends the identity form of sorted attributes.
+func appendAttrs(b []byte, attrs []labelPair) []byte {
+	for _, a := range attrs {
+		b = append(b, a.name...)
+		b = append(b, 0xfe, a.typ)
+		b = append(b, a.value...)
+		b = append(b, 0xff)
+	}
+	return b
 }
 
 // resource records the target_info labels of a job/instance pair; the last
@@ -264,6 +344,13 @@ func (s *seriesStore) resource(job, inst string, attrs pcommon.Map) *resource {
 	r, ok := s.resources[key]
 	if !ok {
 		r = &resource{key: key}
+		if i := slices.Index(s.resByID, nil); i >= 0 {
+			r.id = uint32(i + 1)
+			s.resByID[i] = r
+		} else {
+			s.resByID = append(s.resByID, r)
+			r.id = uint32(len(s.resByID))
+		}
 		s.resources[key] = r
 	}
 	// Labels as the stock exporter builds them: every attribute but the three
@@ -278,7 +365,7 @@ func (s *seriesStore) resource(job, inst string, attrs pcommon.Map) *resource {
 		}
 		name, err := s.names.labelName(k)
 		if err != nil {
-			s.rejected++
+			s.events[eventRefusedLabel]++
 			return r
 		}
 		if old, ok := vals[name]; ok {
@@ -290,18 +377,19 @@ func (s *seriesStore) resource(job, inst string, attrs pcommon.Map) *resource {
 	}
 	vals[model.JobLabel] = job
 	vals[model.InstanceLabel] = inst
-	if _, ok := slicesIndex(order, model.JobLabel); !ok {
+	if !slices.Contains(order, model.JobLabel) {
 		order = append(order, model.JobLabel)
 	}
-	if _, ok := slicesIndex(order, model.InstanceLabel); !ok {
+	if !slices.Contains(order, model.InstanceLabel) {
 		order = append(order, model.InstanceLabel)
 	}
 	pairs := make([]labelPair, 0, len(order))
 	for _, n := range order {
-		pairs = append(pairs, labelPair{n, vals[n]})
+		pairs = append(pairs, labelPair{name: n, value: vals[n]})
 	}
 	slices.SortFunc(pairs, func(a, b labelPair) int { return strings.Compare(a.name, b.name) })
-	if checkLabels(pairs) != nil {
+	pairs = s.repairLabels(pairs)
+	if pairs == nil {
 		return r
 	}
 	s.lblBuf = appendLabels(s.lblBuf[:0], pairs)
@@ -309,11 +397,6 @@ func (s *seriesStore) resource(job, inst string, attrs pcommon.Map) *resource {
 		r.labels = string(s.lblBuf)
 	}
 	return r
-}
-
-func slicesIndex(s []string, v string) (int, bool) {
-	i := slices.Index(s, v)
-	return i, i >= 0
 }
 
 func (s *seriesStore) addMetric(m pmetric.Metric, sc *scopeInfo, now int64) bool {
@@ -327,12 +410,11 @@ func (s *seriesStore) addMetric(m pmetric.Metric, sc *scopeInfo, now int64) bool
 		ftyp, kind = typeGauge, kindNumber
 	case pmetric.MetricTypeSum:
 		sum := m.Sum()
-		if sum.AggregationTemporality() == pmetric.AggregationTemporalityUnspecified {
-			return false
-		}
-		if sum.AggregationTemporality() == pmetric.AggregationTemporalityDelta && !sum.IsMonotonic() {
+		if sum.AggregationTemporality() == pmetric.AggregationTemporalityUnspecified ||
 			// A delta up-down counter cannot be made cumulative without its
 			// start value; the prometheus exporter refuses it too.
+			(sum.AggregationTemporality() == pmetric.AggregationTemporalityDelta && !sum.IsMonotonic()) {
+			s.events[eventUnsupported] += int64(sum.DataPoints().Len())
 			return false
 		}
 		ftyp, kind = typeGauge, kindNumber
@@ -349,188 +431,333 @@ func (s *seriesStore) addMetric(m pmetric.Metric, sc *scopeInfo, now int64) bool
 		return false
 	}
 	name, err := s.names.metricName(m)
-	if err != nil {
-		s.rejected++
+	if err != nil || sc.bad {
+		s.events[eventRefusedName]++
 		return false
 	}
+	fam, ok := s.famByName[name]
+	if !ok {
+		help := m.Description()
+		if !utf8.ValidString(help) {
+			// Prometheus refuses a scrape whose HELP is not UTF-8.
+			help = strings.ToValidUTF8(help, "\uFFFD")
+			s.events[eventRepairedUTF8]++
+		}
+		fam = uint32(len(s.families))
+		s.families = append(s.families, family{name: name, help: help, typ: ftyp})
+		s.famByName[name] = fam
+	} else if s.families[fam].typ != ftyp {
+		s.events[eventRefusedType]++
+		s.logger.Debug("instrument type conflict, keeping the existing type", zap.String("metric", name))
+		return false
+	}
+	p := pointCtx{s: s, m: m, fam: fam, kind: kind, sc: sc, now: now}
 
 	switch kind {
 	case kindNumber:
 		var dps pmetric.NumberDataPointSlice
-		delta := false
 		if m.Type() == pmetric.MetricTypeGauge {
 			dps = m.Gauge().DataPoints()
 		} else {
 			dps = m.Sum().DataPoints()
-			delta = m.Sum().AggregationTemporality() == pmetric.AggregationTemporalityDelta
+			p.delta = m.Sum().AggregationTemporality() == pmetric.AggregationTemporalityDelta
+			p.counter = m.Sum().IsMonotonic()
 		}
-		return addPoints(s, m, name, ftyp, kind, sc, now, dps, func(ser *series, isNew bool, dp pmetric.NumberDataPoint) bool {
-			return s.updateNumber(ser, isNew, dp, delta)
-		})
+		return addPoints(&p, dps, updateNumber)
 	case kindHistogram:
-		h := m.Histogram()
-		temporality := h.AggregationTemporality()
-		return addPoints(s, m, name, ftyp, kind, sc, now, h.DataPoints(), func(ser *series, isNew bool, dp pmetric.HistogramDataPoint) bool {
-			return s.updateHistogram(ser, isNew, dp, temporality)
-		})
+		p.delta = m.Histogram().AggregationTemporality() == pmetric.AggregationTemporalityDelta
+		return addPoints(&p, m.Histogram().DataPoints(), updateHistogram)
 	case kindExpHistogram:
-		h := m.ExponentialHistogram()
-		temporality := h.AggregationTemporality()
-		return addPoints(s, m, name, ftyp, kind, sc, now, h.DataPoints(), func(ser *series, isNew bool, dp pmetric.ExponentialHistogramDataPoint) bool {
-			return updateExpHistogram(ser, isNew, dp, temporality)
-		})
+		p.delta = m.ExponentialHistogram().AggregationTemporality() == pmetric.AggregationTemporalityDelta
+		return addPoints(&p, m.ExponentialHistogram().DataPoints(), updateExpHistogram)
 	case kindSummary:
-		return addPoints(s, m, name, ftyp, kind, sc, now, m.Summary().DataPoints(), updateSummary)
+		return addPoints(&p, m.Summary().DataPoints(), updateSummary)
 	}
 	return false
 }
 
-// addPoints finds or creates the series of every data point of dps and applies update to it;
-// it reports whether any series changed.
+// pointCtx is what the update of one data point needs to know about its
+// metric and the series found for it.
+type pointCtx struct {
+	s       *seriesStore
+	m       pmetric.Metric
+	fam     uint32
+	kind    seriesKind
+	sc      *scopeInfo
+	now     int64
+	delta   bool
+	counter bool // monotonic sum
+
+	id    uint32 // the row
+	r     *seriesRow
+	isNew bool
+	ident uint64 // OTLP identity hash of the point
+	// own: the point is the row's first writer and the row has no other
+	// writers: it can be updated like the stock exporter updates a series.
+	own bool
+}
+
+// addPoints finds or creates the series of every data point of dps and
+// applies update to it; it reports whether any series changed.
 func addPoints[P interface {
 	Attributes() pcommon.Map
 	Flags() pmetric.DataPointFlags
+	Timestamp() pcommon.Timestamp
 }, S interface {
 	Len() int
 	At(int) P
-}](s *seriesStore, m pmetric.Metric, name string, ftyp familyType, kind seriesKind, sc *scopeInfo, now int64, dps S, update func(ser *series, isNew bool, dp P) bool) bool {
+}](p *pointCtx, dps S, update func(p *pointCtx, dp P) bool) bool {
 	changed := false
 	for i := 0; i < dps.Len(); i++ {
 		dp := dps.At(i)
-		ser, isNew := s.lookup(m, name, ftyp, kind, sc, dp.Attributes(), dp.Flags(), now)
-		if ser == nil {
+		if !p.s.lookup(p, dp.Attributes(), dp.Flags()) {
 			continue
 		}
-		if update(ser, isNew, dp) {
-			ser.seen = now
+		if update(p, dp) {
+			p.r.seen = p.now
 			changed = true
 		}
 	}
 	return changed
 }
 
-// lookup finds or creates the series of a data point. It returns nil when the
-// point must be dropped: no recorded value (the series is deleted, as the
-// stock exporter does), over max_series, or refused like the stock exporter
-// would refuse it.
-func (s *seriesStore) lookup(m pmetric.Metric, name string, ftyp familyType, kind seriesKind, sc *scopeInfo, attrs pcommon.Map, flags pmetric.DataPointFlags, now int64) (*series, bool) {
+// lookup finds or creates the series of a data point and fills p. It
+// reports false when the point is not stored: no recorded value (the
+// series is deleted, as the stock exporter does) or refused.
+func (s *seriesStore) lookup(p *pointCtx, attrs pcommon.Map, flags pmetric.DataPointFlags) bool {
 	s.attrs = sortedAttrs(s.attrs, attrs)
 	k := s.key[:0]
-	k = append(k, m.Name()...)
-	k = append(k, 0xff, byte(m.Type()))
-	k = append(k, sc.sig...)
-	for _, a := range s.attrs {
-		k = append(k, a.name...)
-		k = append(k, 0xfe)
-		k = append(k, a.value...)
-		k = append(k, 0xff)
-	}
+	k = append(k, p.m.Name()...)
+	k = append(k, 0xff, byte(p.m.Type()))
+	k = append(k, p.sc.sig...)
+	k = appendAttrs(k, s.attrs)
 	s.key = k
-	ser, ok := s.series[string(k)] // no allocation for the lookup
-	if flags.NoRecordedValue() {
-		if ok {
-			s.remove(ser)
+	p.ident = maphash.Bytes(s.seed, k)
+	ik := identKey{p.ident, maphash.Bytes(s.seed2, k)}
+	if v, ok := s.byIdent[ik]; ok && !flags.NoRecordedValue() {
+		id := uint32(v)
+		if r := s.row(id); r.gen == uint32(v>>32) && r.flags&rowUsed != 0 && r.fam == p.fam {
+			s.found(p, id, false)
+			return true
 		}
-		return nil, false
-	}
-	if ok {
-		return ser, false
-	}
-	if s.cfg.MaxSeries > 0 && len(s.series) >= s.cfg.MaxSeries {
-		s.droppedOverCap++
-		return nil, false
+		delete(s.byIdent, ik)
 	}
 
-	// A new series: build its labels once.
+	if !s.renderLabels(p.sc) {
+		return false
+	}
+	lbl, h, found := s.labels.find(s.lblBuf)
+	overflow := false
+	if !found && s.cfg.MaxSeries > 0 && s.labels.live-s.overflowSets() >= s.cfg.MaxSeries && !flags.NoRecordedValue() {
+		// Over the cap: the family's overflow series takes the point, so
+		// totals stay exact while memory stays bounded.
+		lbl, found, overflow = s.overflowLabels(), true, true
+		s.events[eventOverflow]++
+	}
+	var id uint32
+	var ok bool
+	if found {
+		id, ok = s.index[uint64(p.fam)<<32|uint64(lbl)]
+	}
+	if flags.NoRecordedValue() {
+		if ok {
+			s.remove(id)
+		}
+		return false
+	}
+	if !ok {
+		if !found {
+			lbl = s.labels.add(s.lblBuf, h)
+		}
+		id = s.newRow(p, lbl, overflow)
+	}
+	s.found(p, id, !ok)
+	if !overflow {
+		// Overflow points stay off the cache: past the cap, memory must not
+		// grow per OTLP series.
+		s.byIdent[ik] = uint64(p.r.gen)<<32 | uint64(id)
+	}
+	return true
+}
+
+// found fills p with the row id.
+func (s *seriesStore) found(p *pointCtx, id uint32, isNew bool) {
+	p.id, p.r, p.isNew = id, s.row(id), isNew
+	p.own = p.r.flags&(rowMerged|rowOverflow) == 0 && p.r.ident == p.ident
+	if !p.own && p.r.flags&rowOverflow == 0 {
+		s.events[eventMerged]++
+	}
+}
+
+// renderLabels renders the Prometheus labels of the point whose sorted
+// attributes are in s.attrs into s.lblBuf; false when they are refused.
+func (s *seriesStore) renderLabels(sc *scopeInfo) bool {
 	pairs := s.pairs[:0]
 	for _, a := range s.attrs {
 		ln, err := s.names.labelName(a.name)
 		if err != nil {
-			s.rejected++
-			return nil, false
+			s.events[eventRefusedLabel]++
+			return false
 		}
-		pairs = append(pairs, labelPair{ln, a.value})
+		pairs = append(pairs, labelPair{name: ln, value: a.value})
 	}
-	for _, l := range sc.labels {
-		if strings.HasPrefix(l.name, "otel_scope_") && l.name != "otel_scope_name" && l.name != "otel_scope_version" && l.name != "otel_scope_schema_url" {
-			ln, err := s.names.labelName(l.name)
-			if err != nil {
-				s.rejected++
-				return nil, false
-			}
-			l.name = ln
-		}
-		pairs = append(pairs, l)
-	}
+	pairs = append(pairs, sc.labels...)
 	pairs = append(pairs, s.constLbls...)
-	slices.SortFunc(pairs, func(a, b labelPair) int { return strings.Compare(a.name, b.name) })
+	// Stable: equal names keep the order attributes (by original name),
+	// scope and resource labels, const labels, which decides collisions.
+	slices.SortStableFunc(pairs, func(a, b labelPair) int { return strings.Compare(a.name, b.name) })
 	s.pairs = pairs
-	if err := checkLabels(pairs); err != nil {
-		s.rejected++
-		s.logger.Debug("series refused", zap.String("metric", name), zap.Error(err))
-		return nil, false
+	pairs = s.repairLabels(pairs)
+	if pairs == nil {
+		return false
 	}
-
-	fam, ok := s.families[name]
-	if !ok {
-		fam = &family{name: name, help: m.Description(), typ: ftyp}
-		s.families[name] = fam
-	} else if fam.typ != ftyp {
-		s.rejected++
-		s.logger.Debug("instrument type conflict, keeping the existing type", zap.String("metric", name))
-		return nil, false
-	}
-
 	s.lblBuf = appendLabels(s.lblBuf[:0], pairs)
-	s.scratch = append(append(append(s.scratch[:0], name...), 0xff), s.lblBuf...)
-	if _, dup := s.identities[string(s.scratch)]; dup {
-		// Two OTLP series map to one Prometheus series: client_golang drops
-		// the second as "collected before with the same name and label
-		// values"; keep the first.
-		s.rejected++
-		if len(fam.series) == 0 {
-			delete(s.families, name)
-		}
-		return nil, false
-	}
-	ser = &series{
-		fam:    fam,
-		key:    string(k),
-		ident:  string(s.scratch),
-		labels: string(s.lblBuf),
-		res:    sc.res,
-		kind:   kind,
-		idx:    len(fam.series),
-		seen:   now,
-	}
-	fam.series = append(fam.series, ser)
-	s.series[ser.key] = ser
-	s.identities[ser.ident] = ser
-	if ser.res != nil {
-		ser.res.refs++
-	}
-	return ser, true
+	return true
 }
 
-// remove deletes a series; the caller holds mu.
-func (s *seriesStore) remove(ser *series) {
-	delete(s.series, ser.key)
-	delete(s.identities, ser.ident)
-	fam := ser.fam
-	last := len(fam.series) - 1
-	fam.series[ser.idx] = fam.series[last]
-	fam.series[ser.idx].idx = ser.idx
-	fam.series[last] = nil
-	fam.series = fam.series[:last]
-	if len(fam.series) == 0 {
-		delete(s.families, fam.name)
+// repairLabels resolves what would make client_golang refuse a series, the
+// same way whatever the arrival order: a value with invalid UTF-8 gets
+// U+FFFD for the bad bytes; labels equal after sanitizing (http.method and
+// http_method) get their values joined with ';' in the order of the
+// original names, as the Prometheus translator joins resource attributes;
+// a const label named like one of the series' own labels (job, instance)
+// yields to it. Each repair is counted. An invalid label name refuses the
+// series (nil). pairs must be sorted stably by name.
+func (s *seriesStore) repairLabels(pairs []labelPair) []labelPair {
+	out := pairs[:0]
+	for i := range pairs {
+		p := pairs[i]
+		if !model.UTF8Validation.IsValidLabelName(p.name) || strings.HasPrefix(p.name, model.ReservedLabelPrefix) {
+			s.events[eventRefusedLabel]++
+			return nil
+		}
+		if !utf8.ValidString(p.value) {
+			p.value = strings.ToValidUTF8(p.value, "\uFFFD")
+			s.events[eventRepairedUTF8]++
+		}
+		if n := len(out); n > 0 && out[n-1].name == p.name {
+			prev := &out[n-1]
+			switch {
+			case p.origin == originConst:
+				s.events[eventShadowedConst]++
+			case prev.origin == originConst:
+				*prev = p
+				s.events[eventShadowedConst]++
+			default:
+				prev.value += ";" + p.value
+				s.events[eventJoinedLabels]++
+			}
+			continue
+		}
+		out = append(out, p)
 	}
-	if r := ser.res; r != nil {
-		r.refs--
-		if r.refs <= 0 {
-			delete(s.resources, r.key)
+	return out
+}
+
+// overflowSets is the number of label sets that are not counted by
+// max_series.
+func (s *seriesStore) overflowSets() int {
+	if s.hasOverflow {
+		return 1
+	}
+	return 0
+}
+
+// overflowLabels returns the label set of overflow series:
+// otel_metric_overflow="true" and the const labels.
+func (s *seriesStore) overflowLabels() uint32 {
+	if s.hasOverflow {
+		return s.overflowLbl
+	}
+	pairs := append(s.pairs[:0], labelPair{name: "otel_metric_overflow", value: "true"})
+	for _, c := range s.constLbls {
+		if c.name != "otel_metric_overflow" {
+			pairs = append(pairs, c)
 		}
 	}
+	slices.SortFunc(pairs, func(a, b labelPair) int { return strings.Compare(a.name, b.name) })
+	s.lblBuf = appendLabels(s.lblBuf[:0], pairs)
+	id, h, ok := s.labels.find(s.lblBuf)
+	if !ok {
+		id = s.labels.add(s.lblBuf, h)
+	}
+	s.labels.ref(id) // held by the store itself until no overflow row is left
+	s.overflowLbl, s.hasOverflow = id, true
+	return id
+}
+
+// newRow creates the series of family p.fam with label set lbl.
+func (s *seriesStore) newRow(p *pointCtx, lbl uint32, overflow bool) uint32 {
+	var id uint32
+	if n := len(s.freeRows); n > 0 {
+		id = s.freeRows[n-1]
+		s.freeRows = s.freeRows[:n-1]
+	} else {
+		id = uint32(s.rowCount)
+		if id%rowChunk == 0 {
+			s.chunks = append(s.chunks, newOffHeapChunk[seriesRow](rowChunk))
+		}
+		s.rowCount++
+	}
+	fam := &s.families[p.fam]
+	r := s.row(id)
+	*r = seriesRow{fam: p.fam, lbl: lbl, pos: uint32(len(fam.rows)), kind: p.kind, flags: rowUsed, ident: p.ident, seen: p.now, gen: r.gen}
+	if overflow {
+		r.flags |= rowOverflow
+	} else if p.sc.res != nil {
+		r.res = p.sc.res.id
+		p.sc.res.refs++
+	}
+	fam.rows = append(fam.rows, id)
+	s.labels.ref(lbl)
+	s.index[uint64(p.fam)<<32|uint64(lbl)] = id
+	return id
+}
+
+// remove deletes a row; the caller holds mu.
+func (s *seriesStore) remove(id uint32) {
+	r := s.row(id)
+	delete(s.index, uint64(r.fam)<<32|uint64(r.lbl))
+	fam := &s.families[r.fam]
+	last := len(fam.rows) - 1
+	moved := fam.rows[last]
+	fam.rows[r.pos] = moved
+	s.row(moved).pos = r.pos
+	fam.rows = fam.rows[:last]
+	if len(fam.rows) == 0 {
+		// Forget the family; its id is not reused, so a render holding it
+		// simply finds it empty.
+		fam.dead, fam.rows = true, nil
+		delete(s.famByName, fam.name)
+	}
+	s.labels.unref(r.lbl)
+	if r.flags&rowOverflow != 0 && s.hasOverflow && s.labels.refs[s.overflowLbl] == 1 {
+		s.labels.unref(s.overflowLbl)
+		s.hasOverflow = false
+	}
+	if r.res != 0 {
+		res := s.resByID[r.res-1]
+		res.refs--
+		if res.refs <= 0 {
+			delete(s.resources, res.key)
+			s.resByID[r.res-1] = nil
+		}
+	}
+	if r.nbkt > 0 {
+		s.buckets.free(r.bkt, r.nbkt)
+	}
+	delete(s.exp, id)
+	delete(s.quantiles, id)
+	delete(s.exs, id)
+	if r.flags&(rowMerged|rowOverflow) != 0 {
+		for k, w := range s.merged {
+			if w.row == id {
+				delete(s.merged, k)
+			}
+		}
+	}
+	*r = seriesRow{gen: r.gen + 1}
+	s.freeRows = append(s.freeRows, id)
 }
 
 // expire removes series not updated since before cutoff and returns how many
@@ -539,10 +766,14 @@ func (s *seriesStore) expire(cutoff time.Time) int {
 	c := cutoff.UnixNano()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.closed {
+		return 0
+	}
 	n := 0
-	for _, ser := range s.series {
-		if ser.seen < c {
-			s.remove(ser)
+	for id := 0; id < s.rowCount; id++ {
+		r := s.row(uint32(id))
+		if r.flags&rowUsed != 0 && r.seen < c {
+			s.remove(uint32(id))
 			n++
 		}
 	}
@@ -550,277 +781,106 @@ func (s *seriesStore) expire(cutoff time.Time) int {
 	for k, r := range s.resources {
 		if r.refs <= 0 {
 			delete(s.resources, k)
+			s.resByID[r.id-1] = nil
 		}
+	}
+	if n > 0 {
+		s.compact()
 	}
 	return n
 }
 
-func (s *seriesStore) takeDropped() (overCap, rejected int64) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	overCap, rejected = s.droppedOverCap, s.rejected
-	s.droppedOverCap, s.rejected = 0, 0
-	return overCap, rejected
+// compact gives memory back after a cardinality burst: label bytes and
+// indexes are rebuilt when most of them are dead; trailing free row chunks
+// are released.
+func (s *seriesStore) compact() {
+	s.labels.compact()
+	live := len(s.index)
+	if s.rowCount > 4*rowChunk && live < s.rowCount/4 {
+		index := make(map[uint64]uint32, live)
+		for k, v := range s.index {
+			index[k] = v
+		}
+		s.index = index
+	}
+	if len(s.byIdent) > 4*rowChunk && live < len(s.byIdent)/2 {
+		// Drop the entries of freed rows (and the map's peak size).
+		byIdent := make(map[identKey]uint64, live)
+		for k, v := range s.byIdent {
+			if r := s.row(uint32(v)); r.gen == uint32(v>>32) && r.flags&rowUsed != 0 {
+				byIdent[k] = v
+			}
+		}
+		s.byIdent = byIdent
+	}
+	if live == 0 {
+		// Row generations restart with the chunks: no entry may survive.
+		s.byIdent = map[identKey]uint64{}
+		for i := range s.chunks {
+			s.chunks[i].free()
+		}
+		s.chunks, s.freeRows, s.rowCount = nil, nil, 0
+		s.buckets.release()
+		s.merged = map[uint64]*writerState{}
+	}
 }
 
+// close releases the off-heap memory; the store is empty and inert
+// afterwards, so a late call cannot touch unmapped memory.
+func (s *seriesStore) close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	for i := range s.chunks {
+		s.chunks[i].free()
+	}
+	s.chunks, s.rowCount, s.freeRows = nil, 0, nil
+	s.buckets.release()
+	s.labels.release()
+	for i := range s.families {
+		s.families[i].rows, s.families[i].dead = nil, true
+	}
+	clear(s.famByName)
+	clear(s.index)
+	clear(s.byIdent)
+	clear(s.resources)
+}
+
+// offHeapBytes is the memory the store holds outside the Go heap.
+func (s *seriesStore) offHeapBytes() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, c := range s.chunks {
+		n += len(c.mem)
+	}
+	for _, c := range s.buckets.chunks {
+		n += len(c.mem)
+	}
+	for _, c := range s.labels.chunks {
+		n += len(c.mem)
+	}
+	return n
+}
+
+func (s *seriesStore) takeEvents() [numEvents]int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ev := s.events
+	s.events = [numEvents]int64{}
+	return ev
+}
+
+// len returns the number of series (rows).
 func (s *seriesStore) len() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.series)
+	return len(s.index)
 }
 
-func numberValue(dp pmetric.NumberDataPoint) float64 {
-	if dp.ValueType() == pmetric.NumberDataPointValueTypeInt {
-		return float64(dp.IntValue())
-	}
-	return dp.DoubleValue()
-}
-
-// updateNumber follows the prometheus exporter's accumulator: older points
-// are ignored; a delta continuing the previous point (its start equals the
-// previous timestamp) is added, any other point replaces the value.
-func (s *seriesStore) updateNumber(ser *series, isNew bool, dp pmetric.NumberDataPoint, delta bool) bool {
-	v := numberValue(dp)
-	start := dp.StartTimestamp()
-	if !isNew {
-		if dp.Timestamp() < ser.ts {
-			return false
-		}
-		if delta && dp.StartTimestamp() == ser.ts {
-			start = ser.start
-			v += ser.value
-		}
-	}
-	ser.value, ser.start, ser.ts = v, start, dp.Timestamp()
-	if s.exemplars && ser.fam.typ == typeCounter {
-		ser.exemplars = convertExemplars(ser.exemplars[:0], dp.Exemplars())
-	}
-	return true
-}
-
-func (s *seriesStore) updateHistogram(ser *series, isNew bool, dp pmetric.HistogramDataPoint, temporality pmetric.AggregationTemporality) bool {
-	if isNew {
-		s.setHistogram(ser, dp)
-		return true
-	}
-	switch temporality {
-	case pmetric.AggregationTemporalityDelta:
-		if dp.StartTimestamp() != ser.ts {
-			// Misaligned: a restart when it starts after the previous point,
-			// otherwise a second writer, dropped.
-			if dp.StartTimestamp() <= ser.ts {
-				return false
-			}
-			s.setHistogram(ser, dp)
-			return true
-		}
-		s.accumulateHistogram(ser, dp)
-		return true
-	case pmetric.AggregationTemporalityCumulative:
-		if dp.Timestamp() < ser.ts {
-			return false
-		}
-		s.setHistogram(ser, dp)
-		return true
-	}
-	return false
-}
-
-func (s *seriesStore) setHistogram(ser *series, dp pmetric.HistogramDataPoint) {
-	ser.start, ser.ts = dp.StartTimestamp(), dp.Timestamp()
-	ser.count, ser.sum = dp.Count(), dp.Sum()
-	ser.bounds = s.boundSet(dp.ExplicitBounds())
-	ser.buckets = append(ser.buckets[:0], dp.BucketCounts().AsRaw()...)
-	if s.exemplars {
-		ser.exemplars = convertExemplars(ser.exemplars[:0], dp.Exemplars())
-	}
-}
-
-// accumulateHistogram adds a delta point whose start is the stored point's
-// timestamp. As in the stock exporter, the newer point's bounds win and
-// counts are only summed when bounds are equal; the sum loses exemplars.
-func (s *seriesStore) accumulateHistogram(ser *series, dp pmetric.HistogramDataPoint) {
-	bounds := dp.ExplicitBounds()
-	match := len(ser.bounds.bounds) == bounds.Len()
-	for i := 0; match && i < bounds.Len(); i++ {
-		match = ser.bounds.bounds[i] == bounds.At(i)
-	}
-	counts := dp.BucketCounts()
-	if match {
-		ser.count += dp.Count()
-		ser.sum += dp.Sum()
-		// The newer point's bucket count decides the length.
-		newer := counts.Len()
-		old := ser.buckets
-		for i := 0; i < newer; i++ {
-			var o uint64
-			if i < len(old) {
-				o = old[i]
-			}
-			if i < len(old) {
-				old[i] = o + counts.At(i)
-			} else {
-				old = append(old, o+counts.At(i))
-			}
-		}
-		ser.buckets = old[:newer]
-	} else {
-		ser.count, ser.sum = dp.Count(), dp.Sum()
-		ser.buckets = append(ser.buckets[:0], counts.AsRaw()...)
-		ser.bounds = s.boundSet(bounds)
-	}
-	if dp.Timestamp() >= ser.ts {
-		ser.ts = dp.Timestamp()
-	}
-	ser.exemplars = ser.exemplars[:0]
-}
-
-// boundSet interns bounds; the key is their raw bits.
-func (s *seriesStore) boundSet(b pcommon.Float64Slice) *boundSet {
-	k := s.scratch[:0]
-	for i := 0; i < b.Len(); i++ {
-		bits := math.Float64bits(b.At(i))
-		k = append(k, byte(bits), byte(bits>>8), byte(bits>>16), byte(bits>>24), byte(bits>>32), byte(bits>>40), byte(bits>>48), byte(bits>>56))
-	}
-	s.scratch = k
-	if bs, ok := s.boundSets[string(k)]; ok {
-		return bs
-	}
-	bs := newBoundSet(b.AsRaw())
-	if len(s.boundSets) > 10_000 {
-		clear(s.boundSets) // series keep their own pointer; this only bounds the index
-	}
-	s.boundSets[string(k)] = bs
-	return bs
-}
-
-func newBoundSet(bounds []float64) *boundSet {
-	bs := &boundSet{bounds: bounds}
-	first := map[float64]int{}
-	uniq := make([]float64, 0, len(bounds))
-	for i, b := range bounds {
-		if _, ok := first[b]; !ok {
-			first[b] = i
-			uniq = append(uniq, b)
-		}
-	}
-	sort.Float64s(uniq)
-	for _, b := range uniq {
-		bs.order = append(bs.order, first[b])
-		bs.leText = append(bs.leText, `le="`+string(appendTextFloat(nil, b))+`"}`)
-		bs.leOM = append(bs.leOM, `le="`+string(appendOMFloat(nil, b))+`"}`)
-		if math.IsInf(b, +1) {
-			bs.hasInf = true
-		}
-	}
-	return bs
-}
-
-func updateExpHistogram(ser *series, isNew bool, dp pmetric.ExponentialHistogramDataPoint, temporality pmetric.AggregationTemporality) bool {
-	set := func() {
-		ser.start, ser.ts = dp.StartTimestamp(), dp.Timestamp()
-		ser.count, ser.sum, ser.hasSum = dp.Count(), dp.Sum(), dp.HasSum()
-		ser.scale, ser.zeroThresh = dp.Scale(), dp.ZeroThreshold()
-		ser.population = dp.ZeroCount() + sumCounts(dp.Positive().BucketCounts()) + sumCounts(dp.Negative().BucketCounts())
-	}
-	if isNew {
-		set()
-		return true
-	}
-	switch temporality {
-	case pmetric.AggregationTemporalityDelta:
-		if dp.StartTimestamp() != ser.ts {
-			if dp.StartTimestamp() <= ser.ts {
-				return false
-			}
-			set()
-			return true
-		}
-		// Merging buckets (downscaling to the smaller scale, widening the
-		// zero bucket) moves counts between buckets but keeps their total,
-		// and the text formats show only count and sum; so totals suffice.
-		if dp.Timestamp() < ser.ts {
-			ser.start = dp.StartTimestamp()
-		} else {
-			ser.ts = dp.Timestamp()
-		}
-		ser.scale = min(ser.scale, dp.Scale())
-		ser.zeroThresh = max(ser.zeroThresh, dp.ZeroThreshold())
-		ser.count += dp.Count()
-		ser.population += dp.ZeroCount() + sumCounts(dp.Positive().BucketCounts()) + sumCounts(dp.Negative().BucketCounts())
-		if ser.hasSum && dp.HasSum() {
-			ser.sum += dp.Sum()
-		} else {
-			ser.hasSum, ser.sum = false, 0
-		}
-		return true
-	case pmetric.AggregationTemporalityCumulative:
-		if dp.Timestamp() < ser.ts {
-			return false
-		}
-		set()
-		return true
-	}
-	return false
-}
-
-func sumCounts(c pcommon.UInt64Slice) uint64 {
-	var n uint64
-	for i := 0; i < c.Len(); i++ {
-		n += c.At(i)
-	}
-	return n
-}
-
-func updateSummary(ser *series, isNew bool, dp pmetric.SummaryDataPoint) bool {
-	if !isNew && dp.Timestamp() < ser.ts {
-		return false
-	}
-	ser.start, ser.ts = dp.StartTimestamp(), dp.Timestamp()
-	ser.count, ser.sum = dp.Count(), dp.Sum()
-	ser.quantiles = ser.quantiles[:0]
-	qv := dp.QuantileValues()
-	for i := 0; i < qv.Len(); i++ {
-		q := quantile{qv.At(i).Quantile(), qv.At(i).Value()}
-		// client_golang keeps them in a map: the last of equal quantiles wins.
-		if j := slices.IndexFunc(ser.quantiles, func(e quantile) bool { return e.q == q.q }); j >= 0 {
-			ser.quantiles[j] = q
-			continue
-		}
-		ser.quantiles = append(ser.quantiles, q)
-	}
-	slices.SortFunc(ser.quantiles, func(a, b quantile) int {
-		switch {
-		case a.q < b.q:
-			return -1
-		case a.q > b.q:
-			return 1
-		}
-		return 0
-	})
-	return true
-}
-
-// convertExemplars keeps what OpenMetrics shows of an exemplar: value,
-// timestamp, trace and span id.
-func convertExemplars(dst []exemplar, es pmetric.ExemplarSlice) []exemplar {
-	for i := 0; i < es.Len(); i++ {
-		e := es.At(i)
-		var v float64
-		switch e.ValueType() {
-		case pmetric.ExemplarValueTypeDouble:
-			v = e.DoubleValue()
-		case pmetric.ExemplarValueTypeInt:
-			v = float64(e.IntValue())
-		}
-		var pairs []labelPair
-		if id := e.SpanID(); !id.IsEmpty() {
-			pairs = append(pairs, labelPair{"span_id", hex.EncodeToString(id[:])})
-		}
-		if id := e.TraceID(); !id.IsEmpty() {
-			pairs = append(pairs, labelPair{"trace_id", hex.EncodeToString(id[:])})
-		}
-		dst = append(dst, exemplar{value: v, ts: e.Timestamp(), labels: string(appendLabels(nil, pairs))})
-	}
-	return dst
+// labelSetCount returns the number of label sets held, the unit of max_series.
+func (s *seriesStore) labelSetCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.labels.live
 }

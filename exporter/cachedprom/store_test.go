@@ -8,14 +8,10 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/exporter/exportertest"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
-	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
-	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/otelcol-red/otelcol-red/exporter/cachedprom/internal/metadata"
 )
@@ -65,12 +61,41 @@ func TestDeltaSumsAccumulate(t *testing.T) {
 	require.NoError(t, e.ConsumeMetrics(ctx, deltaCounter(2, t0, t0.Add(time.Second))))
 	require.NoError(t, e.ConsumeMetrics(ctx, deltaCounter(3, t0.Add(time.Second), t0.Add(2*time.Second))))
 	assert.Contains(t, body(t, e), "hits_total{otel_scope_name=\"\",otel_scope_schema_url=\"\",otel_scope_version=\"\"} 5\n")
-	// An older point is ignored.
+	// An older point overlaps what is held: dropped and counted.
 	require.NoError(t, e.ConsumeMetrics(ctx, deltaCounter(100, t0, t0.Add(time.Second))))
 	assert.Contains(t, body(t, e), "} 5\n")
-	// A delta that does not continue the previous one (a gap) restarts.
+	// A series idle for a few intervals comes back with a start later than
+	// its previous end (tracemetrics' delta output): a count for its
+	// interval, added. The stock exporter resets the series to 7 here.
 	require.NoError(t, e.ConsumeMetrics(ctx, deltaCounter(7, t0.Add(5*time.Second), t0.Add(6*time.Second))))
-	assert.Contains(t, body(t, e), "} 7\n")
+	assert.Contains(t, body(t, e), "} 12\n")
+}
+
+// TestDeltaHistogramGapIsAdded is the histogram side of the gap rule.
+func TestDeltaHistogramGapIsAdded(t *testing.T) {
+	e, _ := startOurs(t, func(c *Config) { c.RenderInterval = time.Hour })
+	hist := func(start, end time.Time, counts ...uint64) pmetric.Metrics {
+		md := pmetric.NewMetrics()
+		m := md.ResourceMetrics().AppendEmpty().ScopeMetrics().AppendEmpty().Metrics().AppendEmpty()
+		m.SetName("lat")
+		h := m.SetEmptyHistogram()
+		h.SetAggregationTemporality(pmetric.AggregationTemporalityDelta)
+		dp := h.DataPoints().AppendEmpty()
+		dp.SetStartTimestamp(pcommon.NewTimestampFromTime(start))
+		dp.SetTimestamp(pcommon.NewTimestampFromTime(end))
+		dp.ExplicitBounds().FromRaw([]float64{1})
+		dp.BucketCounts().FromRaw(counts)
+		dp.SetCount(counts[0] + counts[1])
+		dp.SetSum(float64(counts[0] + counts[1]))
+		return md
+	}
+	t0 := testBase
+	ctx := context.Background()
+	require.NoError(t, e.ConsumeMetrics(ctx, hist(t0, t0.Add(time.Second), 1, 2)))
+	require.NoError(t, e.ConsumeMetrics(ctx, hist(t0.Add(9*time.Second), t0.Add(10*time.Second), 4, 8)))
+	out := body(t, e)
+	assert.Contains(t, out, `lat_bucket{otel_scope_name="",otel_scope_schema_url="",otel_scope_version="",le="1"} 5`+"\n")
+	assert.Contains(t, out, `lat_count{otel_scope_name="",otel_scope_schema_url="",otel_scope_version=""} 15`+"\n")
 }
 
 func TestNoRecordedValueDeletesSeries(t *testing.T) {
@@ -99,80 +124,97 @@ func TestExpiryRunsWithoutScrapes(t *testing.T) {
 		return e.store.len() == 0 && s != nil && s.textLen == 0
 	}, 5*time.Second, 10*time.Millisecond)
 	assert.Empty(t, e.store.resources)
-	assert.Empty(t, e.store.families)
+	assert.Empty(t, e.store.famByName)
+	assert.Zero(t, e.store.labelSetCount())
 }
 
-func TestMaxSeriesDropsAndLogsOncePerInterval(t *testing.T) {
-	core, logs := observer.New(zapcore.WarnLevel)
-	cfg := createDefaultConfig().(*Config)
-	cfg.NetAddr.Endpoint = freeEndpoint(t)
-	cfg.MaxSeries = 3
-	cfg.RenderInterval = 50 * time.Millisecond
-	set := exportertest.NewNopSettings(metadata.Type)
-	set.Logger = zap.New(core)
-	tel := componenttest.NewTelemetry()
-	t.Cleanup(func() { require.NoError(t, tel.Shutdown(context.Background())) })
-	set.TelemetrySettings = tel.NewTelemetrySettings()
-	set.Logger = zap.New(core)
-	e, err := newExporter(cfg, set)
-	require.NoError(t, err)
-	require.NoError(t, e.Start(context.Background(), componenttest.NewNopHost()))
-	t.Cleanup(func() { require.NoError(t, e.Shutdown(context.Background())) })
-
-	for i := 0; i < 5; i++ { // 5 batches within one interval, 2 dropped points each
-		require.NoError(t, e.ConsumeMetrics(context.Background(), gaugeBatch("temp", testBase, "a", "b", "c", "d", "e")))
+// TestIngestAllocatesPerScopeNotPerPoint: updating existing series
+// allocates per resource and scope of a batch (its identity prefix and
+// labels), never per data point: twice the points over the same scopes
+// allocate the same.
+func TestIngestAllocatesPerScopeNotPerPoint(t *testing.T) {
+	allocs := func(points int) float64 {
+		s := newSeriesStore(createDefaultConfig().(*Config), zap.NewNop())
+		s.consume(spanmetricsLike(points, 0), time.Now())
+		update := spanmetricsLike(points, 1)
+		return testing.AllocsPerRun(10, func() { s.consume(update, time.Now()) })
 	}
-	assert.Equal(t, 3, e.store.len())
-	require.Eventually(t, func() bool { return logs.Len() > 0 }, 5*time.Second, 10*time.Millisecond)
-	time.Sleep(3 * cfg.RenderInterval)
-	entries := logs.FilterMessageSnippet("max_series").All()
-	require.Len(t, entries, 1, "one log line per interval, not one per data point")
-	assert.Equal(t, int64(10), entries[0].ContextMap()["dropped_data_points"])
-
-	m, err := tel.GetMetric("otelcol_exporter_cachedprom_dropped_over_cap")
-	require.NoError(t, err)
-	assert.Equal(t, int64(10), m.Data.(metricdata.Sum[int64]).DataPoints[0].Value)
-	e.renderNow()
-	m, err = tel.GetMetric("otelcol_exporter_cachedprom_series")
-	require.NoError(t, err)
-	assert.Equal(t, int64(3), m.Data.(metricdata.Gauge[int64]).DataPoints[0].Value)
-	_, err = tel.GetMetric("otelcol_exporter_cachedprom_render_duration")
-	require.NoError(t, err)
-	_, err = tel.GetMetric("otelcol_exporter_cachedprom_snapshot_bytes")
-	require.NoError(t, err)
+	small, large := allocs(2000), allocs(4000)
+	assert.Equal(t, small, large, "allocations grow with the number of points")
+	assert.LessOrEqual(t, small, float64(50*16), "50 scopes")
 }
 
-func TestRefusedLikeStock(t *testing.T) {
-	e, _ := startOurs(t, func(c *Config) { c.RenderInterval = time.Hour })
-	ctx := context.Background()
+// TestRenderLoopFollowsItsClock drives the render loop's steps with a fake
+// clock: renders wait for the pause after the previous one, and expiry
+// removes a series metric_expiration after its last update, without
+// sleeping.
+func TestRenderLoopFollowsItsClock(t *testing.T) {
+	cfg := createDefaultConfig().(*Config)
+	cfg.RenderInterval = 2 * time.Second
+	e, err := newExporter(cfg, exportertest.NewNopSettings(metadata.Type))
+	require.NoError(t, err)
+	now := testBase
+	e.clock = func() time.Time { return now }
+	st := e.newSchedule(now)
 
-	// "a.b" and "a_b" become the same label: the second series is refused
-	// (client_golang: "collected before with the same name and label values").
-	md := pmetric.NewMetrics()
-	ms := md.ResourceMetrics().AppendEmpty().ScopeMetrics().AppendEmpty().Metrics()
-	m := ms.AppendEmpty()
-	m.SetName("dup")
-	g := m.SetEmptyGauge()
-	dp := g.DataPoints().AppendEmpty()
-	dp.Attributes().PutStr("a.b", "x")
-	dp.SetDoubleValue(1)
-	dp = g.DataPoints().AppendEmpty()
-	dp.Attributes().PutStr("a_b", "x")
-	dp.SetDoubleValue(2)
-	// Same name, another type: refused, the first type stays.
-	m = ms.AppendEmpty()
-	m.SetName("dup")
-	m.SetEmptyHistogram().SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
-	m.Histogram().DataPoints().AppendEmpty().SetCount(1)
-	// A value that is not UTF-8 is refused.
-	m = ms.AppendEmpty()
-	m.SetName("bad")
-	dp = m.SetEmptyGauge().DataPoints().AppendEmpty()
-	dp.Attributes().PutStr("v", "\xff\xfe")
-	require.NoError(t, e.ConsumeMetrics(ctx, md))
+	require.NoError(t, e.ConsumeMetrics(context.Background(), gaugeBatch("temp", now, "a")))
+	e.step(now, st)
+	require.NotNil(t, e.snapshot.Load())
+	first := e.snapshot.Load()
+	assert.Contains(t, textOf(t, first), `temp{`)
 
-	out := body(t, e)
-	assert.Equal(t, 1, strings.Count(out, "\ndup{"), out)
-	assert.Contains(t, out, "# TYPE dup gauge")
-	assert.NotContains(t, out, "bad")
+	now = now.Add(time.Second)
+	require.NoError(t, e.ConsumeMetrics(context.Background(), gaugeBatch("temp", now, "b")))
+	e.step(now, st)
+	assert.Same(t, first, e.snapshot.Load(), "within render_interval of the last render")
+	now = now.Add(time.Second)
+	e.step(now, st)
+	assert.Contains(t, textOf(t, e.snapshot.Load()), `k="b"`)
+
+	// "a" was updated at testBase, "b" a second later: at testBase+5m+0.5s
+	// the sweep removes "a" only; later it removes "b".
+	now = testBase.Add(cfg.MetricExpiration + 500*time.Millisecond)
+	e.step(now, st)
+	out := textOf(t, e.snapshot.Load())
+	assert.NotContains(t, out, `k="a"`)
+	assert.Contains(t, out, `k="b"`)
+	now = now.Add(time.Minute)
+	e.step(now, st)
+	assert.Zero(t, e.store.len())
+	assert.Empty(t, textOf(t, e.snapshot.Load()))
+}
+
+// TestMemoryFallsAfterBurst: after a cardinality burst expires, label bytes
+// are compacted (the survivors still render right) and, once nothing is
+// left, every chunk is given back.
+func TestMemoryFallsAfterBurst(t *testing.T) {
+	s := newSeriesStore(createDefaultConfig().(*Config), zap.NewNop())
+	t.Cleanup(s.close)
+	t0 := time.Unix(1_700_000_000, 0)
+	const n = 30_000 // RED series: ~3 MB of label bytes
+	for from := 0; from < n; from += 1000 {
+		s.consume(redDeltaBatch(from, from+1000, t0, t0.Add(time.Minute)), t0)
+	}
+	// The last 1000 are updated later and survive.
+	s.consume(redDeltaBatch(n-1000, n, t0.Add(time.Minute), t0.Add(2*time.Minute)), t0.Add(time.Minute))
+	chunksBefore := len(s.labels.chunks)
+	require.Equal(t, n-1000, s.expire(t0.Add(time.Second))/2)
+	assert.Less(t, len(s.labels.chunks), chunksBefore, "label bytes compacted")
+	assert.Zero(t, s.labels.deadBytes)
+	assert.Equal(t, 1000, s.labels.live)
+
+	rd := &renderer{}
+	out := string(rd.renderText(nil, s))
+	checkExposition(t, []byte(out), false)
+	assert.Equal(t, 1000, strings.Count(out, "traces_span_metrics_calls_total{"))
+	assert.Equal(t, float64(1000*6), sumSamples(t, out, "traces_span_metrics_calls_total{"))
+
+	require.Equal(t, 2000, s.expire(t0.Add(time.Hour)))
+	assert.Empty(t, s.chunks)
+	assert.Empty(t, s.buckets.chunks)
+	assert.Empty(t, s.byIdent)
+	assert.Zero(t, s.labels.live)
+	// And the store works again.
+	s.consume(redDeltaBatch(0, 10, t0.Add(2*time.Hour), t0.Add(3*time.Hour)), t0.Add(2*time.Hour))
+	assert.Equal(t, 20, s.len())
 }

@@ -1,0 +1,202 @@
+package cachedprom // import "github.com/otelcol-red/otelcol-red/exporter/cachedprom"
+
+import (
+	"bytes"
+	"hash/maphash"
+	"io"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/klauspost/compress/gzip"
+)
+
+// snapshot is one published rendering. It is immutable once published;
+// scrapes only read it.
+type snapshot struct {
+	text, textGzip []byte
+	om, omGzip     []byte // nil unless enable_open_metrics
+	// textKept/omKept say whether the uncompressed body was kept: it is
+	// only while clients without gzip are around (see identityTTL).
+	textKept, omKept bool
+	textLen, omLen   int    // uncompressed lengths
+	etag             string // prefix; the variant letter is appended
+	series           int
+	hidden           int // series not rendered: their names collide with another family's
+
+	// readers counts scrapes writing this snapshot's bytes, so the renderer
+	// can reuse the buffers of a retired snapshot nobody reads any more.
+	readers atomic.Int32
+}
+
+// acquire returns the published snapshot with a reader registered, or nil.
+// The pointer is re-checked after registering: a snapshot retired in
+// between may already be being overwritten, so it is released and the new
+// one tried. A retired snapshot can never be acquired again.
+func (e *cachedExporter) acquire() *snapshot {
+	for {
+		s := e.snapshot.Load()
+		if s == nil {
+			return nil
+		}
+		s.readers.Add(1)
+		if e.snapshot.Load() == s {
+			return s
+		}
+		s.readers.Add(-1)
+	}
+}
+
+func (s *snapshot) size() int {
+	return len(s.text) + len(s.textGzip) + len(s.om) + len(s.omGzip)
+}
+
+// snapshotRenderer keeps the renderer's reusable state between renders.
+type snapshotRenderer struct {
+	store   *seriesStore
+	rd      renderer
+	zw      *gzip.Writer
+	retired []*snapshot // unpublished snapshots whose buffers may be reused
+	chunk   []byte      // chunk buffer of streamed renders
+	keep    keepSink    // collects the body being streamed for identity clients
+	lastLen int         // uncompressed length of the last body
+}
+
+func (r *snapshotRenderer) render(e *cachedExporter) *snapshot {
+	r.rd.withTimestamps = e.cfg.SendTimestamps
+	r.store = e.store
+	if r.zw == nil {
+		r.zw, _ = gzip.NewWriterLevel(nil, gzipLevel)
+	}
+	snap := &snapshot{}
+	// Reuse the buffers of a retired snapshot no scrape is reading: bodies
+	// are large, and allocating (and zeroing) them per render would make
+	// memory and GC work grow with every render.
+	old := r.reusable()
+	now := time.Now().UnixNano()
+	keepText := now-e.textIdentitySeen.Load() < int64(identityTTL)
+	snap.text, snap.textGzip, snap.textKept, snap.textLen = r.body(old.text, old.textGzip, keepText, r.rd.renderText)
+	if e.cfg.EnableOpenMetrics {
+		keepOM := now-e.omIdentitySeen.Load() < int64(identityTTL)
+		snap.om, snap.omGzip, snap.omKept, snap.omLen = r.body(old.om, old.omGzip, keepOM, r.rd.renderOpenMetrics)
+	}
+	snap.series, snap.hidden = r.rd.series, r.rd.hidden
+	// The ETag is derived from the content (gzip output is deterministic),
+	// so a render of unchanged data keeps it and conditional requests still
+	// match. Hashing the compressed form is cheap: ~3% of the body.
+	var h maphash.Hash
+	h.SetSeed(etagSeed)
+	_, _ = h.Write(snap.textGzip)
+	_, _ = h.Write(snap.omGzip)
+	snap.etag = e.etagPrefix + strconv.FormatUint(h.Sum64(), 36) + "-"
+	return snap
+}
+
+// etagSeed is fixed for the process so equal content hashes equally.
+var etagSeed = maphash.MakeSeed()
+
+// identityTTL is how long the uncompressed body is kept after the last
+// client that asked for it. Prometheus always asks for gzip, so normally
+// only the compressed form (about 3% of the size) is held.
+const identityTTL = 10 * time.Minute
+
+// maxKeptBody is the largest uncompressed body kept for identity clients.
+// A kept body costs about twice its size in heap (the published snapshot
+// and the retired spare whose buffer the next render reuses), and more in
+// RSS at the default GOGC: at 100k spanmetrics series (575 MB of text)
+// that is gigabytes, set off by a single curl or readiness probe without
+// gzip and held for identityTTL. Inflating the gzip form instead costs an
+// identity client about 1 ms per MB here (those 575 MB in half a second),
+// so keeping pays only for small bodies. Tests lower it.
+var maxKeptBody = 4 << 20
+
+// body streams one format into the compressor in chunks and keeps the chunk
+// buffer for next time. With keep it also collects the body for identity
+// clients, if the last body fitted in maxKeptBody and as long as this one
+// does: collecting from the stream (instead of rendering the whole body,
+// then compressing it) means a store that grew past the limit never holds a
+// body it will not keep.
+func (r *snapshotRenderer) body(textBuf, gzBuf []byte, keep bool, render func([]byte, *seriesStore) []byte) (body, gz []byte, kept bool, length int) {
+	r.keep = keepSink{}
+	if keep && r.lastLen <= maxKeptBody {
+		if cap(textBuf) < r.lastLen {
+			// Size for the last body plus growth room instead of letting
+			// append double its way up (and leave the halves as garbage).
+			textBuf = make([]byte, 0, min(r.lastLen+r.lastLen/8, maxKeptBody))
+		}
+		r.keep = keepSink{on: true, buf: textBuf[:0]}
+	}
+	gz, r.chunk, length = r.rd.renderCompressed(gzBuf, r.chunk, r.zw, &r.keep, func(dst []byte) []byte { return render(dst, r.store) })
+	r.lastLen = length
+	body, kept = r.keep.buf, r.keep.on
+	r.keep = keepSink{}
+	if !kept {
+		body = nil
+	}
+	return body, gz, kept, length
+}
+
+// keepSink passes the streamed body on to the compressor and, while on,
+// collects a copy; it turns itself off (and lets the copy go) when the body
+// outgrows maxKeptBody.
+type keepSink struct {
+	w   io.Writer
+	on  bool
+	buf []byte
+}
+
+func (k *keepSink) Write(p []byte) (int, error) {
+	if k.on {
+		if len(k.buf)+len(p) > maxKeptBody {
+			k.on, k.buf = false, nil
+		} else {
+			k.buf = append(k.buf, p...)
+		}
+	}
+	return k.w.Write(p)
+}
+
+// reusable returns a retired snapshot without readers (its buffers become
+// the new snapshot's), or an empty one.
+func (r *snapshotRenderer) reusable() *snapshot {
+	for i, s := range r.retired {
+		if s.readers.Load() == 0 {
+			r.retired = append(r.retired[:i], r.retired[i+1:]...)
+			return s
+		}
+	}
+	return &snapshot{}
+}
+
+// retire records a snapshot that is no longer published. One spare is
+// kept: holding more would multiply memory for large bodies, and a scrape
+// slower than a render interval only costs a fresh allocation.
+func (r *snapshotRenderer) retire(s *snapshot) {
+	if s == nil {
+		return
+	}
+	if len(r.retired) >= 1 {
+		r.retired = r.retired[1:]
+	}
+	r.retired = append(r.retired, s)
+}
+
+// gzipLevel favours speed: the exposition is very repetitive, so level 1
+// already compresses it well, and compression runs once per render.
+const gzipLevel = gzip.BestSpeed
+
+// renderCompressed builds the gzip form: the body is rendered in chunks
+// straight into the compressor, through keep (which may collect a copy). It
+// returns the gzip bytes and the length of the uncompressed body.
+func (rd *renderer) renderCompressed(dst, scratch []byte, zw *gzip.Writer, keep *keepSink, render func([]byte) []byte) (gz, scratchOut []byte, bodyLen int) {
+	buf := bytes.NewBuffer(dst[:0])
+	zw.Reset(buf)
+	keep.w = zw
+	rd.sink, rd.written = keep, 0
+	rest := render(scratch[:0])
+	rest = rd.flushChunk(rest, true)
+	bodyLen = rd.written
+	rd.sink = nil
+	_ = zw.Close()
+	return buf.Bytes(), rest, bodyLen
+}

@@ -1,0 +1,331 @@
+package cachedprom // import "github.com/otelcol-red/otelcol-red/exporter/cachedprom"
+
+import (
+	"encoding/hex"
+	"slices"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+)
+
+// This file turns data points into cumulative series state.
+//
+// Deltas. A delta is a count for its interval, so it is added whenever it
+// does not overlap what the series already holds: its start is at or after
+// the previous point's timestamp. A start later than the previous end (a
+// series that was idle for some intervals, as tracemetrics' delta output
+// does) is added too; the stock exporter treats it as a restart and resets
+// the series, which loses everything counted before. A delta that starts
+// before the previous point's end overlaps it (a retry, a second writer):
+// it is dropped and counted.
+//
+// Cumulative points of a series written by one OTLP series replace its
+// state, older ones are ignored, as in the stock exporter. When several OTLP
+// series render to the same Prometheus series (attributes that differ only
+// in type or before sanitizing, or the overflow series past max_series),
+// each writer's last point is kept and the series accumulates each writer's
+// increase, so every count shows once.
+
+func numberValue(dp pmetric.NumberDataPoint) float64 {
+	if dp.ValueType() == pmetric.NumberDataPointValueTypeInt {
+		return float64(dp.IntValue())
+	}
+	return dp.DoubleValue()
+}
+
+// overlaps reports whether a delta point overlaps the previous point of its
+// series, which ended at prev. Without a start time, an older or equal
+// timestamp is the overlap.
+func overlaps(start, ts pcommon.Timestamp, prev int64) bool {
+	if start != 0 {
+		return int64(start) < prev
+	}
+	return int64(ts) <= prev
+}
+
+func updateNumber(p *pointCtx, dp pmetric.NumberDataPoint) bool {
+	s, r := p.s, p.r
+	v, ts := numberValue(dp), int64(dp.Timestamp())
+	switch {
+	case p.counter && !p.delta && !p.own:
+		if !s.addIncrease(p, ts, v, 0, nil) {
+			return false
+		}
+	case p.isNew:
+		r.value, r.ts = v, ts
+	case p.delta && !p.own:
+		r.value += v
+		r.ts = max(r.ts, ts)
+	case p.delta:
+		if overlaps(dp.StartTimestamp(), dp.Timestamp(), r.ts) {
+			s.events[eventOutOfOrder]++
+			return false
+		}
+		r.value += v
+		r.ts = ts
+	default: // a gauge (last write wins) or the own cumulative counter
+		if ts < r.ts {
+			return false
+		}
+		r.value, r.ts = v, ts
+	}
+	if s.exemplars && s.families[p.fam].typ == typeCounter {
+		s.setExemplars(p.id, dp.Exemplars())
+	}
+	return true
+}
+
+// addIncrease adds to a merged series the increase of the writer p.ident
+// since its last cumulative point: value (number or sum), count and
+// buckets. A value lower than the last one is a restart of that writer: its
+// whole value is the increase. It returns false for an older point.
+func (s *seriesStore) addIncrease(p *pointCtx, ts int64, value float64, count uint64, buckets *pcommon.UInt64Slice) bool {
+	r := p.r
+	if r.flags&(rowMerged|rowOverflow) == 0 {
+		// The first other writer: from now on the first writer is tracked
+		// too, starting from what the series holds.
+		first := &writerState{row: p.id, ts: r.ts, value: r.value, count: r.count}
+		if r.nbkt > 0 {
+			first.buckets = slices.Clone(s.buckets.slice(r.bkt, r.nbkt))
+		}
+		s.merged[r.ident] = first
+		r.flags |= rowMerged
+	}
+	w := s.merged[p.ident]
+	if w == nil {
+		w = &writerState{row: p.id}
+		s.merged[p.ident] = w
+	} else if ts < w.ts {
+		return false
+	}
+	restart := value < w.value || count < w.count
+	if p.kind == kindHistogram {
+		restart = count < w.count // a sum may go down
+	}
+	if restart {
+		w.value, w.count = 0, 0
+		clear(w.buckets)
+	}
+	r.value += value - w.value
+	r.count += count - w.count
+	if buckets != nil {
+		if int(r.nbkt) == buckets.Len() {
+			dst := s.buckets.slice(r.bkt, r.nbkt)
+			for i := range dst {
+				var prev uint64
+				if i < len(w.buckets) {
+					prev = w.buckets[i]
+				}
+				dst[i] += buckets.At(i) - prev
+			}
+		} else {
+			s.events[eventUnsupported]++ // bucket layouts differ: the buckets cannot be added
+		}
+		w.buckets = append(w.buckets[:0], buckets.AsRaw()...)
+	}
+	w.value, w.count, w.ts = value, count, ts
+	r.ts = max(r.ts, ts)
+	return true
+}
+
+// maxBuckets bounds the buckets of one explicit histogram point (a bucket
+// arena chunk).
+const maxBuckets = bucketChunk
+
+func updateHistogram(p *pointCtx, dp pmetric.HistogramDataPoint) bool {
+	s, r := p.s, p.r
+	counts := dp.BucketCounts()
+	if counts.Len() > maxBuckets {
+		s.events[eventUnsupported]++
+		if p.isNew {
+			s.remove(p.id)
+		}
+		return false
+	}
+	ts := int64(dp.Timestamp())
+	switch {
+	case !p.delta && !p.own:
+		if p.isNew {
+			s.setHistogram(p, dp)
+			r.value, r.count = 0, 0
+			clear(s.buckets.slice(r.bkt, r.nbkt))
+		} else if s.bounds.sets[r.bounds].equal(dp.ExplicitBounds()) == false {
+			s.events[eventUnsupported]++
+			return false
+		}
+		return s.addIncrease(p, ts, dp.Sum(), dp.Count(), &counts)
+	case p.isNew:
+		s.setHistogram(p, dp)
+	case p.delta && !p.own:
+		s.accumulateHistogram(p, dp)
+	case p.delta:
+		if overlaps(dp.StartTimestamp(), dp.Timestamp(), r.ts) {
+			s.events[eventOutOfOrder]++
+			return false
+		}
+		s.accumulateHistogram(p, dp)
+	default:
+		if ts < r.ts {
+			return false
+		}
+		s.setHistogram(p, dp)
+	}
+	return true
+}
+
+func (s *seriesStore) setHistogram(p *pointCtx, dp pmetric.HistogramDataPoint) {
+	r := p.r
+	r.ts = int64(dp.Timestamp())
+	r.count, r.value = dp.Count(), dp.Sum()
+	r.bounds = s.bounds.intern(dp.ExplicitBounds())
+	counts := dp.BucketCounts()
+	if int(r.nbkt) != counts.Len() || p.isNew {
+		if r.nbkt > 0 && !p.isNew {
+			s.buckets.free(r.bkt, r.nbkt)
+		}
+		r.bkt, r.nbkt = s.buckets.alloc(uint32(counts.Len())), uint32(counts.Len())
+	}
+	dst := s.buckets.slice(r.bkt, r.nbkt)
+	for i := range dst {
+		dst[i] = counts.At(i)
+	}
+	if s.exemplars {
+		s.setExemplars(p.id, dp.Exemplars())
+	}
+}
+
+// accumulateHistogram adds a delta point. As in the stock exporter, the
+// newer point's bounds win and counts are only summed when the layouts are
+// equal; the sum loses exemplars.
+func (s *seriesStore) accumulateHistogram(p *pointCtx, dp pmetric.HistogramDataPoint) {
+	r := p.r
+	counts := dp.BucketCounts()
+	if int(r.nbkt) != counts.Len() || !s.bounds.sets[r.bounds].equal(dp.ExplicitBounds()) {
+		if !p.own {
+			s.events[eventUnsupported]++ // another layout replaces what the series held
+		}
+		s.setHistogram(p, dp)
+		delete(s.exs, p.id)
+		return
+	}
+	r.count += dp.Count()
+	r.value += dp.Sum()
+	dst := s.buckets.slice(r.bkt, r.nbkt)
+	for i := range dst {
+		dst[i] += counts.At(i)
+	}
+	r.ts = max(r.ts, int64(dp.Timestamp()))
+	delete(s.exs, p.id)
+}
+
+func updateExpHistogram(p *pointCtx, dp pmetric.ExponentialHistogramDataPoint) bool {
+	s, r := p.s, p.r
+	st := s.exp[p.id]
+	if st == nil {
+		st = &expState{}
+		s.exp[p.id] = st
+	}
+	population := dp.ZeroCount() + sumCounts(dp.Positive().BucketCounts()) + sumCounts(dp.Negative().BucketCounts())
+	set := func() {
+		r.ts = int64(dp.Timestamp())
+		r.count, r.value = dp.Count(), dp.Sum()
+		*st = expState{scale: dp.Scale(), zeroThresh: dp.ZeroThreshold(), population: population, hasSum: dp.HasSum()}
+	}
+	ts := int64(dp.Timestamp())
+	switch {
+	case p.isNew:
+		set()
+	case p.delta:
+		if p.own && overlaps(dp.StartTimestamp(), dp.Timestamp(), r.ts) {
+			s.events[eventOutOfOrder]++
+			return false
+		}
+		// Merging buckets (downscaling to the smaller scale, widening the
+		// zero bucket) moves counts between buckets but keeps their total,
+		// and the text formats show only count and sum; so totals suffice.
+		r.ts = max(r.ts, ts)
+		st.scale = min(st.scale, dp.Scale())
+		st.zeroThresh = max(st.zeroThresh, dp.ZeroThreshold())
+		r.count += dp.Count()
+		st.population += population
+		if st.hasSum && dp.HasSum() {
+			r.value += dp.Sum()
+		} else {
+			st.hasSum, r.value = false, 0
+		}
+	default: // cumulative: the last point wins, also between writers
+		if ts < r.ts {
+			return false
+		}
+		set()
+	}
+	return true
+}
+
+func sumCounts(c pcommon.UInt64Slice) uint64 {
+	var n uint64
+	for i := 0; i < c.Len(); i++ {
+		n += c.At(i)
+	}
+	return n
+}
+
+func updateSummary(p *pointCtx, dp pmetric.SummaryDataPoint) bool {
+	s, r := p.s, p.r
+	if !p.isNew && int64(dp.Timestamp()) < r.ts {
+		return false
+	}
+	r.ts = int64(dp.Timestamp())
+	r.count, r.value = dp.Count(), dp.Sum()
+	qs := s.quantiles[p.id][:0]
+	qv := dp.QuantileValues()
+	for i := 0; i < qv.Len(); i++ {
+		q := quantile{qv.At(i).Quantile(), qv.At(i).Value()}
+		// client_golang keeps them in a map: the last of equal quantiles wins.
+		if j := slices.IndexFunc(qs, func(e quantile) bool { return e.q == q.q }); j >= 0 {
+			qs[j] = q
+			continue
+		}
+		qs = append(qs, q)
+	}
+	slices.SortFunc(qs, func(a, b quantile) int {
+		switch {
+		case a.q < b.q:
+			return -1
+		case a.q > b.q:
+			return 1
+		}
+		return 0
+	})
+	s.quantiles[p.id] = qs
+	return true
+}
+
+// setExemplars keeps what OpenMetrics shows of a point's exemplars: value,
+// timestamp, trace and span id.
+func (s *seriesStore) setExemplars(id uint32, es pmetric.ExemplarSlice) {
+	if es.Len() == 0 {
+		delete(s.exs, id)
+		return
+	}
+	dst := s.exs[id][:0]
+	for i := 0; i < es.Len(); i++ {
+		e := es.At(i)
+		var v float64
+		switch e.ValueType() {
+		case pmetric.ExemplarValueTypeDouble:
+			v = e.DoubleValue()
+		case pmetric.ExemplarValueTypeInt:
+			v = float64(e.IntValue())
+		}
+		var pairs []labelPair
+		if id := e.SpanID(); !id.IsEmpty() {
+			pairs = append(pairs, labelPair{name: "span_id", value: hex.EncodeToString(id[:])})
+		}
+		if id := e.TraceID(); !id.IsEmpty() {
+			pairs = append(pairs, labelPair{name: "trace_id", value: hex.EncodeToString(id[:])})
+		}
+		dst = append(dst, exemplar{value: v, ts: e.Timestamp(), labels: string(appendLabels(nil, pairs))})
+	}
+	s.exs[id] = dst
+}
