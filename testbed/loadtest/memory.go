@@ -16,6 +16,10 @@ import (
 	"time"
 )
 
+// memoryFlushes is how many flushes the memory probe waits for (within its MaxWindow): the RSS
+// after the second is the target figure, the third shows whether it keeps growing.
+const memoryFlushes = 3
+
 // flushPollInterval spaces the reads of the exporter's sent-points counter; it bounds the error
 // of every flush time a probe reports.
 const flushPollInterval = 200 * time.Millisecond
@@ -49,16 +53,25 @@ func memoryRun(ctx context.Context, p Probe, c Collector, pool *Pool, o Options,
 	// Scrapes as Prometheus takes them: gzip, every interval, timing out after one interval.
 	sc := startScrapers(ctx, s.ep.metricsURL(), 1, true, o.ScrapeInterval, o.ScrapeInterval)
 	profile := o.HeapProfile && c.Name == "ours"
-	for deadline := time.Now().Add(p.Window); time.Now().Before(deadline); {
+	// The load lasts the window, and longer (up to MaxWindow) until memoryFlushes flushes were
+	// delivered: a collector whose flushes fall behind still gets measured after its second one.
+	for start := time.Now(); ; {
 		if !wait(ctx, s, time.Second) {
 			break
 		}
-		if profile && profileDue(fw, s, o) {
-			if err := takeHeapProfile(ctx, s, o, p.Name+"-"+c.Name, run); err != nil {
-				run.Error = joinErr(run.Error, err.Error())
-			}
+		seen := len(flushes(fw.snapshot(), o.FlushInterval))
+		if profile && profileDue(seen, s, o) {
+			heapProfile(ctx, s, o, p.Name+"-"+c.Name, run)
 			profile = false
 		}
+		elapsed := time.Since(start)
+		if elapsed >= p.MaxWindow || elapsed >= p.Window && seen >= memoryFlushes {
+			break
+		}
+	}
+	if _, killed := s.watch.KilledAt(); profile && !killed {
+		// Fewer than two flushes in MaxWindow: profile what there is.
+		heapProfile(ctx, s, o, p.Name+"-"+c.Name, run)
 	}
 	spans := l.end()
 	loadEnd := time.Since(s.watch.start)
@@ -111,12 +124,19 @@ func flushRSS(fl []Delivery, samples []Sample, end float64) []FlushRSS {
 // profileDue tells when to take the heap profile: once the second flush was delivered (the state
 // the memory target is set for), or earlier when the RSS nears the cap, so that a collector about
 // to be killed still leaves a profile.
-func profileDue(fw *flushWatch, s *solo, o Options) bool {
-	if len(flushes(fw.snapshot(), o.FlushInterval)) >= 2 {
+func profileDue(flushesSeen int, s *solo, o Options) bool {
+	if flushesSeen >= 2 {
 		return true
 	}
 	samples := s.watch.Samples()
 	return o.RSSCap > 0 && len(samples) > 0 && samples[len(samples)-1].RSSMiB*(1<<20) > 0.85*float64(o.RSSCap)
+}
+
+// heapProfile takes the heap profile and notes a failure in the run.
+func heapProfile(ctx context.Context, s *solo, o Options, label string, run *ProbeRun) {
+	if err := takeHeapProfile(ctx, s, o, label, run); err != nil {
+		run.Error = joinErr(run.Error, err.Error())
+	}
 }
 
 // takeHeapProfile saves the collector's in-use heap (after a GC, so that it counts live objects

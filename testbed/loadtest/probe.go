@@ -340,7 +340,7 @@ func eachSide(ctx context.Context, p Probe, pc ProbeCollectors, pool *Pool, res 
 		if err != nil {
 			return err
 		}
-		run := ProbeRun{Collector: name, Binary: c.Binary, Config: c.Config, Series: pool.Shape.Series()}
+		run := ProbeRun{Collector: name, Binary: c.Binary, Config: c.Config, Series: pool.Shape.Series(), LoadAverage: LoadAverage()}
 		if err := fn(c, &run); err != nil {
 			run.Error = joinErr(run.Error, err.Error())
 		}

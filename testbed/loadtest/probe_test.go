@@ -174,6 +174,7 @@ func TestMemoryPlan(t *testing.T) {
 	mem := names["memory-1m"]
 	assert.Equal(t, 1_000_000, mem.Shapes[0].Series())
 	assert.Equal(t, 70*time.Second, mem.Window)
+	assert.Equal(t, 4*time.Minute, mem.MaxWindow)
 	assert.Equal(t, []string{"ours", "stock"}, mem.Sides)
 	assert.Equal(t, "1", names["floor"].GOMAXPROCS)
 	assert.Equal(t, []Shape{Shape1k, Shape100k}, names["floor"].Shapes)

@@ -50,6 +50,13 @@ func writeProbe(b *bufio.Writer, res *ProbeResult) {
 	case ProbeStaleness:
 		writeStaleness(b, res)
 	}
+	loads := make([]string, 0, len(res.Runs))
+	for _, run := range res.Runs {
+		loads = append(loads, fmt.Sprintf("%s (%d series) %.2f", run.Collector, run.Series, run.LoadAverage))
+	}
+	if len(loads) > 0 {
+		fmt.Fprintf(b, "\nHost load average (1 min) as each run started: %s.\n\n", strings.Join(loads, ", "))
+	}
 	for _, run := range res.Runs {
 		if run.Error != "" {
 			fmt.Fprintf(b, "- %s (%d series): error: %s\n", run.Collector, run.Series, run.Error)

@@ -19,6 +19,9 @@ type ProbeRun struct {
 	Binary    string `json:"binary"`
 	Config    string `json:"config"`
 	Series    int    `json:"series"`
+	// LoadAverage is the host's 1-minute load average when this collector started: runs of one
+	// probe are sequential, and the host is shared.
+	LoadAverage float64 `json:"load_average"`
 	// Phases are the measured windows, in order.
 	Phases []Phase `json:"phases"`
 	// Flushes are the metric deliveries seen in the collector's own telemetry (chunks of one flush

@@ -34,6 +34,9 @@ type Probe struct {
 	// Window is the load window (ProbeMemory) or the length of each phase (ProbeScrapeLoad,
 	// ProbeFloor).
 	Window time.Duration `json:"window_ns"`
+	// MaxWindow extends a ProbeMemory load beyond Window, up to this, until three flushes were
+	// delivered.
+	MaxWindow time.Duration `json:"max_window_ns,omitempty"`
 	// Warmup is load sent before the first phase so that every series exists and has been flushed.
 	Warmup time.Duration `json:"warmup_ns,omitempty"`
 	// Scrapers is the number of clients scraping back to back in the second phase of
@@ -77,7 +80,7 @@ func MemoryPlan(c MemoryPlanConfig) []Probe {
 	warmup := c.FlushInterval + 5*time.Second
 	return []Probe{
 		{Name: "memory-1m", Kind: ProbeMemory, Shapes: []Shape{Shape1M}, Sides: []string{"ours", "stock"},
-			Window: window, SpansPerRequest: 1000},
+			Window: window, MaxWindow: max(window, 4*time.Minute), SpansPerRequest: 1000},
 		{Name: "scrape-100k", Kind: ProbeScrapeLoad, Shapes: []Shape{Shape100k}, Sides: []string{"ours", "stock"},
 			Window: c.Phase, Warmup: warmup, Scrapers: 1, Gzip: true, SpansPerRequest: 1000},
 		{Name: "floor", Kind: ProbeFloor, Shapes: []Shape{Shape1k, Shape100k}, Sides: []string{"floor", "ours"},
@@ -93,7 +96,8 @@ func MemoryPlan(c MemoryPlanConfig) []Probe {
 func (p Probe) Title() string {
 	switch p.Kind {
 	case ProbeMemory:
-		return fmt.Sprintf("%s through OTLP as fast as acknowledged for %s, RSS after each flush", p.Shapes[0], p.Window)
+		return fmt.Sprintf("%s through OTLP as fast as acknowledged for %s (up to %s until %d flushes), RSS after each flush",
+			p.Shapes[0], p.Window, p.MaxWindow, memoryFlushes)
 	case ProbeScrapeLoad:
 		enc := "identity"
 		if p.Gzip {

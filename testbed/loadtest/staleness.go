@@ -53,7 +53,7 @@ func runStaleness(ctx context.Context, p Probe, pc ProbeCollectors, pools *Pools
 	log.Printf("%s: wrote %d spans to topic %s", p.Name, written, topic)
 
 	c := pc.OursKafka
-	pr := ProbeRun{Collector: "ours", Binary: c.Binary, Config: c.Config, Series: shape.Series()}
+	pr := ProbeRun{Collector: "ours", Binary: c.Binary, Config: c.Config, Series: shape.Series(), LoadAverage: LoadAverage()}
 	if err := stalenessRun(ctx, p, c, o, written, map[string]string{
 		"KAFKA_BROKERS": o.KafkaBrokers, "KAFKA_TOPIC": topic, "KAFKA_GROUP": "testbed-" + p.Name + "-" + run,
 	}, &pr); err != nil {
