@@ -33,7 +33,7 @@ func floorRun(ctx context.Context, p Probe, c Collector, pool *Pool, o Options, 
 	}
 	l, err := startLoad(pool, s, o.Concurrency)
 	if err != nil {
-		return errors.Join(err, s.stop())
+		return errors.Join(err, finishRun(s, run))
 	}
 	if wait(ctx, s, p.Warmup) {
 		phase, _ := measurePhase(ctx, s, l, "max rate", p.Window, nil)

@@ -47,7 +47,7 @@ func memoryRun(ctx context.Context, p Probe, c Collector, pool *Pool, o Options,
 	l, err := startLoad(pool, s, o.Concurrency)
 	if err != nil {
 		fw.close()
-		return errors.Join(err, s.stop())
+		return errors.Join(err, finishRun(s, run))
 	}
 	loadStart := time.Since(s.watch.start)
 	// Scrapes as Prometheus takes them: gzip, every interval, timing out after one interval.

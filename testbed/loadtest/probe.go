@@ -65,7 +65,8 @@ func startSolo(ctx context.Context, c Collector, o Options, label string, env so
 	// Health turns ready once every component started, the metrics server included; the floor
 	// config has no metrics endpoint to wait for.
 	if err := ready.WaitReady(ctx, ep.healthURL(), readyTimeout); err != nil {
-		return nil, errors.Join(fmt.Errorf("%s did not become ready (log in %s): %w", c.Name, logPath, err), s.stop())
+		_, stopErr := s.stop()
+		return nil, errors.Join(fmt.Errorf("%s did not become ready (log in %s): %w", c.Name, logPath, err), stopErr)
 	}
 	s.pprof = all[pprofEnv]
 	return s, nil
@@ -75,13 +76,20 @@ func startSolo(ctx context.Context, c Collector, o Options, label string, env so
 // from.
 const pprofEnv = "PPROF_ENDPOINT"
 
+// probeStopGrace is how long a probe's collector may take to shut down: its final flush of a
+// million series takes longer than the comparison scenarios' 20 s on this host.
+const probeStopGrace = 2 * time.Minute
+
 // stop ends the collector: SIGTERM and a graceful shutdown, or nothing if the watch killed it.
-func (s *solo) stop() error {
+// It returns how long the shutdown took.
+func (s *solo) stop() (time.Duration, error) {
 	s.killed = s.watch.close()
 	if s.killed {
-		return nil
+		return 0, nil
 	}
-	return s.proc.Stop()
+	start := time.Now()
+	err := s.proc.StopWithin(probeStopGrace)
+	return time.Since(start), err
 }
 
 // rssWatch samples a collector's CPU and RSS every interval and kills it when its RSS passes the

@@ -61,6 +61,9 @@ func writeProbe(b *bufio.Writer, res *ProbeResult) {
 		if run.Error != "" {
 			fmt.Fprintf(b, "- %s (%d series): error: %s\n", run.Collector, run.Series, run.Error)
 		}
+		if run.StopSeconds > 0 {
+			fmt.Fprintf(b, "- %s (%d series): graceful shutdown took %.1f s\n", run.Collector, run.Series, run.StopSeconds)
+		}
 		if run.Killed != nil {
 			fmt.Fprintf(b, "- %s (%d series): killed at %.2f GiB RSS after %.0f s\n", run.Collector, run.Series,
 				run.Killed.RSSMiB/1024, run.Killed.At)
@@ -96,7 +99,7 @@ func writeMemory(b *bufio.Writer, res *ProbeResult) {
 		if run.HeapProfile == "" {
 			continue
 		}
-		fmt.Fprintf(b, "\nHeap profile of %s at the end of the load (`%s`): %d bytes in use, %.0f bytes per series.\n\n```\n%s\n```\n",
+		fmt.Fprintf(b, "\nHeap profile of %s, taken after its second flush (or at 85 %% of the RSS cap, or at the end of the load; the time is in the profile) (`%s`): %d bytes in use, %.0f bytes per series.\n\n```\n%s\n```\n",
 			run.Collector, run.HeapProfile, run.HeapInuseBytes, float64(run.HeapInuseBytes)/float64(run.Series), run.HeapTop)
 	}
 }

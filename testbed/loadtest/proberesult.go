@@ -29,6 +29,8 @@ type ProbeRun struct {
 	Flushes []FlushRSS `json:"flushes,omitempty"`
 	// Killed is set when the RSS cap ended the collector: the reading that passed it.
 	Killed *Sample `json:"killed,omitempty"`
+	// StopSeconds is how long the graceful shutdown (final flush included) took.
+	StopSeconds float64 `json:"stop_seconds"`
 	// RSSMaxMiB is the largest RSS reading of the whole run.
 	RSSMaxMiB float64 `json:"rss_max_mib"`
 	// HeapProfile is the path of the heap profile taken at the end of the load, if any, and

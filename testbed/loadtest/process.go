@@ -100,7 +100,10 @@ func (p *Process) Usage() (cpuSeconds float64, rssBytes uint64, err error) {
 
 // Stop sends SIGTERM, waits for a graceful shutdown and kills the process if it hangs. An exit
 // status caused by our own signal is not an error.
-func (p *Process) Stop() error {
+func (p *Process) Stop() error { return p.StopWithin(stopGrace) }
+
+// StopWithin is Stop with grace instead of the default 20 s.
+func (p *Process) StopWithin(grace time.Duration) error {
 	defer p.log.Close()
 	if exited, err := p.Exited(); exited {
 		return fmt.Errorf("%s exited before it was stopped: %w", p.name, errOrExit(err))
@@ -108,10 +111,10 @@ func (p *Process) Stop() error {
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-p.done:
-	case <-time.After(stopGrace):
+	case <-time.After(grace):
 		_ = p.cmd.Process.Kill()
 		<-p.done
-		return fmt.Errorf("%s did not stop within %s of SIGTERM", p.name, stopGrace)
+		return fmt.Errorf("%s did not stop within %s of SIGTERM", p.name, grace)
 	}
 	var exitErr *exec.ExitError
 	if errors.As(p.err, &exitErr) && !exitErr.Success() {

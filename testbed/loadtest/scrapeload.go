@@ -33,7 +33,7 @@ func scrapeLoadRun(ctx context.Context, p Probe, c Collector, pool *Pool, o Opti
 	}
 	l, err := startLoad(pool, s, o.Concurrency)
 	if err != nil {
-		return errors.Join(err, s.stop())
+		return errors.Join(err, finishRun(s, run))
 	}
 	phases := []struct {
 		name     string
@@ -78,7 +78,8 @@ func measurePhase(ctx context.Context, s *solo, l *load, name string, window tim
 
 // finishRun stops s and fills the run's samples, RSS maximum and kill reading.
 func finishRun(s *solo, run *ProbeRun) error {
-	err := s.stop()
+	took, err := s.stop()
+	run.StopSeconds = took.Seconds()
 	run.Samples = s.watch.Samples()
 	run.RSSMaxMiB, _ = rssBetween(run.Samples, 0, math.MaxFloat64)
 	if k, ok := s.watch.KilledAt(); ok {
