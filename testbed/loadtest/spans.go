@@ -31,9 +31,12 @@ type Shape struct {
 // Series is the number of distinct RED series the shape produces.
 func (s Shape) Series() int { return s.Services * s.SpanNames * combosPerName }
 
-// String names the shape by its series count: "1k series", "100k series".
+// String names the shape by its series count: "1k series", "100k series", "1M series".
 func (s Shape) String() string {
 	n := s.Series()
+	if n >= 1_000_000 && n%1_000_000 == 0 {
+		return fmt.Sprintf("%dM series", n/1_000_000)
+	}
 	if n >= 1000 && n%1000 == 0 {
 		return fmt.Sprintf("%dk series", n/1000)
 	}
