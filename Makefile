@@ -16,7 +16,7 @@ export GONOSUMDB := github.com/open-telemetry/opentelemetry-collector-contrib
 INTEGRATION := -tags integration -p 1 -count=1 -timeout 25m
 MODULES     := . testbed
 
-.PHONY: all build stock-twin run test rules unit integration check-generated generate bench testbed testbed-short lint docker clean tools
+.PHONY: all build stock-twin run test rules unit integration check-generated generate bench testbed testbed-short testbed-memory lint docker clean tools
 
 all: build
 
@@ -32,6 +32,7 @@ build:
 
 ## stock-twin: bin/otelcol-stock, the same job with stock components only (testbed/stock-builder-config.yaml)
 stock-twin: $(BUILDER)
+	@mkdir -p .cache
 	$(BUILDER) --config testbed/stock-builder-config.yaml --skip-compilation >/dev/null
 	@mkdir -p bin
 	cd .cache/stock-twin && CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -o ../../bin/otelcol-stock .
@@ -78,6 +79,11 @@ testbed: build stock-twin
 # Writes to the git-ignored results/raw/short so a CI run never overwrites the committed RESULTS.md.
 testbed-short: build stock-twin
 	cd testbed && $(GO) run ./cmd/testbed -short -out results/raw/short
+
+## testbed-memory: memory and overload probes (1M series, scrape load, decode floor, Kafka staleness),
+## one collector at a time, each killed above 10 GiB RSS → testbed/results/raw/memory/MEMORY.md
+testbed-memory: build stock-twin
+	cd testbed && $(GO) run ./cmd/testbed -memory -heap-profile -out results/raw/memory
 
 ## lint: gofmt and go vet over every module
 lint:

@@ -100,7 +100,10 @@ func (p *Process) Usage() (cpuSeconds float64, rssBytes uint64, err error) {
 
 // Stop sends SIGTERM, waits for a graceful shutdown and kills the process if it hangs. An exit
 // status caused by our own signal is not an error.
-func (p *Process) Stop() error {
+func (p *Process) Stop() error { return p.StopWithin(stopGrace) }
+
+// StopWithin is Stop with grace instead of the default 20 s.
+func (p *Process) StopWithin(grace time.Duration) error {
 	defer p.log.Close()
 	if exited, err := p.Exited(); exited {
 		return fmt.Errorf("%s exited before it was stopped: %w", p.name, errOrExit(err))
@@ -108,10 +111,10 @@ func (p *Process) Stop() error {
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-p.done:
-	case <-time.After(stopGrace):
+	case <-time.After(grace):
 		_ = p.cmd.Process.Kill()
 		<-p.done
-		return fmt.Errorf("%s did not stop within %s of SIGTERM", p.name, stopGrace)
+		return fmt.Errorf("%s did not stop within %s of SIGTERM", p.name, grace)
 	}
 	var exitErr *exec.ExitError
 	if errors.As(p.err, &exitErr) && !exitErr.Success() {
@@ -121,6 +124,14 @@ func (p *Process) Stop() error {
 		return fmt.Errorf("%s exited with %w after SIGTERM", p.name, p.err)
 	}
 	return nil
+}
+
+// Kill ends the process at once (SIGKILL) and waits for it: the way out for a collector whose
+// memory passes the cap a run sets, before it takes the host down with it.
+func (p *Process) Kill() {
+	defer p.log.Close()
+	_ = p.cmd.Process.Kill()
+	<-p.done
 }
 
 func errOrExit(err error) error {

@@ -79,13 +79,8 @@ func percentile(scrapes []Scrape, p float64) time.Duration {
 			lat = append(lat, s.Latency)
 		}
 	}
-	if len(lat) == 0 {
-		return 0
-	}
 	slices.Sort(lat)
-	rank := int(p/100*float64(len(lat))+0.999999999) - 1
-	rank = max(0, min(rank, len(lat)-1))
-	return lat[rank]
+	return nearestRank(lat, p)
 }
 
 // useful tells whether a scrape counts in the latency percentiles.

@@ -73,6 +73,11 @@ type Options struct {
 	CallsMetric string
 	// RawDir receives collector logs.
 	RawDir string
+	// RSSCap is the resident set size at which a probe kills a collector (0: no cap).
+	RSSCap uint64
+	// HeapProfile makes the memory probe take a heap profile of ours at the end of its load; our
+	// config must then enable the pprof extension on ${env:PPROF_ENDPOINT}.
+	HeapProfile bool
 
 	// Kafka wiring, used by Kafka scenarios only.
 	KafkaBrokers    string

@@ -31,9 +31,12 @@ type Shape struct {
 // Series is the number of distinct RED series the shape produces.
 func (s Shape) Series() int { return s.Services * s.SpanNames * combosPerName }
 
-// String names the shape by its series count: "1k series", "100k series".
+// String names the shape by its series count: "1k series", "100k series", "1M series".
 func (s Shape) String() string {
 	n := s.Series()
+	if n >= 1_000_000 && n%1_000_000 == 0 {
+		return fmt.Sprintf("%dM series", n/1_000_000)
+	}
 	if n >= 1000 && n%1000 == 0 {
 		return fmt.Sprintf("%dk series", n/1000)
 	}
@@ -62,6 +65,17 @@ const minRequests = 8
 // agent sends; the number of requests is a multiple of the cycle so that a full pool pass covers
 // every series equally.
 func NewPool(shape Shape, spansPerRequest int, seed uint64) (*Pool, error) {
+	return newPool(shape, spansPerRequest, seed, true)
+}
+
+// NewEncodedPool is NewPool without Traces: at a million series a second copy of every span as
+// pdata would take the host's memory from the collectors under test, and the OTLP and Kafka
+// senders use Encoded only.
+func NewEncodedPool(shape Shape, spansPerRequest int, seed uint64) (*Pool, error) {
+	return newPool(shape, spansPerRequest, seed, false)
+}
+
+func newPool(shape Shape, spansPerRequest int, seed uint64, keepTraces bool) (*Pool, error) {
 	if shape.Services <= 0 || shape.SpanNames <= 0 {
 		return nil, errors.New("shape must have at least one service and one span name")
 	}
@@ -101,7 +115,9 @@ func NewPool(shape Shape, spansPerRequest int, seed uint64) (*Pool, error) {
 		if err != nil {
 			return nil, fmt.Errorf("cannot marshal request: %w", err)
 		}
-		p.Traces = append(p.Traces, td)
+		if keepTraces {
+			p.Traces = append(p.Traces, td)
+		}
 		p.Encoded = append(p.Encoded, body)
 	}
 	return p, nil

@@ -14,6 +14,7 @@ func TestShapeSeries(t *testing.T) {
 	assert.Equal(t, 100_000, Shape100k.Series())
 	assert.Equal(t, "1k series", Shape1k.String())
 	assert.Equal(t, "100k series", Shape100k.String())
+	assert.Equal(t, "1M series", Shape1M.String())
 	assert.Equal(t, "12 series", Shape{Services: 1, SpanNames: 3}.String())
 }
 

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log"
 	"os"
 	"os/exec"
@@ -49,6 +50,15 @@ type flags struct {
 	kafkaScript     string
 	kafkaBrokers    string
 	callsMetric     string
+
+	memory        bool
+	rssCapMiB     int
+	heapProfile   bool
+	phase         time.Duration
+	memoryWindow  time.Duration
+	staleBacklog  int64
+	floorConfig   string
+	oursMemConfig string
 }
 
 func main() {
@@ -75,12 +85,24 @@ func main() {
 	flag.StringVar(&f.kafkaScript, "kafka-script", "../scripts/kafka.sh", "script that starts Kafka and creates topics")
 	flag.StringVar(&f.kafkaBrokers, "kafka-brokers", "", "use this running broker instead of starting one with -kafka-script")
 	flag.StringVar(&f.callsMetric, "calls-metric", loadtest.CallsMetric, "counter whose sum must equal the spans sent")
+	flag.BoolVar(&f.memory, "memory", false, "run the memory and overload probes (make testbed-memory) instead of the comparison scenarios; writes <out>/MEMORY.md")
+	flag.IntVar(&f.rssCapMiB, "rss-cap-mib", 10240, "probes kill a collector whose RSS passes this many MiB, and record it")
+	flag.BoolVar(&f.heapProfile, "heap-profile", false, "probes: take a heap profile of ours after the second flush of the memory probe (-ours-memory-config must enable pprof)")
+	flag.DurationVar(&f.phase, "phase", 30*time.Second, "probes: length of each measured phase of the scrape-load and floor probes")
+	flag.DurationVar(&f.memoryWindow, "memory-window", 0, "probes: load window of the million-series probe (default four flush intervals and 10 s)")
+	flag.Int64Var(&f.staleBacklog, "stale-backlog", 5_000_000, "probes: spans in the Kafka backlog of the staleness probe")
+	flag.StringVar(&f.floorConfig, "floor-config", "configs/floor.yaml", "probes: the decode-floor config (OTLP receiver → sampled debug exporter)")
+	flag.StringVar(&f.oursMemConfig, "ours-memory-config", "configs/ours-memory.yaml", "probes: our config for the million-series probe (series caps lifted, pprof extension)")
 	flag.Parse()
 	log.SetFlags(log.Ltime)
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	failures, err := run(ctx, f)
+	runner := run
+	if f.memory {
+		runner = runMemory
+	}
+	failures, err := runner(ctx, f)
 	if err != nil {
 		log.Printf("testbed: %v", err)
 		os.Exit(2)
@@ -117,18 +139,9 @@ func selectPlan(f *flags) ([]loadtest.Scenario, string, error) {
 		mode = "short"
 		plan = loadtest.ShortPlan(f.kafkaBacklog)
 	}
-	if f.run != "" {
-		re, err := regexp.Compile(f.run)
-		if err != nil {
-			return nil, "", fmt.Errorf("cannot parse -run=%q: %w", f.run, err)
-		}
-		var kept []loadtest.Scenario
-		for _, s := range plan {
-			if re.MatchString(s.Name) {
-				kept = append(kept, s)
-			}
-		}
-		plan = kept
+	plan, err := selectByName(plan, f.run, func(s loadtest.Scenario) string { return s.Name })
+	if err != nil {
+		return nil, "", err
 	}
 	if len(plan) == 0 {
 		return nil, "", errors.New("no scenario to run")
@@ -161,12 +174,8 @@ func run(ctx context.Context, f flags) ([]string, error) {
 		CallsMetric:    f.callsMetric,
 		RawDir:         rawDir,
 	}
-	for _, c := range []loadtest.Collector{o.Ours, o.Stock, o.OursKafka, o.StockKafka} {
-		for _, path := range []string{c.Binary, c.Config} {
-			if _, err := os.Stat(path); err != nil {
-				return nil, fmt.Errorf("%s: %w (build with make build stock-twin)", c.Name, err)
-			}
-		}
+	if err := checkCollectors(o.Ours, o.Stock, o.OursKafka, o.StockKafka); err != nil {
+		return nil, err
 	}
 
 	report := &loadtest.Report{
@@ -215,29 +224,68 @@ func run(ctx context.Context, f flags) ([]string, error) {
 	return report.Failures(), write(f.out, rawDir, report)
 }
 
+// selectByName keeps the items whose name matches the -run expression (all when it is empty).
+func selectByName[T any](items []T, expr string, name func(T) string) ([]T, error) {
+	if expr == "" {
+		return items, nil
+	}
+	re, err := regexp.Compile(expr)
+	if err != nil {
+		return nil, fmt.Errorf("cannot parse -run=%q: %w", expr, err)
+	}
+	var kept []T
+	for _, it := range items {
+		if re.MatchString(name(it)) {
+			kept = append(kept, it)
+		}
+	}
+	return kept, nil
+}
+
+// checkCollectors fails when a binary or config of cs is missing, before anything starts.
+func checkCollectors(cs ...loadtest.Collector) error {
+	for _, c := range cs {
+		for _, path := range []string{c.Binary, c.Config} {
+			if _, err := os.Stat(path); err != nil {
+				return fmt.Errorf("%s: %w (build with make build stock-twin)", c.Name, err)
+			}
+		}
+	}
+	return nil
+}
+
 // write saves RESULTS.md, the charts, and the raw samples as JSON.
 func write(out, rawDir string, report *loadtest.Report) error {
-	md, err := os.Create(filepath.Join(out, "RESULTS.md"))
-	if err != nil {
-		return err
-	}
-	if err := report.WriteMarkdown(md); err != nil {
-		md.Close()
-		return err
-	}
-	if err := md.Close(); err != nil {
+	if err := writeMarkdown(filepath.Join(out, "RESULTS.md"), report.WriteMarkdown); err != nil {
 		return err
 	}
 	if err := loadtest.WriteCharts(out, report.Results); err != nil {
 		return err
 	}
-	raw, err := json.MarshalIndent(report, "", "  ")
+	return writeJSON(filepath.Join(rawDir, "run-"+report.Start.Format("20060102T150405Z")+".json"), report)
+}
+
+// writeMarkdown creates path and has render fill it.
+func writeMarkdown(path string, render func(io.Writer) error) error {
+	md, err := os.Create(path)
 	if err != nil {
 		return err
 	}
-	name := "run-" + report.Start.Format("20060102T150405Z") + ".json"
-	log.Printf("wrote %s/RESULTS.md, charts, and %s", out, filepath.Join(rawDir, name))
-	return os.WriteFile(filepath.Join(rawDir, name), raw, 0o644)
+	if err := render(md); err != nil {
+		md.Close()
+		return err
+	}
+	return md.Close()
+}
+
+// writeJSON saves v, indented, at path.
+func writeJSON(path string, v any) error {
+	raw, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	log.Printf("wrote %s", path)
+	return os.WriteFile(path, raw, 0o644)
 }
 
 // setUpKafka finds the broker and wires topic creation and the producer into o. Without
@@ -252,7 +300,7 @@ func setUpKafka(ctx context.Context, f flags, o *loadtest.Options) (func(), erro
 		log.Printf("starting Kafka with %s", f.kafkaScript)
 		out, err := exec.CommandContext(ctx, f.kafkaScript, "start").Output()
 		if err != nil {
-			return stop, fmt.Errorf("cannot start Kafka with %s: %w", f.kafkaScript, exitDetail(err))
+			return stop, fmt.Errorf("cannot start Kafka with %s: %w", f.kafkaScript, loadtest.ExitDetail(err))
 		}
 		brokers = strings.TrimSpace(string(out))
 		if !wasRunning {
@@ -297,12 +345,4 @@ func (k *kafkaSink) Send(ctx context.Context, i int) error {
 func (k *kafkaSink) Close() error {
 	k.producer.Close()
 	return nil
-}
-
-func exitDetail(err error) error {
-	var ee *exec.ExitError
-	if errors.As(err, &ee) && len(ee.Stderr) > 0 {
-		return fmt.Errorf("%w: %s", err, strings.TrimSpace(string(ee.Stderr)))
-	}
-	return err
 }

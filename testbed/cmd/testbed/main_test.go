@@ -43,3 +43,25 @@ func TestSelectPlan(t *testing.T) {
 	_, _, err = selectPlan(&f)
 	require.Error(t, err)
 }
+
+func TestSelectProbes(t *testing.T) {
+	f := flags{flushInterval: 15 * time.Second, phase: 30 * time.Second, staleBacklog: 5_000_000}
+	plan, err := selectProbes(f)
+	require.NoError(t, err)
+	require.Len(t, plan, 5)
+	assert.Equal(t, "memory-1m", plan[0].Name)
+
+	f.run = "^scrape"
+	plan, err = selectProbes(f)
+	require.NoError(t, err)
+	require.Len(t, plan, 2)
+	assert.Equal(t, "scrape-100k", plan[0].Name)
+	assert.Equal(t, "scrapers-100k", plan[1].Name)
+
+	f.run = "nothing"
+	_, err = selectProbes(f)
+	require.Error(t, err)
+	f.run = "("
+	_, err = selectProbes(f)
+	require.Error(t, err)
+}

@@ -1,0 +1,110 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/otelcol-red/otelcol-red/testbed/loadtest"
+)
+
+// selectProbes returns the memory plan's probes that -run selects.
+func selectProbes(f flags) ([]loadtest.Probe, error) {
+	plan := loadtest.MemoryPlan(loadtest.MemoryPlanConfig{
+		FlushInterval: f.flushInterval, Phase: f.phase, MemoryWindow: f.memoryWindow, Backlog: f.staleBacklog,
+	})
+	plan, err := selectByName(plan, f.run, func(p loadtest.Probe) string { return p.Name })
+	if err != nil {
+		return nil, err
+	}
+	if len(plan) == 0 {
+		return nil, errors.New("no probe to run")
+	}
+	return plan, nil
+}
+
+// runMemory runs the memory and overload probes and writes <out>/MEMORY.md and the raw JSON. It
+// fails when a probe could not be measured; targets missed are results, reported, not failures.
+func runMemory(ctx context.Context, f flags) ([]string, error) {
+	plan, err := selectProbes(f)
+	if err != nil {
+		return nil, err
+	}
+	rawDir := filepath.Join(f.out, "raw")
+	if err := os.MkdirAll(rawDir, 0o755); err != nil {
+		return nil, err
+	}
+	pc := loadtest.ProbeCollectors{
+		Ours:       loadtest.Collector{Name: "ours", Binary: f.oursBin, Config: f.oursConfig},
+		OursMemory: loadtest.Collector{Name: "ours", Binary: f.oursBin, Config: f.oursMemConfig},
+		Stock:      loadtest.Collector{Name: "stock", Binary: f.stockBin, Config: f.stockConfig},
+		Floor:      loadtest.Collector{Name: "floor", Binary: f.oursBin, Config: f.floorConfig},
+		OursKafka:  loadtest.Collector{Name: "ours", Binary: f.oursBin, Config: f.oursKafka},
+	}
+	if err := checkCollectors(pc.Ours, pc.OursMemory, pc.Stock, pc.Floor, pc.OursKafka); err != nil {
+		return nil, err
+	}
+	o := loadtest.Options{
+		ScrapeInterval: f.scrapeInterval,
+		SampleInterval: time.Second,
+		FlushInterval:  f.flushInterval,
+		DrainTimeout:   f.drainTimeout,
+		KafkaTimeout:   f.kafkaTimeout,
+		Concurrency:    f.concurrency,
+		CallsMetric:    f.callsMetric,
+		RawDir:         rawDir,
+		RSSCap:         uint64(f.rssCapMiB) << 20,
+		HeapProfile:    f.heapProfile,
+	}
+	report := &loadtest.MemoryReport{
+		Start: time.Now().UTC(), Machine: loadtest.ReadMachine(), RSSCapMiB: float64(f.rssCapMiB),
+		FlushInterval: f.flushInterval, Concurrency: f.concurrency,
+	}
+	var failures []string
+	pools := &loadtest.Pools{}
+	kafkaReady := false
+	for _, p := range plan {
+		if p.Kind == loadtest.ProbeStaleness && !kafkaReady {
+			stopKafka, err := setUpKafka(ctx, f, &o)
+			defer stopKafka()
+			if err != nil {
+				failures = append(failures, fmt.Sprintf("%s: %v", p.Name, err))
+				continue
+			}
+			kafkaReady = true
+		}
+		log.Printf("%s: %s", p.Name, p.Title())
+		res := loadtest.RunProbe(ctx, p, pc, pools, o)
+		report.Results = append(report.Results, res)
+		if res.Error != "" {
+			failures = append(failures, fmt.Sprintf("%s: %s", p.Name, res.Error))
+		}
+		for _, r := range res.Runs {
+			if r.Error != "" {
+				failures = append(failures, fmt.Sprintf("%s/%s (%d series): %s", p.Name, r.Collector, r.Series, r.Error))
+			}
+			log.Printf("%s/%s (%d series): %s", p.Name, r.Collector, r.Series, loadtest.RunSummary(r))
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	if err := writeMemory(f.out, rawDir, report); err != nil {
+		return failures, err
+	}
+	return failures, ctx.Err()
+}
+
+// writeMemory saves MEMORY.md and the raw samples as JSON.
+func writeMemory(out, rawDir string, report *loadtest.MemoryReport) error {
+	path := filepath.Join(out, "MEMORY.md")
+	if err := writeMarkdown(path, report.WriteMarkdown); err != nil {
+		return err
+	}
+	log.Printf("wrote %s", path)
+	return writeJSON(filepath.Join(rawDir, "memory-run-"+report.Start.Format("20060102T150405Z")+".json"), report)
+}

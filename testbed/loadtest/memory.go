@@ -1,0 +1,203 @@
+package loadtest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// memoryFlushes is how many flushes the memory probe waits for (within its MaxWindow): the RSS
+// after the second is the target figure, the third shows whether it keeps growing.
+const memoryFlushes = 3
+
+// flushPollInterval spaces the reads of the exporter's sent-points counter; it bounds the error
+// of every flush time a probe reports.
+const flushPollInterval = 200 * time.Millisecond
+
+// runMemory loads each side in turn with the same pool as fast as it acknowledges, for the
+// window, and records the RSS after every flush, gzip scrape latency and the ingest rate.
+func runMemory(ctx context.Context, p Probe, pc ProbeCollectors, pools *Pools, o Options, res *ProbeResult) error {
+	shape := p.Shapes[0]
+	pool, err := pools.Get(shape, p.SpansPerRequest)
+	if err != nil {
+		return err
+	}
+	defer pools.Drop(shape, p.SpansPerRequest)
+	return eachSide(ctx, p, pc, pool, res, func(c Collector, run *ProbeRun) error {
+		return memoryRun(ctx, p, c, pool, o, run)
+	})
+}
+
+func memoryRun(ctx context.Context, p Probe, c Collector, pool *Pool, o Options, run *ProbeRun) error {
+	s, err := startSolo(ctx, c, o, p.Name+"-"+c.Name, probeEnv(p))
+	if err != nil {
+		return err
+	}
+	fw := newFlushWatch(ctx, s, s.watch.start, flushPollInterval)
+	l, err := startLoad(pool, s, o.Concurrency)
+	if err != nil {
+		fw.close()
+		return errors.Join(err, finishRun(s, run))
+	}
+	loadStart := time.Since(s.watch.start)
+	// Scrapes as Prometheus takes them: gzip, every interval, timing out after one interval.
+	sc := startScrapers(ctx, s.ep.metricsURL(), 1, true, o.ScrapeInterval, o.ScrapeInterval)
+	profile := o.HeapProfile && c.Name == "ours"
+	// The load lasts the window, and longer (up to MaxWindow) until memoryFlushes flushes were
+	// delivered: a collector whose flushes fall behind still gets measured after its second one.
+	for start := time.Now(); ; {
+		if !wait(ctx, s, time.Second) {
+			break
+		}
+		seen := len(flushes(fw.snapshot(), o.FlushInterval))
+		if profile && profileDue(seen, s, o) {
+			heapProfile(ctx, s, o, p.Name+"-"+c.Name, run)
+			profile = false
+		}
+		elapsed := time.Since(start)
+		if elapsed >= p.MaxWindow || elapsed >= p.Window && seen >= memoryFlushes {
+			break
+		}
+	}
+	if _, killed := s.watch.KilledAt(); profile && !killed {
+		// Fewer than two flushes in MaxWindow: profile what there is.
+		heapProfile(ctx, s, o, p.Name+"-"+c.Name, run)
+	}
+	spans := l.end()
+	loadEnd := time.Since(s.watch.start)
+	scrapes := sc.end()
+	deliveries := fw.close()
+	stopErr := finishRun(s, run)
+	samples := run.Samples
+	window := loadEnd - loadStart
+	rssMax, rssEnd := rssBetween(samples, loadStart.Seconds(), loadEnd.Seconds())
+	run.Phases = []Phase{{
+		Name: "load", Seconds: window.Seconds(), Spans: spans, SpansPerSec: float64(spans) / window.Seconds(),
+		CPUPercent: cpuBetween(samples, loadStart.Seconds(), loadEnd.Seconds()),
+		RSSMaxMiB:  rssMax, RSSEndMiB: rssEnd, Scrapes: scrapes,
+	}}
+	run.Flushes = flushRSS(flushes(deliveries, o.FlushInterval), samples, loadEnd.Seconds())
+	return stopErr
+}
+
+// probeEnv is the environment a probe gives its collectors on top of the endpoints.
+func probeEnv(p Probe) soloEnv {
+	env := soloEnv{}
+	if p.GOMAXPROCS != "" {
+		env["GOMAXPROCS"] = p.GOMAXPROCS
+	}
+	return env
+}
+
+// flushRSS pairs each flush with the first RSS reading after it and the largest one until the
+// next flush or end (seconds since the collector started).
+func flushRSS(fl []Delivery, samples []Sample, end float64) []FlushRSS {
+	out := make([]FlushRSS, 0, len(fl))
+	for i, f := range fl {
+		next := end
+		if i+1 < len(fl) {
+			next = fl[i+1].At
+		}
+		r := FlushRSS{At: f.At, Points: f.Points}
+		for _, s := range samples {
+			if s.At >= f.At {
+				r.RSSMiB = s.RSSMiB
+				break
+			}
+		}
+		r.RSSMaxMiB, _ = rssBetween(samples, f.At, max(next, f.At+1))
+		out = append(out, r)
+	}
+	return out
+}
+
+// profileDue tells when to take the heap profile: once the second flush was delivered (the state
+// the memory target is set for), or earlier when the RSS nears the cap, so that a collector about
+// to be killed still leaves a profile.
+func profileDue(flushesSeen int, s *solo, o Options) bool {
+	if flushesSeen >= 2 {
+		return true
+	}
+	samples := s.watch.Samples()
+	return o.RSSCap > 0 && len(samples) > 0 && samples[len(samples)-1].RSSMiB*(1<<20) > 0.85*float64(o.RSSCap)
+}
+
+// heapProfile takes the heap profile and notes a failure in the run.
+func heapProfile(ctx context.Context, s *solo, o Options, label string, run *ProbeRun) {
+	if err := takeHeapProfile(ctx, s, o, label, run); err != nil {
+		run.Error = joinErr(run.Error, err.Error())
+	}
+}
+
+// takeHeapProfile saves the collector's in-use heap (after a GC, so that it counts live objects
+// only) from the pprof extension and summarises it with `go tool pprof -top -inuse_space`. The
+// collector's config must enable the pprof extension on ${env:PPROF_ENDPOINT}.
+func takeHeapProfile(ctx context.Context, s *solo, o Options, label string, run *ProbeRun) error {
+	url := "http://" + s.pprof + "/debug/pprof/heap?gc=1"
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, http.NoBody)
+	if err != nil {
+		return err
+	}
+	resp, err := (&http.Client{Timeout: 2 * time.Minute}).Do(req)
+	if err != nil {
+		return fmt.Errorf("cannot take heap profile (does %s enable the pprof extension on $%s?): %w", s.c.Config, pprofEnv, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return fmt.Errorf("cannot read heap profile: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("cannot take heap profile from url=%q: status %s", url, resp.Status)
+	}
+	path := filepath.Join(o.RawDir, label+"-heap.pb.gz")
+	if err := os.WriteFile(path, body, 0o644); err != nil {
+		return err
+	}
+	run.HeapProfile = path
+	top, err := exec.CommandContext(ctx, "go", "tool", "pprof", "-top", "-inuse_space", path).Output()
+	if err != nil {
+		return fmt.Errorf("go tool pprof on %s: %w", path, ExitDetail(err))
+	}
+	lines := strings.Split(string(top), "\n")
+	run.HeapTop = strings.Join(lines[:min(len(lines), 30)], "\n")
+	run.HeapInuseBytes = pprofTotal(top)
+	return nil
+}
+
+// pprofTotalRE finds the total of `go tool pprof -top`: "Showing nodes accounting for 1.20GB,
+// 99.1% of 1.21GB total".
+var pprofTotalRE = regexp.MustCompile(`of ([0-9.]+)([kMG]?B) total`)
+
+// pprofTotal returns the total in bytes from pprof -top output, or 0 if there is none.
+func pprofTotal(top []byte) int64 {
+	m := pprofTotalRE.FindSubmatch(top)
+	if m == nil {
+		return 0
+	}
+	v, err := strconv.ParseFloat(string(m[1]), 64)
+	if err != nil {
+		return 0
+	}
+	unit := map[string]float64{"B": 1, "kB": 1 << 10, "MB": 1 << 20, "GB": 1 << 30}[string(m[2])]
+	return int64(v * unit)
+}
+
+// ExitDetail adds the stderr of a failed command to its error.
+func ExitDetail(err error) error {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) && len(bytes.TrimSpace(ee.Stderr)) > 0 {
+		return fmt.Errorf("%w: %s", err, bytes.TrimSpace(ee.Stderr))
+	}
+	return err
+}

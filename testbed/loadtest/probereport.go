@@ -1,0 +1,186 @@
+package loadtest
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+)
+
+// MemoryReport is a run of the memory and overload plan.
+type MemoryReport struct {
+	Start         time.Time      `json:"start"`
+	Machine       Machine        `json:"machine"`
+	RSSCapMiB     float64        `json:"rss_cap_mib"`
+	FlushInterval time.Duration  `json:"flush_interval_ns"`
+	Concurrency   int            `json:"concurrency"`
+	Results       []*ProbeResult `json:"results"`
+}
+
+// WriteMarkdown writes the report: every figure beside the probe and collector it comes from.
+func (r *MemoryReport) WriteMarkdown(w io.Writer) error {
+	b := bufio.NewWriter(w)
+	fmt.Fprintf(b, "# testbed: memory and overload probes\n\n")
+	m := r.Machine
+	fmt.Fprintf(b, "Run started %s on %d CPUs (%s), %.1f GiB, %s. Each collector runs alone, one after the other, "+
+		"as a child process (GOMAXPROCS=%s unless a probe says otherwise); it is killed when its RSS passes %.0f MiB. "+
+		"Flush interval %s unless a probe says otherwise; %d OTLP requests in flight.\n\n",
+		r.Start.Format(time.RFC3339), m.CPUs, orUnknown(m.CPUModel), m.MemGiB, m.OS, CollectorGOMAXPROCS,
+		r.RSSCapMiB, r.FlushInterval, r.Concurrency)
+	for _, res := range r.Results {
+		writeProbe(b, res)
+	}
+	return b.Flush()
+}
+
+func writeProbe(b *bufio.Writer, res *ProbeResult) {
+	fmt.Fprintf(b, "## %s\n\n%s. Started %s, load average %.2f.\n\n", res.Probe.Name, res.Title,
+		res.Start.Format("15:04:05Z"), res.LoadAverage)
+	if res.Error != "" {
+		fmt.Fprintf(b, "**Not measured:** %s\n\n", res.Error)
+	}
+	switch res.Probe.Kind {
+	case ProbeMemory:
+		writeMemory(b, res)
+	case ProbeScrapeLoad:
+		writeScrapeLoad(b, res)
+	case ProbeFloor:
+		writeFloor(b, res)
+	case ProbeStaleness:
+		writeStaleness(b, res)
+	}
+	loads := make([]string, 0, len(res.Runs))
+	for _, run := range res.Runs {
+		loads = append(loads, fmt.Sprintf("%s (%d series) %.2f", run.Collector, run.Series, run.LoadAverage))
+	}
+	if len(loads) > 0 {
+		fmt.Fprintf(b, "\nHost load average (1 min) as each run started: %s.\n\n", strings.Join(loads, ", "))
+	}
+	for _, run := range res.Runs {
+		if run.Error != "" {
+			fmt.Fprintf(b, "- %s (%d series): error: %s\n", run.Collector, run.Series, run.Error)
+		}
+		if run.StopSeconds > 0 {
+			fmt.Fprintf(b, "- %s (%d series): graceful shutdown took %.1f s\n", run.Collector, run.Series, run.StopSeconds)
+		}
+		if run.Killed != nil {
+			fmt.Fprintf(b, "- %s (%d series): killed at %.2f GiB RSS after %.0f s\n", run.Collector, run.Series,
+				run.Killed.RSSMiB/1024, run.Killed.At)
+		}
+	}
+	b.WriteString("\n")
+}
+
+func writeMemory(b *bufio.Writer, res *ProbeResult) {
+	b.WriteString("| collector | spans/s | RSS max (MiB) | RSS per series (bytes) | gzip scrapes ok / empty / failed | scrape p50 (ms) | scrape p99 (ms) | gzip body (bytes) |\n|---|---|---|---|---|---|---|---|\n")
+	for _, run := range res.Runs {
+		if len(run.Phases) == 0 {
+			continue
+		}
+		ph := run.Phases[0]
+		fmt.Fprintf(b, "| %s | %.0f | %.0f | %.0f | %d / %d / %d | %s | %s | %d |\n", run.Collector, ph.SpansPerSec, run.RSSMaxMiB,
+			run.RSSMaxMiB*(1<<20)/float64(run.Series), ph.Scrapes.OK, ph.Scrapes.Empty, ph.Scrapes.Failed,
+			latency(ph.Scrapes, ph.Scrapes.P50), latency(ph.Scrapes, ph.Scrapes.P99), ph.Scrapes.WireBytes)
+	}
+	b.WriteString("\nRSS after each flush (a flush is a delivery of points to the metrics exporter, from its own telemetry):\n\n")
+	for _, run := range res.Runs {
+		fmt.Fprintf(b, "- %s:", run.Collector)
+		if len(run.Flushes) == 0 {
+			b.WriteString(" no flush delivered")
+		}
+		for i, f := range run.Flushes {
+			fmt.Fprintf(b, " #%d at %.0f s (%d points): %.0f MiB, max %.0f MiB until the next (%.0f bytes/series);", i+1,
+				f.At, f.Points, f.RSSMiB, f.RSSMaxMiB, f.RSSMaxMiB*(1<<20)/float64(run.Series))
+		}
+		b.WriteString("\n")
+	}
+	for _, run := range res.Runs {
+		if run.HeapProfile == "" {
+			continue
+		}
+		fmt.Fprintf(b, "\nHeap profile of %s, taken after its second flush (or at 85 %% of the RSS cap, or at the end of the load; the time is in the profile) (`%s`): %d bytes in use, %.0f bytes per series.\n\n```\n%s\n```\n",
+			run.Collector, run.HeapProfile, run.HeapInuseBytes, float64(run.HeapInuseBytes)/float64(run.Series), run.HeapTop)
+	}
+}
+
+func writeScrapeLoad(b *bufio.Writer, res *ProbeResult) {
+	b.WriteString("| collector | phase | spans/s | CPU % | RSS max (MiB) | RSS end (MiB) | scrapes 200 / empty 200 / 503 / other / failed | scrape p50 (ms) | scrape p99 (ms) |\n|---|---|---|---|---|---|---|---|---|\n")
+	for _, run := range res.Runs {
+		for _, ph := range run.Phases {
+			sc := ph.Scrapes
+			fmt.Fprintf(b, "| %s | %s | %.0f | %.0f | %.0f | %.0f | %d / %d / %d / %d / %d | %s | %s |\n", run.Collector, ph.Name,
+				ph.SpansPerSec, ph.CPUPercent, ph.RSSMaxMiB, ph.RSSEndMiB, sc.OK, sc.Empty, sc.Unavailable, sc.OtherStatus, sc.Failed,
+				latency(sc, sc.P50), latency(sc, sc.P99))
+		}
+		if len(run.Phases) == 2 && run.Phases[0].SpansPerSec > 0 {
+			fmt.Fprintf(b, "| %s | scraped ÷ no scrapes | %.2f× | | %.2f× | | | | |\n", run.Collector,
+				run.Phases[1].SpansPerSec/run.Phases[0].SpansPerSec, run.Phases[1].RSSMaxMiB/run.Phases[0].RSSMaxMiB)
+		}
+	}
+}
+
+func writeFloor(b *bufio.Writer, res *ProbeResult) {
+	b.WriteString("| series | collector | spans/s | CPU % | RSS max (MiB) | ours ÷ floor |\n|---|---|---|---|---|---|\n")
+	floor := map[int]float64{}
+	for _, run := range res.Runs {
+		if len(run.Phases) == 0 {
+			continue
+		}
+		ph := run.Phases[0]
+		ratio := ""
+		if run.Collector == "floor" {
+			floor[run.Series] = ph.SpansPerSec
+		} else if f := floor[run.Series]; f > 0 {
+			ratio = fmt.Sprintf("%.3f", ph.SpansPerSec/f)
+		}
+		fmt.Fprintf(b, "| %d | %s | %.0f | %.0f | %.0f | %s |\n", run.Series, run.Collector, ph.SpansPerSec, ph.CPUPercent, ph.RSSMaxMiB, ratio)
+	}
+}
+
+func writeStaleness(b *bufio.Writer, res *ProbeResult) {
+	for _, run := range res.Runs {
+		st := run.Staleness
+		if st == nil || st.ConsumeSeconds == 0 {
+			continue
+		}
+		fmt.Fprintf(b, "- %s drained %d spans in %.1f s (%.0f spans/s), RSS max %.0f MiB; calls counted %d of %d.\n",
+			run.Collector, st.BacklogSpans, st.ConsumeSeconds, st.SpansPerSec, run.RSSMaxMiB, st.CallsCounted, st.BacklogSpans)
+		fmt.Fprintf(b, "- Flushes (every %.0f s configured): %d seen where an on-time collector makes %d; longest gap %.1f s, "+
+			"so the latest flush was %.1f s late.\n", st.IntervalSeconds, len(st.Flushes), st.ExpectedFlushes,
+			st.MaxGapSeconds, st.MaxLatenessSeconds)
+		fmt.Fprintf(b, "- /metrics scraped every second: the page changed %d times, longest unchanged %.1f s (%d scrapes failed).\n",
+			len(st.PageChanges), st.MaxPageGapSeconds, st.PageScrapesFailed)
+		times := make([]string, len(st.Flushes))
+		for i, f := range st.Flushes {
+			times[i] = fmt.Sprintf("%.1f", f.At)
+		}
+		fmt.Fprintf(b, "- Flush times (s since start): %s\n", strings.Join(times, ", "))
+	}
+}
+
+// latency prints a scrape percentile, or says that no scrape answered.
+func latency(s ScrapeStats, v Millis) string {
+	if s.OK == 0 {
+		if s.Failed+s.Unavailable+s.OtherStatus+s.Empty > 0 {
+			return "no answer"
+		}
+		return "-"
+	}
+	return fmt.Sprintf("%.1f", float64(v))
+}
+
+// RunSummary is a run in one line, for the log.
+func RunSummary(r ProbeRun) string {
+	var parts []string
+	for _, ph := range r.Phases {
+		parts = append(parts, fmt.Sprintf("%s %.0f spans/s, RSS max %.0f MiB", ph.Name, ph.SpansPerSec, ph.RSSMaxMiB))
+	}
+	if r.Killed != nil {
+		parts = append(parts, fmt.Sprintf("killed at %.2f GiB after %.0f s", r.Killed.RSSMiB/1024, r.Killed.At))
+	}
+	if len(parts) == 0 {
+		return "nothing measured"
+	}
+	return strings.Join(parts, "; ")
+}

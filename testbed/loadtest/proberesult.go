@@ -1,0 +1,117 @@
+package loadtest
+
+import "time"
+
+// ProbeResult is what one probe measured, a ProbeRun per collector (and shape) it ran.
+type ProbeResult struct {
+	Probe       Probe      `json:"probe"`
+	Title       string     `json:"title"`
+	Start       time.Time  `json:"start"`
+	End         time.Time  `json:"end"`
+	LoadAverage float64    `json:"load_average"`
+	Runs        []ProbeRun `json:"runs"`
+	Error       string     `json:"error,omitempty"`
+}
+
+// ProbeRun is one collector's run in a probe.
+type ProbeRun struct {
+	Collector string `json:"collector"`
+	Binary    string `json:"binary"`
+	Config    string `json:"config"`
+	Series    int    `json:"series"`
+	// LoadAverage is the host's 1-minute load average when this collector started: runs of one
+	// probe are sequential, and the host is shared.
+	LoadAverage float64 `json:"load_average"`
+	// Phases are the measured windows, in order.
+	Phases []Phase `json:"phases"`
+	// Flushes are the metric deliveries seen in the collector's own telemetry (chunks of one flush
+	// grouped), with the RSS right after each.
+	Flushes []FlushRSS `json:"flushes,omitempty"`
+	// Killed is set when the RSS cap ended the collector: the reading that passed it.
+	Killed *Sample `json:"killed,omitempty"`
+	// StopSeconds is how long the graceful shutdown (final flush included) took.
+	StopSeconds float64 `json:"stop_seconds"`
+	// RSSMaxMiB is the largest RSS reading of the whole run.
+	RSSMaxMiB float64 `json:"rss_max_mib"`
+	// HeapProfile is the path of the heap profile taken at the end of the load, if any, and
+	// HeapTop the `go tool pprof -top -inuse_space` summary of it.
+	HeapProfile string `json:"heap_profile,omitempty"`
+	HeapTop     string `json:"heap_top,omitempty"`
+	// HeapInuseBytes is the in-use heap of that profile (sum of inuse_space).
+	HeapInuseBytes int64 `json:"heap_inuse_bytes,omitempty"`
+	// Staleness is set by the staleness probe.
+	Staleness *Staleness `json:"staleness,omitempty"`
+	Samples   []Sample   `json:"samples"`
+	Error     string     `json:"error,omitempty"`
+}
+
+// Phase is one measured window of a run.
+type Phase struct {
+	Name    string  `json:"name"`
+	Seconds float64 `json:"seconds"`
+	// Spans is what the collector acknowledged in the window.
+	Spans       int64   `json:"spans"`
+	SpansPerSec float64 `json:"spans_per_sec"`
+	CPUPercent  float64 `json:"cpu_percent"`
+	RSSMaxMiB   float64 `json:"rss_max_mib"`
+	RSSEndMiB   float64 `json:"rss_end_mib"`
+	// Scrapes made in the window (the probe's own scrapers).
+	Scrapes ScrapeStats `json:"scrapes"`
+}
+
+// ScrapeStats counts the scrapes of a window by outcome.
+type ScrapeStats struct {
+	Clients int  `json:"clients"`
+	Gzip    bool `json:"gzip"`
+	OK      int  `json:"ok"`
+	// Empty counts 200 answers without a body (no flush rendered yet); they are not in P50/P99.
+	Empty int `json:"empty"`
+	// Unavailable counts 503 answers (an in-flight limit turning scrapes away).
+	Unavailable int `json:"unavailable"`
+	// OtherStatus counts any other HTTP status.
+	OtherStatus int `json:"other_status"`
+	// Failed counts scrapes that got no answer: connection error or timeout.
+	Failed int `json:"failed"`
+	// P50 and P99 are over the 200 answers.
+	P50 Millis `json:"p50_ms"`
+	P99 Millis `json:"p99_ms"`
+	// WireBytes is the size of the last 200 body as transferred.
+	WireBytes int64 `json:"wire_bytes"`
+}
+
+// FlushRSS is one flush and the memory right after it.
+type FlushRSS struct {
+	// At is seconds since the collector started.
+	At     float64 `json:"at"`
+	Points int64   `json:"points"`
+	// RSSMiB is the first RSS reading after the flush; RSSMaxMiB the largest until the next flush
+	// (or the end of the load).
+	RSSMiB    float64 `json:"rss_mib"`
+	RSSMaxMiB float64 `json:"rss_max_mib"`
+}
+
+// Staleness is how late a collector's flushes were while it drained a backlog.
+type Staleness struct {
+	IntervalSeconds float64 `json:"interval_seconds"`
+	// ConsumeSeconds is the time from the first to the last span of the backlog accepted.
+	ConsumeSeconds float64 `json:"consume_seconds"`
+	SpansPerSec    float64 `json:"spans_per_sec"`
+	// Flushes are the deliveries (chunks grouped) from the collector's start until two intervals
+	// after the backlog was consumed.
+	Flushes []Delivery `json:"flushes"`
+	// MaxGapSeconds is the longest time between two flushes during that window, and
+	// MaxLatenessSeconds that minus the interval: how late the latest flush was.
+	MaxGapSeconds      float64 `json:"max_gap_seconds"`
+	MaxLatenessSeconds float64 `json:"max_lateness_seconds"`
+	// ExpectedFlushes is the window over the interval, the flushes an on-time collector makes.
+	ExpectedFlushes int `json:"expected_flushes"`
+	// PageChanges are the moments the gzip body of /metrics, scraped every second, changed; the
+	// longest gap between them is what a Prometheus user would see as stale.
+	PageChanges       []float64 `json:"page_changes"`
+	MaxPageGapSeconds float64   `json:"max_page_gap_seconds"`
+	PageScrapesFailed int       `json:"page_scrapes_failed"`
+	// BacklogSpans is what was written to the topic and CallsCounted the sum of the calls counters
+	// scraped at the end: equal when nothing was lost.
+	BacklogSpans int64 `json:"backlog_spans"`
+	CallsCounted int64 `json:"calls_counted"`
+}

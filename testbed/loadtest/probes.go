@@ -1,0 +1,198 @@
+package loadtest
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// ProbeKind says what a probe measures.
+type ProbeKind string
+
+const (
+	// ProbeMemory loads a large cardinality as fast as acknowledged and records RSS after every
+	// flush, gzip scrape latency and the ingest rate, for each collector in turn.
+	ProbeMemory ProbeKind = "memory"
+	// ProbeScrapeLoad measures ingest and RSS without scrapes, then with Scrapers clients scraping
+	// back to back, in one process.
+	ProbeScrapeLoad ProbeKind = "scrape-load"
+	// ProbeFloor measures the decode floor (OTLP → pdata → a sampled debug exporter) and our RED
+	// path on one core, in the same run, at each shape.
+	ProbeFloor ProbeKind = "floor"
+	// ProbeStaleness drains a Kafka backlog of small messages and measures how late flushes are.
+	ProbeStaleness ProbeKind = "staleness"
+)
+
+// Probe is one scenario of the memory and overload plan.
+type Probe struct {
+	Name string    `json:"name"`
+	Kind ProbeKind `json:"kind"`
+	// Shapes is the cardinality; ProbeFloor runs each in turn, the others take the first.
+	Shapes []Shape `json:"shapes"`
+	// Sides names the collectors measured, one after the other: "ours", "stock", "floor".
+	Sides []string `json:"sides"`
+	// Window is the load window (ProbeMemory) or the length of each phase (ProbeScrapeLoad,
+	// ProbeFloor).
+	Window time.Duration `json:"window_ns"`
+	// MaxWindow extends a ProbeMemory load beyond Window, up to this, until three flushes were
+	// delivered.
+	MaxWindow time.Duration `json:"max_window_ns,omitempty"`
+	// Warmup is load sent before the first phase so that every series exists and has been flushed.
+	Warmup time.Duration `json:"warmup_ns,omitempty"`
+	// Scrapers is the number of clients scraping back to back in the second phase of
+	// ProbeScrapeLoad; Gzip says whether they ask for gzip.
+	Scrapers int  `json:"scrapers,omitempty"`
+	Gzip     bool `json:"gzip,omitempty"`
+	// GOMAXPROCS overrides the collectors' scheduler width ("1" for the floor).
+	GOMAXPROCS string `json:"gomaxprocs,omitempty"`
+	// SpansPerRequest sizes the requests or Kafka messages.
+	SpansPerRequest int `json:"spans_per_request"`
+	// Backlog is the spans written to the topic before the collector starts (ProbeStaleness).
+	Backlog int64 `json:"backlog,omitempty"`
+	// FlushInterval overrides the run's flush interval.
+	FlushInterval time.Duration `json:"flush_interval_ns,omitempty"`
+}
+
+// Shape1M is the million-series cardinality of the memory probe.
+var Shape1M = Shape{Services: 1000, SpanNames: 250}
+
+// MemoryPlanConfig sizes the memory and overload plan.
+type MemoryPlanConfig struct {
+	// FlushInterval is the run's flush interval; windows are counted in flushes of it.
+	FlushInterval time.Duration
+	// Phase is the length of each phase of the scrape-load and floor probes.
+	Phase time.Duration
+	// MemoryWindow is the load window of the million-series probe (0: four flushes and 10 s).
+	MemoryWindow time.Duration
+	// Backlog is the Kafka backlog of the staleness probe.
+	Backlog int64
+}
+
+// MemoryPlan is the set `make testbed-memory` runs: the memory work's and the overload items'
+// scenarios, each bounded in time and (through Options.RSSCap) in memory.
+func MemoryPlan(c MemoryPlanConfig) []Probe {
+	window := c.MemoryWindow
+	if window == 0 {
+		window = 4*c.FlushInterval + 10*time.Second
+	}
+	// The warm-up covers one flush and a margin, so the measured phases start with every series
+	// created and flushed once.
+	warmup := c.FlushInterval + 5*time.Second
+	return []Probe{
+		{Name: "memory-1m", Kind: ProbeMemory, Shapes: []Shape{Shape1M}, Sides: []string{"ours", "stock"},
+			Window: window, MaxWindow: max(window, 4*time.Minute), SpansPerRequest: 1000},
+		{Name: "scrape-100k", Kind: ProbeScrapeLoad, Shapes: []Shape{Shape100k}, Sides: []string{"ours", "stock"},
+			Window: c.Phase, Warmup: warmup, Scrapers: 1, Gzip: true, SpansPerRequest: 1000},
+		{Name: "floor", Kind: ProbeFloor, Shapes: []Shape{Shape1k, Shape100k}, Sides: []string{"floor", "ours"},
+			Window: c.Phase, Warmup: 5 * time.Second, GOMAXPROCS: "1", SpansPerRequest: 1000},
+		{Name: "scrapers-100k", Kind: ProbeScrapeLoad, Shapes: []Shape{Shape100k}, Sides: []string{"ours"},
+			Window: c.Phase, Warmup: warmup, Scrapers: 8, Gzip: false, SpansPerRequest: 1000},
+		{Name: "kafka-stale-100k", Kind: ProbeStaleness, Shapes: []Shape{Shape100k}, Sides: []string{"ours"},
+			SpansPerRequest: 10, Backlog: c.Backlog, FlushInterval: 5 * time.Second},
+	}
+}
+
+// Title describes a probe in one line.
+func (p Probe) Title() string {
+	switch p.Kind {
+	case ProbeMemory:
+		return fmt.Sprintf("%s through OTLP as fast as acknowledged for %s (up to %s until %d flushes), RSS after each flush",
+			p.Shapes[0], p.Window, p.MaxWindow, memoryFlushes)
+	case ProbeScrapeLoad:
+		enc := "identity"
+		if p.Gzip {
+			enc = "gzip"
+		}
+		return fmt.Sprintf("%s, max OTLP rate: %s without scrapes, then %s with %d %s scraper(s) back to back",
+			p.Shapes[0], p.Window, p.Window, p.Scrapers, enc)
+	case ProbeFloor:
+		return fmt.Sprintf("decode floor against our RED path, GOMAXPROCS=%s, max OTLP rate, %s per collector and shape", p.GOMAXPROCS, p.Window)
+	case ProbeStaleness:
+		return fmt.Sprintf("Kafka backlog of %s spans in messages of %d, %s, flush every %s", humanCount(float64(p.Backlog)),
+			p.SpansPerRequest, p.Shapes[0], p.FlushInterval)
+	}
+	return string(p.Kind)
+}
+
+// ProbeCollectors are the binaries and configs a probe can run.
+type ProbeCollectors struct {
+	Ours, Stock, Floor Collector
+	// OursMemory is ours for ProbeMemory: series caps lifted to match the stock side, which has
+	// none, and the pprof extension for the heap profile.
+	OursMemory Collector
+	// OursKafka is our Kafka gateway config, for ProbeStaleness.
+	OursKafka Collector
+}
+
+func (pc ProbeCollectors) byName(name string, kind ProbeKind) (Collector, error) {
+	switch name {
+	case "ours":
+		if kind == ProbeMemory {
+			return pc.OursMemory, nil
+		}
+		return pc.Ours, nil
+	case "stock":
+		return pc.Stock, nil
+	case "floor":
+		return pc.Floor, nil
+	}
+	return Collector{}, fmt.Errorf("unknown collector %q", name)
+}
+
+// RunProbe runs p and returns what it measured. Pools come from pools (built on first use).
+func RunProbe(ctx context.Context, p Probe, pc ProbeCollectors, pools *Pools, o Options) *ProbeResult {
+	res := &ProbeResult{Probe: p, Title: p.Title(), Start: time.Now().UTC(), LoadAverage: LoadAverage()}
+	if p.FlushInterval > 0 {
+		o.FlushInterval = p.FlushInterval
+	}
+	var err error
+	switch p.Kind {
+	case ProbeMemory:
+		err = runMemory(ctx, p, pc, pools, o, res)
+	case ProbeScrapeLoad:
+		err = runScrapeLoad(ctx, p, pc, pools, o, res)
+	case ProbeFloor:
+		err = runFloor(ctx, p, pc, pools, o, res)
+	case ProbeStaleness:
+		err = runStaleness(ctx, p, pc, pools, o, res)
+	default:
+		err = fmt.Errorf("unknown probe kind %q", p.Kind)
+	}
+	if err != nil {
+		res.Error = err.Error()
+	}
+	res.End = time.Now().UTC()
+	return res
+}
+
+// Pools builds each (shape, spans per request) pool once per run.
+type Pools struct {
+	pools map[poolKey]*Pool
+}
+
+type poolKey struct {
+	shape           Shape
+	spansPerRequest int
+}
+
+// Get returns the pool for shape with spansPerRequest spans per request.
+func (ps *Pools) Get(shape Shape, spansPerRequest int) (*Pool, error) {
+	if ps.pools == nil {
+		ps.pools = map[poolKey]*Pool{}
+	}
+	k := poolKey{shape, spansPerRequest}
+	if p, ok := ps.pools[k]; ok {
+		return p, nil
+	}
+	p, err := NewEncodedPool(shape, spansPerRequest, 1)
+	if err != nil {
+		return nil, err
+	}
+	ps.pools[k] = p
+	return p, nil
+}
+
+// Drop forgets the pool for shape, so that its memory goes back before the next probe.
+func (ps *Pools) Drop(shape Shape, spansPerRequest int) {
+	delete(ps.pools, poolKey{shape, spansPerRequest})
+}

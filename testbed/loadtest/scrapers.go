@@ -1,0 +1,113 @@
+package loadtest
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+)
+
+// scrapers are clients scraping one /metrics endpoint, each in a loop: every period (the
+// Prometheus way) or back to back (period 0, the way a fleet of misconfigured scrapers or a
+// dashboard refresh storm behaves). Unlike Scraper, they count every HTTP status, because an
+// in-flight limit answering 503 is a result here, not a failure.
+type scrapers struct {
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu    sync.Mutex
+	lat   []time.Duration
+	stats ScrapeStats
+}
+
+func startScrapers(ctx context.Context, url string, clients int, gzip bool, period, timeout time.Duration) *scrapers {
+	ctx, cancel := context.WithCancel(ctx)
+	s := &scrapers{cancel: cancel, stats: ScrapeStats{Clients: clients, Gzip: gzip}}
+	client := &http.Client{
+		Timeout:   timeout,
+		Transport: &http.Transport{DisableCompression: true, MaxIdleConnsPerHost: clients},
+	}
+	for range clients {
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			for ctx.Err() == nil {
+				start := time.Now()
+				s.scrapeOnce(ctx, client, url, gzip)
+				if period <= 0 {
+					continue
+				}
+				select {
+				case <-ctx.Done():
+				case <-time.After(period - time.Since(start)):
+				}
+			}
+		}()
+	}
+	return s
+}
+
+func (s *scrapers) scrapeOnce(ctx context.Context, client *http.Client, url string, gzip bool) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, http.NoBody)
+	if err != nil {
+		return
+	}
+	req.Header.Set("Accept", prometheusAccept)
+	if gzip {
+		req.Header.Set("Accept-Encoding", "gzip")
+	} else {
+		req.Header.Set("Accept-Encoding", "identity")
+	}
+	start := time.Now()
+	resp, err := client.Do(req)
+	var n int64
+	if err == nil {
+		n, err = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	d := time.Since(start)
+	if ctx.Err() != nil {
+		// Cut short by the end of the window: neither an answer nor a failure of the collector.
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case err != nil:
+		s.stats.Failed++
+	case resp.StatusCode == http.StatusOK && n == 0:
+		// Served before the first flush: it times an empty page, not the exposition.
+		s.stats.Empty++
+	case resp.StatusCode == http.StatusOK:
+		s.stats.OK++
+		s.stats.WireBytes = n
+		s.lat = append(s.lat, d)
+	case resp.StatusCode == http.StatusServiceUnavailable:
+		s.stats.Unavailable++
+	default:
+		s.stats.OtherStatus++
+	}
+}
+
+// end stops the clients and returns what they saw.
+func (s *scrapers) end() ScrapeStats {
+	s.cancel()
+	s.wg.Wait()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	slices.Sort(s.lat)
+	s.stats.P50 = ToMillis(nearestRank(s.lat, 50))
+	s.stats.P99 = ToMillis(nearestRank(s.lat, 99))
+	return s.stats
+}
+
+// nearestRank returns the p-th percentile of sorted by the nearest-rank method.
+func nearestRank(sorted []time.Duration, p float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	rank := int(p/100*float64(len(sorted))+0.999999999) - 1
+	return sorted[max(0, min(rank, len(sorted)-1))]
+}
