@@ -43,18 +43,25 @@ service:
       exporters: [kafka/stock]
 `
 
-// startAgent runs configs/agent.yaml writing to broker/topic, with overlays merged over it, and
-// returns its OTLP/HTTP endpoint.
-func startAgent(t *testing.T, broker, topic string, overlays ...string) (*Collector, string) {
+// agent is a bin/otelcol-red running configs/agent.yaml.
+type agent struct {
+	*Collector
+	otlpHTTP     string // host:port
+	telemetryURL string // the collector's own metrics
+}
+
+// startAgent runs configs/agent.yaml writing to broker/topic, with overlays merged over it.
+func startAgent(t *testing.T, broker, topic string, overlays ...string) *agent {
 	t.Helper()
 	httpAddr := freeAddr(t)
+	telemetry := freeAddr(t)
 	env := map[string]string{
 		"KAFKA_BROKERS":      broker,
 		"KAFKA_TOPIC":        topic,
 		"OTLP_GRPC_ENDPOINT": freeAddr(t),
 		"OTLP_HTTP_ENDPOINT": httpAddr,
 		"HEALTH_ENDPOINT":    freeAddr(t),
-		"TELEMETRY_PORT":     portOf(freeAddr(t)),
+		"TELEMETRY_PORT":     portOf(telemetry),
 	}
 	var extra []string
 	for i, o := range overlays {
@@ -62,7 +69,11 @@ func startAgent(t *testing.T, broker, topic string, overlays ...string) (*Collec
 		require.NoError(t, os.WriteFile(p, []byte(o), 0o600))
 		extra = append(extra, p)
 	}
-	return StartCollector(t, configPath("agent.yaml"), env, extra...), httpAddr
+	return &agent{
+		Collector:    StartCollector(t, configPath("agent.yaml"), env, extra...),
+		otlpHTTP:     httpAddr,
+		telemetryURL: "http://" + telemetry + "/metrics",
+	}
 }
 
 // seriesOf returns the label sets of the calls series a gateway exposes.
@@ -134,8 +145,7 @@ func TestKafkaAffinitySeries(t *testing.T) {
 				return true
 			}), "the group did not assign partitions to every gateway")
 
-			_, otlpHTTP := startAgent(t, broker, topic, tc.overlays...)
-			sender := newESOTLPSender(t, otlpHTTP)
+			sender := newESOTLPSender(t, startAgent(t, broker, topic, tc.overlays...).otlpHTTP)
 			shape := datasenders.SpanShape{Services: services, SpanNames: 5, ErrorEvery: 7, RunID: newRunID(t)}
 			want := map[redKey]int{}
 			for first := 0; first < spans; first += perRequest {
