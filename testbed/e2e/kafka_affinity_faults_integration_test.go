@@ -236,3 +236,68 @@ func TestKafkaAffinityBrokerDown(t *testing.T) {
 	recs := readTopic(t, broker, topic, sent)
 	requireEverySpanOnce(t, recs, sent)
 }
+
+// TestKafkaAffinityRebalance streams spans of 60 services through configs/agent.yaml to three
+// gateways on 12 partitions; mid-stream one gateway leaves (SIGTERM) and a fourth joins. Every span
+// the agent acknowledged is delivered by some gateway (the ledgers), and duplicates are bounded.
+func TestKafkaAffinityRebalance(t *testing.T) {
+	broker := startKafka(t)
+	const topic, partitions = "affinity-rebalance", 12
+	createTopic(t, topic, partitions)
+	gws := []*gateway{
+		startGateway(t, broker, topic, topic, ledgerOverlay),
+		startGateway(t, broker, topic, topic, ledgerOverlay),
+		startGateway(t, broker, topic, topic, ledgerOverlay),
+	}
+	require.True(t, waitFor(60*time.Second, func() bool {
+		for _, g := range gws {
+			if !hasPartitions(g.Logs(), topic) {
+				return false
+			}
+		}
+		return true
+	}), "the group did not assign partitions to every gateway")
+
+	a := startAgent(t, broker, topic)
+	sender := newESOTLPSender(t, a.otlpHTTP)
+	shape := datasenders.SpanShape{Services: 60, ErrorEvery: 7, RunID: newRunID(t)}
+	// 1000 spans/s for 12 s: the first gateway leaves after 3 s, a fourth joins after 6 s.
+	const per, rate, requests = 100, 1000, 120
+	tick := time.NewTicker(time.Second * per / rate)
+	defer tick.Stop()
+	var joined *gateway
+	for r := 0; r < requests; r++ {
+		<-tick.C
+		require.NoError(t, sender.send(shape.Traces(int64(r*per), per)))
+		switch r {
+		case 30:
+			require.NoError(t, gws[0].Stop(t), "first gateway did not exit cleanly on SIGTERM")
+		case 60:
+			joined = startGateway(t, broker, topic, topic, ledgerOverlay)
+			gws = append(gws, joined)
+		}
+	}
+	n := int64(requests * per)
+	var missing []int64
+	ok := waitFor(time.Minute, func() bool {
+		ls := make([]map[int64]int, len(gws))
+		for i, g := range gws {
+			ls[i] = ledger(g.Logs(), shape.RunID)
+		}
+		missing, _ = coverage(n, ls...)
+		return len(missing) == 0
+	})
+	for _, g := range gws[1:] {
+		requireLedgerComplete(t, g, shape.RunID)
+	}
+	require.True(t, ok, "%d spans lost in the rebalance, first: %v", len(missing), head(missing, 20))
+	ls := make([]map[int64]int, len(gws))
+	for i, g := range gws {
+		ls[i] = ledger(g.Logs(), shape.RunID)
+		t.Logf("gateway %d delivered %d spans", i, ledgerTotal(ls[i]))
+	}
+	_, dups := coverage(n, ls...)
+	t.Logf("%d spans sent, %d delivered twice", n, dups)
+	assert.Positive(t, ledgerTotal(ls[3]), "the gateway that joined got no partition")
+	assert.LessOrEqual(t, dups, redeliveryBound(rate), "spans delivered twice")
+}
