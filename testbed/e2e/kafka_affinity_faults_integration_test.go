@@ -249,14 +249,7 @@ func TestKafkaAffinityRebalance(t *testing.T) {
 		startGateway(t, broker, topic, topic, ledgerOverlay),
 		startGateway(t, broker, topic, topic, ledgerOverlay),
 	}
-	require.True(t, waitFor(60*time.Second, func() bool {
-		for _, g := range gws {
-			if !hasPartitions(g.Logs(), topic) {
-				return false
-			}
-		}
-		return true
-	}), "the group did not assign partitions to every gateway")
+	requireAllAssigned(t, topic, gws)
 
 	a := startAgent(t, broker, topic)
 	sender := newESOTLPSender(t, a.otlpHTTP)

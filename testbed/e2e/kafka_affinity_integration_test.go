@@ -76,6 +76,20 @@ func startAgent(t *testing.T, broker, topic string, overlays ...string) *agent {
 	}
 }
 
+// requireAllAssigned waits until the group gave every gateway partitions of topic, so no
+// gateway consumes everything before the others joined.
+func requireAllAssigned(t *testing.T, topic string, gws []*gateway) {
+	t.Helper()
+	require.True(t, waitFor(60*time.Second, func() bool {
+		for _, g := range gws {
+			if !hasPartitions(g.Logs(), topic) {
+				return false
+			}
+		}
+		return true
+	}), "the group did not assign partitions to every gateway")
+}
+
 // seriesOf returns the label sets of the calls series a gateway exposes.
 func seriesOf(t *testing.T, url string) []string {
 	t.Helper()
@@ -136,14 +150,7 @@ func TestKafkaAffinitySeries(t *testing.T) {
 			for i := range gws {
 				gws[i] = startGateway(t, broker, topic, topic)
 			}
-			require.True(t, waitFor(60*time.Second, func() bool {
-				for _, g := range gws {
-					if !hasPartitions(g.Logs(), topic) {
-						return false
-					}
-				}
-				return true
-			}), "the group did not assign partitions to every gateway")
+			requireAllAssigned(t, topic, gws)
 
 			sender := newESOTLPSender(t, startAgent(t, broker, topic, tc.overlays...).otlpHTTP)
 			shape := datasenders.SpanShape{Services: services, SpanNames: 5, ErrorEvery: 7, RunID: newRunID(t)}
