@@ -22,6 +22,7 @@ import (
 	elasticsearchexporter "github.com/open-telemetry/opentelemetry-collector-contrib/exporter/elasticsearchexporter"
 	kafkaexporter "github.com/open-telemetry/opentelemetry-collector-contrib/exporter/kafkaexporter"
 	cachedprom "github.com/otelcol-red/otelcol-red/exporter/cachedprom"
+	kafkaaffinity "github.com/otelcol-red/otelcol-red/exporter/kafkaaffinity"
 	healthcheckextension "github.com/open-telemetry/opentelemetry-collector-contrib/extension/healthcheckextension"
 	pprofextension "github.com/open-telemetry/opentelemetry-collector-contrib/extension/pprofextension"
 	zpagesextension "go.opentelemetry.io/collector/extension/zpagesextension"
@@ -92,6 +93,7 @@ func components() (otelcol.Factories, error) {
 		elasticsearchexporter.NewFactory(),
 		kafkaexporter.NewFactory(),
 		cachedprom.NewFactory(),
+		kafkaaffinity.NewFactory(),
 	)
 	if err != nil {
 		return otelcol.Factories{}, err
@@ -104,6 +106,7 @@ func components() (otelcol.Factories, error) {
 		elasticsearchexporter.NewFactory().Type(): "github.com/open-telemetry/opentelemetry-collector-contrib/exporter/elasticsearchexporter v0.145.0",
 		kafkaexporter.NewFactory().Type(): "github.com/open-telemetry/opentelemetry-collector-contrib/exporter/kafkaexporter v0.145.0",
 		cachedprom.NewFactory().Type(): "github.com/otelcol-red/otelcol-red v0.0.0",
+		kafkaaffinity.NewFactory().Type(): "github.com/otelcol-red/otelcol-red v0.0.0",
 	})
 
 	factories.Processors, err = otelcol.MakeFactoryMap[processor.Factory](

@@ -1,0 +1,151 @@
+package kafkaaffinity // import "github.com/otelcol-red/otelcol-red/exporter/kafkaaffinity"
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/kafka/configkafka"
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/config/configoptional"
+	"go.opentelemetry.io/collector/config/configretry"
+	"go.opentelemetry.io/collector/exporter/exporterhelper"
+)
+
+const (
+	encodingProto = "otlp_proto"
+	encodingJSON  = "otlp_json"
+	// maxFanout bounds fan-out: a key spread over more partitions than a
+	// topic usually has brings back the copies affinity removes.
+	maxFanout = 256
+)
+
+var _ component.Config = (*Config)(nil)
+
+// Config is the kafkaaffinity exporter configuration. The Kafka client,
+// producer, queue, retry and timeout keys are the stock kafka exporter's.
+type Config struct {
+	// TimeoutSettings bounds one produce call (`timeout`, default 5s).
+	TimeoutSettings exporterhelper.TimeoutConfig `mapstructure:",squash"`
+	// QueueBatchConfig is the exporterhelper sending queue (`sending_queue`);
+	// it holds requests while the brokers are unreachable.
+	QueueBatchConfig configoptional.Optional[exporterhelper.QueueBatchConfig] `mapstructure:"sending_queue"`
+	// BackOffConfig retries a request whose records were not all acknowledged
+	// (`retry_on_failure`).
+	configretry.BackOffConfig `mapstructure:"retry_on_failure"`
+	// ClientConfig holds brokers, client_id, auth, tls, metadata, as in the
+	// stock kafka exporter. Kerberos and AWS MSK IAM are not supported.
+	configkafka.ClientConfig `mapstructure:",squash"`
+	// Producer holds max_message_bytes, required_acks, compression, linger,
+	// flush_max_messages and allow_auto_topic_creation.
+	Producer configkafka.ProducerConfig `mapstructure:"producer"`
+
+	// Topic receives the records. Default "otlp_spans".
+	Topic string `mapstructure:"topic"`
+	// Encoding of record values: "otlp_proto" (default) or "otlp_json".
+	Encoding string `mapstructure:"encoding"`
+
+	// PartitionBy lists the resource attributes whose values, joined by '|',
+	// form the record key. Default [service.name]. Must not be empty.
+	PartitionBy []string `mapstructure:"partition_by"`
+	// FallbackKey is the record key of a resource that lacks any of the
+	// PartitionBy attributes. Default "_unkeyed". Must not be empty: an empty
+	// key would let the producer scatter those records over all partitions.
+	FallbackKey string `mapstructure:"fallback_key"`
+	// MaxKeyBytes bounds a record key; a longer key keeps its first bytes and
+	// ends in '#' and a hash of the whole key, so distinct long keys stay
+	// distinct. Default 256, at least 32.
+	MaxKeyBytes int `mapstructure:"max_key_bytes"`
+
+	// HotKeys spreads keys too busy for one partition over several.
+	HotKeys HotKeysConfig `mapstructure:"hot_keys"`
+}
+
+// HotKeysConfig configures hot key detection and fan-out.
+type HotKeysConfig struct {
+	// SpansPerSecond is the rate above which a key is hot for the next
+	// interval. 0 (default) disables detection; Keys still apply.
+	SpansPerSecond float64 `mapstructure:"spans_per_second"`
+	// Interval is the window the rate is measured over. Default 10s.
+	Interval time.Duration `mapstructure:"interval"`
+	// Fanout is the number of partitions a detected hot key is spread over.
+	// Default 4, from 2 to 256.
+	Fanout int `mapstructure:"fanout"`
+	// MaxTrackedKeys bounds the keys whose rate is measured. Default 10000.
+	MaxTrackedKeys int `mapstructure:"max_tracked_keys"`
+	// Keys are always hot, each with its own fan-out.
+	Keys []StaticHotKey `mapstructure:"keys"`
+}
+
+// StaticHotKey is a record key that is always fanned out.
+type StaticHotKey struct {
+	// Key is the record key as built from partition_by (values joined by '|').
+	Key string `mapstructure:"key"`
+	// Fanout is the number of partitions the key is spread over, 2 to 256.
+	Fanout int `mapstructure:"fanout"`
+}
+
+// Validate checks the configuration; every error names its YAML key.
+func (c *Config) Validate() error {
+	var errs error
+	if len(c.Brokers) == 0 {
+		errs = errors.Join(errs, errors.New("brokers must not be empty"))
+	}
+	if c.Topic == "" {
+		errs = errors.Join(errs, errors.New("topic must not be empty"))
+	}
+	if c.Encoding != encodingProto && c.Encoding != encodingJSON {
+		errs = errors.Join(errs, fmt.Errorf("encoding must be %q or %q, got %q", encodingProto, encodingJSON, c.Encoding))
+	}
+	if len(c.PartitionBy) == 0 {
+		errs = errors.Join(errs, errors.New("partition_by must name at least one resource attribute"))
+	}
+	for i, a := range c.PartitionBy {
+		if a == "" {
+			errs = errors.Join(errs, fmt.Errorf("partition_by[%d] must not be empty", i))
+		}
+	}
+	if c.FallbackKey == "" {
+		errs = errors.Join(errs, errors.New("fallback_key must not be empty"))
+	}
+	if c.MaxKeyBytes < minKeyBytes {
+		errs = errors.Join(errs, fmt.Errorf("max_key_bytes must be at least %d, got %d", minKeyBytes, c.MaxKeyBytes))
+	}
+	if c.Authentication.Kerberos != nil {
+		errs = errors.Join(errs, errors.New("auth::kerberos is not supported by this exporter"))
+	}
+	if c.Authentication.SASL != nil {
+		switch c.Authentication.SASL.Mechanism {
+		case "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512":
+		default:
+			errs = errors.Join(errs, fmt.Errorf("auth::sasl::mechanism %q is not supported (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512)", c.Authentication.SASL.Mechanism))
+		}
+	}
+	h := c.HotKeys
+	if h.SpansPerSecond < 0 {
+		errs = errors.Join(errs, errors.New("hot_keys::spans_per_second must not be negative"))
+	}
+	if h.Interval <= 0 {
+		errs = errors.Join(errs, errors.New("hot_keys::interval must be greater than 0"))
+	}
+	if h.Fanout < 2 || h.Fanout > maxFanout {
+		errs = errors.Join(errs, fmt.Errorf("hot_keys::fanout must be between 2 and %d, got %d", maxFanout, h.Fanout))
+	}
+	if h.MaxTrackedKeys <= 0 {
+		errs = errors.Join(errs, errors.New("hot_keys::max_tracked_keys must be greater than 0"))
+	}
+	seen := make(map[string]bool, len(h.Keys))
+	for i, k := range h.Keys {
+		if k.Key == "" {
+			errs = errors.Join(errs, fmt.Errorf("hot_keys::keys[%d]::key must not be empty", i))
+		}
+		if seen[k.Key] {
+			errs = errors.Join(errs, fmt.Errorf("hot_keys::keys[%d]::key %q is listed twice", i, k.Key))
+		}
+		seen[k.Key] = true
+		if k.Fanout < 2 || k.Fanout > maxFanout {
+			errs = errors.Join(errs, fmt.Errorf("hot_keys::keys[%d]::fanout must be between 2 and %d, got %d", i, maxFanout, k.Fanout))
+		}
+	}
+	return errs
+}

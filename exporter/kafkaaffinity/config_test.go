@@ -1,0 +1,77 @@
+package kafkaaffinity
+
+import (
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/kafka/configkafka"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/confmap/confmaptest"
+	"go.opentelemetry.io/collector/confmap/xconfmap"
+
+	"github.com/otelcol-red/otelcol-red/exporter/kafkaaffinity/internal/metadata"
+)
+
+func TestLoadConfig(t *testing.T) {
+	cm, err := confmaptest.LoadConf(filepath.Join("testdata", "config.yaml"))
+	require.NoError(t, err)
+
+	full := createDefaultConfig().(*Config)
+	full.Brokers = []string{"kafka-0:9092", "kafka-1:9092"}
+	full.ClientID = "agent-1"
+	full.Topic = "spans"
+	full.Encoding = encodingJSON
+	full.TimeoutSettings.Timeout = 7 * time.Second
+	full.Producer.Compression = "zstd"
+	full.Producer.RequiredAcks = configkafka.WaitForAll
+	full.Producer.Linger = 20 * time.Millisecond
+	full.PartitionBy = []string{"service.namespace", "service.name"}
+	full.FallbackKey = "nokey"
+	full.MaxKeyBytes = 128
+	full.HotKeys = HotKeysConfig{
+		SpansPerSecond: 5000, Interval: 30 * time.Second, Fanout: 6, MaxTrackedKeys: 100,
+		Keys: []StaticHotKey{{Key: "shop|checkout", Fanout: 8}},
+	}
+
+	tests := []struct {
+		id           component.ID
+		expected     component.Config
+		errorMessage []string
+	}{
+		{id: component.NewID(metadata.Type), expected: createDefaultConfig()},
+		{id: component.NewIDWithName(metadata.Type, "full"), expected: full},
+		{id: component.NewIDWithName(metadata.Type, "invalid_encoding"), errorMessage: []string{`encoding must be "otlp_proto" or "otlp_json", got "zipkin_proto"`}},
+		{id: component.NewIDWithName(metadata.Type, "empty_partition_by"), errorMessage: []string{"partition_by must name at least one resource attribute"}},
+		{id: component.NewIDWithName(metadata.Type, "invalid_hot_keys"), errorMessage: []string{
+			"fallback_key must not be empty",
+			"max_key_bytes must be at least 32, got 8",
+			"hot_keys::spans_per_second must not be negative",
+			"hot_keys::fanout must be between 2 and 256, got 1",
+			"hot_keys::keys[0]::fanout must be between 2 and 256, got 1",
+			`hot_keys::keys[1]::key "checkout" is listed twice`,
+			"hot_keys::keys[1]::fanout must be between 2 and 256, got 300",
+		}},
+		{id: component.NewIDWithName(metadata.Type, "kerberos"), errorMessage: []string{"auth::kerberos is not supported"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.id.String(), func(t *testing.T) {
+			cfg := createDefaultConfig()
+			sub, err := cm.Sub(tt.id.String())
+			require.NoError(t, err)
+			require.NoError(t, sub.Unmarshal(cfg))
+			if len(tt.errorMessage) > 0 {
+				err := xconfmap.Validate(cfg)
+				require.Error(t, err)
+				for _, msg := range tt.errorMessage {
+					assert.ErrorContains(t, err, msg)
+				}
+				return
+			}
+			require.NoError(t, xconfmap.Validate(cfg))
+			assert.Equal(t, tt.expected, cfg)
+		})
+	}
+}

@@ -1,0 +1,137 @@
+package kafkaaffinity
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/exporter/exportertest"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+)
+
+const testPartitions = 12
+
+// fakeCluster is an in-process Kafka (franz-go's kfake) with the topic
+// already created; tests against a real broker live in testbed/e2e.
+func fakeCluster(t *testing.T) *kfake.Cluster {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(testPartitions, defaultTopic))
+	require.NoError(t, err)
+	t.Cleanup(c.Close)
+	return c
+}
+
+// readAll consumes want spans from the topic and returns, per record, its
+// partition, key and decoded traces.
+func readAll(t *testing.T, brokers []string, want int) []consumed {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(defaultTopic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	require.NoError(t, err)
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var out []consumed
+	got := 0
+	var um ptrace.ProtoUnmarshaler
+	for got < want {
+		fs := cl.PollFetches(ctx)
+		require.NoError(t, ctx.Err(), "read %d of %d spans", got, want)
+		fs.EachRecord(func(r *kgo.Record) {
+			td, err := um.UnmarshalTraces(r.Value)
+			require.NoError(t, err)
+			out = append(out, consumed{partition: r.Partition, key: string(r.Key), traces: td})
+			got += td.SpanCount()
+		})
+	}
+	assert.Equal(t, want, got)
+	return out
+}
+
+type consumed struct {
+	partition int32
+	key       string
+	traces    ptrace.Traces
+}
+
+func TestExporterWritesOneRecordPerKey(t *testing.T) {
+	c := fakeCluster(t)
+	cfg := testConfig()
+	cfg.Brokers = c.ListenAddrs()
+	cfg.HotKeys.Keys = []StaticHotKey{{Key: "hot", Fanout: 3}}
+
+	exp, err := newExporter(cfg, exportertest.NewNopSettings(NewFactory().Type()))
+	require.NoError(t, err)
+	require.NoError(t, exp.Start(context.Background(), componenttest.NewNopHost()))
+	defer func() { require.NoError(t, exp.Shutdown(context.Background())) }()
+
+	td := ptrace.NewTraces()
+	addResource(td, "a", 3, 3)
+	addResource(td, "b", 2, 2)
+	addResource(td, "", 1, 1)
+	addResource(td, "hot", 30, 30)
+	require.NoError(t, exp.ConsumeTraces(context.Background(), td))
+
+	recs := readAll(t, cfg.Brokers, td.SpanCount())
+	spans := map[string]int{}
+	hotParts := map[int32]bool{}
+	for _, r := range recs {
+		spans[r.key] += r.traces.SpanCount()
+		if r.key == "hot" {
+			hotParts[r.partition] = true
+		} else {
+			assert.Equal(t, int32(partitionOf(&kgo.Record{Key: []byte(r.key)}, testPartitions)), r.partition)
+		}
+	}
+	assert.Len(t, recs, 6, "a, b, _unkeyed and three hot sub-records")
+	assert.Equal(t, map[string]int{"a": 3, "b": 2, "_unkeyed": 1, "hot": 30}, spans)
+	assert.Len(t, hotParts, 3, "the hot key's sub-records take three partitions")
+}
+
+func TestExporterJSON(t *testing.T) {
+	c := fakeCluster(t)
+	cfg := testConfig()
+	cfg.Brokers = c.ListenAddrs()
+	cfg.Encoding = encodingJSON
+	exp, err := newExporter(cfg, exportertest.NewNopSettings(NewFactory().Type()))
+	require.NoError(t, err)
+	require.NoError(t, exp.Start(context.Background(), componenttest.NewNopHost()))
+	defer func() { require.NoError(t, exp.Shutdown(context.Background())) }()
+	td := ptrace.NewTraces()
+	addResource(td, "a", 2, 2)
+	require.NoError(t, exp.ConsumeTraces(context.Background(), td))
+
+	cl, err := kgo.NewClient(kgo.SeedBrokers(cfg.Brokers...), kgo.ConsumeTopics(defaultTopic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	require.NoError(t, err)
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	fs := cl.PollFetches(ctx)
+	require.NoError(t, ctx.Err())
+	var um ptrace.JSONUnmarshaler
+	got, err := um.UnmarshalTraces(fs.Records()[0].Value)
+	require.NoError(t, err)
+	assert.Equal(t, td, got)
+}
+
+// With no broker to take the records, the call fails (the queue keeps the
+// request and retries) instead of reporting success.
+func TestExporterBrokerDownFails(t *testing.T) {
+	c := fakeCluster(t)
+	cfg := testConfig()
+	cfg.Brokers = c.ListenAddrs()
+	c.Close()
+	exp, err := newExporter(cfg, exportertest.NewNopSettings(NewFactory().Type()))
+	require.NoError(t, err)
+	require.NoError(t, exp.Start(context.Background(), componenttest.NewNopHost()), "start does not need a broker")
+	defer func() { require.NoError(t, exp.Shutdown(context.Background())) }()
+	td := ptrace.NewTraces()
+	addResource(td, "a", 1, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	assert.Error(t, exp.ConsumeTraces(ctx, td))
+}

@@ -1,0 +1,129 @@
+package kafkaaffinity // import "github.com/otelcol-red/otelcol-red/exporter/kafkaaffinity"
+
+import (
+	"encoding/binary"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+)
+
+// recordGroup is what one record key collects from a request: one Traces per
+// sub-key (one for a normal key, fanout for a hot one).
+type recordGroup struct {
+	key   string
+	subs  []ptrace.Traces // nil entries hold nothing yet
+	spans []int           // spans per sub-key
+}
+
+// grouping splits a request by record key. Every ResourceSpans goes to
+// exactly one group; a hot key's ResourceSpans is split by trace ID, so each
+// span goes to exactly one sub-key and a trace never spans two.
+type grouping struct {
+	keyer  *keyer
+	hot    *hotKeys
+	index  map[string]int
+	groups []recordGroup
+	// counts for telemetry
+	fallbackSpans int
+	cutKeys       int
+}
+
+func newGrouping(k *keyer, h *hotKeys) *grouping {
+	return &grouping{keyer: k, hot: h, index: map[string]int{}}
+}
+
+func (g *grouping) reset() {
+	clear(g.index)
+	clear(g.groups)
+	g.groups = g.groups[:0]
+	g.fallbackSpans, g.cutKeys = 0, 0
+}
+
+func (g *grouping) add(td ptrace.Traces) {
+	rss := td.ResourceSpans()
+	for i := 0; i < rss.Len(); i++ {
+		rs := rss.At(i)
+		n := spanCount(rs)
+		key, outcome := g.keyer.key(rs.Resource())
+		switch outcome {
+		case keyFallback:
+			g.fallbackSpans += n
+		case keyCut:
+			g.cutKeys++
+		}
+		fanout := g.hot.observe(key, n)
+		gi, ok := g.index[string(key)]
+		if !ok {
+			gi = len(g.groups)
+			s := string(key)
+			g.groups = append(g.groups, recordGroup{key: s, subs: make([]ptrace.Traces, fanout), spans: make([]int, fanout)})
+			g.index[s] = gi
+		}
+		grp := &g.groups[gi]
+		// The width is fixed when the key is first seen in the request, so a
+		// tick in the middle of a request never moves a trace.
+		if len(grp.subs) == 1 {
+			t := grp.sub(0)
+			rs.CopyTo(t.ResourceSpans().AppendEmpty())
+			grp.spans[0] += n
+			continue
+		}
+		g.splitByTrace(grp, rs)
+	}
+}
+
+func (grp *recordGroup) sub(i int) ptrace.Traces {
+	if grp.subs[i] == (ptrace.Traces{}) {
+		grp.subs[i] = ptrace.NewTraces()
+	}
+	return grp.subs[i]
+}
+
+// splitByTrace copies each span of rs into the sub-key its trace ID picks,
+// under a copy of its resource and scope.
+func (g *grouping) splitByTrace(grp *recordGroup, rs ptrace.ResourceSpans) {
+	fanout := len(grp.subs)
+	var dstRS [maxFanout]ptrace.ResourceSpans
+	var haveRS [maxFanout]bool
+	sss := rs.ScopeSpans()
+	for si := 0; si < sss.Len(); si++ {
+		ss := sss.At(si)
+		var dstSS [maxFanout]ptrace.ScopeSpans
+		var haveSS [maxFanout]bool
+		spans := ss.Spans()
+		for i := 0; i < spans.Len(); i++ {
+			span := spans.At(i)
+			k := subKey(span.TraceID(), fanout)
+			if !haveRS[k] {
+				dstRS[k] = grp.sub(k).ResourceSpans().AppendEmpty()
+				rs.Resource().CopyTo(dstRS[k].Resource())
+				dstRS[k].SetSchemaUrl(rs.SchemaUrl())
+				haveRS[k] = true
+			}
+			if !haveSS[k] {
+				dstSS[k] = dstRS[k].ScopeSpans().AppendEmpty()
+				ss.Scope().CopyTo(dstSS[k].Scope())
+				dstSS[k].SetSchemaUrl(ss.SchemaUrl())
+				haveSS[k] = true
+			}
+			span.CopyTo(dstSS[k].Spans().AppendEmpty())
+			grp.spans[k]++
+		}
+	}
+}
+
+// subKey picks a hot key's sub-key from the trace ID, so all spans of a trace
+// go to one partition whichever agent sends them. Trace IDs are random, so
+// their low bytes spread evenly.
+func subKey(id pcommon.TraceID, fanout int) int {
+	return int(binary.BigEndian.Uint64(id[8:]) % uint64(fanout))
+}
+
+func spanCount(rs ptrace.ResourceSpans) int {
+	n := 0
+	sss := rs.ScopeSpans()
+	for i := 0; i < sss.Len(); i++ {
+		n += sss.At(i).Spans().Len()
+	}
+	return n
+}

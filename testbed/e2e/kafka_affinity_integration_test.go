@@ -1,0 +1,194 @@
+//go:build integration
+
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/otelcol-red/otelcol-red/testbed/datasenders"
+)
+
+// stockAgentOverlay turns configs/agent.yaml into the same agent with the stock kafka exporter,
+// which writes records without a key: every partition carries every service.
+const stockAgentOverlay = `
+exporters:
+  kafka/stock:
+    brokers: ["${env:KAFKA_BROKERS}"]
+    traces:
+      topic: ${env:KAFKA_TOPIC}
+      encoding: otlp_proto
+    producer:
+      required_acks: -1
+      compression: lz4
+    sending_queue:
+      enabled: true
+      queue_size: 1000
+      num_consumers: 4
+    retry_on_failure:
+      enabled: true
+      max_elapsed_time: 0s
+service:
+  pipelines:
+    traces:
+      exporters: [kafka/stock]
+`
+
+// agent is a bin/otelcol-red running configs/agent.yaml.
+type agent struct {
+	*Collector
+	otlpHTTP     string // host:port
+	telemetryURL string // the collector's own metrics
+}
+
+// startAgent runs configs/agent.yaml writing to broker/topic, with overlays merged over it.
+func startAgent(t *testing.T, broker, topic string, overlays ...string) *agent {
+	t.Helper()
+	httpAddr := freeAddr(t)
+	telemetry := freeAddr(t)
+	env := map[string]string{
+		"KAFKA_BROKERS":      broker,
+		"KAFKA_TOPIC":        topic,
+		"OTLP_GRPC_ENDPOINT": freeAddr(t),
+		"OTLP_HTTP_ENDPOINT": httpAddr,
+		"HEALTH_ENDPOINT":    freeAddr(t),
+		"TELEMETRY_PORT":     portOf(telemetry),
+	}
+	var extra []string
+	for i, o := range overlays {
+		p := filepath.Join(t.TempDir(), fmt.Sprintf("agent-overlay-%d.yaml", i))
+		require.NoError(t, os.WriteFile(p, []byte(o), 0o600))
+		extra = append(extra, p)
+	}
+	return &agent{
+		Collector:    StartCollector(t, configPath("agent.yaml"), env, extra...),
+		otlpHTTP:     httpAddr,
+		telemetryURL: "http://" + telemetry + "/metrics",
+	}
+}
+
+// requireAllAssigned waits until the group gave every gateway partitions of topic, so no
+// gateway consumes everything before the others joined.
+func requireAllAssigned(t *testing.T, topic string, gws []*gateway) {
+	t.Helper()
+	require.True(t, waitFor(60*time.Second, func() bool {
+		for _, g := range gws {
+			if !hasPartitions(g.Logs(), topic) {
+				return false
+			}
+		}
+		return true
+	}), "the group did not assign partitions to every gateway")
+}
+
+// seriesOf returns the label sets of the calls series a gateway exposes.
+func seriesOf(t *testing.T, url string) []string {
+	t.Helper()
+	fams, err := scrape(url)
+	require.NoError(t, err)
+	f, ok := fams[callsFamily]
+	if !ok {
+		return nil
+	}
+	out := make([]string, 0, len(f.GetMetric()))
+	for _, m := range f.GetMetric() {
+		var parts []string
+		for _, lp := range m.GetLabel() {
+			parts = append(parts, lp.GetName()+"="+lp.GetValue())
+		}
+		sort.Strings(parts)
+		out = append(out, strings.Join(parts, ","))
+	}
+	return out
+}
+
+// rssBytes is the resident set size of a running collector, from /proc.
+func rssBytes(t *testing.T, c *Collector) int64 {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", c.cmd.Process.Pid))
+	require.NoError(t, err)
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, "VmRSS:") {
+			kb, err := strconv.ParseInt(strings.Fields(line)[1], 10, 64)
+			require.NoError(t, err)
+			return kb << 10
+		}
+	}
+	t.Fatal("no VmRSS in /proc status")
+	return 0
+}
+
+// TestKafkaAffinitySeries sends the same spans of 120 services through configs/agent.yaml to three
+// gateways on a 12-partition topic, once with the kafkaaffinity exporter and once with the stock
+// kafka exporter: the RED totals summed over the gateways equal what was sent in both runs, and
+// the series held across gateways ÷ distinct series is at most 1.2 with affinity against at least
+// 2.5 (three gateways each holding nearly every series) without.
+func TestKafkaAffinitySeries(t *testing.T) {
+	broker := startKafka(t)
+	const services, spans, perRequest, gateways, partitions = 120, 24000, 400, 3, 12
+	for _, tc := range []struct {
+		name     string
+		overlays []string
+		check    func(t *testing.T, ratio float64)
+	}{
+		{"affinity", nil, func(t *testing.T, ratio float64) { assert.LessOrEqual(t, ratio, 1.2) }},
+		{"stock", []string{stockAgentOverlay}, func(t *testing.T, ratio float64) { assert.GreaterOrEqual(t, ratio, 2.5) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			topic := "affinity-" + tc.name
+			createTopic(t, topic, partitions)
+			gws := make([]*gateway, gateways)
+			for i := range gws {
+				gws[i] = startGateway(t, broker, topic, topic)
+			}
+			requireAllAssigned(t, topic, gws)
+
+			sender := newESOTLPSender(t, startAgent(t, broker, topic, tc.overlays...).otlpHTTP)
+			shape := datasenders.SpanShape{Services: services, SpanNames: 5, ErrorEvery: 7, RunID: newRunID(t)}
+			want := map[redKey]int{}
+			for first := 0; first < spans; first += perRequest {
+				td := shape.Traces(int64(first), perRequest)
+				tally(want, td)
+				require.NoError(t, sender.send(td))
+			}
+
+			sum := map[redKey]int{}
+			ok := waitFor(2*time.Minute, func() bool {
+				sum = map[redKey]int{}
+				for _, g := range gws {
+					c, err := scrapeCalls(g.metricsURL)
+					if err != nil {
+						return false
+					}
+					for k, v := range c {
+						sum[k] += v
+					}
+				}
+				return equalCounts(sum, want)
+			})
+			require.True(t, ok, "sum over gateways (total %d, want %d):\n%s", total(sum), total(want), diffCounts(sum, want))
+
+			held, distinct := 0, map[string]bool{}
+			for i, g := range gws {
+				s := seriesOf(t, g.metricsURL)
+				held += len(s)
+				for _, k := range s {
+					distinct[k] = true
+				}
+				t.Logf("%s gateway %d: %d calls series, RSS %d bytes", tc.name, i, len(s), rssBytes(t, g.Collector))
+			}
+			ratio := float64(held) / float64(len(distinct))
+			t.Logf("%s: %d series held over %d gateways, %d distinct, ratio %.2f", tc.name, held, gateways, len(distinct), ratio)
+			tc.check(t, ratio)
+		})
+	}
+}
