@@ -83,8 +83,8 @@ type Config struct {
 	// is added to its family's overflow series (label
 	// otel_metric_overflow="true") instead, so totals stay exact; such points
 	// are counted and logged once per render interval. Zero means no cap.
-	// Default 1001000: tracemetrics' default cap plus its overflow series,
-	// so that with both defaults tracemetrics' overflow governs.
+	// Default 1001000: above tracemetrics' cap (default or raised up to 1M)
+	// plus its overflow series, so that tracemetrics' overflow governs.
 	MaxSeries int `mapstructure:"max_series"`
 
 	// MaxConcurrentScrapes bounds the scrapes served at once; one more is

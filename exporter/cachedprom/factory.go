@@ -24,8 +24,8 @@ const (
 	defaultPath             = "/metrics"
 	defaultMetricExpiration = 5 * time.Minute
 	defaultRenderInterval   = time.Second
-	// defaultMaxSeries is tracemetrics' default max_series (1,000,000 RED
-	// series) plus room for its overflow series, so that with both defaults
+	// defaultMaxSeries is above tracemetrics' max_series, default or raised
+	// up to 1,000,000 RED series, plus room for its overflow series, so that
 	// tracemetrics' overflow governs and cachedprom never overflows.
 	defaultMaxSeries = 1_001_000
 	// defaultMaxConcurrentScrapes leaves room for several Prometheus

@@ -20,10 +20,17 @@ type handler struct {
 	// inflight holds a token per scrape being served; nil means no limit
 	// (max_concurrent_scrapes 0).
 	inflight chan struct{}
+	// inflating holds the token of the one scrape that decompresses a body
+	// too large to keep. Each such scrape costs CPU in proportion to the
+	// series (the whole text is inflated again), so a few clients looping
+	// without gzip would take every core from ingest; one at a time bounds
+	// them to one core whatever max_concurrent_scrapes allows. Prometheus
+	// always asks for gzip and never needs it.
+	inflating chan struct{}
 }
 
 func newHandler(e *cachedExporter) *handler {
-	h := &handler{exp: e}
+	h := &handler{exp: e, inflating: make(chan struct{}, 1)}
 	if n := e.cfg.MaxConcurrentScrapes; n > 0 {
 		h.inflight = make(chan struct{}, n)
 	}
@@ -123,6 +130,18 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	} else {
 		hdr.Set("ETag", emptySnapshotETag)
+	}
+	if !kept && r.Method == http.MethodGet {
+		select {
+		case h.inflating <- struct{}{}:
+			defer func() { <-h.inflating }()
+		default:
+			h.exp.telemetry.scrapesRefused.Add(1)
+			hdr.Del("ETag")
+			hdr.Set("Retry-After", "1")
+			http.Error(w, "another client is being served this body uncompressed; ask with Accept-Encoding: gzip, or try again later", http.StatusServiceUnavailable)
+			return
+		}
 	}
 	hdr.Set("Content-Length", strconv.Itoa(length))
 	w.WriteHeader(http.StatusOK)

@@ -176,6 +176,41 @@ func TestIdentityScrapeOfLargeBody(t *testing.T) {
 	assert.Equal(t, string(body), string(body2))
 }
 
+// TestOneInflationAtATime: while one client is served a large body
+// uncompressed (inflated from the gzip form), another identity client gets
+// 503 at once, a gzip client is served, and the slot comes back.
+func TestOneInflationAtATime(t *testing.T) {
+	v := maxKeptBody
+	t.Cleanup(func() { maxKeptBody = v }) // after the exporter's shutdown
+	maxKeptBody = 64
+
+	e, url := startOurs(t, nil)
+	require.NoError(t, e.ConsumeMetrics(context.Background(), mixedMetrics(0, testBase)))
+	e.renderNow()
+	h := newHandler(e)
+	h.inflating <- struct{}{} // a client being served the inflated body
+
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, url, nil))
+	assert.Equal(t, http.StatusServiceUnavailable, rec.Code)
+	assert.Equal(t, "1", rec.Header().Get("Retry-After"))
+	assert.Empty(t, rec.Header().Get("ETag"))
+	assert.Equal(t, int64(1), e.telemetry.scrapesRefused.Load())
+
+	gz := httptest.NewRequest(http.MethodGet, url, nil)
+	gz.Header.Set("Accept-Encoding", "gzip")
+	rec = httptest.NewRecorder()
+	h.ServeHTTP(rec, gz)
+	assert.Equal(t, http.StatusOK, rec.Code, "gzip clients need no inflation")
+
+	<-h.inflating
+	rec = httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, url, nil))
+	assert.Equal(t, http.StatusOK, rec.Code)
+	assert.Equal(t, textOf(t, e.snapshot.Load()), rec.Body.String())
+	assert.Empty(t, h.inflating, "the served scrape gave its slot back")
+}
+
 // TestScrapeIgnoresStoreLock holds the store lock, as a long ingest would,
 // and scrapes: the handler must not need it.
 func TestScrapeIgnoresStoreLock(t *testing.T) {
