@@ -24,7 +24,7 @@ type handler struct {
 	// too large to keep. Each such scrape costs CPU in proportion to the
 	// series (the whole text is inflated again), so a few clients looping
 	// without gzip would take every core from ingest; one at a time bounds
-	// them to one core whatever max_concurrent_scrapes allows. Prometheus
+	// them whatever max_concurrent_scrapes allows. Prometheus
 	// always asks for gzip and never needs it.
 	inflating chan struct{}
 }
@@ -134,7 +134,11 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !kept && r.Method == http.MethodGet {
 		select {
 		case h.inflating <- struct{}{}:
-			defer func() { <-h.inflating }()
+			// The slot stays taken for as long again as this inflation
+			// took, as the renderer idles after a render: clients looping
+			// without gzip get at most half a core.
+			start := time.Now()
+			defer func() { time.AfterFunc(time.Since(start), func() { <-h.inflating }) }()
 		default:
 			h.exp.telemetry.scrapesRefused.Add(1)
 			hdr.Del("ETag")
