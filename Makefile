@@ -16,7 +16,7 @@ export GONOSUMDB := github.com/open-telemetry/opentelemetry-collector-contrib
 INTEGRATION := -tags integration -p 1 -count=1 -timeout 25m
 MODULES     := . testbed
 
-.PHONY: all build stock-twin run test rules unit integration check-generated generate bench testbed testbed-short testbed-memory lint docker clean tools
+.PHONY: all build stock-twin run test rules unit integration test-faults-full check-generated generate bench testbed testbed-short testbed-memory lint docker clean tools
 
 all: build
 
@@ -59,6 +59,12 @@ integration: build stock-twin
 	$(GO) test $(INTEGRATION) ./...
 	cd testbed && $(GO) test $(INTEGRATION) ./...
 	cd deploy && $(GO) test $(INTEGRATION) ./...
+
+## test-faults-full: the long form of the fault tests: Elasticsearch down for 10 minutes under
+## load (make test runs the same test with a 60 s outage), ~16 min in all
+test-faults-full: build
+	cd testbed && OTELCOL_RED_ES_OUTAGE=10m $(GO) test -tags integration -count=1 -timeout 30m -v \
+	  -run '^TestESStoreSurvivesElasticsearchOutage$$' ./e2e/
 
 ## check-generated: fail when cmd/otelcol-red drifts from builder-config.yaml
 check-generated: $(BUILDER)
