@@ -116,7 +116,9 @@ func StartCollector(tb testing.TB, configFile string, env map[string]string, ext
 	tb.Cleanup(func() {
 		c.Stop(tb)
 		if tb.Failed() {
-			tb.Logf("collector log:\n%s", tailOf(c.Logs(), 8000))
+			// Only the tail: a failing test with several collectors must not bury its own
+			// assertion, which was printed before these, under their logs.
+			tb.Logf("collector log (%s), tail:\n%s", filepath.Base(configFile), tailOf(c.Logs(), 3000))
 		}
 	})
 	deadline := time.Now().Add(60 * time.Second)
