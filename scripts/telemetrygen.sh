@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# contrib's telemetrygen, the load client users already know, for tests that need a real OTLP client.
+#   scripts/telemetrygen.sh path     installs it under .tools (once) and prints its path
+#   scripts/telemetrygen.sh ARGS...  runs it
+# The version is the newest the module mirror serves in full; telemetrygen is a standalone module,
+# so its version does not follow the collector pin.
+source "$(dirname "$0")/lib.sh"
+
+VERSION=v0.149.0
+BIN=$ROOT/.tools/telemetrygen-$VERSION
+
+install() {
+  [ -x "$BIN" ] && return 0
+  command -v go >/dev/null || die "go is required to install telemetrygen"
+  log "installing telemetrygen $VERSION"
+  local tmp; tmp=$(mktemp -d)
+  GOBIN=$tmp go install "github.com/open-telemetry/opentelemetry-collector-contrib/cmd/telemetrygen@$VERSION" >&2 \
+    || { rm -rf "$tmp"; die "go install telemetrygen@$VERSION failed"; }
+  mkdir -p "$(dirname "$BIN")"
+  mv "$tmp/telemetrygen" "$BIN"
+  rm -rf "$tmp"
+}
+
+case "${1:-}" in
+  path) install; echo "$BIN" ;;
+  "") die "usage: $0 path | ARGS..." ;;
+  *) install; exec "$BIN" "$@" ;;
+esac
