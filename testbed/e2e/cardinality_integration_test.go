@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -36,7 +37,63 @@ func TestMillionUniqueSpanNames(t *testing.T) {
 	require.NoError(t, os.WriteFile(limits, []byte("connectors:\n  tracemetrics:\n    max_series: "+strconv.Itoa(maxSeries)+"\n"), 0o600))
 	c := StartCollector(t, configPath("default.yaml"), env, limits)
 
-	conn, err := grpc.NewClient(env["OTLP_GRPC_ENDPOINT"], grpc.WithTransportCredentials(insecure.NewCredentials()))
+	sendUniqueSpanNames(t, env["OTLP_GRPC_ENDPOINT"], requests, perReq)
+
+	calls := "traces_span_metrics_calls_total"
+	all := map[string]string{} // this collector received nothing else
+	require.Equal(t, float64(total), WaitForSum(t, metricsURL, calls, all, total, 2*time.Minute), "calls, overflow included")
+	fams := Scrape(t, metricsURL)
+	overflow, n := SumSeries(fams, calls, map[string]string{"otel_metric_overflow": "true"})
+	require.Equal(t, 1, n, "one overflow series")
+	require.Equal(t, float64(total-maxSeries), overflow, "every span past max_series is in the overflow series")
+	namedCalls, named := SumSeries(fams, calls, map[string]string{"service_name": "ids-in-names"})
+	require.Equal(t, maxSeries, named, "series with a span name: max_series of them")
+	require.Equal(t, float64(maxSeries), namedCalls, "one span each")
+
+	rss := residentBytes(t, c.cmd.Process.Pid)
+	t.Logf("collector RSS after a million span names: %d MiB", rss>>20)
+	require.Less(t, rss, int64(512<<20), "memory bounded by max_series, not by the names sent (138 MiB measured)")
+}
+
+// TestCachedpromCapKeepsTotals is the other cap: tracemetrics holds every series and cachedprom's
+// max_series, lowered, is the one reached. Points beyond it go to the family's overflow series, so
+// the calls on /metrics still add up to every span sent, and the duration histogram's count too.
+func TestCachedpromCapKeepsTotals(t *testing.T) {
+	const (
+		promCap  = 5_000
+		requests = 100
+		perReq   = 1000
+		total    = requests * perReq
+	)
+	env, metricsURL := defaultEnv(t)
+	limits := filepath.Join(t.TempDir(), "limits.yaml")
+	require.NoError(t, os.WriteFile(limits, []byte(fmt.Sprintf(
+		"connectors:\n  tracemetrics:\n    max_series: %d\nexporters:\n  cachedprom:\n    max_series: %d\n", 2*total, promCap)), 0o600))
+	StartCollector(t, configPath("default.yaml"), env, limits)
+	telemetryURL := "http://127.0.0.1:" + env["TELEMETRY_PORT"] + "/metrics"
+
+	sendUniqueSpanNames(t, env["OTLP_GRPC_ENDPOINT"], requests, perReq)
+
+	all := map[string]string{}
+	require.Equal(t, float64(total), WaitForSum(t, metricsURL, callsFamily, all, total, 2*time.Minute), "calls, overflow included")
+	fams := Scrape(t, metricsURL)
+	count, _ := SumSeries(fams, durationFamily, all)
+	require.Equal(t, float64(total), count, "duration count, overflow included")
+	overflow, n := SumSeries(fams, callsFamily, map[string]string{"otel_metric_overflow": "true"})
+	require.Equal(t, 1, n, "one overflow series of calls")
+	named, held := SumSeries(fams, callsFamily, map[string]string{"service_name": "ids-in-names"})
+	t.Logf("cachedprom max_series %d: %d named calls series (%v calls), overflow %v calls", promCap, held, named, overflow)
+	require.LessOrEqual(t, held, promCap, "named series within cachedprom's cap")
+	require.Equal(t, float64(total), named+overflow, "named and overflow calls add up to the spans sent")
+	adjusted, _ := SumSeries(Scrape(t, telemetryURL), "otelcol_exporter_cachedprom_adjusted_points_total", map[string]string{"reason": "overflow"})
+	require.Positive(t, adjusted, `adjusted_points{reason="overflow"}`)
+}
+
+// sendUniqueSpanNames sends requests × perReq SERVER spans of service ids-in-names over OTLP gRPC,
+// each with a span name never sent before ("GET /orders/<n>").
+func sendUniqueSpanNames(t *testing.T, endpoint string, requests, perReq int) {
+	t.Helper()
+	conn, err := grpc.NewClient(endpoint, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	require.NoError(t, err)
 	defer conn.Close()
 	client := ptraceotlp.NewGRPCClient(conn)
@@ -60,21 +117,6 @@ func TestMillionUniqueSpanNames(t *testing.T) {
 		_, err := client.Export(ctx, ptraceotlp.NewExportRequestFromTraces(td))
 		require.NoError(t, err, "request %d", r)
 	}
-
-	calls := "traces_span_metrics_calls_total"
-	all := map[string]string{} // this collector received nothing else
-	require.Equal(t, float64(total), WaitForSum(t, metricsURL, calls, all, total, 2*time.Minute), "calls, overflow included")
-	fams := Scrape(t, metricsURL)
-	overflow, n := SumSeries(fams, calls, map[string]string{"otel_metric_overflow": "true"})
-	require.Equal(t, 1, n, "one overflow series")
-	require.Equal(t, float64(total-maxSeries), overflow, "every span past max_series is in the overflow series")
-	namedCalls, named := SumSeries(fams, calls, map[string]string{"service_name": "ids-in-names"})
-	require.Equal(t, maxSeries, named, "series with a span name: max_series of them")
-	require.Equal(t, float64(maxSeries), namedCalls, "one span each")
-
-	rss := residentBytes(t, c.cmd.Process.Pid)
-	t.Logf("collector RSS after a million span names: %d MiB", rss>>20)
-	require.Less(t, rss, int64(512<<20), "memory bounded by max_series, not by the names sent (138 MiB measured)")
 }
 
 // residentBytes reads a process' resident set size from /proc.

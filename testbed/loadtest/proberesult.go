@@ -99,7 +99,8 @@ type Staleness struct {
 	// Flushes are the deliveries (chunks grouped) from the collector's start until two intervals
 	// after the backlog was consumed.
 	Flushes []Delivery `json:"flushes"`
-	// MaxGapSeconds is the longest time between two flushes during that window, and
+	// MaxGapSeconds is the longest time between two flushes from the first span of the backlog
+	// until one interval after its last (when the flush holding it is due), and
 	// MaxLatenessSeconds that minus the interval: how late the latest flush was.
 	MaxGapSeconds      float64 `json:"max_gap_seconds"`
 	MaxLatenessSeconds float64 `json:"max_lateness_seconds"`

@@ -89,10 +89,14 @@ func stalenessRun(ctx context.Context, p Probe, c Collector, o Options, written 
 		st.ConsumeSeconds = done - first
 		st.SpansPerSec = float64(written) / max(st.ConsumeSeconds, kafkaPollInterval.Seconds())
 		st.Flushes = flushes(deliveries, o.FlushInterval)
-		st.MaxGapSeconds = maxGap(flushTimes(st.Flushes), first, end)
+		// Gaps count from the first span until one interval after the last: by then the flush
+		// holding the last spans is due. Later, a collector with delta output has nothing to
+		// send, and its silence is not lateness.
+		until := min(end, done+st.IntervalSeconds)
+		st.MaxGapSeconds = maxGap(flushTimes(st.Flushes), first, until)
 		st.MaxLatenessSeconds = max(0, st.MaxGapSeconds-st.IntervalSeconds)
-		st.ExpectedFlushes = int((end - first) / st.IntervalSeconds)
-		st.MaxPageGapSeconds = maxGap(st.PageChanges, first, end)
+		st.ExpectedFlushes = int((until - first) / st.IntervalSeconds)
+		st.MaxPageGapSeconds = maxGap(st.PageChanges, first, until)
 		st.CallsCounted, err = countCalls(ctx, s, o, written)
 		run.Phases = []Phase{{Name: "drain", Seconds: st.ConsumeSeconds, Spans: written, SpansPerSec: st.SpansPerSec}}
 		run.Phases[0].RSSMaxMiB, run.Phases[0].RSSEndMiB = rssBetween(s.watch.Samples(), first, done+1)

@@ -90,7 +90,7 @@ func main() {
 	flag.BoolVar(&f.heapProfile, "heap-profile", false, "probes: take a heap profile of ours after the second flush of the memory probe (-ours-memory-config must enable pprof)")
 	flag.DurationVar(&f.phase, "phase", 30*time.Second, "probes: length of each measured phase of the scrape-load and floor probes")
 	flag.DurationVar(&f.memoryWindow, "memory-window", 0, "probes: load window of the million-series probe (default four flush intervals and 10 s)")
-	flag.Int64Var(&f.staleBacklog, "stale-backlog", 5_000_000, "probes: spans in the Kafka backlog of the staleness probe")
+	flag.Int64Var(&f.staleBacklog, "stale-backlog", 20_000_000, "probes: spans in the Kafka backlog of the staleness probe")
 	flag.StringVar(&f.floorConfig, "floor-config", "configs/floor.yaml", "probes: the decode-floor config (OTLP receiver → sampled debug exporter)")
 	flag.StringVar(&f.oursMemConfig, "ours-memory-config", "configs/ours-memory.yaml", "probes: our config for the million-series probe (series caps lifted, pprof extension)")
 	flag.Parse()

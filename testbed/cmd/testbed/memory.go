@@ -87,6 +87,9 @@ func runMemory(ctx context.Context, f flags) ([]string, error) {
 			if r.Error != "" {
 				failures = append(failures, fmt.Sprintf("%s/%s (%d series): %s", p.Name, r.Collector, r.Series, r.Error))
 			}
+			for _, g := range p.Gate(r) {
+				failures = append(failures, fmt.Sprintf("%s/%s (%d series): %s", p.Name, r.Collector, r.Series, g))
+			}
 			log.Printf("%s/%s (%d series): %s", p.Name, r.Collector, r.Series, loadtest.RunSummary(r))
 		}
 		if ctx.Err() != nil {

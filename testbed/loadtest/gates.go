@@ -1,0 +1,59 @@
+package loadtest
+
+import "fmt"
+
+// The overload probes carry pass/fail bounds besides their figures: they are the tests of the
+// faults they were written for (a flush starved by a Kafka backlog, scrapers taking the cores
+// ingest needs), so `make testbed-memory` fails when one comes back.
+const (
+	// maxFlushLateness is how late a flush may be during a backlog, in flush intervals: a
+	// starved flush shows as whole intervals late.
+	maxFlushLateness = 0.5
+	// minScrapedIngest is the least share of its unscraped ingest rate the collector keeps while
+	// uncompressed scrapers hit /metrics back to back.
+	minScrapedIngest = 0.25
+)
+
+// Gate returns what r breaks of p's bounds; nothing for probes without bounds.
+func (p Probe) Gate(r ProbeRun) []string {
+	switch p.Kind {
+	case ProbeStaleness:
+		return stalenessGate(r.Staleness)
+	case ProbeScrapeLoad:
+		if p.Gzip {
+			// One gzip scraper compares ours and the stock twin; the report has the ratio.
+			return nil
+		}
+		return scrapersGate(r.Phases)
+	}
+	return nil
+}
+
+func stalenessGate(st *Staleness) []string {
+	if st == nil {
+		return []string{"no staleness measured"}
+	}
+	var out []string
+	if st.MaxLatenessSeconds > maxFlushLateness*st.IntervalSeconds {
+		out = append(out, fmt.Sprintf("a flush came %.1f s late (bound %.1f s)", st.MaxLatenessSeconds, maxFlushLateness*st.IntervalSeconds))
+	}
+	if st.CallsCounted != st.BacklogSpans {
+		out = append(out, fmt.Sprintf("%d calls counted of %d spans in the backlog", st.CallsCounted, st.BacklogSpans))
+	}
+	return out
+}
+
+func scrapersGate(phases []Phase) []string {
+	if len(phases) != 2 || phases[0].SpansPerSec <= 0 {
+		return []string{fmt.Sprintf("%d of 2 phases measured", len(phases))}
+	}
+	var out []string
+	scraped := phases[1]
+	if ratio := scraped.SpansPerSec / phases[0].SpansPerSec; ratio < minScrapedIngest {
+		out = append(out, fmt.Sprintf("ingest while scraped %.2f× of unscraped (bound %.2f×)", ratio, minScrapedIngest))
+	}
+	if s := scraped.Scrapes; s.Failed > 0 || s.OtherStatus > 0 {
+		out = append(out, fmt.Sprintf("scrapes without an answer %d, with another status than 200/503 %d", s.Failed, s.OtherStatus))
+	}
+	return out
+}
