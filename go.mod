@@ -41,7 +41,6 @@ require (
 	go.opentelemetry.io/collector/exporter/exportertest v0.145.0
 	go.opentelemetry.io/collector/featuregate v1.51.0
 	go.opentelemetry.io/collector/pdata v1.51.0
-	go.opentelemetry.io/collector/pipeline v1.51.0
 	go.opentelemetry.io/collector/processor/processortest v0.145.0
 	go.opentelemetry.io/otel v1.39.0
 	go.opentelemetry.io/otel/metric v1.39.0
@@ -165,6 +164,7 @@ require (
 	go.opentelemetry.io/collector/pdata/pprofile v0.145.0 // indirect
 	go.opentelemetry.io/collector/pdata/testdata v0.145.0 // indirect
 	go.opentelemetry.io/collector/pdata/xpdata v0.145.0 // indirect
+	go.opentelemetry.io/collector/pipeline v1.51.0 // indirect
 	go.opentelemetry.io/collector/pipeline/xpipeline v0.145.0 // indirect
 	go.opentelemetry.io/collector/processor v1.51.0 // indirect
 	go.opentelemetry.io/collector/processor/processorhelper v0.145.0 // indirect

@@ -9,8 +9,8 @@ import (
 	"github.com/jonboulle/clockwork"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 
-	"github.com/otelcol-red/otelcol-red/internal/hash"
-	"github.com/otelcol-red/otelcol-red/internal/intake"
+	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/hash"
+	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/intake"
 )
 
 // aggregator is the single consumer of the intake ring. It alone owns the series tables and

@@ -10,7 +10,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
-	"github.com/otelcol-red/otelcol-red/internal/hash"
+	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/hash"
 )
 
 // keyHash hashes series and resource keys. Tests replace it with a colliding function to

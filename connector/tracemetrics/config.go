@@ -228,64 +228,66 @@ var (
 
 // Validate checks the configuration; every error names the key at fault.
 func (c *Config) Validate() error {
+	var errs []error
 	if err := validateDimensions(c.Dimensions, c.builtinKeys()); err != nil {
-		return fmt.Errorf("dimensions: %w", err)
+		errs = append(errs, fmt.Errorf("dimensions: %w", err))
 	}
 	if err := validateDimensions(c.CallsDimensions, c.builtinKeys(), c.Dimensions...); err != nil {
-		return fmt.Errorf("calls_dimensions: %w", err)
+		errs = append(errs, fmt.Errorf("calls_dimensions: %w", err))
 	}
 	if err := validateDimensions(c.Histogram.Dimensions, c.builtinKeys(), c.Dimensions...); err != nil {
-		return fmt.Errorf("histogram.dimensions: %w", err)
+		errs = append(errs, fmt.Errorf("histogram.dimensions: %w", err))
 	}
 	if c.Events.Enabled {
 		if len(c.Events.Dimensions) == 0 {
-			return errors.New("events.dimensions: no dimensions configured for events")
+			errs = append(errs, errors.New("events.dimensions: no dimensions configured for events"))
 		}
 		if err := validateDimensions(c.Events.Dimensions, c.builtinKeys(), c.Dimensions...); err != nil {
-			return fmt.Errorf("events.dimensions: %w", err)
+			errs = append(errs, fmt.Errorf("events.dimensions: %w", err))
 		}
 	}
 	if c.Histogram.Explicit.HasValue() && c.Histogram.Exponential.HasValue() {
-		return errors.New("histogram: use either `explicit` or `exponential` buckets histogram")
+		errs = append(errs, errors.New("histogram: use either `explicit` or `exponential` buckets histogram"))
 	}
 	if e := c.Histogram.Explicit.Get(); c.Histogram.Explicit.HasValue() && e != nil {
 		for i := 1; i < len(e.Buckets); i++ {
 			if e.Buckets[i] <= e.Buckets[i-1] {
-				return fmt.Errorf("histogram.explicit.buckets: must be strictly increasing, %v follows %v", e.Buckets[i], e.Buckets[i-1])
+				errs = append(errs, fmt.Errorf("histogram.explicit.buckets: must be strictly increasing, %v follows %v", e.Buckets[i], e.Buckets[i-1]))
+				break
 			}
 		}
 	}
 	if c.MetricsFlushInterval < 0 {
-		return fmt.Errorf("metrics_flush_interval: %v, the duration should be positive", c.MetricsFlushInterval)
+		errs = append(errs, fmt.Errorf("metrics_flush_interval: %v, the duration should be positive", c.MetricsFlushInterval))
 	}
 	if c.MetricsExpiration < 0 {
-		return fmt.Errorf("metrics_expiration: %v, the duration should be positive", c.MetricsExpiration)
+		errs = append(errs, fmt.Errorf("metrics_expiration: %v, the duration should be positive", c.MetricsExpiration))
 	}
 	if c.GetAggregationTemporality() == pmetric.AggregationTemporalityDelta && c.TimestampCacheSize != nil && *c.TimestampCacheSize <= 0 {
-		return fmt.Errorf("metric_timestamp_cache_size: %v, the maximum number of the items in the cache should be positive", *c.TimestampCacheSize)
+		errs = append(errs, fmt.Errorf("metric_timestamp_cache_size: %v, the maximum number of the items in the cache should be positive", *c.TimestampCacheSize))
 	}
 	if c.AggregationCardinalityLimit < 0 {
-		return fmt.Errorf("aggregation_cardinality_limit: %v, the limit should be positive", c.AggregationCardinalityLimit)
+		errs = append(errs, fmt.Errorf("aggregation_cardinality_limit: %v, the limit should be positive", c.AggregationCardinalityLimit))
 	}
 	if c.Exemplars.Enabled && c.Exemplars.MaxPerDataPoint < 0 {
-		return fmt.Errorf("exemplars.max_per_data_point: %v, the value should be positive", c.Exemplars.MaxPerDataPoint)
+		errs = append(errs, fmt.Errorf("exemplars.max_per_data_point: %v, the value should be positive", c.Exemplars.MaxPerDataPoint))
 	}
 	if c.ResourceMetricsCacheSize <= 0 {
-		return fmt.Errorf("resource_metrics_cache_size: %v, the value should be positive", c.ResourceMetricsCacheSize)
+		errs = append(errs, fmt.Errorf("resource_metrics_cache_size: %v, the value should be positive", c.ResourceMetricsCacheSize))
 	}
 	if c.MaxSeries < 0 {
-		return fmt.Errorf("max_series: %v, the value should be positive or 0 (no limit)", c.MaxSeries)
+		errs = append(errs, fmt.Errorf("max_series: %v, the value should be positive or 0 (no limit)", c.MaxSeries))
 	}
 	if c.MaxSeriesPerService < 0 {
-		return fmt.Errorf("max_series_per_service: %v, the value should be positive or 0 (no limit)", c.MaxSeriesPerService)
+		errs = append(errs, fmt.Errorf("max_series_per_service: %v, the value should be positive or 0 (no limit)", c.MaxSeriesPerService))
 	}
 	if c.SeriesExpiration < 0 {
-		return fmt.Errorf("series_expiration: %v, the duration should be positive", c.SeriesExpiration)
+		errs = append(errs, fmt.Errorf("series_expiration: %v, the duration should be positive", c.SeriesExpiration))
 	}
 	if c.RingSize < 0 || c.RingSize == 1 || c.RingSize > maxRingSize {
-		return fmt.Errorf("ring_size: %v is out of range, use 0 (default %d) or 2..%d", c.RingSize, defaultRingSize, maxRingSize)
+		errs = append(errs, fmt.Errorf("ring_size: %v is out of range, use 0 (default %d) or 2..%d", c.RingSize, defaultRingSize, maxRingSize))
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // GetAggregationTemporality converts the configured string into a temporality: cumulative

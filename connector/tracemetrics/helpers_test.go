@@ -23,13 +23,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/ptrace"
-	"go.uber.org/goleak"
 )
-
-func TestMain(m *testing.M) {
-	// The spanmetrics connector stops its ticker goroutine asynchronously after Shutdown.
-	goleak.VerifyTestMain(m)
-}
 
 var testStart = time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
 

@@ -21,7 +21,7 @@
 // A full ring applies backpressure: Put waits, bounded by its context, until the consumer has made
 // room. Dropping would lose data the caller believes accepted; blocking without bound would hang a
 // receiver. Waits are counted (Stats.FullWaits) so a too-small ring is visible.
-package intake // import "github.com/otelcol-red/otelcol-red/internal/intake"
+package intake // import "github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/intake"
 
 import (
 	"context"
