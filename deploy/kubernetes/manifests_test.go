@@ -378,3 +378,106 @@ func mountedConfigFiles(t *testing.T, m *manifests, pod corev1.PodSpec, c corev1
 	}
 	return out
 }
+
+// configEnvRef is a ${env:NAME} or ${env:NAME:-default} reference of a collector config.
+var configEnvRef = regexp.MustCompile(`\$\{env:([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}`)
+
+// configDirectory matches a `directory:` key (file_storage and its compaction directory): the
+// only paths the shipped configs write to.
+var configDirectory = regexp.MustCompile(`(?m)^\s*directory:\s*(\S+)\s*$`)
+
+// TestConfigWritesGoToVolumes: with a read-only root filesystem, every directory a mounted
+// config writes to must be on a writable volume, not on the image's root.
+func TestConfigWritesGoToVolumes(t *testing.T) {
+	m := loadManifests(t)
+	dirs := 0
+	for _, w := range m.workloads() {
+		for _, c := range w.pod.Spec.Containers {
+			// Writable: a read-write mount of anything but a ConfigMap (an emptyDir, a
+			// hostPath, or a StatefulSet's volume claim, which is not among the pod's volumes).
+			writable := map[string]bool{}
+			for _, vm := range c.VolumeMounts {
+				fromConfigMap := false
+				for _, v := range w.pod.Spec.Volumes {
+					if v.Name == vm.Name && v.ConfigMap != nil {
+						fromConfigMap = true
+					}
+				}
+				if !fromConfigMap && !vm.ReadOnly {
+					writable[vm.MountPath] = true
+				}
+			}
+			for arg, content := range mountedConfigFiles(t, m, w.pod.Spec, c) {
+				for _, match := range configDirectory.FindAllStringSubmatch(stripComments(content), -1) {
+					dir := configEnvRef.ReplaceAllStringFunc(match[1], func(ref string) string {
+						sub := configEnvRef.FindStringSubmatch(ref)
+						if v := envValue(c, sub[1]); v != "" {
+							return v
+						}
+						return sub[2]
+					})
+					dirs++
+					onVolume := false
+					for mp := range writable {
+						if dir == mp || strings.HasPrefix(dir, mp+"/") {
+							onVolume = true
+						}
+					}
+					assert.True(t, onVolume, "%s/%s: %s writes to %s, which is on no writable volume", w.name, c.Name, arg, dir)
+				}
+			}
+		}
+	}
+	assert.Positive(t, dirs, "the gateway config keeps its queue in a directory")
+}
+
+// queueBytesPerSpan is the disk budget per queued span the claim is checked against: a span of
+// the RED pipeline with a few attributes takes well under it in the bbolt file.
+const queueBytesPerSpan = 1024
+
+// TestQueueVolumeMatchesTheImage: the queue is mounted where the image keeps it (its VOLUME), the
+// pod writes to it as the image's user, and the claim holds a full queue twice (compaction on
+// rebound writes a second copy of the database before removing the first).
+func TestQueueVolumeMatchesTheImage(t *testing.T) {
+	m := loadManifests(t)
+	dockerfile, err := os.ReadFile(filepath.Join("..", "..", "Dockerfile"))
+	require.NoError(t, err)
+	volume := regexp.MustCompile(`(?m)^VOLUME \["([^"]+)"\]`).FindSubmatch(dockerfile)
+	require.NotNil(t, volume, "Dockerfile declares the queue VOLUME")
+	user := regexp.MustCompile(`(?m)^USER (\d+)`).FindSubmatch(dockerfile)
+	require.NotNil(t, user, "Dockerfile runs as a numeric USER")
+
+	sts := m.statefulSets[0]
+	c := sts.Spec.Template.Spec.Containers[0]
+	assert.Equal(t, string(volume[1]), envValue(c, "OTELCOL_RED_STORAGE_DIR"), "queue directory is the image's VOLUME")
+	sc := sts.Spec.Template.Spec.SecurityContext
+	require.NotNil(t, sc.FSGroup)
+	require.NotNil(t, sc.RunAsUser)
+	assert.Equal(t, string(user[1]), fmt.Sprint(*sc.RunAsUser), "runAsUser is the image's USER")
+	assert.Equal(t, string(user[1]), fmt.Sprint(*sc.FSGroup), "fsGroup gives the image's USER the volume")
+
+	cfg := m.configMaps["otelcol-red-gateway"].Data["gateway.yaml"]
+	var parsed struct {
+		Exporters map[string]struct {
+			SendingQueue struct {
+				Storage   string `json:"storage"`
+				Sizer     string `json:"sizer"`
+				QueueSize int64  `json:"queue_size"`
+			} `json:"sending_queue"`
+		} `json:"exporters"`
+	}
+	require.NoError(t, yaml.Unmarshal([]byte(cfg), &parsed))
+	var queued int64
+	for name, e := range parsed.Exporters {
+		if e.SendingQueue.Storage == "" {
+			continue
+		}
+		assert.Equal(t, "items", e.SendingQueue.Sizer, "%s: queue sized in spans", name)
+		queued += e.SendingQueue.QueueSize
+	}
+	require.Positive(t, queued, "a disk-backed sending queue")
+	require.Len(t, sts.Spec.VolumeClaimTemplates, 1)
+	claim := sts.Spec.VolumeClaimTemplates[0].Spec.Resources.Requests[corev1.ResourceStorage]
+	need := resource.NewQuantity(2*queued*queueBytesPerSpan, resource.BinarySI)
+	assert.GreaterOrEqual(t, claim.Cmp(*need), 0, "claim %s holds %d queued spans twice at %d bytes each (%s)", claim.String(), queued, queueBytesPerSpan, need.String())
+}
