@@ -321,17 +321,27 @@ scrape_configs:
 		assert.GreaterOrEqual(t, v, float64(deployMaxSeries), "tracemetrics series on %s: at the cap", inst)
 		assert.LessOrEqual(t, v, float64(deployMaxSeries)+10, "tracemetrics series on %s: at most the cap and the overflow series", inst)
 	}
+	// cachedprom holds one label set per RED series (calls and duration share it), and its own cap
+	// (the default) is far away: the same band as tracemetrics, nothing of its own overflows.
 	for inst, v := range byLabel("Series", "B", all, "instance") {
-		assert.Greater(t, v, float64(deployMaxSeries), "cachedprom series on %s", inst)
+		assert.GreaterOrEqual(t, v, float64(deployMaxSeries), "cachedprom label sets on %s: one per RED series", inst)
+		assert.LessOrEqual(t, v, float64(deployMaxSeries)+10, "cachedprom label sets on %s: one per RED series", inst)
 	}
-	for inst, v := range byLabel("Overflow", "A", all, "instance") {
+	for inst, v := range byLabel("Overflow and dropped points", "A", all, "instance") {
 		near(deployNewNames/deployBatchEvery.Seconds(), v, 0.5, "overflow spans/s on "+inst)
 	}
-	for inst, v := range byLabel("Overflow", "B", all, "instance") {
-		assert.Zero(t, v, "cachedprom overflow points on %s: its cap is above tracemetrics'", inst)
+	for _, ref := range []string{"B", "C"} {
+		for inst, v := range byLabel("Overflow and dropped points", ref, all, "instance") {
+			assert.Zero(t, v, "cachedprom overflow (B) or dropped (C) points/s on %s", inst)
+		}
 	}
-	for inst, v := range byLabel("Overflow", "C", all, "instance") {
-		assert.Zero(t, v, "cachedprom dropped points on %s", inst)
+	// One Prometheus scrapes once per interval: nothing to refuse.
+	for inst, v := range byLabel("Refused scrapes and skipped flushes", "A", all, "instance") {
+		assert.Zero(t, v, "scrapes refused/s on %s", inst)
+	}
+	for inst, v := range byLabel("Refused scrapes and skipped flushes", "B", all, "instance") {
+		t.Logf("flushes skipped/s on %s: %g", inst, v)
+		assert.GreaterOrEqual(t, v, 0.0, "flushes skipped/s on %s", inst)
 	}
 	for _, ref := range []string{"A", "B"} {
 		for inst, v := range byLabel("Flush and render duration", ref, all, "instance") {
@@ -398,7 +408,8 @@ func writeDashboardCharts(t *testing.T, prom promAPI, panels []panel, dir string
 	units := map[string]string{
 		"Rate": "calls/s", "Error ratio": "ratio", "Latency p50 / p95 / p99": "ms",
 		"Latency p99 with exemplars": "ms", "Ingest rate": "spans/s", "Series": "series",
-		"Overflow": "per s", "Ring depth": "batches", "Flush and render duration": "s",
+		"Overflow and dropped points": "per s", "Ring depth": "batches",
+		"Refused scrapes and skipped flushes": "per s", "Flush and render duration": "s",
 		"Scrape latency": "s", "Hotspotfilter drops": "spans/s", "Kafka consumer lag": "records",
 		"Top 10 span names by rate": "calls/s", "Top 10 span names by errors": "errors/s",
 	}
