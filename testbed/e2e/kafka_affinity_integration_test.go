@@ -21,7 +21,7 @@ import (
 // stockAgentOverlay turns configs/agent.yaml into the same agent with the stock kafka exporter
 // keyed by trace ID, its one keying option for traces: every partition carries every service.
 // Not keyless: records without a key go through franz-go's sticky partitioner, which keeps a
-// partition until a producer batch is sent, so the agent's dozen batched records may all land
+// partition until a producer batch is sent, so the agent's few large batched records may all land
 // on the partitions of one or two gateways, depending on timing. That made the stock ratio a
 // matter of luck (a slow machine sends fewer, larger batches); a trace-ID hash spreads the
 // records by content instead, the same way on every machine.
