@@ -39,6 +39,8 @@ type ProbeRun struct {
 	HeapTop     string `json:"heap_top,omitempty"`
 	// HeapInuseBytes is the in-use heap of that profile (sum of inuse_space).
 	HeapInuseBytes int64 `json:"heap_inuse_bytes,omitempty"`
+	// MemStats are runtime.MemStats fields (memStatsKeys) read right after that profile.
+	MemStats map[string]float64 `json:"mem_stats,omitempty"`
 	// Staleness is set by the staleness probe.
 	Staleness *Staleness `json:"staleness,omitempty"`
 	Samples   []Sample   `json:"samples"`
