@@ -73,15 +73,16 @@ func writeProbe(b *bufio.Writer, res *ProbeResult) {
 }
 
 func writeMemory(b *bufio.Writer, res *ProbeResult) {
-	b.WriteString("| collector | spans/s | RSS max (MiB) | RSS per series (bytes) | gzip scrapes ok / empty / failed | scrape p50 (ms) | scrape p99 (ms) | gzip body (bytes) |\n|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| collector | spans/s | RSS max (MiB) | RSS per series (bytes) | gzip scrapes ok / empty / failed | scrape p50 (ms) | scrape p99 (ms) | headers p50 / p99 (ms) | gzip body (bytes) |\n|---|---|---|---|---|---|---|---|---|\n")
 	for _, run := range res.Runs {
 		if len(run.Phases) == 0 {
 			continue
 		}
 		ph := run.Phases[0]
-		fmt.Fprintf(b, "| %s | %.0f | %.0f | %.0f | %d / %d / %d | %s | %s | %d |\n", run.Collector, ph.SpansPerSec, run.RSSMaxMiB,
+		fmt.Fprintf(b, "| %s | %.0f | %.0f | %.0f | %d / %d / %d | %s | %s | %s / %s | %d |\n", run.Collector, ph.SpansPerSec, run.RSSMaxMiB,
 			run.RSSMaxMiB*(1<<20)/float64(run.Series), ph.Scrapes.OK, ph.Scrapes.Empty, ph.Scrapes.Failed,
-			latency(ph.Scrapes, ph.Scrapes.P50), latency(ph.Scrapes, ph.Scrapes.P99), ph.Scrapes.WireBytes)
+			latency(ph.Scrapes, ph.Scrapes.P50), latency(ph.Scrapes, ph.Scrapes.P99),
+			latency(ph.Scrapes, ph.Scrapes.HeadersP50), latency(ph.Scrapes, ph.Scrapes.HeadersP99), ph.Scrapes.WireBytes)
 	}
 	b.WriteString("\nRSS after each flush (a flush is a delivery of points to the metrics exporter, from its own telemetry):\n\n")
 	for _, run := range res.Runs {
