@@ -137,6 +137,10 @@ func (e *cachedExporter) Shutdown(ctx context.Context) error {
 		// The render loop has stopped and the server is closed: nothing
 		// reads the store any more.
 		e.store.close()
+		// Nor the snapshots, which live outside the Go heap.
+		e.renderMu.Lock()
+		e.renderer.freeAll(e.snapshot.Swap(nil))
+		e.renderMu.Unlock()
 	})
 	return err
 }

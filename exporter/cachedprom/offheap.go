@@ -34,3 +34,49 @@ func (c *offHeapChunk[T]) free() {
 	}
 	c.mem, c.values = nil, nil
 }
+
+// offHeapBuffer is a growable byte buffer outside the Go heap: the gzip
+// bodies of the snapshot. They are the largest allocations the exporter
+// makes (one per render until a spare is reused), and on the heap each
+// would be counted twice by the GC goal, once live and once as headroom,
+// while its growth by doubling left the halves as garbage. Pages of a
+// mapping are only resident once written, so growing by doubling costs RSS
+// only for what is written; the old mapping is returned at once.
+type offHeapBuffer struct {
+	chunk offHeapChunk[byte]
+	n     int
+}
+
+// Write appends p, growing the mapping when needed; it never fails.
+func (b *offHeapBuffer) Write(p []byte) (int, error) {
+	if b.n+len(p) > len(b.chunk.values) {
+		b.grow(b.n + len(p))
+	}
+	b.n += copy(b.chunk.values[b.n:], p)
+	return len(p), nil
+}
+
+// grow moves the content to a mapping of at least need bytes.
+func (b *offHeapBuffer) grow(need int) {
+	size := max(need, 2*len(b.chunk.values), offHeapBufferMin)
+	next := newOffHeapChunk[byte](size)
+	copy(next.values, b.chunk.values[:b.n])
+	b.chunk.free()
+	b.chunk = next
+}
+
+// offHeapBufferMin is the first mapping's size: small bodies should not
+// cost a system call per doubling.
+const offHeapBufferMin = 64 << 10
+
+// bytes returns the content; it stays valid until the next reset, Write or free.
+func (b *offHeapBuffer) bytes() []byte { return b.chunk.values[:b.n:b.n] }
+
+// reset empties the buffer and keeps its mapping for the next content.
+func (b *offHeapBuffer) reset() { b.n = 0 }
+
+// free returns the mapping to the system; bytes must not be used afterwards.
+func (b *offHeapBuffer) free() {
+	b.chunk.free()
+	b.n = 0
+}

@@ -1,7 +1,6 @@
 package cachedprom // import "github.com/otelcol-red/otelcol-red/exporter/cachedprom"
 
 import (
-	"bytes"
 	"hash/maphash"
 	"io"
 	"strconv"
@@ -21,8 +20,12 @@ type snapshot struct {
 	textKept, omKept bool
 	textLen, omLen   int    // uncompressed lengths
 	etag             string // prefix; the variant letter is appended
-	series           int
-	hidden           int // series not rendered: their names collide with another family's
+	// textGzipBuf and omGzipBuf own textGzip and omGzip: they are outside
+	// the Go heap, so a snapshot is freed explicitly (free), when no
+	// scrape reads it.
+	textGzipBuf, omGzipBuf offHeapBuffer
+	series                 int
+	hidden                 int // series not rendered: their names collide with another family's
 
 	// readers counts scrapes writing this snapshot's bytes, so the renderer
 	// can reuse the buffers of a retired snapshot nobody reads any more.
@@ -51,6 +54,14 @@ func (s *snapshot) size() int {
 	return len(s.text) + len(s.textGzip) + len(s.om) + len(s.omGzip)
 }
 
+// free returns the snapshot's off-heap buffers. Only for a snapshot that is
+// not published and has no readers.
+func (s *snapshot) free() {
+	s.textGzipBuf.free()
+	s.omGzipBuf.free()
+	s.textGzip, s.omGzip = nil, nil
+}
+
 // snapshotRenderer keeps the renderer's reusable state between renders.
 type snapshotRenderer struct {
 	store   *seriesStore
@@ -75,10 +86,15 @@ func (r *snapshotRenderer) render(e *cachedExporter) *snapshot {
 	old := r.reusable()
 	now := time.Now().UnixNano()
 	keepText := now-e.textIdentitySeen.Load() < int64(identityTTL)
-	snap.text, snap.textGzip, snap.textKept, snap.textLen = r.body(old.text, old.textGzip, keepText, r.rd.renderText)
+	snap.textGzipBuf, snap.omGzipBuf = old.textGzipBuf, old.omGzipBuf
+	snap.text, snap.textKept, snap.textLen = r.body(old.text, &snap.textGzipBuf, keepText, r.rd.renderText)
+	snap.textGzip = snap.textGzipBuf.bytes()
 	if e.cfg.EnableOpenMetrics {
 		keepOM := now-e.omIdentitySeen.Load() < int64(identityTTL)
-		snap.om, snap.omGzip, snap.omKept, snap.omLen = r.body(old.om, old.omGzip, keepOM, r.rd.renderOpenMetrics)
+		snap.om, snap.omKept, snap.omLen = r.body(old.om, &snap.omGzipBuf, keepOM, r.rd.renderOpenMetrics)
+		snap.omGzip = snap.omGzipBuf.bytes()
+	} else {
+		snap.omGzipBuf.free()
 	}
 	snap.series, snap.hidden = r.rd.series, r.rd.hidden
 	// The ETag is derived from the content (gzip output is deterministic),
@@ -116,7 +132,7 @@ var maxKeptBody = 4 << 20
 // does: collecting from the stream (instead of rendering the whole body,
 // then compressing it) means a store that grew past the limit never holds a
 // body it will not keep.
-func (r *snapshotRenderer) body(textBuf, gzBuf []byte, keep bool, render func([]byte, *seriesStore) []byte) (body, gz []byte, kept bool, length int) {
+func (r *snapshotRenderer) body(textBuf []byte, gz *offHeapBuffer, keep bool, render func([]byte, *seriesStore) []byte) (body []byte, kept bool, length int) {
 	r.keep = keepSink{}
 	if keep && r.lastLen <= maxKeptBody {
 		if cap(textBuf) < r.lastLen {
@@ -126,14 +142,14 @@ func (r *snapshotRenderer) body(textBuf, gzBuf []byte, keep bool, render func([]
 		}
 		r.keep = keepSink{on: true, buf: textBuf[:0]}
 	}
-	gz, r.chunk, length = r.rd.renderCompressed(gzBuf, r.chunk, r.zw, &r.keep, func(dst []byte) []byte { return render(dst, r.store) })
+	r.chunk, length = r.rd.renderCompressed(gz, r.chunk, r.zw, &r.keep, func(dst []byte) []byte { return render(dst, r.store) })
 	r.lastLen = length
 	body, kept = r.keep.buf, r.keep.on
 	r.keep = keepSink{}
 	if !kept {
 		body = nil
 	}
-	return body, gz, kept, length
+	return body, kept, length
 }
 
 // keepSink passes the streamed body on to the compressor and, while on,
@@ -170,27 +186,49 @@ func (r *snapshotRenderer) reusable() *snapshot {
 
 // retire records a snapshot that is no longer published. One spare is
 // kept: holding more would multiply memory for large bodies, and a scrape
-// slower than a render interval only costs a fresh allocation.
+// slower than a render interval only costs a fresh buffer. Older ones are
+// freed once no scrape reads them; one still being written to a client
+// stays until a later render finds it unread.
 func (r *snapshotRenderer) retire(s *snapshot) {
 	if s == nil {
 		return
 	}
-	if len(r.retired) >= 1 {
-		r.retired = r.retired[1:]
-	}
 	r.retired = append(r.retired, s)
+	last := len(r.retired) - 1
+	kept := r.retired[:0]
+	for i, old := range r.retired {
+		if i != last && old.readers.Load() == 0 {
+			old.free()
+			continue
+		}
+		kept = append(kept, old)
+	}
+	clear(r.retired[len(kept):])
+	r.retired = kept
+}
+
+// freeAll frees the retired snapshots and published, which must no longer
+// be published. One still read (a scrape outliving the shutdown deadline)
+// is left to the process' end rather than unmapped under its reader.
+func (r *snapshotRenderer) freeAll(published *snapshot) {
+	for _, s := range append(r.retired, published) {
+		if s != nil && s.readers.Load() == 0 {
+			s.free()
+		}
+	}
+	r.retired = nil
 }
 
 // gzipLevel favours speed: the exposition is very repetitive, so level 1
 // already compresses it well, and compression runs once per render.
 const gzipLevel = gzip.BestSpeed
 
-// renderCompressed builds the gzip form: the body is rendered in chunks
-// straight into the compressor, through keep (which may collect a copy). It
-// returns the gzip bytes and the length of the uncompressed body.
-func (rd *renderer) renderCompressed(dst, scratch []byte, zw *gzip.Writer, keep *keepSink, render func([]byte) []byte) (gz, scratchOut []byte, bodyLen int) {
-	buf := bytes.NewBuffer(dst[:0])
-	zw.Reset(buf)
+// renderCompressed builds the gzip form into gz: the body is rendered in
+// chunks straight into the compressor, through keep (which may collect a
+// copy). It returns the length of the uncompressed body.
+func (rd *renderer) renderCompressed(gz *offHeapBuffer, scratch []byte, zw *gzip.Writer, keep *keepSink, render func([]byte) []byte) (scratchOut []byte, bodyLen int) {
+	gz.reset()
+	zw.Reset(gz)
 	keep.w = zw
 	rd.sink, rd.written = keep, 0
 	rest := render(scratch[:0])
@@ -198,5 +236,5 @@ func (rd *renderer) renderCompressed(dst, scratch []byte, zw *gzip.Writer, keep 
 	bodyLen = rd.written
 	rd.sink = nil
 	_ = zw.Close()
-	return buf.Bytes(), rest, bodyLen
+	return rest, bodyLen
 }

@@ -1,6 +1,7 @@
 package loadtest
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -69,6 +70,11 @@ func memoryRun(ctx context.Context, p Probe, c Collector, pool *Pool, o Options,
 			break
 		}
 	}
+	if _, killed := s.watch.KilledAt(); profile && o.HeapProfileAtEnd && !killed {
+		// Still under load: the end state, not the idle collector after it.
+		heapProfile(ctx, s, o, p.Name+"-"+c.Name, run)
+		profile = false
+	}
 	if _, killed := s.watch.KilledAt(); profile && !killed {
 		// Fewer than two flushes in MaxWindow: profile what there is.
 		heapProfile(ctx, s, o, p.Name+"-"+c.Name, run)
@@ -122,10 +128,10 @@ func flushRSS(fl []Delivery, samples []Sample, end float64) []FlushRSS {
 }
 
 // profileDue tells when to take the heap profile: once the second flush was delivered (the state
-// the memory target is set for), or earlier when the RSS nears the cap, so that a collector about
+// the memory target is set for; with HeapProfileAtEnd, at the end of the load instead), or earlier when the RSS nears the cap, so that a collector about
 // to be killed still leaves a profile.
 func profileDue(flushesSeen int, s *solo, o Options) bool {
-	if flushesSeen >= 2 {
+	if flushesSeen >= 2 && !o.HeapProfileAtEnd {
 		return true
 	}
 	samples := s.watch.Samples()
@@ -172,7 +178,71 @@ func takeHeapProfile(ctx context.Context, s *solo, o Options, label string, run 
 	lines := strings.Split(string(top), "\n")
 	run.HeapTop = strings.Join(lines[:min(len(lines), 30)], "\n")
 	run.HeapInuseBytes = pprofTotal(top)
+	stats, err := runtimeMemStats(ctx, s)
+	if err != nil {
+		return err
+	}
+	run.MemStats = stats
 	return nil
+}
+
+// memStatsKeys are the runtime.MemStats fields that split the RSS: live heap (HeapAlloc) and its
+// GC headroom (NextGC), heap spans held but idle or given back (HeapIdle, HeapReleased),
+// goroutine stacks and runtime overhead; what RSS holds beyond Sys - HeapReleased is off-heap
+// memory the runtime does not see (mmap'd chunks).
+var memStatsKeys = []string{"Sys", "HeapAlloc", "HeapSys", "HeapIdle", "HeapInuse", "HeapReleased",
+	"StackInuse", "MSpanInuse", "GCSys", "OtherSys", "NextGC", "NumGC", "GCCPUFraction"}
+
+// runtimeMemStats reads the runtime.MemStats block that the pprof heap endpoint appends to its
+// text form (debug=1), right after the profile above.
+func runtimeMemStats(ctx context.Context, s *solo) (map[string]float64, error) {
+	url := "http://" + s.pprof + "/debug/pprof/heap?debug=1"
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, http.NoBody)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := (&http.Client{Timeout: 2 * time.Minute}).Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read runtime.MemStats from url=%q: %w", url, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("cannot read runtime.MemStats from url=%q: status %s", url, resp.Status)
+	}
+	return parseMemStats(resp.Body)
+}
+
+// parseMemStats picks memStatsKeys out of lines like "# HeapAlloc = 1234".
+func parseMemStats(r io.Reader) (map[string]float64, error) {
+	want := make(map[string]bool, len(memStatsKeys))
+	for _, k := range memStatsKeys {
+		want[k] = true
+	}
+	out := map[string]float64{}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	for sc.Scan() {
+		line, ok := strings.CutPrefix(sc.Text(), "# ")
+		if !ok {
+			continue
+		}
+		k, v, ok := strings.Cut(line, " = ")
+		if !ok || !want[k] {
+			continue
+		}
+		f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+		if err != nil {
+			return nil, fmt.Errorf("cannot parse runtime.MemStats %s=%q: %w", k, v, err)
+		}
+		out[k] = f
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	if _, ok := out["HeapAlloc"]; !ok {
+		return nil, errors.New("no runtime.MemStats block in the heap profile text")
+	}
+	return out, nil
 }
 
 // pprofTotalRE finds the total of `go tool pprof -top`: "Showing nodes accounting for 1.20GB,

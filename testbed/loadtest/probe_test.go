@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -218,4 +219,41 @@ func startSleeper(t *testing.T) *Process {
 	proc, err := StartCollector(Collector{Name: "fake", Binary: script, Config: "unused"}, nil, filepath.Join(dir, "log"))
 	require.NoError(t, err)
 	return proc
+}
+
+func TestParseMemStats(t *testing.T) {
+	// The tail of /debug/pprof/heap?debug=1, as runtime/pprof writes it.
+	text := `heap profile: 1: 64 [2: 128] @ heap/1048576
+1: 64 [2: 128] @ 0x1
+#	0x1	main.f+0x1	main.go:1
+
+# runtime.MemStats
+# Alloc = 1000
+# HeapAlloc = 1000
+# Sys = 9000
+# HeapSys = 8000
+# HeapIdle = 3000
+# HeapInuse = 5000
+# HeapReleased = 2000
+# StackInuse = 400
+# MSpanInuse = 50
+# GCSys = 60
+# OtherSys = 70
+# NextGC = 2000
+# NumGC = 12
+# PauseNs = [1 2 3]
+# GCCPUFraction = 0.125
+`
+	m, err := parseMemStats(strings.NewReader(text))
+	require.NoError(t, err)
+	assert.Equal(t, map[string]float64{
+		"HeapAlloc": 1000, "Sys": 9000, "HeapSys": 8000, "HeapIdle": 3000, "HeapInuse": 5000,
+		"HeapReleased": 2000, "StackInuse": 400, "MSpanInuse": 50, "GCSys": 60, "OtherSys": 70,
+		"NextGC": 2000, "NumGC": 12, "GCCPUFraction": 0.125,
+	}, m)
+
+	_, err = parseMemStats(strings.NewReader("heap profile: 0: 0 [0: 0] @ heap/1048576\n"))
+	require.ErrorContains(t, err, "no runtime.MemStats")
+	_, err = parseMemStats(strings.NewReader("# HeapAlloc = x\n"))
+	require.ErrorContains(t, err, "HeapAlloc")
 }

@@ -73,15 +73,16 @@ func writeProbe(b *bufio.Writer, res *ProbeResult) {
 }
 
 func writeMemory(b *bufio.Writer, res *ProbeResult) {
-	b.WriteString("| collector | spans/s | RSS max (MiB) | RSS per series (bytes) | gzip scrapes ok / empty / failed | scrape p50 (ms) | scrape p99 (ms) | gzip body (bytes) |\n|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| collector | spans/s | RSS max (MiB) | RSS per series (bytes) | gzip scrapes ok / empty / failed | scrape p50 (ms) | scrape p99 (ms) | headers p50 / p99 (ms) | gzip body (bytes) |\n|---|---|---|---|---|---|---|---|---|\n")
 	for _, run := range res.Runs {
 		if len(run.Phases) == 0 {
 			continue
 		}
 		ph := run.Phases[0]
-		fmt.Fprintf(b, "| %s | %.0f | %.0f | %.0f | %d / %d / %d | %s | %s | %d |\n", run.Collector, ph.SpansPerSec, run.RSSMaxMiB,
+		fmt.Fprintf(b, "| %s | %.0f | %.0f | %.0f | %d / %d / %d | %s | %s | %s / %s | %d |\n", run.Collector, ph.SpansPerSec, run.RSSMaxMiB,
 			run.RSSMaxMiB*(1<<20)/float64(run.Series), ph.Scrapes.OK, ph.Scrapes.Empty, ph.Scrapes.Failed,
-			latency(ph.Scrapes, ph.Scrapes.P50), latency(ph.Scrapes, ph.Scrapes.P99), ph.Scrapes.WireBytes)
+			latency(ph.Scrapes, ph.Scrapes.P50), latency(ph.Scrapes, ph.Scrapes.P99),
+			latency(ph.Scrapes, ph.Scrapes.HeadersP50), latency(ph.Scrapes, ph.Scrapes.HeadersP99), ph.Scrapes.WireBytes)
 	}
 	b.WriteString("\nRSS after each flush (a flush is a delivery of points to the metrics exporter, from its own telemetry):\n\n")
 	for _, run := range res.Runs {
@@ -99,8 +100,9 @@ func writeMemory(b *bufio.Writer, res *ProbeResult) {
 		if run.HeapProfile == "" {
 			continue
 		}
-		fmt.Fprintf(b, "\nHeap profile of %s, taken after its second flush (or at 85 %% of the RSS cap, or at the end of the load; the time is in the profile) (`%s`): %d bytes in use, %.0f bytes per series.\n\n```\n%s\n```\n",
+		fmt.Fprintf(b, "\nHeap profile of %s, taken after its second flush or with -heap-profile-end in the last second of the load (or at 85 %% of the RSS cap, or at the end of the load; the time is in the profile) (`%s`): %d bytes in use, %.0f bytes per series.\n\n```\n%s\n```\n",
 			run.Collector, run.HeapProfile, run.HeapInuseBytes, float64(run.HeapInuseBytes)/float64(run.Series), run.HeapTop)
+		writeMemStats(b, run.MemStats)
 	}
 }
 
@@ -183,4 +185,15 @@ func RunSummary(r ProbeRun) string {
 		return "nothing measured"
 	}
 	return strings.Join(parts, "; ")
+}
+
+// writeMemStats splits the Go runtime's share of the RSS at the profile, in MiB.
+func writeMemStats(b *bufio.Writer, m map[string]float64) {
+	if len(m) == 0 {
+		return
+	}
+	const mib = 1 << 20
+	fmt.Fprintf(b, "\nruntime.MemStats at the profile: live heap (HeapAlloc) %.0f MiB, next GC at %.0f MiB, heap spans in use %.0f MiB, idle %.0f MiB of which returned to the OS %.0f MiB, stacks %.0f MiB, runtime metadata (MSpan+GC+other) %.0f MiB; Sys-HeapReleased %.0f MiB (what RSS holds beyond it is off-heap); %.0f GCs, GC CPU fraction %.3f.\n",
+		m["HeapAlloc"]/mib, m["NextGC"]/mib, m["HeapInuse"]/mib, m["HeapIdle"]/mib, m["HeapReleased"]/mib, m["StackInuse"]/mib,
+		(m["MSpanInuse"]+m["GCSys"]+m["OtherSys"])/mib, (m["Sys"]-m["HeapReleased"])/mib, m["NumGC"], m["GCCPUFraction"])
 }

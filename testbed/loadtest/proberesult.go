@@ -39,6 +39,8 @@ type ProbeRun struct {
 	HeapTop     string `json:"heap_top,omitempty"`
 	// HeapInuseBytes is the in-use heap of that profile (sum of inuse_space).
 	HeapInuseBytes int64 `json:"heap_inuse_bytes,omitempty"`
+	// MemStats are runtime.MemStats fields (memStatsKeys) read right after that profile.
+	MemStats map[string]float64 `json:"mem_stats,omitempty"`
 	// Staleness is set by the staleness probe.
 	Staleness *Staleness `json:"staleness,omitempty"`
 	Samples   []Sample   `json:"samples"`
@@ -75,6 +77,12 @@ type ScrapeStats struct {
 	// P50 and P99 are over the 200 answers.
 	P50 Millis `json:"p50_ms"`
 	P99 Millis `json:"p99_ms"`
+	// HeadersP50 and HeadersP99 are the time to the response headers (sent with the first body
+	// bytes) of the same answers: what the server took before it started writing. The rest of P50
+	// and P99 is the transfer of the body to its last byte, which is what Prometheus times as
+	// scrape_duration_seconds (it also inflates the body, which this client does not).
+	HeadersP50 Millis `json:"headers_p50_ms"`
+	HeadersP99 Millis `json:"headers_p99_ms"`
 	// WireBytes is the size of the last 200 body as transferred.
 	WireBytes int64 `json:"wire_bytes"`
 }

@@ -78,6 +78,10 @@ type Options struct {
 	// HeapProfile makes the memory probe take a heap profile of ours at the end of its load; our
 	// config must then enable the pprof extension on ${env:PPROF_ENDPOINT}.
 	HeapProfile bool
+	// HeapProfileAtEnd moves that profile from the second flush to the last second of the load,
+	// when every series exists and several flushes and renders have run: the state whose RSS
+	// keeps growing after the second flush.
+	HeapProfileAtEnd bool
 
 	// Kafka wiring, used by Kafka scenarios only.
 	KafkaBrokers    string

@@ -19,6 +19,7 @@ type scrapers struct {
 
 	mu    sync.Mutex
 	lat   []time.Duration
+	hdr   []time.Duration // time to the headers of the same scrapes as lat
 	stats ScrapeStats
 }
 
@@ -62,6 +63,7 @@ func (s *scrapers) scrapeOnce(ctx context.Context, client *http.Client, url stri
 	}
 	start := time.Now()
 	resp, err := client.Do(req)
+	headers := time.Since(start)
 	var n int64
 	if err == nil {
 		n, err = io.Copy(io.Discard, resp.Body)
@@ -84,6 +86,7 @@ func (s *scrapers) scrapeOnce(ctx context.Context, client *http.Client, url stri
 		s.stats.OK++
 		s.stats.WireBytes = n
 		s.lat = append(s.lat, d)
+		s.hdr = append(s.hdr, headers)
 	case resp.StatusCode == http.StatusServiceUnavailable:
 		s.stats.Unavailable++
 	default:
@@ -100,6 +103,9 @@ func (s *scrapers) end() ScrapeStats {
 	slices.Sort(s.lat)
 	s.stats.P50 = ToMillis(nearestRank(s.lat, 50))
 	s.stats.P99 = ToMillis(nearestRank(s.lat, 99))
+	slices.Sort(s.hdr)
+	s.stats.HeadersP50 = ToMillis(nearestRank(s.hdr, 50))
+	s.stats.HeadersP99 = ToMillis(nearestRank(s.hdr, 99))
 	return s.stats
 }
 

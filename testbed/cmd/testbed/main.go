@@ -54,6 +54,7 @@ type flags struct {
 	memory        bool
 	rssCapMiB     int
 	heapProfile   bool
+	heapAtEnd     bool
 	phase         time.Duration
 	memoryWindow  time.Duration
 	staleBacklog  int64
@@ -88,6 +89,7 @@ func main() {
 	flag.BoolVar(&f.memory, "memory", false, "run the memory and overload probes (make testbed-memory) instead of the comparison scenarios; writes <out>/MEMORY.md")
 	flag.IntVar(&f.rssCapMiB, "rss-cap-mib", 10240, "probes kill a collector whose RSS passes this many MiB, and record it")
 	flag.BoolVar(&f.heapProfile, "heap-profile", false, "probes: take a heap profile of ours after the second flush of the memory probe (-ours-memory-config must enable pprof)")
+	flag.BoolVar(&f.heapAtEnd, "heap-profile-end", false, "probes: with -heap-profile, take it in the last second of the memory probe's load instead (every series created, several flushes done)")
 	flag.DurationVar(&f.phase, "phase", 30*time.Second, "probes: length of each measured phase of the scrape-load and floor probes")
 	flag.DurationVar(&f.memoryWindow, "memory-window", 0, "probes: load window of the million-series probe (default four flush intervals and 10 s)")
 	flag.Int64Var(&f.staleBacklog, "stale-backlog", 20_000_000, "probes: spans in the Kafka backlog of the staleness probe")
@@ -159,21 +161,12 @@ func run(ctx context.Context, f flags) ([]string, error) {
 	if err := os.MkdirAll(rawDir, 0o755); err != nil {
 		return nil, err
 	}
-	o := loadtest.Options{
-		Ours:           loadtest.Collector{Name: "ours", Binary: f.oursBin, Config: f.oursConfig},
-		Stock:          loadtest.Collector{Name: "stock", Binary: f.stockBin, Config: f.stockConfig},
-		OursKafka:      loadtest.Collector{Name: "ours", Binary: f.oursBin, Config: f.oursKafka},
-		StockKafka:     loadtest.Collector{Name: "stock", Binary: f.stockBin, Config: f.stockKafka},
-		Duration:       f.duration,
-		ScrapeInterval: f.scrapeInterval,
-		SampleInterval: time.Second,
-		FlushInterval:  f.flushInterval,
-		DrainTimeout:   f.drainTimeout,
-		KafkaTimeout:   f.kafkaTimeout,
-		Concurrency:    f.concurrency,
-		CallsMetric:    f.callsMetric,
-		RawDir:         rawDir,
-	}
+	o := f.options(rawDir)
+	o.Ours = loadtest.Collector{Name: "ours", Binary: f.oursBin, Config: f.oursConfig}
+	o.Stock = loadtest.Collector{Name: "stock", Binary: f.stockBin, Config: f.stockConfig}
+	o.OursKafka = loadtest.Collector{Name: "ours", Binary: f.oursBin, Config: f.oursKafka}
+	o.StockKafka = loadtest.Collector{Name: "stock", Binary: f.stockBin, Config: f.stockKafka}
+	o.Duration = f.duration
 	if err := checkCollectors(o.Ours, o.Stock, o.OursKafka, o.StockKafka); err != nil {
 		return nil, err
 	}
@@ -345,4 +338,18 @@ func (k *kafkaSink) Send(ctx context.Context, i int) error {
 func (k *kafkaSink) Close() error {
 	k.producer.Close()
 	return nil
+}
+
+// options are the loadtest options the scenarios and the probes share.
+func (f flags) options(rawDir string) loadtest.Options {
+	return loadtest.Options{
+		ScrapeInterval: f.scrapeInterval,
+		SampleInterval: time.Second,
+		FlushInterval:  f.flushInterval,
+		DrainTimeout:   f.drainTimeout,
+		KafkaTimeout:   f.kafkaTimeout,
+		Concurrency:    f.concurrency,
+		CallsMetric:    f.callsMetric,
+		RawDir:         rawDir,
+	}
 }

@@ -48,18 +48,9 @@ func runMemory(ctx context.Context, f flags) ([]string, error) {
 	if err := checkCollectors(pc.Ours, pc.OursMemory, pc.Stock, pc.Floor, pc.OursKafka); err != nil {
 		return nil, err
 	}
-	o := loadtest.Options{
-		ScrapeInterval: f.scrapeInterval,
-		SampleInterval: time.Second,
-		FlushInterval:  f.flushInterval,
-		DrainTimeout:   f.drainTimeout,
-		KafkaTimeout:   f.kafkaTimeout,
-		Concurrency:    f.concurrency,
-		CallsMetric:    f.callsMetric,
-		RawDir:         rawDir,
-		RSSCap:         uint64(f.rssCapMiB) << 20,
-		HeapProfile:    f.heapProfile,
-	}
+	o := f.options(rawDir)
+	o.RSSCap = uint64(f.rssCapMiB) << 20
+	o.HeapProfile, o.HeapProfileAtEnd = f.heapProfile, f.heapAtEnd
 	report := &loadtest.MemoryReport{
 		Start: time.Now().UTC(), Machine: loadtest.ReadMachine(), RSSCapMiB: float64(f.rssCapMiB),
 		FlushInterval: f.flushInterval, Concurrency: f.concurrency,
