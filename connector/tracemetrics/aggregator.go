@@ -238,7 +238,7 @@ func (a *aggregator) apply(b *deltaBatch) {
 		d := &a.active.fams[s.fam]
 		row := a.rows[o.series]
 		if a.nb > 0 {
-			d.observe(int(row)*a.nb + int(o.code))
+			d.observe(int(row), a.nb, int(o.code))
 			continue
 		}
 		e := &d.expo[row]

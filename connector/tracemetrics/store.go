@@ -121,8 +121,8 @@ type deltaFamily struct {
 	expo []expoState // exponential: by row
 	slab slab        // exponential sketches of the rows
 	// Explicit bucket counts, nb per row. An interval's count fits 32 bits unless one series
-	// puts 4G spans in one bucket; wraps are carried in spill (bucket index → 1<<32 each).
-	buckets   []uint32
+	// puts 4G spans in one bucket; wraps are carried in spill (row*nb+bucket → 1<<32 each).
+	buckets   bucketChunks
 	spill     map[int]uint64
 	exemplars []exemplar
 	newSeries []newSeries
@@ -161,7 +161,7 @@ func (d *deltaFamily) newRow(id uint32, ts int64, nb int, expo bool) int32 {
 	d.slot[id] = r + 1
 	d.rows = append(d.rows, deltaRow{id: id, exOff: -1, first: ts, last: ts})
 	if nb > 0 {
-		d.buckets = appendZeros(d.buckets, nb)
+		clear(d.buckets.row(int(r), nb, true))
 	}
 	if expo {
 		d.expo = append(d.expo, newExpoState())
@@ -169,21 +169,21 @@ func (d *deltaFamily) newRow(id uint32, ts int64, nb int, expo bool) int32 {
 	return r
 }
 
-// observe counts one duration in explicit bucket i of the interval.
-func (d *deltaFamily) observe(i int) {
-	b := &d.buckets[i]
+// observe counts one duration in explicit bucket i of row.
+func (d *deltaFamily) observe(row, nb, i int) {
+	b := &d.buckets.row(row, nb, false)[i]
 	if *b++; *b == 0 {
 		if d.spill == nil {
 			d.spill = map[int]uint64{}
 		}
-		d.spill[i] += 1 << 32
+		d.spill[row*nb+i] += 1 << 32
 	}
 }
 
 // bucketCounts writes the interval's bucket counts of row into dst.
 func (d *deltaFamily) bucketCounts(row, nb int, dst []uint64) []uint64 {
 	dst = dst[:0]
-	for i, c := range d.buckets[row*nb : (row+1)*nb] {
+	for i, c := range d.buckets.row(row, nb, false) {
 		v := uint64(c)
 		if d.spill != nil {
 			v += d.spill[row*nb+i]
@@ -228,7 +228,7 @@ func (d *deltaFamily) reset() {
 	}
 	d.rows = shrink(d.rows)
 	d.expo = shrink(d.expo)
-	d.buckets = shrink(d.buckets)
+	d.buckets.reset(len(d.rows))
 	d.spill = nil
 	d.slab.reset()
 	d.exemplars = shrink(d.exemplars)
@@ -249,6 +249,40 @@ func shrink[T any](s []T) []T {
 		return nil
 	}
 	return s[:0]
+}
+
+// bucketRowsPerChunk is how many rows' bucket counts one chunk of bucketChunks holds.
+const bucketRowsPerChunk = 1 << 12
+
+// bucketChunks holds an interval's explicit bucket counts in fixed-size chunks of
+// bucketRowsPerChunk rows, allocated as rows arrive and kept for the next interval that uses
+// this buffer. Unlike one slice grown by append, it never holds growth slack beyond its last
+// chunk, never copies the counts it has, and never has an old and a new array alive at once
+// while it grows: with a million series the bucket counts are the largest part of a delta
+// buffer, and both buffers carry them.
+type bucketChunks struct {
+	chunks [][]uint32
+}
+
+// row returns the nb counts of row; with add set it allocates the row's chunk when the row
+// is the first of a chunk not yet allocated (rows arrive in order, from 0).
+func (c *bucketChunks) row(row, nb int, add bool) []uint32 {
+	ci, off := row/bucketRowsPerChunk, row%bucketRowsPerChunk*nb
+	if add && ci == len(c.chunks) {
+		c.chunks = append(c.chunks, make([]uint32, bucketRowsPerChunk*nb))
+	}
+	return c.chunks[ci][off : off+nb : off+nb]
+}
+
+// reset keeps the chunks an interval of rows rows used, and drops the rest when it used
+// under a quarter of them (the same rule as shrink: a burst does not keep its room forever,
+// an interval that needs it again allocates it again).
+func (c *bucketChunks) reset(rows int) {
+	used := (rows + bucketRowsPerChunk - 1) / bucketRowsPerChunk
+	if used < len(c.chunks)/4 {
+		clear(c.chunks[used:])
+		c.chunks = c.chunks[:used]
+	}
 }
 
 func (b *deltaBuffer) reset() {
