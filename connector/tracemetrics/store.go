@@ -228,11 +228,11 @@ func (d *deltaFamily) reset() {
 	}
 	d.rows = shrink(d.rows)
 	d.expo = shrink(d.expo)
-	d.buckets.reset(len(d.rows))
+	d.buckets.reset()
 	d.spill = nil
 	d.slab.reset()
 	d.exemplars = shrink(d.exemplars)
-	d.newSeries = shrink(d.newSeries)
+	d.newSeries = release(d.newSeries)
 	d.keys = nil
 	d.moved = shrink(d.moved)
 }
@@ -255,11 +255,11 @@ func shrink[T any](s []T) []T {
 const bucketRowsPerChunk = 1 << 12
 
 // bucketChunks holds an interval's explicit bucket counts in fixed-size chunks of
-// bucketRowsPerChunk rows, allocated as rows arrive and kept for the next interval that uses
-// this buffer. Unlike one slice grown by append, it never holds growth slack beyond its last
-// chunk, never copies the counts it has, and never has an old and a new array alive at once
-// while it grows: with a million series the bucket counts are the largest part of a delta
-// buffer, and both buffers carry them.
+// bucketRowsPerChunk rows, allocated as rows arrive. With a million series the bucket counts
+// are the largest part of a delta buffer, so a buffer gives them back once its interval is
+// flushed: the spare buffer, which waits a whole interval for the next swap, holds none, and
+// growing never copies counts or has an old and a new array alive at once, as one slice grown
+// by append does. Allocation is per chunk, never per span.
 type bucketChunks struct {
 	chunks [][]uint32
 }
@@ -274,15 +274,23 @@ func (c *bucketChunks) row(row, nb int, add bool) []uint32 {
 	return c.chunks[ci][off : off+nb : off+nb]
 }
 
-// reset keeps the chunks an interval of rows rows used, and drops the rest when it used
-// under a quarter of them (the same rule as shrink: a burst does not keep its room forever,
-// an interval that needs it again allocates it again).
-func (c *bucketChunks) reset(rows int) {
-	used := (rows + bucketRowsPerChunk - 1) / bucketRowsPerChunk
-	if used < len(c.chunks)/4 {
-		clear(c.chunks[used:])
-		c.chunks = c.chunks[:used]
+// reset releases every chunk but the first, which a small steady state reuses without
+// allocating (newRow clears a row before use).
+func (c *bucketChunks) reset() {
+	if len(c.chunks) > 1 {
+		clear(c.chunks[1:])
+		c.chunks = c.chunks[:1]
 	}
+}
+
+// release empties s for reuse unless it outgrew shrinkMin. For announcements of new series:
+// a steady interval has few, and the room of a burst (or of the first interval, when every
+// series is new) would otherwise stay with the buffer until the interval after next.
+func release[T any](s []T) []T {
+	if cap(s) > shrinkMin {
+		return nil
+	}
+	return s[:0]
 }
 
 func (b *deltaBuffer) reset() {

@@ -25,7 +25,8 @@ func TestIntervalBucketCountersCarryWraps(t *testing.T) {
 }
 
 // After a burst, an interval that uses under a quarter of a buffer's capacity gives the room
-// back; an interval that uses it keeps it.
+// back; an interval that uses it keeps it. Bucket counts and new-series announcements are
+// given back at every reset.
 func TestDeltaBufferShrinksAfterABurst(t *testing.T) {
 	const nb = 17
 	var d deltaFamily
@@ -38,14 +39,16 @@ func TestDeltaBufferShrinksAfterABurst(t *testing.T) {
 	fill(100_000) // the burst
 	d.reset()
 	require.GreaterOrEqual(t, cap(d.rows), 100_000, "the burst's own interval keeps its room")
+	require.Len(t, d.buckets.chunks, 1, "a flushed interval gives its bucket counts back")
+	require.Zero(t, cap(d.newSeries), "a burst's announcements do not outlive it")
 	fill(90_000)
 	d.reset()
 	require.GreaterOrEqual(t, cap(d.rows), 90_000, "an interval that used the room keeps it")
 	fill(1000) // quiet again
 	d.reset()
 	require.Zero(t, cap(d.rows))
-	require.Len(t, d.buckets.chunks, 1, "the quiet interval keeps only the chunk it used")
-	require.Zero(t, cap(d.newSeries))
+	require.Len(t, d.buckets.chunks, 1)
+	require.LessOrEqual(t, cap(d.newSeries), shrinkMin)
 	fill(10)
 	require.Len(t, d.rows, 10)
 	require.Len(t, d.buckets.chunks, 1)
