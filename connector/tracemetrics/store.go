@@ -198,29 +198,6 @@ func (d *deltaFamily) touched(id uint32) bool {
 	return int(id) < len(d.slot) && d.slot[id] != 0
 }
 
-// addExemplar merges a candidate into a row's bounded set (errors first, then slowest).
-func (d *deltaFamily) addExemplar(r *deltaRow, limit int, e *exemplar) {
-	if r.exOff < 0 {
-		r.exOff = int32(len(d.exemplars))
-		d.exemplars = appendZeros(d.exemplars, limit)
-	}
-	slots := d.exemplars[r.exOff : int(r.exOff)+limit]
-	if int(r.exN) < limit {
-		slots[r.exN] = *e
-		r.exN++
-		return
-	}
-	weakest := 0
-	for i := 1; i < limit; i++ {
-		if slots[weakest].stronger(&slots[i]) {
-			weakest = i
-		}
-	}
-	if e.stronger(&slots[weakest]) {
-		slots[weakest] = *e
-	}
-}
-
 // reset empties the family for the next interval; expired stays for the aggregator.
 func (d *deltaFamily) reset() {
 	for i := range d.rows {
