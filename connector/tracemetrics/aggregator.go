@@ -228,7 +228,7 @@ func (a *aggregator) apply(b *deltaBatch) {
 		}
 		if s.exN > 0 && !overflow {
 			for _, e := range b.exemplars[s.exOff : s.exOff+s.exN] {
-				d.addExemplar(r, a.exemplars, &e)
+				offerExemplar(&d.exemplars, &r.exOff, &r.exN, a.exemplars, &e)
 			}
 		}
 		a.rows = append(a.rows, row)
@@ -238,7 +238,7 @@ func (a *aggregator) apply(b *deltaBatch) {
 		d := &a.active.fams[s.fam]
 		row := a.rows[o.series]
 		if a.nb > 0 {
-			d.observe(int(row)*a.nb + int(o.code))
+			d.observe(int(row), a.nb, int(o.code))
 			continue
 		}
 		e := &d.expo[row]

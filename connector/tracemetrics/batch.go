@@ -66,21 +66,6 @@ type observation struct {
 	code   int32
 }
 
-type exemplar struct {
-	traceID pcommon.TraceID
-	spanID  pcommon.SpanID
-	isError bool
-	value   float64
-}
-
-// stronger reports whether a should displace b: error spans first, then the slowest.
-func (a *exemplar) stronger(b *exemplar) bool {
-	if a.isError != b.isError {
-		return a.isError
-	}
-	return a.value > b.value
-}
-
 func (b *deltaBatch) reset() {
 	b.arenaPeak = 0
 	b.sorter.peakAttrs, b.sorter.peakKeys = 0, 0
@@ -161,28 +146,6 @@ func (b *deltaBatch) upsert(res uint32, f *family, off int) uint32 {
 	})
 	b.table[i] = uint32(len(b.series))
 	return uint32(len(b.series) - 1)
-}
-
-func (b *deltaBatch) offerExemplar(s *batchSeries, limit int, e exemplar) {
-	if s.exOff < 0 {
-		s.exOff = int32(len(b.exemplars))
-		b.exemplars = slices.Grow(b.exemplars, limit)[:len(b.exemplars)+limit]
-	}
-	slots := b.exemplars[s.exOff : int(s.exOff)+limit]
-	if int(s.exN) < limit {
-		slots[s.exN] = e
-		s.exN++
-		return
-	}
-	weakest := 0
-	for i := 1; i < limit; i++ {
-		if slots[weakest].stronger(&slots[i]) {
-			weakest = i
-		}
-	}
-	if e.stronger(&slots[weakest]) {
-		slots[weakest] = e
-	}
 }
 
 // reducer turns ptrace.Traces into a deltaBatch. It is immutable after construction and
@@ -447,7 +410,7 @@ func (r *reducer) reduceSpan(b *deltaBatch, res uint32, resHash uint64, svc stri
 			b.obs = append(b.obs, observation{series: idx, code: code})
 		}
 		if withExemplar {
-			b.offerExemplar(s, r.exemplarMax, exemplar{traceID: span.TraceID(), spanID: span.SpanID(), isError: isError, value: value})
+			offerExemplar(&b.exemplars, &s.exOff, &s.exN, r.exemplarMax, &exemplar{traceID: span.TraceID(), spanID: span.SpanID(), isError: isError, value: value})
 		}
 	}
 	if r.eventsFam == nil {
@@ -462,7 +425,7 @@ func (r *reducer) reduceSpan(b *deltaBatch, res uint32, resHash uint64, svc stri
 		s := &b.series[idx]
 		s.count++
 		if withExemplar {
-			b.offerExemplar(s, r.exemplarMax, exemplar{traceID: span.TraceID(), spanID: span.SpanID(), isError: isError, value: value})
+			offerExemplar(&b.exemplars, &s.exOff, &s.exN, r.exemplarMax, &exemplar{traceID: span.TraceID(), spanID: span.SpanID(), isError: isError, value: value})
 		}
 	}
 }

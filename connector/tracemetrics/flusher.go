@@ -127,7 +127,7 @@ func (t *flushTable) merge(d *deltaFamily, nb int, expoSize int32) {
 		t.sum[id] += r.sum
 		if nb > 0 {
 			dst := t.buckets[int(id)*nb : int(id+1)*nb]
-			for j, c := range d.buckets[i*nb : (i+1)*nb] {
+			for j, c := range d.buckets.row(i, nb, false) {
 				dst[j] += uint64(c)
 			}
 			if d.spill != nil {

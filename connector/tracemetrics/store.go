@@ -121,8 +121,8 @@ type deltaFamily struct {
 	expo []expoState // exponential: by row
 	slab slab        // exponential sketches of the rows
 	// Explicit bucket counts, nb per row. An interval's count fits 32 bits unless one series
-	// puts 4G spans in one bucket; wraps are carried in spill (bucket index → 1<<32 each).
-	buckets   []uint32
+	// puts 4G spans in one bucket; wraps are carried in spill (row*nb+bucket → 1<<32 each).
+	buckets   bucketChunks
 	spill     map[int]uint64
 	exemplars []exemplar
 	newSeries []newSeries
@@ -161,7 +161,7 @@ func (d *deltaFamily) newRow(id uint32, ts int64, nb int, expo bool) int32 {
 	d.slot[id] = r + 1
 	d.rows = append(d.rows, deltaRow{id: id, exOff: -1, first: ts, last: ts})
 	if nb > 0 {
-		d.buckets = appendZeros(d.buckets, nb)
+		clear(d.buckets.row(int(r), nb, true))
 	}
 	if expo {
 		d.expo = append(d.expo, newExpoState())
@@ -169,21 +169,21 @@ func (d *deltaFamily) newRow(id uint32, ts int64, nb int, expo bool) int32 {
 	return r
 }
 
-// observe counts one duration in explicit bucket i of the interval.
-func (d *deltaFamily) observe(i int) {
-	b := &d.buckets[i]
+// observe counts one duration in explicit bucket i of row.
+func (d *deltaFamily) observe(row, nb, i int) {
+	b := &d.buckets.row(row, nb, false)[i]
 	if *b++; *b == 0 {
 		if d.spill == nil {
 			d.spill = map[int]uint64{}
 		}
-		d.spill[i] += 1 << 32
+		d.spill[row*nb+i] += 1 << 32
 	}
 }
 
 // bucketCounts writes the interval's bucket counts of row into dst.
 func (d *deltaFamily) bucketCounts(row, nb int, dst []uint64) []uint64 {
 	dst = dst[:0]
-	for i, c := range d.buckets[row*nb : (row+1)*nb] {
+	for i, c := range d.buckets.row(row, nb, false) {
 		v := uint64(c)
 		if d.spill != nil {
 			v += d.spill[row*nb+i]
@@ -198,29 +198,6 @@ func (d *deltaFamily) touched(id uint32) bool {
 	return int(id) < len(d.slot) && d.slot[id] != 0
 }
 
-// addExemplar merges a candidate into a row's bounded set (errors first, then slowest).
-func (d *deltaFamily) addExemplar(r *deltaRow, limit int, e *exemplar) {
-	if r.exOff < 0 {
-		r.exOff = int32(len(d.exemplars))
-		d.exemplars = appendZeros(d.exemplars, limit)
-	}
-	slots := d.exemplars[r.exOff : int(r.exOff)+limit]
-	if int(r.exN) < limit {
-		slots[r.exN] = *e
-		r.exN++
-		return
-	}
-	weakest := 0
-	for i := 1; i < limit; i++ {
-		if slots[weakest].stronger(&slots[i]) {
-			weakest = i
-		}
-	}
-	if e.stronger(&slots[weakest]) {
-		slots[weakest] = *e
-	}
-}
-
 // reset empties the family for the next interval; expired stays for the aggregator.
 func (d *deltaFamily) reset() {
 	for i := range d.rows {
@@ -228,11 +205,11 @@ func (d *deltaFamily) reset() {
 	}
 	d.rows = shrink(d.rows)
 	d.expo = shrink(d.expo)
-	d.buckets = shrink(d.buckets)
+	d.buckets.reset()
 	d.spill = nil
 	d.slab.reset()
 	d.exemplars = shrink(d.exemplars)
-	d.newSeries = shrink(d.newSeries)
+	d.newSeries = release(d.newSeries)
 	d.keys = nil
 	d.moved = shrink(d.moved)
 }
@@ -246,6 +223,48 @@ const shrinkMin = 4096
 // that needs the room again regrows it, at most once per shrink.
 func shrink[T any](s []T) []T {
 	if cap(s) > shrinkMin && len(s) < cap(s)/4 {
+		return nil
+	}
+	return s[:0]
+}
+
+// bucketRowsPerChunk is how many rows' bucket counts one chunk of bucketChunks holds.
+const bucketRowsPerChunk = 1 << 12
+
+// bucketChunks holds an interval's explicit bucket counts in fixed-size chunks of
+// bucketRowsPerChunk rows, allocated as rows arrive. With a million series the bucket counts
+// are the largest part of a delta buffer, so a buffer gives them back once its interval is
+// flushed: the spare buffer, which waits a whole interval for the next swap, holds none, and
+// growing never copies counts or has an old and a new array alive at once, as one slice grown
+// by append does. Allocation is per chunk, never per span.
+type bucketChunks struct {
+	chunks [][]uint32
+}
+
+// row returns the nb counts of row; with add set it allocates the row's chunk when the row
+// is the first of a chunk not yet allocated (rows arrive in order, from 0).
+func (c *bucketChunks) row(row, nb int, add bool) []uint32 {
+	ci, off := row/bucketRowsPerChunk, row%bucketRowsPerChunk*nb
+	if add && ci == len(c.chunks) {
+		c.chunks = append(c.chunks, make([]uint32, bucketRowsPerChunk*nb))
+	}
+	return c.chunks[ci][off : off+nb : off+nb]
+}
+
+// reset releases every chunk but the first, which a small steady state reuses without
+// allocating (newRow clears a row before use).
+func (c *bucketChunks) reset() {
+	if len(c.chunks) > 1 {
+		clear(c.chunks[1:])
+		c.chunks = c.chunks[:1]
+	}
+}
+
+// release empties s for reuse unless it outgrew shrinkMin. For announcements of new series:
+// a steady interval has few, and the room of a burst (or of the first interval, when every
+// series is new) would otherwise stay with the buffer until the interval after next.
+func release[T any](s []T) []T {
+	if cap(s) > shrinkMin {
 		return nil
 	}
 	return s[:0]

@@ -10,11 +10,11 @@ import (
 func TestIntervalBucketCountersCarryWraps(t *testing.T) {
 	var d deltaFamily
 	row := d.newRow(7, 1, 3, false)
-	d.buckets[int(row)*3+1] = 1<<32 - 2
+	d.buckets.row(int(row), 3, false)[1] = 1<<32 - 2
 	for range 5 {
-		d.observe(int(row)*3 + 1)
+		d.observe(int(row), 3, 1)
 	}
-	d.observe(int(row)*3 + 2)
+	d.observe(int(row), 3, 2)
 	require.Equal(t, []uint64{0, 1<<32 + 3, 1}, d.bucketCounts(int(row), 3, nil))
 
 	ft := &flushTable{fam: &family{duration: true}}
@@ -25,28 +25,36 @@ func TestIntervalBucketCountersCarryWraps(t *testing.T) {
 }
 
 // After a burst, an interval that uses under a quarter of a buffer's capacity gives the room
-// back; an interval that uses it keeps it.
+// back; an interval that uses it keeps it. Bucket counts and new-series announcements are
+// given back at every reset.
 func TestDeltaBufferShrinksAfterABurst(t *testing.T) {
 	const nb = 17
 	var d deltaFamily
 	fill := func(n int) {
 		for id := 0; id < n; id++ {
-			d.newRow(uint32(id), 1, nb, false)
+			d.observe(int(d.newRow(uint32(id), 1, nb, false)), nb, id%nb)
 			d.newSeries = append(d.newSeries, newSeries{id: uint32(id)})
 		}
 	}
 	fill(100_000) // the burst
 	d.reset()
 	require.GreaterOrEqual(t, cap(d.rows), 100_000, "the burst's own interval keeps its room")
+	require.Len(t, d.buckets.chunks, 1, "a flushed interval gives its bucket counts back")
+	require.Zero(t, cap(d.newSeries), "a burst's announcements do not outlive it")
 	fill(90_000)
 	d.reset()
 	require.GreaterOrEqual(t, cap(d.rows), 90_000, "an interval that used the room keeps it")
 	fill(1000) // quiet again
 	d.reset()
 	require.Zero(t, cap(d.rows))
-	require.Zero(t, cap(d.buckets))
-	require.Zero(t, cap(d.newSeries))
+	require.Len(t, d.buckets.chunks, 1)
+	require.LessOrEqual(t, cap(d.newSeries), shrinkMin)
 	fill(10)
 	require.Len(t, d.rows, 10)
-	require.Len(t, d.buckets, 10*nb)
+	require.Len(t, d.buckets.chunks, 1)
+	for row := range 10 {
+		want := make([]uint32, nb)
+		want[row%nb] = 1
+		require.Equal(t, want, d.buckets.row(row, nb, false), "a reused chunk's rows start at zero")
+	}
 }
