@@ -13,7 +13,7 @@ CONFIG      ?= configs/default.yaml
 # The mirror's checksum database lacks some contrib entries; go.sum files are committed instead.
 export GONOSUMDB := github.com/open-telemetry/opentelemetry-collector-contrib
 # Integration tests run one package at a time so no two packages share a service at once.
-INTEGRATION := -tags integration -p 1 -count=1 -timeout 25m
+INTEGRATION := -tags integration -p 1 -count=1 -timeout 40m
 MODULES     := . testbed
 
 .PHONY: all build stock-twin run test rules unit integration test-faults-full check-generated generate bench testbed testbed-short testbed-memory lint docker clean tools
