@@ -51,8 +51,14 @@ func memoryRun(ctx context.Context, p Probe, c Collector, pool *Pool, o Options,
 		return errors.Join(err, finishRun(s, run))
 	}
 	loadStart := time.Since(s.watch.start)
-	// Scrapes as Prometheus takes them: gzip, every interval, timing out after one interval.
-	sc := startScrapers(ctx, s.ep.metricsURL(), 1, true, o.ScrapeInterval, o.ScrapeInterval)
+	// Scrapes as Prometheus takes them: gzip, every interval, timing out after one interval. They
+	// start with the first flush: before it there is no page to time (ours holds a scrape until
+	// its first render, once per process), and a side that delivers no flush within two
+	// intervals is scraped from then on, so its failures still show.
+	var sc *scrapers
+	startScraping := func() {
+		sc = startScrapers(ctx, s.ep.metricsURL(), 1, true, o.ScrapeInterval, o.ScrapeInterval)
+	}
 	profile := o.HeapProfile && c.Name == "ours"
 	// The load lasts the window, and longer (up to MaxWindow) until memoryFlushes flushes were
 	// delivered: a collector whose flushes fall behind still gets measured after its second one.
@@ -61,6 +67,9 @@ func memoryRun(ctx context.Context, p Probe, c Collector, pool *Pool, o Options,
 			break
 		}
 		seen := len(flushes(fw.snapshot(), o.FlushInterval))
+		if sc == nil && (seen >= 1 || time.Since(start) >= 2*o.FlushInterval) {
+			startScraping()
+		}
 		if profile && profileDue(seen, s, o) {
 			heapProfile(ctx, s, o, p.Name+"-"+c.Name, run)
 			profile = false
@@ -81,7 +90,10 @@ func memoryRun(ctx context.Context, p Probe, c Collector, pool *Pool, o Options,
 	}
 	spans := l.end()
 	loadEnd := time.Since(s.watch.start)
-	scrapes := sc.end()
+	scrapes := ScrapeStats{Clients: 1, Gzip: true}
+	if sc != nil {
+		scrapes = sc.end()
+	}
 	deliveries := fw.close()
 	stopErr := finishRun(s, run)
 	samples := run.Samples
