@@ -2,11 +2,10 @@
 # contrib's telemetrygen, the load client users already know, for tests that need a real OTLP client.
 #   scripts/telemetrygen.sh path     installs it under .tools (once) and prints its path
 #   scripts/telemetrygen.sh ARGS...  runs it
-# The version is the newest the module mirror serves in full; telemetrygen is a standalone module,
-# so its version does not follow the collector pin.
+# The version follows the contrib pin of builder-config.yaml.
 source "$(dirname "$0")/lib.sh"
 
-VERSION=v0.149.0
+VERSION=v0.145.0
 BIN=$ROOT/.tools/telemetrygen-$VERSION
 
 install() {

@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -33,9 +32,8 @@ func TestMillionUniqueSpanNames(t *testing.T) {
 		total     = requests * perReq
 	)
 	env, metricsURL := defaultEnv(t)
-	limits := filepath.Join(t.TempDir(), "limits.yaml")
-	require.NoError(t, os.WriteFile(limits, []byte("connectors:\n  tracemetrics:\n    max_series: "+strconv.Itoa(maxSeries)+"\n"), 0o600))
-	c := StartCollector(t, configPath("default.yaml"), env, limits)
+	c := StartCollector(t, configPath("default.yaml"), env,
+		overlayFiles(t, "connectors:\n  tracemetrics:\n    max_series: "+strconv.Itoa(maxSeries)+"\n")...)
 
 	sendUniqueSpanNames(t, env["OTLP_GRPC_ENDPOINT"], requests, perReq)
 
@@ -66,11 +64,8 @@ func TestCachedpromCapKeepsTotals(t *testing.T) {
 		total    = requests * perReq
 	)
 	env, metricsURL := defaultEnv(t)
-	limits := filepath.Join(t.TempDir(), "limits.yaml")
-	require.NoError(t, os.WriteFile(limits, []byte(fmt.Sprintf(
-		"connectors:\n  tracemetrics:\n    max_series: %d\nexporters:\n  cachedprom:\n    max_series: %d\n", 2*total, promCap)), 0o600))
-	StartCollector(t, configPath("default.yaml"), env, limits)
-	telemetryURL := "http://127.0.0.1:" + env["TELEMETRY_PORT"] + "/metrics"
+	StartCollector(t, configPath("default.yaml"), env, overlayFiles(t, fmt.Sprintf(
+		"connectors:\n  tracemetrics:\n    max_series: %d\nexporters:\n  cachedprom:\n    max_series: %d\n", 2*total, promCap))...)
 
 	sendUniqueSpanNames(t, env["OTLP_GRPC_ENDPOINT"], requests, perReq)
 
@@ -85,7 +80,7 @@ func TestCachedpromCapKeepsTotals(t *testing.T) {
 	t.Logf("cachedprom max_series %d: %d named calls series (%v calls), overflow %v calls", promCap, held, named, overflow)
 	require.LessOrEqual(t, held, promCap, "named series within cachedprom's cap")
 	require.Equal(t, float64(total), named+overflow, "named and overflow calls add up to the spans sent")
-	adjusted, _ := SumSeries(Scrape(t, telemetryURL), "otelcol_exporter_cachedprom_adjusted_points_total", map[string]string{"reason": "overflow"})
+	adjusted, _ := SumSeries(Scrape(t, telemetryURLOf(env)), "otelcol_exporter_cachedprom_adjusted_points_total", map[string]string{"reason": "overflow"})
 	require.Positive(t, adjusted, `adjusted_points{reason="overflow"}`)
 }
 

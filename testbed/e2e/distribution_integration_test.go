@@ -32,6 +32,11 @@ func defaultEnv(t *testing.T) (map[string]string, string) {
 	}, "http://" + metrics + "/metrics"
 }
 
+// telemetryURLOf is the collector's own metrics endpoint for an environment of defaultEnv.
+func telemetryURLOf(env map[string]string) string {
+	return "http://127.0.0.1:" + env["TELEMETRY_PORT"] + "/metrics"
+}
+
 // TestDefaultConfigServesREDMetrics is `make run`'s contract: one OTLP trace sent with a real
 // gRPC client makes RED metrics appear at the metrics endpoint.
 func TestDefaultConfigServesREDMetrics(t *testing.T) {

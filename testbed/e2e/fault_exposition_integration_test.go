@@ -102,10 +102,7 @@ func awkwardMetrics(ts time.Time) pmetric.Metrics {
 // histogram keeps x_count), and each repair is counted in the exporter's own telemetry.
 func TestAwkwardMetricsScrapedByPrometheus(t *testing.T) {
 	env, metricsURL := defaultEnv(t)
-	overlay := filepath.Join(t.TempDir(), "metrics-in.yaml")
-	require.NoError(t, os.WriteFile(overlay, []byte(awkwardOverlay), 0o600))
-	StartCollector(t, configPath("default.yaml"), env, overlay)
-	telemetryURL := "http://127.0.0.1:" + env["TELEMETRY_PORT"] + "/metrics"
+	StartCollector(t, configPath("default.yaml"), env, overlayFiles(t, awkwardOverlay)...)
 
 	conn, err := grpc.NewClient(env["OTLP_GRPC_ENDPOINT"], grpc.WithTransportCredentials(insecure.NewCredentials()))
 	require.NoError(t, err)
@@ -176,7 +173,7 @@ scrape_configs:
 		assert.Zero(t, v, "Prometheus' %s", name)
 	}
 
-	tel := Scrape(t, telemetryURL)
+	tel := Scrape(t, telemetryURLOf(env))
 	for _, reason := range []string{"colliding_labels", "invalid_utf8", "merged"} {
 		v, _ := SumSeries(tel, "otelcol_exporter_cachedprom_adjusted_points_total", map[string]string{"reason": reason})
 		t.Logf("adjusted_points{reason=%q} = %v", reason, v)

@@ -57,7 +57,7 @@ func TestScrapersDoNotStarveIngest(t *testing.T) {
 		pause = 10 * time.Millisecond
 	)
 	env, metricsURL := defaultEnv(t)
-	telemetry := "http://127.0.0.1:" + env["TELEMETRY_PORT"] + "/metrics"
+	telemetry := telemetryURLOf(env)
 	StartCollector(t, configPath("default.yaml"), env)
 
 	conn, err := grpc.NewClient(env["OTLP_GRPC_ENDPOINT"], grpc.WithTransportCredentials(insecure.NewCredentials()))
@@ -153,7 +153,7 @@ func TestScrapersDoNotStarveIngest(t *testing.T) {
 	require.Positive(t, ok200.Load(), "scrapes served")
 	require.Equal(t, float64(refused.Load()), refusedOwn, "503s counted in scrapes_refused")
 	// Two cores shared with the scrapers, the test itself and other jobs: the ratio varies from run
-	// to run (0.34 and 0.66 on one machine), so the bound only separates a kept rate from a
-	// starved one (unbounded identity scrapes took the ratio to 0.04).
+	// to run, so the bound only separates a kept rate from a starved one (unbounded identity
+	// scrapes took nearly all of it).
 	require.GreaterOrEqual(t, ratio, 0.2, "ingest rate with scrapers / without")
 }

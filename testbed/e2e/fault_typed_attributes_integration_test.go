@@ -4,9 +4,7 @@ package e2e
 
 import (
 	"context"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
@@ -45,9 +43,7 @@ func TestTypedAttributeValuesCountedOnce(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			env, metricsURL := defaultEnv(t)
-			overlay := filepath.Join(t.TempDir(), "dimension.yaml")
-			require.NoError(t, os.WriteFile(overlay, []byte(tc.overlay), 0o600))
-			StartCollector(t, configPath(tc.config), env, overlay)
+			StartCollector(t, configPath(tc.config), env, overlayFiles(t, tc.overlay)...)
 
 			// key=200 is an int attribute for telemetrygen, key="200" a string one.
 			runTelemetrygen(t, tg, env["OTLP_GRPC_ENDPOINT"], intTraces, typedDimension+"=200")

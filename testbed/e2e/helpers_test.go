@@ -39,6 +39,21 @@ func binaryPath(tb testing.TB) string {
 	return p
 }
 
+// overlayFiles writes each YAML overlay to a file of the test's temp dir, for StartCollector's
+// extraConfigs (merged over the shipped config in order).
+func overlayFiles(tb testing.TB, overlays ...string) []string {
+	tb.Helper()
+	dir := tb.TempDir()
+	files := make([]string, len(overlays))
+	for i, o := range overlays {
+		files[i] = filepath.Join(dir, fmt.Sprintf("overlay-%d.yaml", i))
+		if err := os.WriteFile(files[i], []byte(o), 0o600); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	return files
+}
+
 // configPath returns the path of a file in the repository's configs/ folder.
 func configPath(name string) string {
 	return filepath.Join(testservice.Root(), "configs", name)

@@ -5,7 +5,6 @@ package e2e
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -69,14 +68,8 @@ func startAgent(t *testing.T, broker, topic string, overlays ...string) *agent {
 		"HEALTH_ENDPOINT":    freeAddr(t),
 		"TELEMETRY_PORT":     portOf(telemetry),
 	}
-	var extra []string
-	for i, o := range overlays {
-		p := filepath.Join(t.TempDir(), fmt.Sprintf("agent-overlay-%d.yaml", i))
-		require.NoError(t, os.WriteFile(p, []byte(o), 0o600))
-		extra = append(extra, p)
-	}
 	return &agent{
-		Collector:    StartCollector(t, configPath("agent.yaml"), env, extra...),
+		Collector:    StartCollector(t, configPath("agent.yaml"), env, overlayFiles(t, overlays...)...),
 		otlpHTTP:     httpAddr,
 		telemetryURL: "http://" + telemetry + "/metrics",
 	}

@@ -8,8 +8,6 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
-	"os"
-	"path/filepath"
 	"regexp"
 	"sort"
 	"strconv"
@@ -110,16 +108,8 @@ func startGateway(t *testing.T, broker, topic, group string, overlays ...string)
 		"OTELCOL_RED_STORAGE_DIR": t.TempDir(),
 		"ES_ENDPOINT":             "http://" + freeAddr(t),
 	}
-	configs := []string{configPath("kafka-gateway.yaml")}
-	for i, o := range append([]string{gatewayOverlay}, overlays...) {
-		p := filepath.Join(t.TempDir(), fmt.Sprintf("overlay-%d.yaml", i))
-		if err := os.WriteFile(p, []byte(o), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		configs = append(configs, p)
-	}
 	return &gateway{
-		Collector:    StartCollector(t, configs[0], env, configs[1:]...),
+		Collector:    StartCollector(t, configPath("kafka-gateway.yaml"), env, overlayFiles(t, append([]string{gatewayOverlay}, overlays...)...)...),
 		metricsURL:   "http://" + metrics + "/metrics",
 		telemetryURL: "http://" + telemetry + "/metrics",
 	}
