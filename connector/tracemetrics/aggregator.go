@@ -215,13 +215,13 @@ func (a *aggregator) apply(b *deltaBatch) {
 			overflowSpans += int64(s.count)
 		}
 		row := a.rowOf(t, d, id, b.ts)
-		r := &d.rows[row]
+		r := d.rows.at(int(row))
 		r.last = max(r.last, b.ts)
 		r.count += s.count
 		if t.fam.duration {
 			r.sum += s.sum
 			if a.nb == 0 {
-				e := &d.expo[row]
+				e := d.expo.at(int(row))
 				e.min = min(e.min, s.min)
 				e.max = max(e.max, s.max)
 			}
@@ -241,7 +241,7 @@ func (a *aggregator) apply(b *deltaBatch) {
 			d.observe(int(row), a.nb, int(o.code))
 			continue
 		}
-		e := &d.expo[row]
+		e := d.expo.at(int(row))
 		if o.code == zeroCode {
 			e.zero++
 		} else {
@@ -516,8 +516,9 @@ func (a *aggregator) expire(now int64, full *deltaBuffer) {
 		}
 		expired := full.fams[f].expired
 		if idle > 0 {
-			for i := range full.fams[f].rows {
-				r := &full.fams[f].rows[i]
+			rows := &full.fams[f].rows
+			for i := range rows.n {
+				r := rows.at(i)
 				m := &t.meta[r.id]
 				m.lastSeen = max(m.lastSeen, r.last)
 			}

@@ -117,8 +117,8 @@ func (t *flushTable) drop(id uint32) {
 
 // merge adds an interval's rows to the cumulative totals.
 func (t *flushTable) merge(d *deltaFamily, nb int, expoSize int32) {
-	for i := range d.rows {
-		r := &d.rows[i]
+	for i := range d.rows.n {
+		r := d.rows.at(i)
 		id := r.id
 		t.count[id] += r.count
 		if !t.fam.duration {
@@ -127,7 +127,7 @@ func (t *flushTable) merge(d *deltaFamily, nb int, expoSize int32) {
 		t.sum[id] += r.sum
 		if nb > 0 {
 			dst := t.buckets[int(id)*nb : int(id+1)*nb]
-			for j, c := range d.buckets.row(i, nb, false) {
+			for j, c := range d.buckets.row(i, nb) {
 				dst[j] += uint64(c)
 			}
 			if d.spill != nil {
@@ -137,7 +137,7 @@ func (t *flushTable) merge(d *deltaFamily, nb int, expoSize int32) {
 			}
 			continue
 		}
-		e, de := &t.expo[id], &d.expo[i]
+		e, de := &t.expo[id], d.expo.at(i)
 		e.zero += de.zero
 		e.min = min(e.min, de.min)
 		e.max = max(e.max, de.max)
@@ -204,8 +204,8 @@ func (f *flusher) process(buf *deltaBuffer) {
 	for fi, t := range f.tables {
 		d := &buf.fams[fi]
 		if f.isDelta {
-			for i := range d.rows {
-				t.start[d.rows[i].id] = buf.ts
+			for i := range d.rows.n {
+				t.start[d.rows.at(i).id] = buf.ts
 			}
 		}
 		for _, id := range d.expired {
@@ -234,8 +234,8 @@ func (f *flusher) group(fi int, buf *deltaBuffer) {
 	clear(counts)
 	each := func(fn func(id uint32)) {
 		if f.isDelta {
-			for i := range d.rows {
-				fn(d.rows[i].id)
+			for i := range d.rows.n {
+				fn(d.rows.at(i).id)
 			}
 			return
 		}
@@ -356,7 +356,7 @@ func rowOf(d *deltaFamily, id uint32) (*deltaRow, int) {
 		return nil, -1
 	}
 	i := int(d.slot[id] - 1)
-	return &d.rows[i], i
+	return d.rows.at(i), i
 }
 
 func (f *flusher) startOf(t *flushTable, id uint32, r *deltaRow) pcommon.Timestamp {
@@ -426,7 +426,7 @@ func (f *flusher) buildHistograms(m pmetric.Metric, fi int, ids []uint32, buf *d
 		h.SetAggregationTemporality(f.temporality())
 		appendPoints(f, h.DataPoints(), fi, ids, buf, ts, func(dp pmetric.ExponentialHistogramDataPoint, id uint32, r *deltaRow, row int) {
 			if f.isDelta {
-				setExpo(dp, r.count, r.sum, &d.expo[row], &d.slab)
+				setExpo(dp, r.count, r.sum, d.expo.at(row), &d.slab)
 			} else {
 				setExpo(dp, t.count[id], t.sum[id], &t.expo[id], &t.slab)
 			}

@@ -117,12 +117,12 @@ type keyMove struct {
 // deltaFamily is one family's part of a deltaBuffer.
 type deltaFamily struct {
 	slot []int32 // by series id: row+1, 0 when untouched this interval
-	rows []deltaRow
-	expo []expoState // exponential: by row
-	slab slab        // exponential sketches of the rows
+	rows chunked[deltaRow]
+	expo chunked[expoState] // exponential: by row
+	slab slab               // exponential sketches of the rows
 	// Explicit bucket counts, nb per row. An interval's count fits 32 bits unless one series
 	// puts 4G spans in one bucket; wraps are carried in spill (row*nb+bucket → 1<<32 each).
-	buckets   bucketChunks
+	buckets   chunked[uint32]
 	spill     map[int]uint64
 	exemplars []exemplar
 	newSeries []newSeries
@@ -157,21 +157,21 @@ func (d *deltaFamily) newRow(id uint32, ts int64, nb int, expo bool) int32 {
 	if int(id) >= len(d.slot) {
 		d.slot = grow(d.slot, int(id)+1)
 	}
-	r := int32(len(d.rows))
+	r := int32(d.rows.n)
 	d.slot[id] = r + 1
-	d.rows = append(d.rows, deltaRow{id: id, exOff: -1, first: ts, last: ts})
+	d.rows.add(1)[0] = deltaRow{id: id, exOff: -1, first: ts, last: ts}
 	if nb > 0 {
-		clear(d.buckets.row(int(r), nb, true))
+		clear(d.buckets.add(nb))
 	}
 	if expo {
-		d.expo = append(d.expo, newExpoState())
+		d.expo.add(1)[0] = newExpoState()
 	}
 	return r
 }
 
 // observe counts one duration in explicit bucket i of row.
 func (d *deltaFamily) observe(row, nb, i int) {
-	b := &d.buckets.row(row, nb, false)[i]
+	b := &d.buckets.row(row, nb)[i]
 	if *b++; *b == 0 {
 		if d.spill == nil {
 			d.spill = map[int]uint64{}
@@ -183,7 +183,7 @@ func (d *deltaFamily) observe(row, nb, i int) {
 // bucketCounts writes the interval's bucket counts of row into dst.
 func (d *deltaFamily) bucketCounts(row, nb int, dst []uint64) []uint64 {
 	dst = dst[:0]
-	for i, c := range d.buckets.row(row, nb, false) {
+	for i, c := range d.buckets.row(row, nb) {
 		v := uint64(c)
 		if d.spill != nil {
 			v += d.spill[row*nb+i]
@@ -200,11 +200,11 @@ func (d *deltaFamily) touched(id uint32) bool {
 
 // reset empties the family for the next interval; expired stays for the aggregator.
 func (d *deltaFamily) reset() {
-	for i := range d.rows {
-		d.slot[d.rows[i].id] = 0
+	for i := range d.rows.n {
+		d.slot[d.rows.at(i).id] = 0
 	}
-	d.rows = shrink(d.rows)
-	d.expo = shrink(d.expo)
+	d.rows.reset()
+	d.expo.reset()
 	d.buckets.reset()
 	d.spill = nil
 	d.slab.reset()
@@ -228,36 +228,51 @@ func shrink[T any](s []T) []T {
 	return s[:0]
 }
 
-// bucketRowsPerChunk is how many rows' bucket counts one chunk of bucketChunks holds.
-const bucketRowsPerChunk = 1 << 12
+// rowsPerChunk is how many rows one chunk of a chunked holds.
+const rowsPerChunk = 1 << 12
 
-// bucketChunks holds an interval's explicit bucket counts in fixed-size chunks of
-// bucketRowsPerChunk rows, allocated as rows arrive. With a million series the bucket counts
-// are the largest part of a delta buffer, so a buffer gives them back once its interval is
-// flushed: the spare buffer, which waits a whole interval for the next swap, holds none, and
-// growing never copies counts or has an old and a new array alive at once, as one slice grown
-// by append does. Allocation is per chunk, never per span.
-type bucketChunks struct {
-	chunks [][]uint32
+// chunked holds an interval's per-row values (the rows themselves, their bucket counts, their
+// exponential state) in fixed-size chunks of rowsPerChunk rows of width values each, allocated
+// as rows arrive. With a million series these are the largest part of a delta buffer, so a
+// buffer gives them back once its interval is flushed: the spare buffer, which waits a whole
+// interval for the next swap, holds none, and growing never copies values or has an old and a
+// new array alive at once, as one slice grown by append does. Allocation is per chunk, never
+// per span.
+type chunked[T any] struct {
+	chunks [][]T
+	n      int // rows added
 }
 
-// row returns the nb counts of row; with add set it allocates the row's chunk when the row
-// is the first of a chunk not yet allocated (rows arrive in order, from 0).
-func (c *bucketChunks) row(row, nb int, add bool) []uint32 {
-	ci, off := row/bucketRowsPerChunk, row%bucketRowsPerChunk*nb
-	if add && ci == len(c.chunks) {
-		c.chunks = append(c.chunks, make([]uint32, bucketRowsPerChunk*nb))
+// add appends a row of width values and returns it. Its values are left as an earlier
+// interval wrote them in a reused chunk: the caller sets them.
+func (c *chunked[T]) add(width int) []T {
+	row := c.n
+	c.n++
+	if row/rowsPerChunk == len(c.chunks) {
+		c.chunks = append(c.chunks, make([]T, rowsPerChunk*width))
 	}
-	return c.chunks[ci][off : off+nb : off+nb]
+	return c.row(row, width)
+}
+
+// row returns the width values of row.
+func (c *chunked[T]) row(row, width int) []T {
+	off := row % rowsPerChunk * width
+	return c.chunks[row/rowsPerChunk][off : off+width : off+width]
+}
+
+// at returns row of a chunked of width 1.
+func (c *chunked[T]) at(row int) *T {
+	return &c.chunks[row/rowsPerChunk][row%rowsPerChunk]
 }
 
 // reset releases every chunk but the first, which a small steady state reuses without
-// allocating (newRow clears a row before use).
-func (c *bucketChunks) reset() {
+// allocating.
+func (c *chunked[T]) reset() {
 	if len(c.chunks) > 1 {
 		clear(c.chunks[1:])
 		c.chunks = c.chunks[:1]
 	}
+	c.n = 0
 }
 
 // release empties s for reuse unless it outgrew shrinkMin. For announcements of new series:
