@@ -68,6 +68,17 @@ func (p *Probe) Next() (uint32, bool) {
 	}
 }
 
+// First returns the id+1 in the slot where a lookup of h starts (0 when the slot is empty),
+// without probing further. It exists for read-ahead passes: the slot is the lookup's one
+// unavoidable cache miss, and a loop of First calls over many hashes lets the CPU take those
+// misses in parallel.
+func (x *Index) First(h uint64) uint32 {
+	if len(x.slots) == 0 {
+		return 0
+	}
+	return x.slots[h&x.mask].id1
+}
+
 // Insert adds id under h. It does not check for an existing entry.
 func (x *Index) Insert(h uint64, id uint32) {
 	if (x.n+1)*4 > len(x.slots)*3 || len(x.slots) == 0 {
