@@ -63,3 +63,17 @@ func BenchmarkSum64(b *testing.B) {
 		_ = Sum64(key)
 	}
 }
+
+// First names the slot a lookup starts at: the id stored there when its own hash sits in its
+// home slot, 0 for an empty slot or an empty index.
+func TestFirstIsTheLookupsStartingSlot(t *testing.T) {
+	var x Index
+	require.Zero(t, x.First(42), "empty index")
+	x.Insert(3, 7)
+	require.Equal(t, uint32(8), x.First(3))
+	require.Equal(t, uint32(8), x.First(3+uint64(len(x.slots))), "same home slot, other hash")
+	require.Zero(t, x.First(4))
+	x.Insert(3, 9) // same home: stored one slot further
+	require.Equal(t, uint32(8), x.First(3))
+	require.Equal(t, uint32(10), x.First(4), "the slot after holds the displaced entry")
+}
