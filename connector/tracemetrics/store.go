@@ -120,9 +120,11 @@ type deltaFamily struct {
 	rows chunked[deltaRow]
 	expo chunked[expoState] // exponential: by row
 	slab slab               // exponential sketches of the rows
-	// Explicit bucket counts, nb per row. An interval's count fits 32 bits unless one series
-	// puts 4G spans in one bucket; wraps are carried in spill (row*nb+bucket → 1<<32 each).
-	buckets   chunked[uint32]
+	// Explicit bucket counts, nb per row, 16 bits each: most series put far fewer spans in a
+	// bucket in one interval, and the counts are the largest per-row part of a buffer. The
+	// wraps of a busier bucket are carried in spill (row*nb+bucket → bucketWrap each), one map
+	// update per bucketWrap spans, so no count is ever lost.
+	buckets   chunked[uint16]
 	spill     map[int]uint64
 	exemplars []exemplar
 	newSeries []newSeries
@@ -176,9 +178,12 @@ func (d *deltaFamily) observe(row, nb, i int) {
 		if d.spill == nil {
 			d.spill = map[int]uint64{}
 		}
-		d.spill[row*nb+i] += 1 << 32
+		d.spill[row*nb+i] += bucketWrap
 	}
 }
+
+// bucketWrap is what a wrapped 16-bit bucket counter carries into spill.
+const bucketWrap = 1 << 16
 
 // bucketCounts writes the interval's bucket counts of row into dst.
 func (d *deltaFamily) bucketCounts(row, nb int, dst []uint64) []uint64 {
@@ -206,7 +211,7 @@ func (d *deltaFamily) reset() {
 	d.rows.reset()
 	d.expo.reset()
 	d.buckets.reset()
-	d.spill = nil
+	clear(d.spill) // kept: an interval with a busy bucket is usually followed by another
 	d.slab.reset()
 	d.exemplars = shrink(d.exemplars)
 	d.newSeries = release(d.newSeries)

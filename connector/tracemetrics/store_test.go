@@ -6,22 +6,27 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// 32-bit interval bucket counters carry their wraps, so no count is ever lost.
+// 16-bit interval bucket counters carry their wraps, so no count is ever lost.
 func TestIntervalBucketCountersCarryWraps(t *testing.T) {
 	var d deltaFamily
 	row := d.newRow(7, 1, 3, false)
-	d.buckets.row(int(row), 3)[1] = 1<<32 - 2
+	d.buckets.row(int(row), 3)[1] = bucketWrap - 2
 	for range 5 {
 		d.observe(int(row), 3, 1)
 	}
 	d.observe(int(row), 3, 2)
-	require.Equal(t, []uint64{0, 1<<32 + 3, 1}, d.bucketCounts(int(row), 3, nil))
+	require.Equal(t, []uint64{0, bucketWrap + 3, 1}, d.bucketCounts(int(row), 3, nil))
 
 	ft := &flushTable{fam: &family{duration: true}}
 	ft.add(&newSeries{id: 7, keyLen: 1}, 3, false)
 	d.rows.at(int(row)).count = 1<<32 + 4
 	ft.merge(&d, 3, 0)
-	require.Equal(t, []uint64{0, 1<<32 + 3, 1}, ft.buckets[7*3:8*3])
+	require.Equal(t, []uint64{0, bucketWrap + 3, 1}, ft.buckets[7*3:8*3])
+
+	d.reset()
+	row = d.newRow(7, 2, 3, false)
+	d.observe(int(row), 3, 1)
+	require.Equal(t, []uint64{0, 1, 0}, d.bucketCounts(int(row), 3, nil), "the next interval starts without the carries")
 }
 
 // A flushed interval gives its rows, bucket counts and new-series announcements back, however
@@ -52,7 +57,7 @@ func TestDeltaBufferGivesItsRowsBack(t *testing.T) {
 	require.Len(t, d.rows.chunks, 1)
 	require.Len(t, d.buckets.chunks, 1)
 	for row := range 10 {
-		want := make([]uint32, nb)
+		want := make([]uint16, nb)
 		want[row%nb] = 1
 		require.Equal(t, want, d.buckets.row(row, nb), "a reused chunk's rows start at zero")
 		require.Equal(t, deltaRow{id: uint32(row), exOff: -1, first: 1, last: 1}, *d.rows.at(row))
