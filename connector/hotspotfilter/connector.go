@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/connector"
 	"go.opentelemetry.io/collector/consumer"
@@ -30,9 +31,9 @@ type filter struct {
 	expiry    time.Duration
 	interval  time.Duration
 
-	// now is the clock; tests replace it. epoch anchors the nanosecond
-	// timestamps of the budgets.
-	now   func() time.Time
+	// clock is the factory's: real in the collector, fake in tests. epoch
+	// anchors the nanosecond timestamps of the budgets.
+	clock clockwork.Clock
 	epoch time.Time
 
 	// Set while the collector builds the pipelines, read after Start.
@@ -49,15 +50,15 @@ type filter struct {
 	done      chan struct{}
 }
 
-func newFilter(set connector.Settings, cfg *Config) (*filter, error) {
+func newFilter(set connector.Settings, cfg *Config, clock clockwork.Clock) (*filter, error) {
 	f := &filter{
 		id:       set.ID,
 		logger:   set.Logger,
 		expiry:   cfg.ServiceExpiry,
 		interval: cfg.MetricsFlushInterval,
-		now:      time.Now,
+		clock:    clock,
+		epoch:    clock.Now(),
 	}
-	f.epoch = f.now()
 	unixStart := f.epoch.UnixNano()
 	for i := range cfg.Rules {
 		r, err := newRule(&cfg.Rules[i], cfg.MaxServices, unixStart, set.TelemetrySettings)
@@ -94,7 +95,7 @@ type scratch struct {
 // consume decides every span of td and returns a new Traces holding the kept
 // ones; td is only read.
 func (f *filter) consume(ctx context.Context, td ptrace.Traces) ptrace.Traces {
-	nowTime := f.now()
+	nowTime := f.clock.Now()
 	now, unixNow := int64(nowTime.Sub(f.epoch)), nowTime.UnixNano()
 	sc := f.scratch.Get().(*scratch)
 	defer f.putScratch(sc)
@@ -324,6 +325,8 @@ func (f *filter) start() {
 
 func (f *filter) flushLoop(stop <-chan struct{}, done chan<- struct{}) {
 	defer close(done)
+	// The loop ticks in real time, not on the injected clock: tests that
+	// move the clock call flush themselves, at the points they check.
 	ticker := time.NewTicker(f.interval)
 	defer ticker.Stop()
 	for {
@@ -382,13 +385,13 @@ type registry struct {
 
 var filters = &registry{m: make(map[component.ID]*filter)}
 
-func (r *registry) acquire(set connector.Settings, cfg *Config) (*filter, error) {
+func (r *registry) acquire(set connector.Settings, cfg *Config, clock clockwork.Clock) (*filter, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	f := r.m[set.ID]
 	if f == nil {
 		var err error
-		if f, err = newFilter(set, cfg); err != nil {
+		if f, err = newFilter(set, cfg, clock); err != nil {
 			return nil, err
 		}
 		r.m[set.ID] = f

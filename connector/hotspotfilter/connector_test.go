@@ -420,10 +420,9 @@ func TestTracesOnlyStillExpiresServices(t *testing.T) {
 	cfg.ServiceExpiry = time.Minute
 	clock := newFakeClock()
 	sink := new(consumertest.TracesSink)
-	c, err := NewFactory().CreateTracesToTraces(context.Background(), connectortest.NewNopSettings(metadata.Type), cfg, sink)
+	c, err := newFactory(clock).CreateTracesToTraces(context.Background(), connectortest.NewNopSettings(metadata.Type), cfg, sink)
 	require.NoError(t, err)
 	f := c.(*tracesConnector).filter
-	f.now, f.epoch = clock.Now, clock.Now()
 	require.NoError(t, c.Start(context.Background(), componenttest.NewNopHost()))
 	defer func() { require.NoError(t, c.Shutdown(context.Background())) }()
 

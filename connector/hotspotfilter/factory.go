@@ -8,6 +8,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/jonboulle/clockwork"
+
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/connector"
 	"go.opentelemetry.io/collector/consumer"
@@ -40,12 +42,29 @@ const (
 )
 
 // NewFactory returns the factory of the hotspotfilter connector.
-func NewFactory() connector.Factory {
+func NewFactory() connector.Factory { return newFactory(clockwork.NewRealClock()) }
+
+// newFactory returns a factory whose connectors read the time from clock.
+func newFactory(clock clockwork.Clock) connector.Factory {
 	return connector.NewFactory(
 		metadata.Type,
 		createDefaultConfig,
-		connector.WithTracesToTraces(createTracesToTraces, metadata.TracesToTracesStability),
-		connector.WithTracesToMetrics(createTracesToMetrics, metadata.TracesToMetricsStability),
+		connector.WithTracesToTraces(func(_ context.Context, set connector.Settings, cfg component.Config, next consumer.Traces) (connector.Traces, error) {
+			f, err := filters.acquire(set, cfg.(*Config), clock)
+			if err != nil {
+				return nil, err
+			}
+			f.setTracesNext(next)
+			return &tracesConnector{filter: f}, nil
+		}, metadata.TracesToTracesStability),
+		connector.WithTracesToMetrics(func(_ context.Context, set connector.Settings, cfg component.Config, next consumer.Metrics) (connector.Traces, error) {
+			f, err := filters.acquire(set, cfg.(*Config), clock)
+			if err != nil {
+				return nil, err
+			}
+			f.setMetricsNext(next)
+			return &metricsConnector{filter: f}, nil
+		}, metadata.TracesToMetricsStability),
 	)
 }
 
@@ -73,22 +92,4 @@ func ruleDefaults() Rule {
 		SlowThreshold: defaultSlowThreshold,
 		KeepErrors:    defaultKeepErrors,
 	}
-}
-
-func createTracesToTraces(_ context.Context, set connector.Settings, cfg component.Config, next consumer.Traces) (connector.Traces, error) {
-	f, err := filters.acquire(set, cfg.(*Config))
-	if err != nil {
-		return nil, err
-	}
-	f.setTracesNext(next)
-	return &tracesConnector{filter: f}, nil
-}
-
-func createTracesToMetrics(_ context.Context, set connector.Settings, cfg component.Config, next consumer.Metrics) (connector.Traces, error) {
-	f, err := filters.acquire(set, cfg.(*Config))
-	if err != nil {
-		return nil, err
-	}
-	f.setMetricsNext(next)
-	return &metricsConnector{filter: f}, nil
 }

@@ -3,10 +3,10 @@ package hotspotfilter
 import (
 	"context"
 	"encoding/binary"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componenttest"
@@ -20,24 +20,9 @@ import (
 	"github.com/otelcol-red/otelcol-red/connector/hotspotfilter/internal/metadata"
 )
 
-// fakeClock is the injected clock: tests move time, nothing sleeps.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newFakeClock() *fakeClock { return &fakeClock{t: time.Unix(1_700_000_000, 0)} }
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
+// newFakeClock is the clock tests give the factory: they move time, nothing sleeps.
+func newFakeClock() *clockwork.FakeClock {
+	return clockwork.NewFakeClockAt(time.Unix(1_700_000_000, 0))
 }
 
 // testSpan describes one span of a test batch.
@@ -98,7 +83,7 @@ func makeTraces(spans ...testSpan) ptrace.Traces {
 
 // harness is one configured hotspotfilter with both outputs on sinks.
 type harness struct {
-	clock   *fakeClock
+	clock   *clockwork.FakeClock
 	traces  connector.Traces
 	metrics connector.Traces
 	kept    *consumertest.TracesSink
@@ -112,15 +97,13 @@ func newHarness(t *testing.T, cfg *Config) *harness {
 	h := &harness{clock: newFakeClock(), kept: new(consumertest.TracesSink), emitted: new(consumertest.MetricsSink)}
 	set := connectortest.NewNopSettings(metadata.Type)
 	set.ID = component.NewIDWithName(metadata.Type, t.Name())
-	f := NewFactory()
+	f := newFactory(h.clock)
 	var err error
 	h.traces, err = f.CreateTracesToTraces(context.Background(), set, cfg, h.kept)
 	require.NoError(t, err)
 	h.metrics, err = f.CreateTracesToMetrics(context.Background(), set, cfg, h.emitted)
 	require.NoError(t, err)
 	h.filter = h.traces.(*tracesConnector).filter
-	h.filter.now = h.clock.Now
-	h.filter.epoch = h.clock.Now()
 	require.NoError(t, h.traces.Start(context.Background(), componenttest.NewNopHost()))
 	require.NoError(t, h.metrics.Start(context.Background(), componenttest.NewNopHost()))
 	t.Cleanup(func() {

@@ -34,7 +34,7 @@ func (f *filter) flush(ctx context.Context) error {
 }
 
 func (f *filter) collectMetrics() pmetric.Metrics {
-	nowTime := f.now()
+	nowTime := f.clock.Now()
 	now := pcommon.NewTimestampFromTime(nowTime)
 	var expireBefore int64
 	if f.expiry > 0 {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component/componenttest"
@@ -91,7 +92,7 @@ func newObservedExporter(t *testing.T, mutate func(*Config)) (*cachedExporter, *
 	t.Cleanup(func() { require.NoError(t, tel.Shutdown(context.Background())) })
 	set.TelemetrySettings = tel.NewTelemetrySettings()
 	set.Logger = zap.New(core)
-	e, err := newExporter(cfg, set)
+	e, err := newExporter(cfg, set, clockwork.NewRealClock())
 	require.NoError(t, err)
 	require.NoError(t, e.Start(context.Background(), componenttest.NewNopHost()))
 	t.Cleanup(func() { require.NoError(t, e.Shutdown(context.Background())) })

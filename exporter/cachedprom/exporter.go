@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/exporter"
@@ -41,8 +42,9 @@ type cachedExporter struct {
 	firstRenderWait time.Duration
 	etagPrefix      string
 
-	// clock is the time of ingest and of the render loop; tests replace it.
-	clock func() time.Time
+	// clock is the time of ingest, of the render loop and of identity
+	// scrapes: real in the collector, fake in tests.
+	clock clockwork.Clock
 
 	renderMu sync.Mutex // serialises renders (loop and renderNow)
 	renderer snapshotRenderer
@@ -53,7 +55,7 @@ type cachedExporter struct {
 	shutdownOnce sync.Once
 }
 
-func newExporter(cfg *Config, set exporter.Settings) (*cachedExporter, error) {
+func newExporter(cfg *Config, set exporter.Settings, clock clockwork.Clock) (*cachedExporter, error) {
 	tel, err := newTelemetry(set.TelemetrySettings)
 	if err != nil {
 		return nil, err
@@ -68,7 +70,7 @@ func newExporter(cfg *Config, set exporter.Settings) (*cachedExporter, error) {
 		telemetry:   tel,
 		wake:        make(chan struct{}, 1),
 		firstRender: make(chan struct{}),
-		clock:       time.Now,
+		clock:       clock,
 		done:        make(chan struct{}),
 		// Long enough for one render of a large store, short enough that
 		// Prometheus' scrape timeout (10s by default) is not reached.
@@ -82,7 +84,7 @@ func newExporter(cfg *Config, set exporter.Settings) (*cachedExporter, error) {
 // ConsumeMetrics updates series state. It contends only with the renderer's
 // short copy phase, never with scrapes.
 func (e *cachedExporter) ConsumeMetrics(_ context.Context, md pmetric.Metrics) error {
-	if e.store.consume(md, e.clock()) {
+	if e.store.consume(md, e.clock.Now()) {
 		e.dirty.Store(true)
 		select {
 		case e.wake <- struct{}{}:
@@ -151,17 +153,17 @@ func (e *cachedExporter) Shutdown(ctx context.Context) error {
 // store); it sweeps expired series on its own clock so expiry does not
 // depend on scrapes.
 func (e *cachedExporter) renderLoop() {
-	ticker := time.NewTicker(e.cfg.RenderInterval)
+	ticker := e.clock.NewTicker(e.cfg.RenderInterval)
 	defer ticker.Stop()
-	st := e.newSchedule(e.clock())
+	st := e.newSchedule(e.clock.Now())
 	for {
 		select {
 		case <-e.done:
 			return
 		case <-e.wake:
-		case <-ticker.C:
+		case <-ticker.Chan():
 		}
-		e.step(e.clock(), st)
+		e.step(e.clock.Now(), st)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/resourcetotelemetry"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/config/confighttp"
@@ -60,7 +61,7 @@ func createDefaultConfig() component.Config {
 
 func createMetrics(ctx context.Context, set exporter.Settings, cfg component.Config) (exporter.Metrics, error) {
 	c := cfg.(*Config)
-	exp, err := newExporter(c, set)
+	exp, err := newExporter(c, set, clockwork.NewRealClock())
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component/componenttest"
@@ -44,7 +45,7 @@ func TestStartFailsOnBusyPort(t *testing.T) {
 	first, _ := startOurs(t, nil)
 	cfg := createDefaultConfig().(*Config)
 	cfg.NetAddr.Endpoint = first.cfg.NetAddr.Endpoint
-	e, err := newExporter(cfg, exportertest.NewNopSettings(metadata.Type))
+	e, err := newExporter(cfg, exportertest.NewNopSettings(metadata.Type), clockwork.NewRealClock())
 	require.NoError(t, err)
 	assert.Error(t, e.Start(context.Background(), componenttest.NewNopHost()))
 	require.NoError(t, e.Shutdown(context.Background()))

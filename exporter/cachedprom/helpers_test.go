@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/open-telemetry/opentelemetry-collector-contrib/connector/spanmetricsconnector"
 	"github.com/open-telemetry/opentelemetry-collector-contrib/exporter/prometheusexporter"
 	dto "github.com/prometheus/client_model/go"
@@ -56,7 +57,7 @@ func startOurs(tb testing.TB, mutate func(*Config)) (*cachedExporter, string) {
 		mutate(cfg)
 	}
 	require.NoError(tb, cfg.Validate())
-	e, err := newExporter(cfg, exportertest.NewNopSettings(metadata.Type))
+	e, err := newExporter(cfg, exportertest.NewNopSettings(metadata.Type), clockwork.NewRealClock())
 	require.NoError(tb, err)
 	require.NoError(tb, e.Start(context.Background(), componenttest.NewNopHost()))
 	tb.Cleanup(func() { require.NoError(tb, e.Shutdown(context.Background())) })

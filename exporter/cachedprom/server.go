@@ -173,7 +173,7 @@ func (e *cachedExporter) identitySeen(om, kept bool) {
 	if om {
 		seen = &e.omIdentitySeen
 	}
-	seen.Store(time.Now().UnixNano())
+	seen.Store(e.clock.Now().UnixNano())
 	if !kept {
 		e.dirty.Store(true)
 		select {

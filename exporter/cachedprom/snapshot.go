@@ -84,7 +84,7 @@ func (r *snapshotRenderer) render(e *cachedExporter) *snapshot {
 	// are large, and allocating (and zeroing) them per render would make
 	// memory and GC work grow with every render.
 	old := r.reusable()
-	now := time.Now().UnixNano()
+	now := e.clock.Now().UnixNano()
 	keepText := now-e.textIdentitySeen.Load() < int64(identityTTL)
 	snap.textGzipBuf, snap.omGzipBuf = old.textGzipBuf, old.omGzipBuf
 	snap.text, snap.textKept, snap.textLen = r.body(old.text, &snap.textGzipBuf, keepText, r.rd.renderText)

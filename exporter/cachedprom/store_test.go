@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/exporter/exportertest"
@@ -151,10 +152,10 @@ func TestIngestAllocatesPerScopeNotPerPoint(t *testing.T) {
 func TestRenderLoopFollowsItsClock(t *testing.T) {
 	cfg := createDefaultConfig().(*Config)
 	cfg.RenderInterval = 2 * time.Second
-	e, err := newExporter(cfg, exportertest.NewNopSettings(metadata.Type))
+	clock := clockwork.NewFakeClockAt(testBase)
+	e, err := newExporter(cfg, exportertest.NewNopSettings(metadata.Type), clock)
 	require.NoError(t, err)
-	now := testBase
-	e.clock = func() time.Time { return now }
+	now := clock.Now()
 	st := e.newSchedule(now)
 
 	require.NoError(t, e.ConsumeMetrics(context.Background(), gaugeBatch("temp", now, "a")))
@@ -163,22 +164,26 @@ func TestRenderLoopFollowsItsClock(t *testing.T) {
 	first := e.snapshot.Load()
 	assert.Contains(t, textOf(t, first), `temp{`)
 
-	now = now.Add(time.Second)
+	clock.Advance(time.Second)
+	now = clock.Now()
 	require.NoError(t, e.ConsumeMetrics(context.Background(), gaugeBatch("temp", now, "b")))
 	e.step(now, st)
 	assert.Same(t, first, e.snapshot.Load(), "within render_interval of the last render")
-	now = now.Add(time.Second)
+	clock.Advance(time.Second)
+	now = clock.Now()
 	e.step(now, st)
 	assert.Contains(t, textOf(t, e.snapshot.Load()), `k="b"`)
 
 	// "a" was updated at testBase, "b" a second later: at testBase+5m+0.5s
 	// the sweep removes "a" only; later it removes "b".
-	now = testBase.Add(cfg.MetricExpiration + 500*time.Millisecond)
+	clock.Advance(cfg.MetricExpiration - 1500*time.Millisecond)
+	now = clock.Now()
 	e.step(now, st)
 	out := textOf(t, e.snapshot.Load())
 	assert.NotContains(t, out, `k="a"`)
 	assert.Contains(t, out, `k="b"`)
-	now = now.Add(time.Minute)
+	clock.Advance(time.Minute)
+	now = clock.Now()
 	e.step(now, st)
 	assert.Zero(t, e.store.len())
 	assert.Empty(t, textOf(t, e.snapshot.Load()))
