@@ -75,7 +75,7 @@ func newClient(ctx context.Context, cfg *Config, logger *zap.Logger) (*kgo.Clien
 		case "SCRAM-SHA-512":
 			m = scram.Auth{User: s.Username, Pass: s.Password}.AsSha512Mechanism()
 		default:
-			return nil, fmt.Errorf("auth::sasl::mechanism %q is not supported", s.Mechanism)
+			return nil, fmt.Errorf("auth.sasl.mechanism %q is not supported", s.Mechanism)
 		}
 		opts = append(opts, kgo.SASL(m))
 	}

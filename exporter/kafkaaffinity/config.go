@@ -112,39 +112,39 @@ func (c *Config) Validate() error {
 		errs = errors.Join(errs, fmt.Errorf("max_key_bytes must be at least %d, got %d", minKeyBytes, c.MaxKeyBytes))
 	}
 	if c.Authentication.Kerberos != nil {
-		errs = errors.Join(errs, errors.New("auth::kerberos is not supported by this exporter"))
+		errs = errors.Join(errs, errors.New("auth.kerberos is not supported by this exporter"))
 	}
 	if c.Authentication.SASL != nil {
 		switch c.Authentication.SASL.Mechanism {
 		case "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512":
 		default:
-			errs = errors.Join(errs, fmt.Errorf("auth::sasl::mechanism %q is not supported (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512)", c.Authentication.SASL.Mechanism))
+			errs = errors.Join(errs, fmt.Errorf("auth.sasl.mechanism %q is not supported (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512)", c.Authentication.SASL.Mechanism))
 		}
 	}
 	h := c.HotKeys
 	if h.SpansPerSecond < 0 {
-		errs = errors.Join(errs, errors.New("hot_keys::spans_per_second must not be negative"))
+		errs = errors.Join(errs, errors.New("hot_keys.spans_per_second must not be negative"))
 	}
 	if h.Interval <= 0 {
-		errs = errors.Join(errs, errors.New("hot_keys::interval must be greater than 0"))
+		errs = errors.Join(errs, errors.New("hot_keys.interval must be greater than 0"))
 	}
 	if h.Fanout < 2 || h.Fanout > maxFanout {
-		errs = errors.Join(errs, fmt.Errorf("hot_keys::fanout must be between 2 and %d, got %d", maxFanout, h.Fanout))
+		errs = errors.Join(errs, fmt.Errorf("hot_keys.fanout must be between 2 and %d, got %d", maxFanout, h.Fanout))
 	}
 	if h.MaxTrackedKeys <= 0 {
-		errs = errors.Join(errs, errors.New("hot_keys::max_tracked_keys must be greater than 0"))
+		errs = errors.Join(errs, errors.New("hot_keys.max_tracked_keys must be greater than 0"))
 	}
 	seen := make(map[string]bool, len(h.Keys))
 	for i, k := range h.Keys {
 		if k.Key == "" {
-			errs = errors.Join(errs, fmt.Errorf("hot_keys::keys[%d]::key must not be empty", i))
+			errs = errors.Join(errs, fmt.Errorf("hot_keys.keys[%d].key must not be empty", i))
 		}
 		if seen[k.Key] {
-			errs = errors.Join(errs, fmt.Errorf("hot_keys::keys[%d]::key %q is listed twice", i, k.Key))
+			errs = errors.Join(errs, fmt.Errorf("hot_keys.keys[%d].key %q is listed twice", i, k.Key))
 		}
 		seen[k.Key] = true
 		if k.Fanout < 2 || k.Fanout > maxFanout {
-			errs = errors.Join(errs, fmt.Errorf("hot_keys::keys[%d]::fanout must be between 2 and %d, got %d", i, maxFanout, k.Fanout))
+			errs = errors.Join(errs, fmt.Errorf("hot_keys.keys[%d].fanout must be between 2 and %d, got %d", i, maxFanout, k.Fanout))
 		}
 	}
 	return errs

@@ -48,13 +48,13 @@ func TestLoadConfig(t *testing.T) {
 		{id: component.NewIDWithName(metadata.Type, "invalid_hot_keys"), errorMessage: []string{
 			"fallback_key must not be empty",
 			"max_key_bytes must be at least 32, got 8",
-			"hot_keys::spans_per_second must not be negative",
-			"hot_keys::fanout must be between 2 and 256, got 1",
-			"hot_keys::keys[0]::fanout must be between 2 and 256, got 1",
-			`hot_keys::keys[1]::key "checkout" is listed twice`,
-			"hot_keys::keys[1]::fanout must be between 2 and 256, got 300",
+			"hot_keys.spans_per_second must not be negative",
+			"hot_keys.fanout must be between 2 and 256, got 1",
+			"hot_keys.keys[0].fanout must be between 2 and 256, got 1",
+			`hot_keys.keys[1].key "checkout" is listed twice`,
+			"hot_keys.keys[1].fanout must be between 2 and 256, got 300",
 		}},
-		{id: component.NewIDWithName(metadata.Type, "kerberos"), errorMessage: []string{"auth::kerberos is not supported"}},
+		{id: component.NewIDWithName(metadata.Type, "kerberos"), errorMessage: []string{"auth.kerberos is not supported"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.id.String(), func(t *testing.T) {
