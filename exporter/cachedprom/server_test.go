@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/pmetric"
 )
 
 func do(t *testing.T, method, url string, hdr map[string]string) *http.Response {
@@ -149,12 +150,8 @@ func TestIdentityScrapeOfGzipOnlySnapshot(t *testing.T) {
 // uncompressed, whatever identity clients ask; they get it inflated from the
 // gzip form, and their scrapes do not ask for renders.
 func TestIdentityScrapeOfLargeBody(t *testing.T) {
-	v := maxKeptBody
-	t.Cleanup(func() { maxKeptBody = v }) // after the exporter's shutdown
-	maxKeptBody = 64
-
 	e, url := startOurs(t, nil)
-	require.NoError(t, e.ConsumeMetrics(context.Background(), mixedMetrics(0, testBase)))
+	require.NoError(t, e.ConsumeMetrics(context.Background(), largeBatch()))
 	e.renderNow()
 	require.Greater(t, e.snapshot.Load().textLen, maxKeptBody)
 
@@ -184,6 +181,11 @@ func TestIdentityScrapeOfLargeBody(t *testing.T) {
 	assert.Equal(t, string(body), string(body2))
 }
 
+// largeBatch is RED data whose exposition is larger than maxKeptBody.
+func largeBatch() pmetric.Metrics {
+	return redDeltaBatch(0, 5000, testBase, testBase.Add(time.Minute))
+}
+
 // identityScrape GETs url without gzip; ok is false on a 503.
 func identityScrape(t *testing.T, url string) (body []byte, ok bool) {
 	tr := &http.Transport{DisableCompression: true}
@@ -204,13 +206,10 @@ func identityScrape(t *testing.T, url string) (body []byte, ok bool) {
 // uncompressed (inflated from the gzip form), another identity client gets
 // 503 at once, a gzip client is served, and the slot comes back.
 func TestOneInflationAtATime(t *testing.T) {
-	v := maxKeptBody
-	t.Cleanup(func() { maxKeptBody = v }) // after the exporter's shutdown
-	maxKeptBody = 64
-
 	e, url := startOurs(t, nil)
-	require.NoError(t, e.ConsumeMetrics(context.Background(), mixedMetrics(0, testBase)))
+	require.NoError(t, e.ConsumeMetrics(context.Background(), largeBatch()))
 	e.renderNow()
+	require.Greater(t, e.snapshot.Load().textLen, maxKeptBody)
 	h := newHandler(e)
 	h.inflating <- struct{}{} // a client being served the inflated body
 

@@ -99,7 +99,8 @@ func (r *snapshotRenderer) render(e *cachedExporter) *snapshot {
 	snap.series, snap.hidden = r.rd.series, r.rd.hidden
 	// The ETag is derived from the content (gzip output is deterministic),
 	// so a render of unchanged data keeps it and conditional requests still
-	// match. Hashing the compressed form is cheap: ~3% of the body.
+	// match. Hashing the compressed form is cheap: it is a small fraction of
+	// the body.
 	var h maphash.Hash
 	h.SetSeed(etagSeed)
 	_, _ = h.Write(snap.textGzip)
@@ -113,18 +114,18 @@ var etagSeed = maphash.MakeSeed()
 
 // identityTTL is how long the uncompressed body is kept after the last
 // client that asked for it. Prometheus always asks for gzip, so normally
-// only the compressed form (about 3% of the size) is held.
+// only the compressed form (a small fraction of the size) is held.
 const identityTTL = 10 * time.Minute
 
 // maxKeptBody is the largest uncompressed body kept for identity clients.
 // A kept body costs about twice its size in heap (the published snapshot
 // and the retired spare whose buffer the next render reuses), and more in
-// RSS at the default GOGC: at 100k spanmetrics series (575 MB of text)
-// that is gigabytes, set off by a single curl or readiness probe without
-// gzip and held for identityTTL. Inflating the gzip form instead costs an
-// identity client about 1 ms per MB here (those 575 MB in half a second),
-// so keeping pays only for small bodies. Tests lower it.
-var maxKeptBody = 4 << 20
+// RSS at the default GOGC: at 100k spanmetrics series (hundreds of MB of
+// text, README "Performance") that is gigabytes, set off by a single curl
+// or readiness probe without gzip and held for identityTTL. Inflating the
+// gzip form instead costs an identity client time in proportion to the
+// body, so keeping pays only for small bodies.
+const maxKeptBody = 4 << 20
 
 // body streams one format into the compressor in chunks and keeps the chunk
 // buffer for next time. With keep it also collects the body for identity
