@@ -3,12 +3,13 @@ package tracemetrics // import "github.com/otelcol-red/otelcol-red/connector/tra
 import (
 	"encoding/binary"
 	"math"
-	"slices"
 	"strconv"
 	"strings"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/hash"
 )
 
 // Attribute names, as spanmetrics v0.145.0 writes them.
@@ -23,99 +24,6 @@ const (
 	instrumentationScopeVersionKey = "span.instrumentation.scope.version"
 	overflowKey                    = "otel.metric.overflow"
 )
-
-// A family is a set of series sharing one attribute layout: the span family (calls and
-// duration together, the usual case), or calls and duration apart when calls_dimensions or
-// histogram.dimensions differ, and the events family. Each family has its own series table.
-type family struct {
-	index    uint8
-	calls    bool // its count is emitted as the calls sum
-	duration bool // it observes span durations
-	events   bool // keyed and counted per span event
-	dims     []dimension
-}
-
-type dimension struct {
-	name   string
-	hasDef bool
-	defEnc []byte // encoded default value
-}
-
-const maxFamilies = 3
-
-// layout is the part of the configuration that decides the attributes of a series.
-type layout struct {
-	withService, withName, withKind, withStatus bool
-	otelStatusCode                              bool
-	instanceID                                  string // "" unless the collector.instance.id gate is on
-	scopes                                      []string
-	families                                    []*family
-	callsFamily, durationFamily, eventsFamily   int // -1 when absent
-}
-
-func newLayout(cfg *Config, g gates, instanceID string) *layout {
-	l := &layout{
-		withService:    !slices.Contains(cfg.ExcludeDimensions, serviceNameKey),
-		withName:       !slices.Contains(cfg.ExcludeDimensions, spanNameKey),
-		withKind:       !slices.Contains(cfg.ExcludeDimensions, spanKindKey),
-		otelStatusCode: g.useOtelStatusCode,
-		scopes:         cfg.IncludeInstrumentationScope,
-		callsFamily:    -1, durationFamily: -1, eventsFamily: -1,
-	}
-	if g.useOtelStatusCode {
-		l.withStatus = !slices.Contains(cfg.ExcludeDimensions, otelStatusCodeKey)
-	} else {
-		l.withStatus = !slices.Contains(cfg.ExcludeDimensions, statusCodeKey)
-	}
-	if g.includeCollectorInstanceID && !slices.Contains(cfg.ExcludeDimensions, collectorInstanceKey) {
-		l.instanceID = instanceID
-	}
-	add := func(f *family) int {
-		f.index = uint8(len(l.families))
-		l.families = append(l.families, f)
-		return int(f.index)
-	}
-	withDuration := !cfg.Histogram.Disable
-	if withDuration && (len(cfg.CallsDimensions) > 0 || len(cfg.Histogram.Dimensions) > 0) {
-		l.callsFamily = add(&family{calls: true, dims: newDimensions(cfg.Dimensions, cfg.CallsDimensions)})
-		l.durationFamily = add(&family{duration: true, dims: newDimensions(cfg.Dimensions, cfg.Histogram.Dimensions)})
-	} else {
-		l.callsFamily = add(&family{calls: true, duration: withDuration, dims: newDimensions(cfg.Dimensions, cfg.CallsDimensions)})
-		if withDuration {
-			l.durationFamily = l.callsFamily
-		}
-	}
-	if cfg.Events.Enabled {
-		l.eventsFamily = add(&family{calls: true, events: true, dims: newDimensions(cfg.Dimensions, cfg.Events.Dimensions)})
-	}
-	return l
-}
-
-func newDimensions(lists ...[]Dimension) []dimension {
-	var dims []dimension
-	for _, list := range lists {
-		for _, d := range list {
-			dim := dimension{name: d.Name}
-			if d.Default != nil {
-				dim.hasDef = true
-				dim.defEnc = appendStrValue(nil, *d.Default)
-			}
-			dims = append(dims, dim)
-		}
-	}
-	return dims
-}
-
-// spanFamilies returns the families keyed once per span.
-func (l *layout) spanFamilies() []*family {
-	var out []*family
-	for _, f := range l.families {
-		if !f.events {
-			out = append(out, f)
-		}
-	}
-	return out
-}
 
 // A series key is the canonical, exact identity of a series:
 //
@@ -133,7 +41,7 @@ func (l *layout) spanFamilies() []*family {
 // (as spanmetrics keeps the first span's attributes). The overflow series of a resource is the
 // header with the family byte's high bit set and nothing after it.
 //
-// The series hash is xxhash over the identity; equal hashes are confirmed by comparing the
+// The series hash is keyHash over the identity; equal hashes are confirmed by comparing the
 // identities, so a collision never merges two series.
 const keyHeaderLen = 9
 
@@ -159,6 +67,91 @@ const (
 // spanmetrics (whose key holds their string form, "" for all unknown values).
 const unknownEnum = 0xff
 
+// keyHash hashes series identities and resource keys: the runtime's AES-based hash through
+// hash/maphash (internal/hash). Tests replace it with a colliding function to prove that equal
+// hashes never merge distinct series.
+var keyHash = hash.Sum64
+
+// appendKey appends the series key of span in family f (the layout above). Dimensions are
+// looked up on the span, then the event (events family), then the resource, then the default.
+func (l *layout) appendKey(dst []byte, f *family, resHash uint64, svc string, span ptrace.Span, scope pcommon.InstrumentationScope, withScope bool, resAttrs pcommon.Map, evAttrs *pcommon.Map) []byte {
+	dst = appendKeyHeader(dst, resHash, f.index)
+	if l.withService {
+		dst = appendStr(dst, svc)
+	}
+	if l.withName {
+		dst = appendStr(dst, span.Name())
+	}
+	if l.withKind {
+		dst = append(dst, kindByte(span.Kind()))
+	}
+	if l.withStatus {
+		dst = append(dst, statusByte(span.Status().Code()))
+	}
+	if len(l.scopes) > 0 {
+		if withScope {
+			dst = append(dst, 1)
+			dst = appendStr(dst, scope.Name())
+			dst = appendStr(dst, scope.Version())
+		} else {
+			dst = append(dst, 0)
+		}
+	}
+	if len(f.dims) == 0 {
+		return dst
+	}
+	spanAttrs := span.Attributes()
+	// The type tags follow the identity (see the layout above); the first ones are kept on the stack,
+	// the rest, if ever, looked up again.
+	var types [16]byte
+	for i := range f.dims {
+		v, ok := dimensionValue(&f.dims[i], spanAttrs, evAttrs, resAttrs)
+		typ := tagAbsent
+		switch {
+		case ok:
+			dst, typ = appendIdentity(dst, v)
+		case f.dims[i].hasDef:
+			dst, typ = append(dst, f.dims[i].defEnc...), tagStr
+		default:
+			dst = append(dst, tagAbsent)
+		}
+		if i < len(types) {
+			types[i] = typ
+		}
+	}
+	dst = append(dst, types[:min(len(f.dims), len(types))]...)
+	for i := len(types); i < len(f.dims); i++ {
+		v, ok := dimensionValue(&f.dims[i], spanAttrs, evAttrs, resAttrs)
+		switch {
+		case ok:
+			dst = append(dst, typeTag(v))
+		case f.dims[i].hasDef:
+			dst = append(dst, tagStr)
+		default:
+			dst = append(dst, tagAbsent)
+		}
+	}
+	return dst
+}
+
+// dimensionValue looks dimension d up on the span, then the event (events family), then the
+// resource.
+func dimensionValue(d *dimension, spanAttrs pcommon.Map, evAttrs *pcommon.Map, resAttrs pcommon.Map) (pcommon.Value, bool) {
+	v, ok := spanAttrs.Get(d.name)
+	if !ok && evAttrs != nil {
+		v, ok = evAttrs.Get(d.name)
+	}
+	if !ok {
+		v, ok = resAttrs.Get(d.name)
+	}
+	return v, ok
+}
+
+func appendKeyHeader(dst []byte, resHash uint64, fam uint8) []byte {
+	dst = binary.LittleEndian.AppendUint64(dst, resHash)
+	return append(dst, fam)
+}
+
 func kindByte(k ptrace.SpanKind) byte {
 	if k < ptrace.SpanKindUnspecified || k > ptrace.SpanKindConsumer {
 		return unknownEnum
@@ -173,29 +166,6 @@ func statusByte(c ptrace.StatusCode) byte {
 	return byte(c)
 }
 
-var kindNames = [...]string{"SPAN_KIND_UNSPECIFIED", "SPAN_KIND_INTERNAL", "SPAN_KIND_SERVER", "SPAN_KIND_CLIENT", "SPAN_KIND_PRODUCER", "SPAN_KIND_CONSUMER"}
-
-var statusNames = [...]string{"STATUS_CODE_UNSET", "STATUS_CODE_OK", "STATUS_CODE_ERROR"}
-
-func kindName(b byte) string {
-	if int(b) < len(kindNames) {
-		return kindNames[b]
-	}
-	return ""
-}
-
-func statusName(b byte) string {
-	if int(b) < len(statusNames) {
-		return statusNames[b]
-	}
-	return ""
-}
-
-func appendKeyHeader(dst []byte, resHash uint64, fam uint8) []byte {
-	dst = binary.LittleEndian.AppendUint64(dst, resHash)
-	return append(dst, fam)
-}
-
 func appendStr(dst []byte, s string) []byte {
 	dst = binary.AppendUvarint(dst, uint64(len(s)))
 	return append(dst, s...)
@@ -203,15 +173,6 @@ func appendStr(dst []byte, s string) []byte {
 
 func appendStrValue(dst []byte, s string) []byte {
 	return appendStr(append(dst, tagStr), s)
-}
-
-// identity returns the part of a series key of family f that identifies the series: all of
-// it but the type tags of the dimensions.
-func identity(key []byte, f *family) []byte {
-	if key[8]&overflowFlag != 0 {
-		return key
-	}
-	return key[:len(key)-len(f.dims)]
 }
 
 // appendIdentity appends the identity of a dimension value (see the key layout above) and
@@ -334,41 +295,71 @@ func appendValue(dst []byte, v pcommon.Value) []byte {
 	}
 }
 
+// identity returns the part of a series key of family f that identifies the series: all of
+// it but the type tags of the dimensions.
+func identity(key []byte, f *family) []byte {
+	if key[8]&overflowFlag != 0 {
+		return key
+	}
+	return key[:len(key)-len(f.dims)]
+}
+
+// putAttributes writes the data point attributes of a series key, in spanmetrics' order.
+func (l *layout) putAttributes(key []byte, dst pcommon.Map, in *interner) {
+	f := l.families[key[8]&^overflowFlag]
+	if key[8]&overflowFlag != 0 {
+		dst.PutBool(overflowKey, true)
+		return
+	}
+	types := key[len(key)-len(f.dims):]
+	r := keyReader{b: key[keyHeaderLen : len(key)-len(f.dims)], intern: in}
+	dst.EnsureCapacity(5 + len(f.dims))
+	if l.withService {
+		dst.PutStr(serviceNameKey, r.str())
+	}
+	if l.withName {
+		dst.PutStr(spanNameKey, r.str())
+	}
+	if l.withKind {
+		dst.PutStr(spanKindKey, kindName(r.byte()))
+	}
+	if l.withStatus {
+		code := r.byte()
+		switch {
+		case !l.otelStatusCode:
+			dst.PutStr(statusCodeKey, statusName(code))
+		case code == byte(ptrace.StatusCodeError):
+			dst.PutStr(otelStatusCodeKey, "ERROR")
+		case code == byte(ptrace.StatusCodeOk):
+			dst.PutStr(otelStatusCodeKey, "OK")
+		}
+	}
+	if l.instanceID != "" {
+		dst.PutStr(collectorInstanceKey, l.instanceID)
+	}
+	if len(l.scopes) > 0 && r.byte() == 1 {
+		dst.PutStr(instrumentationScopeNameKey, r.str())
+		if v := r.str(); v != "" {
+			dst.PutStr(instrumentationScopeVersionKey, v)
+		}
+	}
+	for i := range f.dims {
+		switch tag := r.byte(); tag {
+		case tagAbsent:
+		case tagStr:
+			r.stringForm(types[i], dst.PutEmpty(f.dims[i].name))
+		default:
+			r.valueTagged(tag, dst.PutEmpty(f.dims[i].name))
+		}
+	}
+}
+
 // keyReader decodes a key. Keys are produced by this package only; a malformed one is a bug.
 // With an interner, decoded strings are shared between data points and flushes instead of
 // being allocated for every attribute of every data point.
 type keyReader struct {
 	b      []byte
 	intern *interner
-}
-
-// interner deduplicates the strings the flusher decodes (service and span names, dimension
-// values repeat across series and flushes). Looking a []byte up in a map[string]string does
-// not allocate; the map is dropped when it grows past its bound, so hostile cardinality only
-// costs what it would cost without it.
-type interner struct {
-	m     map[string]string
-	limit int
-}
-
-func newInterner(limit int) *interner { return &interner{m: map[string]string{}, limit: limit} }
-
-func (in *interner) get(b []byte) string {
-	if in == nil {
-		return string(b)
-	}
-	if s, ok := in.m[string(b)]; ok {
-		return s
-	}
-	if len(in.m) >= in.limit || len(b) > 256 {
-		if len(b) > 256 {
-			return string(b)
-		}
-		clear(in.m)
-	}
-	s := string(b)
-	in.m[s] = s
-	return s
 }
 
 func (r *keyReader) byte() byte {
@@ -436,56 +427,6 @@ func (r *keyReader) valueTagged(tag byte, dst pcommon.Value) {
 	}
 }
 
-// putAttributes writes the data point attributes of a series key, in spanmetrics' order.
-func (l *layout) putAttributes(key []byte, dst pcommon.Map, in *interner) {
-	f := l.families[key[8]&^overflowFlag]
-	if key[8]&overflowFlag != 0 {
-		dst.PutBool(overflowKey, true)
-		return
-	}
-	types := key[len(key)-len(f.dims):]
-	r := keyReader{b: key[keyHeaderLen : len(key)-len(f.dims)], intern: in}
-	dst.EnsureCapacity(5 + len(f.dims))
-	if l.withService {
-		dst.PutStr(serviceNameKey, r.str())
-	}
-	if l.withName {
-		dst.PutStr(spanNameKey, r.str())
-	}
-	if l.withKind {
-		dst.PutStr(spanKindKey, kindName(r.byte()))
-	}
-	if l.withStatus {
-		code := r.byte()
-		switch {
-		case !l.otelStatusCode:
-			dst.PutStr(statusCodeKey, statusName(code))
-		case code == byte(ptrace.StatusCodeError):
-			dst.PutStr(otelStatusCodeKey, "ERROR")
-		case code == byte(ptrace.StatusCodeOk):
-			dst.PutStr(otelStatusCodeKey, "OK")
-		}
-	}
-	if l.instanceID != "" {
-		dst.PutStr(collectorInstanceKey, l.instanceID)
-	}
-	if len(l.scopes) > 0 && r.byte() == 1 {
-		dst.PutStr(instrumentationScopeNameKey, r.str())
-		if v := r.str(); v != "" {
-			dst.PutStr(instrumentationScopeVersionKey, v)
-		}
-	}
-	for i := range f.dims {
-		switch tag := r.byte(); tag {
-		case tagAbsent:
-		case tagStr:
-			r.stringForm(types[i], dst.PutEmpty(f.dims[i].name))
-		default:
-			r.valueTagged(tag, dst.PutEmpty(f.dims[i].name))
-		}
-	}
-}
-
 // stringForm reads a scalar's string form and sets dst to the value of type tag it came from.
 // The string forms are exact (shortest round-trip digits), so the value is the one written.
 func (r *keyReader) stringForm(tag byte, dst pcommon.Value) {
@@ -518,6 +459,53 @@ func (r *keyReader) stringForm(tag byte, dst pcommon.Value) {
 	default:
 		panic("BUG: tracemetrics: unknown value type in series key")
 	}
+}
+
+var kindNames = [...]string{"SPAN_KIND_UNSPECIFIED", "SPAN_KIND_INTERNAL", "SPAN_KIND_SERVER", "SPAN_KIND_CLIENT", "SPAN_KIND_PRODUCER", "SPAN_KIND_CONSUMER"}
+
+var statusNames = [...]string{"STATUS_CODE_UNSET", "STATUS_CODE_OK", "STATUS_CODE_ERROR"}
+
+func kindName(b byte) string {
+	if int(b) < len(kindNames) {
+		return kindNames[b]
+	}
+	return ""
+}
+
+func statusName(b byte) string {
+	if int(b) < len(statusNames) {
+		return statusNames[b]
+	}
+	return ""
+}
+
+// interner deduplicates the strings the flusher decodes (service and span names, dimension
+// values repeat across series and flushes). Looking a []byte up in a map[string]string does
+// not allocate; the map is dropped when it grows past its bound, so hostile cardinality only
+// costs what it would cost without it.
+type interner struct {
+	m     map[string]string
+	limit int
+}
+
+func newInterner(limit int) *interner { return &interner{m: map[string]string{}, limit: limit} }
+
+func (in *interner) get(b []byte) string {
+	if in == nil {
+		return string(b)
+	}
+	if s, ok := in.m[string(b)]; ok {
+		return s
+	}
+	if len(in.m) >= in.limit || len(b) > 256 {
+		if len(b) > 256 {
+			return string(b)
+		}
+		clear(in.m)
+	}
+	s := string(b)
+	in.m[s] = s
+	return s
 }
 
 // Resource identity: the (optionally filtered) resource attributes sorted by key, so that

@@ -1,0 +1,192 @@
+package tracemetrics // import "github.com/otelcol-red/otelcol-red/connector/tracemetrics"
+
+import (
+	"bytes"
+	"slices"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+)
+
+// reducer turns ptrace.Traces into a deltaBatch. It is immutable after construction and
+// shared by all producers; everything mutable lives in the batch.
+type reducer struct {
+	lay         *layout
+	spanFams    []*family
+	eventsFam   *family
+	observe     bool // a family observes durations
+	unitNanos   float64
+	explicit    *explicitBuckets // nil for exponential
+	exemplarMax int              // 0: exemplars off
+	keyAttrs    map[string]struct{}
+	scopes      []string
+	hints       sizeHints
+}
+
+func newReducer(cfg *Config, lay *layout, explicit *explicitBuckets) *reducer {
+	r := &reducer{
+		lay:       lay,
+		spanFams:  lay.spanFamilies(),
+		observe:   lay.durationFamily >= 0,
+		unitNanos: float64(cfg.Histogram.Unit.nanosPer()),
+		explicit:  explicit,
+		scopes:    cfg.IncludeInstrumentationScope,
+	}
+	if lay.eventsFamily >= 0 {
+		r.eventsFam = lay.families[lay.eventsFamily]
+	}
+	if cfg.Exemplars.Enabled && cfg.Exemplars.MaxPerDataPoint > 0 {
+		r.exemplarMax = cfg.Exemplars.MaxPerDataPoint
+	}
+	if len(cfg.ResourceMetricsKeyAttributes) > 0 {
+		r.keyAttrs = make(map[string]struct{}, len(cfg.ResourceMetricsKeyAttributes))
+		for _, k := range cfg.ResourceMetricsKeyAttributes {
+			r.keyAttrs[k] = struct{}{}
+		}
+	}
+	return r
+}
+
+// reduce adds the spans of td to b. Resources without service.name are skipped, as
+// spanmetrics skips them.
+func (r *reducer) reduce(b *deltaBatch, td ptrace.Traces) {
+	rss := td.ResourceSpans()
+	// The table starts small and doubles as series arrive (upsert): counting the spans first
+	// would walk every resource and scope once more, cold, for nothing else.
+	r.hints.reserve(b)
+	b.prepareTable(0, int(r.hints.get(hintTable)))
+	for i := 0; i < rss.Len(); i++ {
+		rs := rss.At(i)
+		resAttrs := rs.Resource().Attributes()
+		svc, ok := resAttrs.Get(serviceNameKey)
+		if !ok {
+			continue
+		}
+		svcName := svc.Str()
+		res := r.addResource(b, resAttrs, svcName)
+		resHash := b.resources[res].hash
+		sss := rs.ScopeSpans()
+		for j := 0; j < sss.Len(); j++ {
+			ss := sss.At(j)
+			scope := ss.Scope()
+			withScope := scope.Name() != "" && slices.Contains(r.scopes, scope.Name())
+			spans := ss.Spans()
+			for k := 0; k < spans.Len(); k++ {
+				if k%touchAhead == 0 && spans.Len()-k >= minTouch {
+					b.touch ^= touchSpans(spans, k, min(k+touchAhead, spans.Len()))
+				}
+				r.reduceSpan(b, res, resHash, svcName, resAttrs, scope, withScope, spans.At(k))
+			}
+		}
+	}
+	r.hints.update(b)
+}
+
+// touchAhead is how many spans touchSpans reads ahead of reduceSpan; minTouch the fewest
+// worth a pass of their own.
+const (
+	touchAhead = 64
+	minTouch   = 8
+)
+
+// touchSpans reads spans [from, to): the span, its name, its attributes and their string
+// values, and nothing else. With many series the input is not in the CPU caches and each span
+// is a chain of dependent loads; reduceSpan does so much work per span that the CPU cannot
+// overlap one span's cache misses with the next one's, while this loop is short enough for
+// many spans' misses to be in flight at once. reduceSpan then finds them cached: at 100k
+// series and 1000 spans per batch this costs less than it saves (BenchmarkReduce, README.md).
+// The result only keeps the compiler from dropping the reads.
+func touchSpans(spans ptrace.SpanSlice, from, to int) byte {
+	var t byte
+	for k := from; k < to; k++ {
+		span := spans.At(k)
+		name := span.Name()
+		t ^= byte(span.EndTimestamp()) ^ byte(len(name))
+		if len(name) > 0 {
+			t ^= name[0]
+		}
+		for _, v := range span.Attributes().All() {
+			if v.Type() == pcommon.ValueTypeStr {
+				if s := v.Str(); len(s) > 0 {
+					t ^= s[0]
+				}
+			}
+		}
+	}
+	return t
+}
+
+func (r *reducer) addResource(b *deltaBatch, attrs pcommon.Map, svc string) uint32 {
+	keyOff := len(b.arena)
+	b.arena = b.sorter.appendSorted(b.arena, attrs, r.keyAttrs)
+	key := ref{uint32(keyOff), uint32(len(b.arena) - keyOff)}
+	b.arenaPeak = max(b.arenaPeak, len(b.arena))
+	h := keyHash(b.bytes(key))
+	// A batch usually holds a resource once; when it repeats, reuse the first entry.
+	for i := range b.resources {
+		if b.resources[i].hash == h && bytes.Equal(b.bytes(b.resources[i].key), b.bytes(key)) {
+			b.arena = b.arena[:keyOff]
+			return uint32(i)
+		}
+	}
+	full := key
+	if r.keyAttrs != nil {
+		off := len(b.arena)
+		b.arena = b.sorter.appendSorted(b.arena, attrs, nil)
+		full = ref{uint32(off), uint32(len(b.arena) - off)}
+	}
+	off := len(b.arena)
+	b.arena = append(b.arena, svc...)
+	b.resources = append(b.resources, batchResource{hash: h, key: key, full: full, service: ref{uint32(off), uint32(len(svc))}})
+	return uint32(len(b.resources) - 1)
+}
+
+func (r *reducer) reduceSpan(b *deltaBatch, res uint32, resHash uint64, svc string, resAttrs pcommon.Map, scope pcommon.InstrumentationScope, withScope bool, span ptrace.Span) {
+	// Protect against end timestamps before start timestamps: assume 0 duration (spanmetrics).
+	value := 0.0
+	if start, end := span.StartTimestamp(), span.EndTimestamp(); end > start {
+		value = float64(end-start) / r.unitNanos
+	}
+	var code int32
+	if r.observe {
+		if r.explicit != nil {
+			code = int32(r.explicit.index(value))
+		} else {
+			code = expoIndex20(value)
+		}
+	}
+	withExemplar := r.exemplarMax > 0 && !span.TraceID().IsEmpty()
+	isError := span.Status().Code() == ptrace.StatusCodeError
+
+	for _, f := range r.spanFams {
+		off := len(b.arena)
+		b.arena = r.lay.appendKey(b.arena, f, resHash, svc, span, scope, withScope, resAttrs, nil)
+		idx := b.upsert(res, f, off)
+		s := &b.series[idx]
+		s.count++
+		if f.duration {
+			s.sum += value
+			s.min = min(s.min, value)
+			s.max = max(s.max, value)
+			b.obs = append(b.obs, observation{series: idx, code: code})
+		}
+		if withExemplar {
+			offerExemplar(&b.exemplars, &s.exOff, &s.exN, r.exemplarMax, &exemplar{traceID: span.TraceID(), spanID: span.SpanID(), isError: isError, value: value})
+		}
+	}
+	if r.eventsFam == nil {
+		return
+	}
+	events := span.Events()
+	for l := 0; l < events.Len(); l++ {
+		evAttrs := events.At(l).Attributes()
+		off := len(b.arena)
+		b.arena = r.lay.appendKey(b.arena, r.eventsFam, resHash, svc, span, scope, withScope, resAttrs, &evAttrs)
+		idx := b.upsert(res, r.eventsFam, off)
+		s := &b.series[idx]
+		s.count++
+		if withExemplar {
+			offerExemplar(&b.exemplars, &s.exOff, &s.exN, r.exemplarMax, &exemplar{traceID: span.TraceID(), spanID: span.SpanID(), isError: isError, value: value})
+		}
+	}
+}
