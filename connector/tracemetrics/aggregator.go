@@ -32,8 +32,8 @@ type aggregator struct {
 
 	q         *intake.Queue[deltaBatch]
 	free      *intake.FreeList[deltaBatch]
-	hints     *sizeHints // the producers' batch sizes (wakeBatch)
-	wakeBatch int
+	hints     *sizeHints // the producers' batch sizes (wakeItems)
+	wakeItems int
 	clock     clockwork.Clock
 	ticker    clockwork.Ticker
 
@@ -83,7 +83,7 @@ type aggResource struct {
 func (a *aggregator) run() {
 	defer close(a.done)
 	for {
-		if !a.q.Arm(a.wakeBatch) {
+		if !a.q.Arm(a.wakeItems) {
 			// back is nil, so never ready, unless a flush waits for the flusher's buffer.
 			var back chan *deltaBuffer
 			if a.flushDue {
@@ -112,6 +112,26 @@ func (a *aggregator) run() {
 		a.q.Disarm()
 		a.drain()
 	}
+}
+
+// wakeSeries is how many series' worth of queued batches the aggregator lets queue before it
+// is woken, counted at the size of the largest recent batch (sizeHints). Waking it costs the
+// producer that completes its batch a futex call, so it should happen rarely; but every queued
+// batch is alive until applied, and the free list keeps as many as were ever alive at once,
+// each at the size of the largest request. So the count follows the largest batches, not the
+// average: 16 batches when they hold 1000 series, 128 (an eighth of the default ring) when
+// they hold 10.
+const wakeSeries = 16 * 1024
+
+// firstSeriesPerBatch is the batch size assumed until the size hints know one: large, so the
+// aggregator is woken often rather than letting many large batches pile up.
+const firstSeriesPerBatch = 1000
+
+// wakeItems returns the queued batches to wait for when batches hold up to seriesPerBatch
+// series: wakeSeries worth, at least 1 and at most an eighth of the ring (so producers rarely
+// find it full while the aggregator sleeps).
+func wakeItems(ringCap, seriesPerBatch int) int {
+	return min(max(1, wakeSeries/max(1, seriesPerBatch)), max(1, ringCap/8))
 }
 
 // flushCheckBatches is how many batches the aggregator applies between two looks at the
@@ -143,8 +163,8 @@ func (a *aggregator) drain() {
 			a.drainBuf[i] = nil
 		}
 		a.applied.Add(int64(len(a.drainBuf)))
-		a.wakeBatch = wakeBatch(a.q.Cap(), int(a.hints.get(hintSeries)))
-		if len(a.drainBuf) < a.wakeBatch {
+		a.wakeItems = wakeItems(a.q.Cap(), int(a.hints.get(hintSeries)))
+		if len(a.drainBuf) < a.wakeItems {
 			break
 		}
 	}
@@ -179,7 +199,7 @@ func (a *aggregator) apply(b *deltaBatch) {
 		if overflow {
 			overflowSpans += int64(s.count)
 		}
-		row := a.rowOf(t, d, id, b.ts)
+		row := a.activeRow(t, d, id, b.ts)
 		r := d.rows.at(int(row))
 		r.last = max(r.last, b.ts)
 		r.count += s.count
@@ -243,8 +263,9 @@ func (a *aggregator) touchSeries(series []batchSeries) uint32 {
 	return t
 }
 
-// rowOf returns the active row of series id, creating it on the first span of the interval.
-func (a *aggregator) rowOf(t *seriesTable, d *deltaFamily, id uint32, ts int64) int32 {
+// activeRow returns the row of series id in the active delta buffer, adding it on the
+// series' first span of the interval.
+func (a *aggregator) activeRow(t *seriesTable, d *deltaFamily, id uint32, ts int64) int32 {
 	m := &t.meta[id]
 	if m.epoch == a.epoch {
 		return m.row

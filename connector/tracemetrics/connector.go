@@ -24,7 +24,7 @@ var errShutdown = errors.New("tracemetrics connector is shut down")
 //	  reducer.reduce: spans → one deltaBatch (per-series deltas, keys, observations)
 //	  intake.Queue.Put: one pointer into the MPSC ring; waits if the ring is full
 //	aggregator.run (one goroutine, owns the series tables)
-//	  woken per wakeBatch items (about wakeSpans spans) or by the flush ticker; apply folds
+//	  woken per wakeItems queued batches (wakeSeries series' worth) or by the flush ticker; apply folds
 //	  batches into the active deltaBuffer; at the tick it swaps buffers and hands the filled
 //	  one over
 //	flusher.run (one goroutine)
@@ -124,7 +124,7 @@ func newConnector(set component.TelemetrySettings, cfg *Config, next consumer.Me
 		q:          q,
 		free:       c.free,
 		hints:      &c.reducer.hints,
-		wakeBatch:  wakeBatch(q.Cap(), 1000),
+		wakeItems:  wakeItems(q.Cap(), firstSeriesPerBatch),
 		clock:      clock,
 		services:   map[string]uint32{},
 		epoch:      1, // 0 marks a series without a row
@@ -170,21 +170,6 @@ func newConnector(set component.TelemetrySettings, cfg *Config, next consumer.Me
 		set.Logger.Warn("dimensions_cache_size is deprecated and ignored; use aggregation_cardinality_limit or max_series")
 	}
 	return c, nil
-}
-
-// wakeSpans is about how many spans' worth of batches the aggregator lets queue before it is
-// woken. Waking it costs the producer that completes its batch a futex call, so it should
-// happen rarely; but every queued batch is alive until applied, and the free list keeps as
-// many as were ever alive at once, each at the size of the largest request (sizeHints; ~130 KB
-// for 1000 spans of distinct series). So the count follows the largest batches, not the
-// average: 16 batches when requests carry 1000 spans (2 MB), 128 when they carry 10.
-const wakeSpans = 16 * 1024
-
-// wakeBatch returns the items to wait for when batches hold up to seriesPerItem series:
-// wakeSpans worth, at least 1 and at most an eighth of the ring (so producers rarely find it
-// full while the aggregator sleeps).
-func wakeBatch(ringCap, seriesPerItem int) int {
-	return min(max(1, wakeSpans/max(1, seriesPerItem)), max(1, ringCap/8))
 }
 
 func histogramBounds(cfg *Config) []float64 {
@@ -288,25 +273,4 @@ func (c *connectorImp) ConsumeTraces(ctx context.Context, td ptrace.Traces) erro
 		return err
 	}
 	return nil
-}
-
-// flusherIdle reports whether the flusher has handed its buffer back, so the next tick will
-// flush instead of being skipped. Tests only.
-func (c *connectorImp) flusherIdle() bool { return len(c.agg.returned) == 1 }
-
-// settle makes the aggregator apply everything queued so far and waits until it has.
-// Tests and benchmarks only.
-func (c *connectorImp) settle() {
-	want := int64(c.q.Stats().Offers)
-	select {
-	case c.agg.kick <- struct{}{}:
-	default:
-	}
-	for c.agg.applied.Load() < want {
-		time.Sleep(50 * time.Microsecond)
-		select {
-		case c.agg.kick <- struct{}{}:
-		default:
-		}
-	}
 }

@@ -446,17 +446,17 @@ func TestKeyArenaCompaction(t *testing.T) {
 	require.Less(t, c.agg.tables[0].keys.waste, 1<<20)
 }
 
-// The aggregator wakes per wakeSpans worth of queued batches, counted at the size of the
+// The aggregator wakes per wakeSeries worth of queued batches, counted at the size of the
 // largest batches, and at most per capacity/8 batches: queued batches are alive, so neither
 // large requests nor a large ring may mean many of them.
 func TestWakeBatchIsBounded(t *testing.T) {
-	assert.Equal(t, 1, wakeBatch(2, 10))
-	assert.Equal(t, 8, wakeBatch(64, 10))
-	assert.Equal(t, 16, wakeBatch(defaultRingSize, 1000))
-	assert.Equal(t, 16, wakeBatch(maxRingSize, 1000))
-	assert.Equal(t, defaultRingSize/8, wakeBatch(defaultRingSize, 10))
-	assert.Equal(t, 1, wakeBatch(defaultRingSize, 100_000))
-	assert.Equal(t, defaultRingSize/8, wakeBatch(defaultRingSize, 0))
+	assert.Equal(t, 1, wakeItems(2, 10))
+	assert.Equal(t, 8, wakeItems(64, 10))
+	assert.Equal(t, 16, wakeItems(defaultRingSize, 1000))
+	assert.Equal(t, 16, wakeItems(maxRingSize, 1000))
+	assert.Equal(t, defaultRingSize/8, wakeItems(defaultRingSize, 10))
+	assert.Equal(t, 1, wakeItems(defaultRingSize, 100_000))
+	assert.Equal(t, defaultRingSize/8, wakeItems(defaultRingSize, 0))
 }
 
 // With the defaults (cumulative, no series_expiration configured), the series of a

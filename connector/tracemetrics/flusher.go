@@ -350,8 +350,9 @@ func (f *flusher) yield() {
 	}
 }
 
-// rowOf returns the interval's row of id, or nil.
-func rowOf(d *deltaFamily, id uint32) (*deltaRow, int) {
+// intervalRow returns the row series id filled in d's interval and its index, or nil and -1
+// when the series had no span in it.
+func intervalRow(d *deltaFamily, id uint32) (*deltaRow, int) {
 	if !d.touched(id) {
 		return nil, -1
 	}
@@ -385,7 +386,7 @@ func appendPoints[P dataPoint, S interface {
 	dps.EnsureCapacity(len(ids))
 	for _, id := range ids {
 		f.yield()
-		r, row := rowOf(d, id)
+		r, row := intervalRow(d, id)
 		dp := dps.AppendEmpty()
 		dp.SetStartTimestamp(f.startOf(t, id, r))
 		dp.SetTimestamp(ts)

@@ -405,3 +405,23 @@ func dims(names ...string) []any {
 }
 
 var _ = slices.Contains[[]string]
+
+// flusherIdle reports whether the flusher has handed its buffer back, so the next tick will
+// flush instead of being skipped.
+func (c *connectorImp) flusherIdle() bool { return len(c.agg.returned) == 1 }
+
+// settle makes the aggregator apply everything queued so far and waits until it has.
+func (c *connectorImp) settle() {
+	want := int64(c.q.Stats().Offers)
+	select {
+	case c.agg.kick <- struct{}{}:
+	default:
+	}
+	for c.agg.applied.Load() < want {
+		time.Sleep(50 * time.Microsecond)
+		select {
+		case c.agg.kick <- struct{}{}:
+		default:
+		}
+	}
+}
