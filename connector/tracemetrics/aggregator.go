@@ -4,10 +4,8 @@ import (
 	"bytes"
 	"slices"
 	"sync/atomic"
-	"time"
 
 	"github.com/jonboulle/clockwork"
-	"go.opentelemetry.io/collector/pdata/pmetric"
 
 	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/hash"
 	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/intake"
@@ -17,18 +15,9 @@ import (
 // the active delta buffer, so none of them needs a lock. It never builds pmetric data: at
 // each flush it hands the filled delta buffer to the flusher and carries on with the other.
 type aggregator struct {
-	cfg        *Config
-	lay        *layout
-	isDelta    bool
-	nb         int   // explicit buckets per histogram (bounds+1); 0 for exponential or none
-	expoSize   int32 // exponential max_size
-	exemplars  int   // exemplar limit per data point; 0 off
-	idle       int64 // series idle time before expiry (ns); 0 never
-	resIdle    int64 // metrics_expiration (ns); 0 never
-	cardLimit  int32
-	maxSeries  int
-	maxService int32
-	touch      uint32 // see touchSeries
+	*plan // the configuration, derived once
+
+	touch uint32 // see touchSeries
 
 	q         *intake.Queue[deltaBatch]
 	free      *intake.FreeList[deltaBatch]
@@ -270,15 +259,8 @@ func (a *aggregator) activeRow(t *seriesTable, d *deltaFamily, id uint32, ts int
 	if m.epoch == a.epoch {
 		return m.row
 	}
-	m.epoch, m.row = a.epoch, d.newRow(id, ts, a.nbOf(t), t.fam.duration && a.nb == 0)
+	m.epoch, m.row = a.epoch, d.newRow(id, ts, a.bucketsOf(t.fam), a.expoOf(t.fam))
 	return m.row
-}
-
-func (a *aggregator) nbOf(t *seriesTable) int {
-	if t.fam.duration {
-		return a.nb
-	}
-	return 0
 }
 
 func (a *aggregator) resolveResource(b *deltaBatch, br *batchResource) uint32 {
@@ -480,11 +462,11 @@ func (a *aggregator) expire(now int64, full *deltaBuffer) {
 	dead := a.scratchRes[:0]
 	for rid := range a.resources {
 		r := &a.resources[rid]
-		if r.live && a.resIdle > 0 && now-r.lastSeen >= a.resIdle {
+		if r.live && a.resourceIdle > 0 && now-r.lastSeen >= a.resourceIdle {
 			dead = append(dead, uint32(rid))
 		}
 	}
-	if over := a.liveRes - len(dead) - a.cfg.ResourceMetricsCacheSize; over > 0 {
+	if over := a.liveRes - len(dead) - a.resourceCacheSize; over > 0 {
 		// Least recently seen first, like spanmetrics' LRU of resources.
 		var cand []uint32
 		for rid := range a.resources {
@@ -507,7 +489,7 @@ func (a *aggregator) expire(now int64, full *deltaBuffer) {
 	for _, rid := range dead {
 		a.resources[rid].live = false
 	}
-	idle := a.idle
+	idle := a.seriesIdle
 	for f, t := range a.tables {
 		if idle == 0 && len(dead) == 0 {
 			break // nothing can expire: skip the O(series) scan that would hold up the drain
@@ -564,15 +546,4 @@ func (a *aggregator) dropSeries(t *seriesTable, id uint32) {
 	t.total--
 	t.keys.release(m.keyLen)
 	*m = seriesMeta{}
-}
-
-// idleTime returns the series expiry in nanoseconds (see Config.SeriesExpiration).
-func idleTime(cfg *Config) int64 {
-	if cfg.SeriesExpiration > 0 {
-		return int64(cfg.SeriesExpiration)
-	}
-	if cfg.GetAggregationTemporality() == pmetric.AggregationTemporalityDelta {
-		return int64(deltaIdleIntervals * max(cfg.MetricsFlushInterval, time.Second))
-	}
-	return 0
 }

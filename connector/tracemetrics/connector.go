@@ -4,12 +4,10 @@ import (
 	"context"
 	"errors"
 	"sync"
-	"time"
 
 	"github.com/jonboulle/clockwork"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/consumer"
-	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.uber.org/zap"
 
@@ -30,7 +28,7 @@ var errShutdown = errors.New("tracemetrics connector is shut down")
 //	flusher.run (one goroutine)
 //	  cumulative totals, pmetric.Metrics, next.ConsumeMetrics
 type connectorImp struct {
-	cfg     *Config
+	plan    *plan
 	logger  *zap.Logger
 	clock   clockwork.Clock
 	reducer *reducer
@@ -49,120 +47,57 @@ type connectorImp struct {
 var _ consumer.Traces = (*connectorImp)(nil)
 
 func newConnector(set component.TelemetrySettings, cfg *Config, next consumer.Metrics, clock clockwork.Clock, instanceID string) (*connectorImp, error) {
-	g := readGates()
-	lay := newLayout(cfg, g, instanceID)
-
-	var bounds []float64
-	var explicit *explicitBuckets
-	expoSize := int32(0)
-	switch {
-	case cfg.Histogram.Disable:
-	case cfg.Histogram.Exponential.HasValue():
-		expoSize = defaultExpoMaxSize
-		if e := cfg.Histogram.Exponential.Get(); e != nil && e.MaxSize != 0 {
-			// go-expohisto's clamping, which spanmetrics relies on.
-			switch {
-			case e.MaxSize < 0:
-			case e.MaxSize < 2:
-				expoSize = 2
-			case e.MaxSize > maxExponentialSize:
-				expoSize = maxExponentialSize
-			default:
-				expoSize = e.MaxSize
-			}
-		}
-	default:
-		bounds = histogramBounds(cfg)
-		explicit = newExplicitBuckets(bounds)
-	}
-	nb := 0
-	if explicit != nil {
-		nb = len(bounds) + 1
-	}
-
-	ringSize := cfg.RingSize
-	if ringSize == 0 {
-		ringSize = defaultRingSize
-	}
-	q := intake.New[deltaBatch](ringSize)
+	p := newPlan(cfg, readGates(), instanceID)
+	q := intake.New[deltaBatch](p.ringSize)
 	tel, err := newTelemetry(set, q)
 	if err != nil {
 		return nil, err
 	}
 	c := &connectorImp{
-		cfg:     cfg,
+		plan:    p,
 		logger:  set.Logger,
 		clock:   clock,
-		reducer: newReducer(cfg, lay, explicit),
+		reducer: newReducer(p),
 		q:       q,
 		// Batches alive at once: the ring's, the aggregator's drained ones (at most a ring's
 		// worth) and one per producer in ConsumeTraces; the free list holds them all.
 		free: intake.NewFreeList[deltaBatch](4 * q.Cap()),
 		tel:  tel,
 	}
-	isDelta := cfg.GetAggregationTemporality() == pmetric.AggregationTemporalityDelta
 	returned := make(chan *deltaBuffer, 1)
 	toFlusher := make(chan *deltaBuffer, 1)
-	returned <- newDeltaBuffer(len(lay.families))
-
-	exemplars := 0
-	if cfg.Exemplars.Enabled && cfg.Exemplars.MaxPerDataPoint > 0 {
-		exemplars = cfg.Exemplars.MaxPerDataPoint
-	}
+	returned <- newDeltaBuffer(len(p.families))
 	c.agg = &aggregator{
-		cfg:        cfg,
-		lay:        lay,
-		isDelta:    isDelta,
-		nb:         nb,
-		expoSize:   expoSize,
-		exemplars:  exemplars,
-		idle:       idleTime(cfg),
-		resIdle:    int64(cfg.MetricsExpiration),
-		cardLimit:  int32(cfg.AggregationCardinalityLimit),
-		maxSeries:  cfg.MaxSeries,
-		maxService: int32(cfg.MaxSeriesPerService),
-		q:          q,
-		free:       c.free,
-		hints:      &c.reducer.hints,
-		wakeItems:  wakeItems(q.Cap(), firstSeriesPerBatch),
-		clock:      clock,
-		services:   map[string]uint32{},
-		epoch:      1, // 0 marks a series without a row
-		active:     newDeltaBuffer(len(lay.families)),
-		returned:   returned,
-		toFlusher:  toFlusher,
-		stop:       make(chan struct{}),
-		done:       make(chan struct{}),
-		kick:       make(chan struct{}, 1),
-		tel:        tel,
+		plan:      p,
+		q:         q,
+		free:      c.free,
+		hints:     &c.reducer.hints,
+		wakeItems: wakeItems(q.Cap(), firstSeriesPerBatch),
+		clock:     clock,
+		services:  map[string]uint32{},
+		epoch:     1, // 0 marks a series without a row
+		active:    newDeltaBuffer(len(p.families)),
+		returned:  returned,
+		toFlusher: toFlusher,
+		stop:      make(chan struct{}),
+		done:      make(chan struct{}),
+		kick:      make(chan struct{}, 1),
+		tel:       tel,
 	}
 	c.fl = &flusher{
-		lay:          lay,
-		isDelta:      isDelta,
-		nb:           nb,
-		bounds:       bounds,
-		expoSize:     expoSize,
-		copyResource: !g.excludeResourceMetrics || cfg.AddResourceAttributes,
-		unit:         cfg.Histogram.Unit.String(),
-		next:         next,
-		logger:       set.Logger,
-		tel:          tel,
-		in:           toFlusher,
-		returned:     returned,
-		done:         make(chan struct{}),
-		byRes:        make([][]int32, len(lay.families)),
-		intern:       newInterner(1 << 18),
-		orders:       make([][]uint32, len(lay.families)),
-		chunkPoints:  chunkDataPoints,
+		plan:        p,
+		next:        next,
+		logger:      set.Logger,
+		tel:         tel,
+		in:          toFlusher,
+		returned:    returned,
+		done:        make(chan struct{}),
+		byRes:       make([][]int32, len(p.families)),
+		intern:      newInterner(1 << 18),
+		orders:      make([][]uint32, len(p.families)),
+		chunkPoints: chunkDataPoints,
 	}
-	namespace := cfg.Namespace
-	if g.legacyMetricNames && namespace == DefaultNamespace {
-		namespace = ""
-	}
-	c.fl.callsName = metricName(namespace, "calls")
-	c.fl.durationName = metricName(namespace, "duration")
-	c.fl.eventsName = metricName(namespace, "events")
-	for _, f := range lay.families {
+	for _, f := range p.families {
 		c.agg.tables = append(c.agg.tables, &seriesTable{fam: f})
 		c.fl.tables = append(c.fl.tables, &flushTable{fam: f})
 	}
@@ -172,40 +107,10 @@ func newConnector(set component.TelemetrySettings, cfg *Config, next consumer.Me
 	return c, nil
 }
 
-func histogramBounds(cfg *Config) []float64 {
-	if e := cfg.Histogram.Explicit.Get(); cfg.Histogram.Explicit.HasValue() && e != nil && e.Buckets != nil {
-		div := float64(cfg.Histogram.Unit.nanosPer())
-		bounds := make([]float64, len(e.Buckets))
-		for i, b := range e.Buckets {
-			bounds[i] = float64(b.Nanoseconds()) / div
-		}
-		return bounds
-	}
-	bounds := make([]float64, len(defaultHistogramBucketsMs))
-	for i, v := range defaultHistogramBucketsMs {
-		bounds[i] = v
-		if cfg.Histogram.Unit == Seconds {
-			bounds[i] = v / float64(time.Second.Milliseconds())
-		}
-	}
-	return bounds
-}
-
-func metricName(namespace, name string) string {
-	if namespace != "" {
-		return namespace + "." + name
-	}
-	return name
-}
-
 // Start starts the aggregator and the flusher.
 func (c *connectorImp) Start(context.Context, component.Host) error {
 	c.startOnce.Do(func() {
-		interval := c.cfg.MetricsFlushInterval
-		if interval <= 0 {
-			interval = defaultFlushInterval
-		}
-		c.agg.ticker = c.clock.NewTicker(interval)
+		c.agg.ticker = c.clock.NewTicker(c.plan.flushInterval)
 		c.started = true
 		go c.agg.run()
 		go c.fl.run()

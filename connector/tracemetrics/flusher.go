@@ -28,19 +28,11 @@ const chunkDataPoints = 8192
 // aggregator's immutable key chunks (see keyArena); otherwise it shares no memory with the
 // aggregator except the buffer it is handed.
 type flusher struct {
-	lay          *layout
-	isDelta      bool
-	nb           int
-	bounds       []float64
-	expoSize     int32
-	copyResource bool
-	callsName    string
-	durationName string
-	eventsName   string
-	unit         string
-	next         consumer.Metrics
-	logger       *zap.Logger
-	tel          *telemetry
+	*plan // the configuration, derived once
+
+	next   consumer.Metrics
+	logger *zap.Logger
+	tel    *telemetry
 
 	in       chan *deltaBuffer
 	returned chan *deltaBuffer
@@ -188,14 +180,14 @@ func (f *flusher) process(buf *deltaBuffer) {
 		d := &buf.fams[fi]
 		t.keys = d.keys
 		for i := range d.newSeries {
-			t.add(&d.newSeries[i], f.nbOf(t), f.isDelta)
+			t.add(&d.newSeries[i], f.bucketsOf(t.fam), f.isDelta)
 		}
 		// After the new series: a compaction at this swap moved them too.
 		for _, mv := range d.moved {
 			t.keyRef[mv.id] = mv.keyRef
 		}
 		if !f.isDelta {
-			t.merge(d, f.nbOf(t), f.expoSize)
+			t.merge(d, f.bucketsOf(t.fam), f.expoSize)
 		}
 	}
 
@@ -216,13 +208,6 @@ func (f *flusher) process(buf *deltaBuffer) {
 		f.resAttrs[rid] = pcommon.Map{}
 	}
 	f.tel.recordFlush(time.Since(began), points)
-}
-
-func (f *flusher) nbOf(t *flushTable) int {
-	if t.fam.duration {
-		return f.nb
-	}
-	return 0
 }
 
 // group lists the ids of family fi to export, grouped by resource (a counting sort):
@@ -277,7 +262,7 @@ func (f *flusher) build(buf *deltaBuffer) int {
 		c := f.byRes[fi]
 		return f.orders[fi][c[rid]:c[rid+1]]
 	}
-	lay := f.lay
+	lay := &f.layout
 	sent, inChunk := 0, 0
 	md := pmetric.NewMetrics()
 	for rid := range f.resAttrs {
@@ -335,13 +320,6 @@ func (f *flusher) send(md pmetric.Metrics) {
 	}
 }
 
-func (f *flusher) temporality() pmetric.AggregationTemporality {
-	if f.isDelta {
-		return pmetric.AggregationTemporalityDelta
-	}
-	return pmetric.AggregationTemporalityCumulative
-}
-
 // yield lets the aggregator and producers run: building a large flush is CPU-bound for
 // seconds, and with two cores the Go scheduler would otherwise preempt it only every 10ms.
 func (f *flusher) yield() {
@@ -392,7 +370,7 @@ func appendPoints[P dataPoint, S interface {
 		dp.SetTimestamp(ts)
 		fill(dp, id, r, row)
 		f.putExemplars(dp.Exemplars(), d, r, ts)
-		f.lay.putAttributes(t.key(id), dp.Attributes(), f.intern)
+		f.putAttributes(t.key(id), dp.Attributes(), f.intern)
 	}
 }
 

@@ -1,6 +1,165 @@
 package tracemetrics // import "github.com/otelcol-red/otelcol-red/connector/tracemetrics"
 
-import "slices"
+import (
+	"slices"
+	"time"
+
+	"go.opentelemetry.io/collector/pdata/pmetric"
+)
+
+// plan is what the data path needs to know of the configuration, derived once from Config
+// when the connector is built (newPlan). The reducer, the aggregator and the flusher all read
+// this one value, so no fact of the configuration is derived in two places.
+type plan struct {
+	layout // the attributes of a series: built-ins, families, dimension order
+
+	isDelta bool // aggregation_temporality is delta
+
+	// Durations.
+	unitNanos float64          // nanoseconds per histogram unit (histogram.unit)
+	bounds    []float64        // explicit bounds in the histogram unit; nil when exponential or disabled
+	explicit  *explicitBuckets // finds a duration's bucket in bounds; nil without bounds
+	nb        int              // explicit buckets per histogram, len(bounds)+1; 0 when exponential or disabled
+	expoSize  int32            // exponential max_size as go-expohisto clamps it; 0 when explicit or disabled
+
+	exemplars int                 // exemplars per data point per interval; 0: off
+	keyAttrs  map[string]struct{} // resource_metrics_key_attributes; nil: every attribute
+
+	// Limits and expiry.
+	cardLimit         int32 // aggregation_cardinality_limit; 0: none
+	maxSeries         int   // max_series; 0: none
+	maxService        int32 // max_series_per_service; 0: none
+	seriesIdle        int64 // ns a series may stay idle before it expires; 0: never
+	resourceIdle      int64 // metrics_expiration in ns; 0: never
+	resourceCacheSize int   // resource_metrics_cache_size
+
+	ringSize      int
+	flushInterval time.Duration
+
+	// Output.
+	callsName, durationName, eventsName string
+	unit                                string // of the duration metric
+	copyResource                        bool   // resource attributes go on the output
+}
+
+func newPlan(cfg *Config, g gates, instanceID string) *plan {
+	p := &plan{
+		layout:            newLayout(cfg, g, instanceID),
+		isDelta:           cfg.GetAggregationTemporality() == pmetric.AggregationTemporalityDelta,
+		unitNanos:         float64(cfg.Histogram.Unit.nanosPer()),
+		cardLimit:         int32(cfg.AggregationCardinalityLimit),
+		maxSeries:         cfg.MaxSeries,
+		maxService:        int32(cfg.MaxSeriesPerService),
+		seriesIdle:        seriesIdleTime(cfg),
+		resourceIdle:      int64(cfg.MetricsExpiration),
+		resourceCacheSize: cfg.ResourceMetricsCacheSize,
+		ringSize:          cfg.RingSize,
+		flushInterval:     cfg.MetricsFlushInterval,
+		unit:              cfg.Histogram.Unit.String(),
+		copyResource:      !g.excludeResourceMetrics || cfg.AddResourceAttributes,
+	}
+	switch {
+	case cfg.Histogram.Disable:
+	case cfg.Histogram.Exponential.HasValue():
+		p.expoSize = defaultExpoMaxSize
+		if e := cfg.Histogram.Exponential.Get(); e != nil && e.MaxSize != 0 {
+			// go-expohisto's clamping, which spanmetrics relies on.
+			switch {
+			case e.MaxSize < 0:
+			case e.MaxSize < 2:
+				p.expoSize = 2
+			case e.MaxSize > maxExponentialSize:
+				p.expoSize = maxExponentialSize
+			default:
+				p.expoSize = e.MaxSize
+			}
+		}
+	default:
+		p.bounds = histogramBounds(cfg)
+		p.explicit = newExplicitBuckets(p.bounds)
+		p.nb = len(p.bounds) + 1
+	}
+	if cfg.Exemplars.Enabled && cfg.Exemplars.MaxPerDataPoint > 0 {
+		p.exemplars = cfg.Exemplars.MaxPerDataPoint
+	}
+	if len(cfg.ResourceMetricsKeyAttributes) > 0 {
+		p.keyAttrs = make(map[string]struct{}, len(cfg.ResourceMetricsKeyAttributes))
+		for _, k := range cfg.ResourceMetricsKeyAttributes {
+			p.keyAttrs[k] = struct{}{}
+		}
+	}
+	if p.ringSize == 0 {
+		p.ringSize = defaultRingSize
+	}
+	if p.flushInterval <= 0 {
+		p.flushInterval = defaultFlushInterval
+	}
+	namespace := cfg.Namespace
+	if g.legacyMetricNames && namespace == DefaultNamespace {
+		namespace = ""
+	}
+	p.callsName = metricName(namespace, "calls")
+	p.durationName = metricName(namespace, "duration")
+	p.eventsName = metricName(namespace, "events")
+	return p
+}
+
+// bucketsOf returns the explicit buckets of a row of family f: nb for the family that observes
+// durations, 0 for the others.
+func (p *plan) bucketsOf(f *family) int {
+	if f.duration {
+		return p.nb
+	}
+	return 0
+}
+
+// expoOf reports whether family f keeps exponential histograms.
+func (p *plan) expoOf(f *family) bool { return f.duration && p.nb == 0 }
+
+// temporality is the aggregation temporality of every metric of the output.
+func (p *plan) temporality() pmetric.AggregationTemporality {
+	if p.isDelta {
+		return pmetric.AggregationTemporalityDelta
+	}
+	return pmetric.AggregationTemporalityCumulative
+}
+
+func histogramBounds(cfg *Config) []float64 {
+	if e := cfg.Histogram.Explicit.Get(); cfg.Histogram.Explicit.HasValue() && e != nil && e.Buckets != nil {
+		div := float64(cfg.Histogram.Unit.nanosPer())
+		bounds := make([]float64, len(e.Buckets))
+		for i, b := range e.Buckets {
+			bounds[i] = float64(b.Nanoseconds()) / div
+		}
+		return bounds
+	}
+	bounds := make([]float64, len(defaultHistogramBucketsMs))
+	for i, v := range defaultHistogramBucketsMs {
+		bounds[i] = v
+		if cfg.Histogram.Unit == Seconds {
+			bounds[i] = v / float64(time.Second.Milliseconds())
+		}
+	}
+	return bounds
+}
+
+func metricName(namespace, name string) string {
+	if namespace != "" {
+		return namespace + "." + name
+	}
+	return name
+}
+
+// seriesIdleTime returns the series expiry in nanoseconds (see Config.SeriesExpiration).
+func seriesIdleTime(cfg *Config) int64 {
+	if cfg.SeriesExpiration > 0 {
+		return int64(cfg.SeriesExpiration)
+	}
+	if cfg.GetAggregationTemporality() == pmetric.AggregationTemporalityDelta {
+		return int64(deltaIdleIntervals * max(cfg.MetricsFlushInterval, time.Second))
+	}
+	return 0
+}
 
 // A family is a set of series sharing one attribute layout: the span family (calls and
 // duration together, the usual case), or calls and duration apart when calls_dimensions or
@@ -31,8 +190,8 @@ type layout struct {
 	callsFamily, durationFamily, eventsFamily   int // -1 when absent
 }
 
-func newLayout(cfg *Config, g gates, instanceID string) *layout {
-	l := &layout{
+func newLayout(cfg *Config, g gates, instanceID string) layout {
+	l := layout{
 		withService:    !slices.Contains(cfg.ExcludeDimensions, serviceNameKey),
 		withName:       !slices.Contains(cfg.ExcludeDimensions, spanNameKey),
 		withKind:       !slices.Contains(cfg.ExcludeDimensions, spanKindKey),

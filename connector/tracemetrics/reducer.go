@@ -11,38 +11,16 @@ import (
 // reducer turns ptrace.Traces into a deltaBatch. It is immutable after construction and
 // shared by all producers; everything mutable lives in the batch.
 type reducer struct {
-	lay         *layout
-	spanFams    []*family
-	eventsFam   *family
-	observe     bool // a family observes durations
-	unitNanos   float64
-	explicit    *explicitBuckets // nil for exponential
-	exemplarMax int              // 0: exemplars off
-	keyAttrs    map[string]struct{}
-	scopes      []string
-	hints       sizeHints
+	*plan
+	spanFams  []*family
+	eventsFam *family // nil without the events metric
+	hints     sizeHints
 }
 
-func newReducer(cfg *Config, lay *layout, explicit *explicitBuckets) *reducer {
-	r := &reducer{
-		lay:       lay,
-		spanFams:  lay.spanFamilies(),
-		observe:   lay.durationFamily >= 0,
-		unitNanos: float64(cfg.Histogram.Unit.nanosPer()),
-		explicit:  explicit,
-		scopes:    cfg.IncludeInstrumentationScope,
-	}
-	if lay.eventsFamily >= 0 {
-		r.eventsFam = lay.families[lay.eventsFamily]
-	}
-	if cfg.Exemplars.Enabled && cfg.Exemplars.MaxPerDataPoint > 0 {
-		r.exemplarMax = cfg.Exemplars.MaxPerDataPoint
-	}
-	if len(cfg.ResourceMetricsKeyAttributes) > 0 {
-		r.keyAttrs = make(map[string]struct{}, len(cfg.ResourceMetricsKeyAttributes))
-		for _, k := range cfg.ResourceMetricsKeyAttributes {
-			r.keyAttrs[k] = struct{}{}
-		}
+func newReducer(p *plan) *reducer {
+	r := &reducer{plan: p, spanFams: p.spanFamilies()}
+	if p.eventsFamily >= 0 {
+		r.eventsFam = p.families[p.eventsFamily]
 	}
 	return r
 }
@@ -148,19 +126,19 @@ func (r *reducer) reduceSpan(b *deltaBatch, res uint32, resHash uint64, svc stri
 		value = float64(end-start) / r.unitNanos
 	}
 	var code int32
-	if r.observe {
+	if r.durationFamily >= 0 {
 		if r.explicit != nil {
 			code = int32(r.explicit.index(value))
 		} else {
 			code = expoIndex20(value)
 		}
 	}
-	withExemplar := r.exemplarMax > 0 && !span.TraceID().IsEmpty()
+	withExemplar := r.exemplars > 0 && !span.TraceID().IsEmpty()
 	isError := span.Status().Code() == ptrace.StatusCodeError
 
 	for _, f := range r.spanFams {
 		off := len(b.arena)
-		b.arena = r.lay.appendKey(b.arena, f, resHash, svc, span, scope, withScope, resAttrs, nil)
+		b.arena = r.appendKey(b.arena, f, resHash, svc, span, scope, withScope, resAttrs, nil)
 		idx := b.upsert(res, f, off)
 		s := &b.series[idx]
 		s.count++
@@ -171,7 +149,7 @@ func (r *reducer) reduceSpan(b *deltaBatch, res uint32, resHash uint64, svc stri
 			b.obs = append(b.obs, observation{series: idx, code: code})
 		}
 		if withExemplar {
-			offerExemplar(&b.exemplars, &s.exOff, &s.exN, r.exemplarMax, &exemplar{traceID: span.TraceID(), spanID: span.SpanID(), isError: isError, value: value})
+			offerExemplar(&b.exemplars, &s.exOff, &s.exN, r.exemplars, &exemplar{traceID: span.TraceID(), spanID: span.SpanID(), isError: isError, value: value})
 		}
 	}
 	if r.eventsFam == nil {
@@ -181,12 +159,12 @@ func (r *reducer) reduceSpan(b *deltaBatch, res uint32, resHash uint64, svc stri
 	for l := 0; l < events.Len(); l++ {
 		evAttrs := events.At(l).Attributes()
 		off := len(b.arena)
-		b.arena = r.lay.appendKey(b.arena, r.eventsFam, resHash, svc, span, scope, withScope, resAttrs, &evAttrs)
+		b.arena = r.appendKey(b.arena, r.eventsFam, resHash, svc, span, scope, withScope, resAttrs, &evAttrs)
 		idx := b.upsert(res, r.eventsFam, off)
 		s := &b.series[idx]
 		s.count++
 		if withExemplar {
-			offerExemplar(&b.exemplars, &s.exOff, &s.exN, r.exemplarMax, &exemplar{traceID: span.TraceID(), spanID: span.SpanID(), isError: isError, value: value})
+			offerExemplar(&b.exemplars, &s.exOff, &s.exN, r.exemplars, &exemplar{traceID: span.TraceID(), spanID: span.SpanID(), isError: isError, value: value})
 		}
 	}
 }
