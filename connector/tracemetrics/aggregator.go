@@ -320,12 +320,7 @@ func (a *aggregator) serviceID(name []byte) uint32 {
 func (a *aggregator) resolveSeries(t *seriesTable, d *deltaFamily, rid uint32, key []byte, h uint64, ts int64) (uint32, bool) {
 	r := &a.resources[rid]
 	f := t.fam.index
-	p := t.index.Probe(h)
-	ident := identity(key, t.fam)
-	for id, ok := p.Next(); ok; id, ok = p.Next() {
-		if t.meta[id].res != rid || !bytes.Equal(identity(t.key(id), t.fam), ident) {
-			continue // a hash collision: a different series
-		}
+	if id, ok := t.find(h, rid, identity(key, t.fam)); ok {
 		if a.isDelta && a.cardLimit > 0 && t.meta[id].epoch != a.epoch {
 			// spanmetrics' delta state starts empty each interval, so its cardinality limit
 			// counts the series seen in this interval.
@@ -343,11 +338,7 @@ func (a *aggregator) resolveSeries(t *seriesTable, d *deltaFamily, rid uint32, k
 		a.maxService > 0 && a.svcSeries[f][r.svc] >= a.maxService:
 		return a.overflowSeries(t, d, rid, ts), true
 	}
-	id := t.alloc()
-	t.meta[id] = seriesMeta{keyRef: t.keys.add(key), keyLen: uint32(len(key)), res: rid, lastSeen: ts}
-	t.index.Insert(h, id)
-	t.n++
-	t.total++
+	id := t.insert(key, h, rid, ts)
 	r.series[f]++
 	r.touched[f]++
 	a.svcSeries[f][r.svc]++
@@ -368,10 +359,7 @@ func (a *aggregator) overflowSeries(t *seriesTable, d *deltaFamily, rid uint32, 
 		return r.overflow[f] - 1
 	}
 	var kb [keyHeaderLen]byte
-	key := appendKeyHeader(kb[:0], r.hash, f|overflowFlag)
-	id := t.alloc()
-	t.meta[id] = seriesMeta{keyRef: t.keys.add(key), keyLen: uint32(len(key)), res: rid, lastSeen: ts}
-	t.total++
+	id := t.insertOverflow(appendOverflowKey(kb[:0], r.hash, f), rid, ts)
 	r.overflow[f] = id + 1
 	a.announce(d, id, &t.meta[id], ts)
 	return id
@@ -532,18 +520,12 @@ func (a *aggregator) expire(now int64, full *deltaBuffer) {
 
 func (a *aggregator) dropSeries(t *seriesTable, id uint32) {
 	f := t.fam.index
-	m := &t.meta[id]
-	r := &a.resources[m.res]
-	key := t.key(id)
-	if key[8]&overflowFlag != 0 {
+	r := &a.resources[t.meta[id].res]
+	if isOverflowKey(t.key(id)) {
 		r.overflow[f] = 0
 	} else {
-		t.index.Delete(keyHash(identity(key, t.fam)), id)
-		t.n--
 		r.series[f]--
 		a.svcSeries[f][r.svc]--
 	}
-	t.total--
-	t.keys.release(m.keyLen)
-	*m = seriesMeta{}
+	t.remove(id)
 }

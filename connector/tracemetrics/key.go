@@ -45,7 +45,12 @@ const (
 // identities, so a collision never merges two series.
 const keyHeaderLen = 9
 
-const overflowFlag = 0x80
+// keyFamilyByte is the offset of the family byte; overflowFlag its high bit, set in the key of
+// a resource's overflow series.
+const (
+	keyFamilyByte = 8
+	overflowFlag  = 0x80
+)
 
 // Value tags. Strings and bytes are a uvarint length then the bytes; ints and doubles 8 bytes
 // little endian; maps a uvarint count then key/value pairs in map order; slices a count then
@@ -146,6 +151,15 @@ func dimensionValue(d *dimension, spanAttrs pcommon.Map, evAttrs *pcommon.Map, r
 	}
 	return v, ok
 }
+
+// appendOverflowKey appends the key of the overflow series of family fam of the resource whose
+// key hashes to resHash: the header alone, with overflowFlag set.
+func appendOverflowKey(dst []byte, resHash uint64, fam uint8) []byte {
+	return appendKeyHeader(dst, resHash, fam|overflowFlag)
+}
+
+// isOverflowKey reports whether key is the key of a resource's overflow series.
+func isOverflowKey(key []byte) bool { return key[keyFamilyByte]&overflowFlag != 0 }
 
 func appendKeyHeader(dst []byte, resHash uint64, fam uint8) []byte {
 	dst = binary.LittleEndian.AppendUint64(dst, resHash)
@@ -298,7 +312,7 @@ func appendValue(dst []byte, v pcommon.Value) []byte {
 // identity returns the part of a series key of family f that identifies the series: all of
 // it but the type tags of the dimensions.
 func identity(key []byte, f *family) []byte {
-	if key[8]&overflowFlag != 0 {
+	if isOverflowKey(key) {
 		return key
 	}
 	return key[:len(key)-len(f.dims)]
@@ -306,8 +320,8 @@ func identity(key []byte, f *family) []byte {
 
 // putAttributes writes the data point attributes of a series key, in spanmetrics' order.
 func (l *layout) putAttributes(key []byte, dst pcommon.Map, in *interner) {
-	f := l.families[key[8]&^overflowFlag]
-	if key[8]&overflowFlag != 0 {
+	f := l.families[key[keyFamilyByte]&^overflowFlag]
+	if isOverflowKey(key) {
 		dst.PutBool(overflowKey, true)
 		return
 	}

@@ -1,6 +1,10 @@
 package tracemetrics // import "github.com/otelcol-red/otelcol-red/connector/tracemetrics"
 
-import "github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/hash"
+import (
+	"bytes"
+
+	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/hash"
+)
 
 // seriesTable holds the identity of every series of one family: the hash index, and per id
 // the canonical key bytes, the resource, the last time a span was seen and the series' row in
@@ -12,7 +16,6 @@ type seriesTable struct {
 	meta  []seriesMeta
 	free  []uint32
 	n     int // live series, overflow series excluded
-	total int // ids in use, overflow series included
 	keys  keyArena
 }
 
@@ -28,6 +31,51 @@ type seriesMeta struct {
 func (t *seriesTable) key(id uint32) []byte {
 	m := &t.meta[id]
 	return t.keys.get(m.keyRef, m.keyLen)
+}
+
+// find returns the series of resource rid whose identity is ident, among the ids whose key
+// hashes to h: an equal hash is not enough, the identities are compared, so a collision never
+// merges two series.
+func (t *seriesTable) find(h uint64, rid uint32, ident []byte) (uint32, bool) {
+	p := t.index.Probe(h)
+	for id, ok := p.Next(); ok; id, ok = p.Next() {
+		if t.meta[id].res == rid && bytes.Equal(identity(t.key(id), t.fam), ident) {
+			return id, true
+		}
+	}
+	return 0, false
+}
+
+// insert adds the series with key, whose identity hashes to h, and returns its id.
+func (t *seriesTable) insert(key []byte, h uint64, rid uint32, ts int64) uint32 {
+	id := t.store(key, rid, ts)
+	t.index.Insert(h, id)
+	t.n++
+	return id
+}
+
+// insertOverflow adds a resource's overflow series and returns its id. It is not in the hash
+// index (the resource points at it) and not counted in n, which the limits compare with.
+func (t *seriesTable) insertOverflow(key []byte, rid uint32, ts int64) uint32 {
+	return t.store(key, rid, ts)
+}
+
+func (t *seriesTable) store(key []byte, rid uint32, ts int64) uint32 {
+	id := t.alloc()
+	t.meta[id] = seriesMeta{keyRef: t.keys.add(key), keyLen: uint32(len(key)), res: rid, lastSeen: ts}
+	return id
+}
+
+// remove drops series id: its key bytes become waste in the arena (see keyArena). The id
+// itself is reused only once the flusher has forgotten it (aggregator.reclaim).
+func (t *seriesTable) remove(id uint32) {
+	m := &t.meta[id]
+	if key := t.key(id); !isOverflowKey(key) {
+		t.index.Delete(keyHash(identity(key, t.fam)), id)
+		t.n--
+	}
+	t.keys.release(m.keyLen)
+	*m = seriesMeta{}
 }
 
 func (t *seriesTable) alloc() uint32 {
