@@ -438,9 +438,7 @@ func (a *aggregator) reclaim(b *deltaBuffer) {
 		t.free = append(t.free, b.fams[f].expired...)
 		b.fams[f].expired = b.fams[f].expired[:0]
 	}
-	for _, rid := range b.expiredRes {
-		a.resFree = append(a.resFree, rid)
-	}
+	a.resFree = append(a.resFree, b.expiredRes...)
 	b.expiredRes = b.expiredRes[:0]
 }
 

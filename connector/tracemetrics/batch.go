@@ -180,9 +180,8 @@ func (h *sizeHints) reserve(b *deltaBatch) {
 }
 
 // hintLimit bounds every hint (in elements; the arena's in bytes, at 64 per element): one
-// huge request must not make every pooled batch huge. Requests up to about 2048 series (a
-// 2000-span request, ~300 KB of batch) are covered; larger ones grow their batch on their own,
-// as without hints.
+// huge request must not make every pooled batch huge. Requests of up to hintLimit series are
+// covered; larger ones grow their batch on their own, as without hints.
 const hintLimit = 2048
 
 // update raises the hints to what b's request used: lengths, not capacities, or a batch grown

@@ -59,7 +59,7 @@ type flushTable struct {
 	keyLen   []uint32 // 0: free
 	res      []uint32
 	start    []int64 // cumulative: creation time; delta: last export time, 0 before the first
-	exported []bool  // cumulative calls: the first export reports 0 (see sumValue)
+	exported []bool  // cumulative calls: the first export reports 0 (see buildSums)
 	// Cumulative totals.
 	count   []uint64
 	sum     []float64

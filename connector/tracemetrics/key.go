@@ -535,7 +535,7 @@ type attr struct {
 // the last map it sorted and the permutation that sorted it: the resources of a request, and
 // of the next one, usually come from SDKs that write their attributes in the same order, so
 // most maps are ordered by checking their keys against that memo, one comparison per key,
-// instead of comparing keys with each other (5 attributes: ~118 -> ~106 ns per map).
+// instead of comparing keys with each other.
 type attrSorter struct {
 	attrs    []attr
 	perm     []int32 // perm[i]: input position of the i-th key in key order

@@ -28,12 +28,6 @@ type slot struct {
 	id1  uint32 // id+1; 0 marks an empty slot
 }
 
-// Len returns the number of entries.
-func (x *Index) Len() int { return x.n }
-
-// Bytes returns the memory held by the table.
-func (x *Index) Bytes() int { return len(x.slots) * 16 }
-
 // Probe starts a lookup of h. Call Next on the result until it returns false.
 func (x *Index) Probe(h uint64) Probe {
 	if len(x.slots) == 0 {

@@ -10,6 +10,9 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
+// Len returns the number of entries.
+func (x *Index) Len() int { return x.n }
+
 func lookup(x *Index, h uint64) []uint32 {
 	var ids []uint32
 	p := x.Probe(h)

@@ -50,6 +50,3 @@ func (g *Gate) Close(ctx context.Context) error {
 		return ctx.Err()
 	}
 }
-
-// Closed reports whether Close was called.
-func (g *Gate) Closed() bool { return g.state.Load()&closedBit != 0 }

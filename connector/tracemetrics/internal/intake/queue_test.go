@@ -121,12 +121,15 @@ func TestNoItemLostUnderContention(t *testing.T) {
 	require.Zero(t, q.Len())
 }
 
+// closed reports whether Close was called.
+func (g *Gate) closed() bool { return g.state.Load()&closedBit != 0 }
+
 func TestGate(t *testing.T) {
 	var g Gate
 	require.True(t, g.Enter())
 	closed := make(chan error)
 	go func() { closed <- g.Close(context.Background()) }()
-	require.Eventually(t, g.Closed, time.Second, time.Millisecond)
+	require.Eventually(t, g.closed, time.Second, time.Millisecond)
 	require.False(t, g.Enter(), "closed gate refuses")
 	select {
 	case <-closed:
