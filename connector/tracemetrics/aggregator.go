@@ -252,17 +252,6 @@ func (a *aggregator) touchSeries(series []batchSeries) uint32 {
 	return t
 }
 
-// activeRow returns the row of series id in the active delta buffer, adding it on the
-// series' first span of the interval.
-func (a *aggregator) activeRow(t *seriesTable, d *deltaFamily, id uint32, ts int64) int32 {
-	m := &t.meta[id]
-	if m.epoch == a.epoch {
-		return m.row
-	}
-	m.epoch, m.row = a.epoch, d.newRow(id, ts, a.bucketsOf(t.fam), a.expoOf(t.fam))
-	return m.row
-}
-
 func (a *aggregator) resolveResource(b *deltaBatch, br *batchResource) uint32 {
 	key := b.bytes(br.key)
 	p := a.resIndex.Probe(br.hash)
@@ -363,6 +352,17 @@ func (a *aggregator) overflowSeries(t *seriesTable, d *deltaFamily, rid uint32, 
 	r.overflow[f] = id + 1
 	a.announce(d, id, &t.meta[id], ts)
 	return id
+}
+
+// activeRow returns the row of series id in the active delta buffer, adding it on the
+// series' first span of the interval.
+func (a *aggregator) activeRow(t *seriesTable, d *deltaFamily, id uint32, ts int64) int32 {
+	m := &t.meta[id]
+	if m.epoch == a.epoch {
+		return m.row
+	}
+	m.epoch, m.row = a.epoch, d.newRow(id, ts, a.bucketsOf(t.fam), a.expoOf(t.fam))
+	return m.row
 }
 
 // flush swaps the delta buffers and hands the filled one to the flusher. When the flusher is
