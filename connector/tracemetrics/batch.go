@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"math"
 	"math/bits"
-	"slices"
 	"sync/atomic"
 )
 
@@ -209,22 +208,6 @@ func (h *sizeHints) rotate() {
 	for i := range h.cur {
 		h.cur[i].Store(h.next[i].Swap(0))
 	}
-}
-
-// reserve returns s, empty, with room for n elements.
-func reserve[T any](s []T, n int64) []T {
-	if int64(cap(s)) < n {
-		return make([]T, 0, n)
-	}
-	return s[:0]
-}
-
-// regrow returns s, with its content, with room for n elements.
-func regrow[T any](s []T, n int64) []T {
-	if int64(cap(s)) < n {
-		return slices.Grow(s, int(n)-len(s))
-	}
-	return s
 }
 
 func raise(v *atomic.Int64, n int) {

@@ -258,3 +258,13 @@ func (k *expoSketch) grow(s *slab, size, maxSize, shift int32) {
 	}
 	k.off, k.cap = off, c
 }
+
+// expoState is the exponential histogram part of a series, kept only when the duration
+// histogram is exponential.
+type expoState struct {
+	zero     uint64 // zero durations
+	min, max float64
+	sketch   expoSketch
+}
+
+func newExpoState() expoState { return expoState{min: math.Inf(1), max: math.Inf(-1)} }

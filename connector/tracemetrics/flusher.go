@@ -328,16 +328,6 @@ func (f *flusher) yield() {
 	}
 }
 
-// intervalRow returns the row series id filled in d's interval and its index, or nil and -1
-// when the series had no span in it.
-func intervalRow(d *deltaFamily, id uint32) (*deltaRow, int) {
-	if !d.touched(id) {
-		return nil, -1
-	}
-	i := int(d.slot[id] - 1)
-	return d.rows.at(i), i
-}
-
 func (f *flusher) startOf(t *flushTable, id uint32, r *deltaRow) pcommon.Timestamp {
 	if f.isDelta && t.start[id] == 0 {
 		return pcommon.Timestamp(r.first)
@@ -364,7 +354,7 @@ func appendPoints[P dataPoint, S interface {
 	dps.EnsureCapacity(len(ids))
 	for _, id := range ids {
 		f.yield()
-		r, row := intervalRow(d, id)
+		r, row := d.intervalRow(id)
 		dp := dps.AppendEmpty()
 		dp.SetStartTimestamp(f.startOf(t, id, r))
 		dp.SetTimestamp(ts)

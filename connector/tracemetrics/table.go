@@ -101,3 +101,53 @@ func (t *seriesTable) compactKeys(moved []keyMove) []keyMove {
 	t.keys = fresh
 	return moved
 }
+
+// keyArena stores variable-length keys in large chunks, addressed by (chunk<<32 | offset).
+// Millions of keys cost the GC a handful of pointers.
+//
+// The aggregator writes it and the flusher reads it without a lock: a chunk is allocated at its
+// full length and never resized, and bytes are written once, before the key is announced to the
+// flusher in a buffer (the channel send orders them). The flusher reads through a copy of the
+// chunk list taken at the swap, so it only ever reads chunks and bytes that no longer change.
+// Released keys are counted as waste; when waste outweighs live bytes the aggregator copies the
+// live keys into fresh chunks and sends the new references with the next buffer. The old chunks
+// are left untouched for the flusher until it switches, then collected.
+type keyArena struct {
+	chunks [][]byte
+	used   int // bytes used in the last chunk
+	live   int
+	waste  int
+}
+
+const arenaChunk = 1 << 20
+
+func (a *keyArena) add(b []byte) uint64 {
+	n := len(b)
+	last := len(a.chunks) - 1
+	if last < 0 || len(a.chunks[last])-a.used < n {
+		a.chunks = append(a.chunks, make([]byte, max(arenaChunk, n)))
+		last++
+		a.used = 0
+	}
+	off := a.used
+	copy(a.chunks[last][off:], b)
+	a.used += n
+	a.live += n
+	return uint64(last)<<32 | uint64(off)
+}
+
+// keyAt returns the n bytes at r in chunks.
+func keyAt(chunks [][]byte, r uint64, n uint32) []byte {
+	c := chunks[r>>32]
+	off := uint32(r)
+	return c[off : off+n : off+n]
+}
+
+func (a *keyArena) get(r uint64, n uint32) []byte { return keyAt(a.chunks, r, n) }
+
+func (a *keyArena) release(n uint32) {
+	a.live -= int(n)
+	a.waste += int(n)
+}
+
+func (a *keyArena) wantsCompaction() bool { return a.waste > 4*arenaChunk && a.waste > a.live }

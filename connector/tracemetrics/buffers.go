@@ -1,117 +1,27 @@
 package tracemetrics // import "github.com/otelcol-red/otelcol-red/connector/tracemetrics"
 
-import (
-	"math"
-	"slices"
-)
+// The interval (delta) buffers: what the aggregator accumulates during one flush interval,
+// and what the flusher turns into data points once the interval is over.
 
-// keyArena stores variable-length keys in large chunks, addressed by (chunk<<32 | offset).
-// Millions of keys cost the GC a handful of pointers.
-//
-// The aggregator writes it and the flusher reads it without a lock: a chunk is allocated at its
-// full length and never resized, and bytes are written once, before the key is announced to the
-// flusher in a buffer (the channel send orders them). The flusher reads through a copy of the
-// chunk list taken at the swap, so it only ever reads chunks and bytes that no longer change.
-// Released keys are counted as waste; when waste outweighs live bytes the aggregator copies the
-// live keys into fresh chunks and sends the new references with the next buffer. The old chunks
-// are left untouched for the flusher until it switches, then collected.
-type keyArena struct {
-	chunks [][]byte
-	used   int // bytes used in the last chunk
-	live   int
-	waste  int
+// deltaBuffer is the unit of double buffering: the aggregator fills one while the flusher
+// turns the other into pmetric.Metrics. They trade places with a pointer swap at each flush.
+type deltaBuffer struct {
+	ts           int64 // flush time
+	final        bool
+	fams         []deltaFamily
+	newResources []newResource
+	resAttrs     []byte
+	expiredRes   []uint32
 }
 
-const arenaChunk = 1 << 20
-
-func (a *keyArena) add(b []byte) uint64 {
-	n := len(b)
-	last := len(a.chunks) - 1
-	if last < 0 || len(a.chunks[last])-a.used < n {
-		a.chunks = append(a.chunks, make([]byte, max(arenaChunk, n)))
-		last++
-		a.used = 0
-	}
-	off := a.used
-	copy(a.chunks[last][off:], b)
-	a.used += n
-	a.live += n
-	return uint64(last)<<32 | uint64(off)
+func newDeltaBuffer(families int) *deltaBuffer {
+	return &deltaBuffer{fams: make([]deltaFamily, families)}
 }
 
-// keyAt returns the n bytes at r in chunks.
-func keyAt(chunks [][]byte, r uint64, n uint32) []byte {
-	c := chunks[r>>32]
-	off := uint32(r)
-	return c[off : off+n : off+n]
-}
-
-func (a *keyArena) get(r uint64, n uint32) []byte { return keyAt(a.chunks, r, n) }
-
-func (a *keyArena) release(n uint32) {
-	a.live -= int(n)
-	a.waste += int(n)
-}
-
-func (a *keyArena) wantsCompaction() bool { return a.waste > 4*arenaChunk && a.waste > a.live }
-
-// grow returns s with length at least n, new elements zero.
-func grow[T any](s []T, n int) []T {
-	if n <= len(s) {
-		return s
-	}
-	if n <= cap(s) {
-		s = s[:n]
-		return s
-	}
-	// append's growth policy: doubling while small, about 1.25x for large slices, so a store
-	// of a million series does not carry a million slots of slack.
-	s = slices.Grow(s, n-len(s))
-	return s[:n]
-}
-
-// appendZeros appends n zero values to s.
-func appendZeros[T any](s []T, n int) []T {
-	l := len(s)
-	s = grow(s, l+n)
-	clear(s[l:])
-	return s
-}
-
-// deltaRow is what one series accumulated during the current interval (48 bytes).
-type deltaRow struct {
+// newResource announces a resource to the flusher with its output attributes.
+type newResource struct {
 	id    uint32
-	exOff int32 // first exemplar slot in deltaFamily.exemplars, -1 when none
-	exN   int32
-	first int64 // batch time of the first span this interval
-	last  int64 // batch time of the last span this interval
-	count uint64
-	sum   float64
-}
-
-// expoState is the exponential histogram part of a series, kept only when the duration
-// histogram is exponential.
-type expoState struct {
-	zero     uint64 // zero durations
-	min, max float64
-	sketch   expoSketch
-}
-
-func newExpoState() expoState { return expoState{min: math.Inf(1), max: math.Inf(-1)} }
-
-// newSeries announces a series created by the aggregator to the flusher.
-type newSeries struct {
-	id      uint32
-	res     uint32
-	keyLen  uint32
-	created int64
-	keyRef  uint64 // in the aggregator's key arena
-}
-
-// keyMove gives the flusher the new key reference of a live series after a compaction.
-type keyMove struct {
-	id     uint32
-	keyRef uint64
+	attrs ref // in deltaBuffer.resAttrs
 }
 
 // deltaFamily is one family's part of a deltaBuffer.
@@ -133,25 +43,30 @@ type deltaFamily struct {
 	expired   []uint32  // ids expired at this swap; reusable once the flusher hands the buffer back
 }
 
-// newResource announces a resource to the flusher with its output attributes.
-type newResource struct {
+// deltaRow is what one series accumulated during the current interval (48 bytes).
+type deltaRow struct {
 	id    uint32
-	attrs ref // in deltaBuffer.resAttrs
+	exOff int32 // first exemplar slot in deltaFamily.exemplars, -1 when none
+	exN   int32
+	first int64 // batch time of the first span this interval
+	last  int64 // batch time of the last span this interval
+	count uint64
+	sum   float64
 }
 
-// deltaBuffer is the unit of double buffering: the aggregator fills one while the flusher
-// turns the other into pmetric.Metrics. They trade places with a pointer swap at each flush.
-type deltaBuffer struct {
-	ts           int64 // flush time
-	final        bool
-	fams         []deltaFamily
-	newResources []newResource
-	resAttrs     []byte
-	expiredRes   []uint32
+// newSeries announces a series created by the aggregator to the flusher.
+type newSeries struct {
+	id      uint32
+	res     uint32
+	keyLen  uint32
+	created int64
+	keyRef  uint64 // in the aggregator's key arena
 }
 
-func newDeltaBuffer(families int) *deltaBuffer {
-	return &deltaBuffer{fams: make([]deltaFamily, families)}
+// keyMove gives the flusher the new key reference of a live series after a compaction.
+type keyMove struct {
+	id     uint32
+	keyRef uint64
 }
 
 // newRow adds the row of series id, which has none in this interval, with its buckets.
@@ -203,6 +118,25 @@ func (d *deltaFamily) touched(id uint32) bool {
 	return int(id) < len(d.slot) && d.slot[id] != 0
 }
 
+// intervalRow returns the row series id filled in the interval and its index, or nil and -1
+// when the series had no span in it.
+func (d *deltaFamily) intervalRow(id uint32) (*deltaRow, int) {
+	if !d.touched(id) {
+		return nil, -1
+	}
+	i := int(d.slot[id] - 1)
+	return d.rows.at(i), i
+}
+
+func (b *deltaBuffer) reset() {
+	for i := range b.fams {
+		b.fams[i].reset()
+	}
+	b.newResources = shrink(b.newResources)
+	b.resAttrs = shrink(b.resAttrs)
+	b.final = false
+}
+
 // reset empties the family for the next interval; expired stays for the aggregator.
 func (d *deltaFamily) reset() {
 	for i := range d.rows.n {
@@ -228,6 +162,16 @@ const shrinkMin = 4096
 // that needs the room again regrows it, at most once per shrink.
 func shrink[T any](s []T) []T {
 	if cap(s) > shrinkMin && len(s) < cap(s)/4 {
+		return nil
+	}
+	return s[:0]
+}
+
+// release empties s for reuse unless it outgrew shrinkMin. For announcements of new series:
+// a steady interval has few, and the room of a burst (or of the first interval, when every
+// series is new) would otherwise stay with the buffer until the interval after next.
+func release[T any](s []T) []T {
+	if cap(s) > shrinkMin {
 		return nil
 	}
 	return s[:0]
@@ -278,23 +222,4 @@ func (c *chunked[T]) reset() {
 		c.chunks = c.chunks[:1]
 	}
 	c.n = 0
-}
-
-// release empties s for reuse unless it outgrew shrinkMin. For announcements of new series:
-// a steady interval has few, and the room of a burst (or of the first interval, when every
-// series is new) would otherwise stay with the buffer until the interval after next.
-func release[T any](s []T) []T {
-	if cap(s) > shrinkMin {
-		return nil
-	}
-	return s[:0]
-}
-
-func (b *deltaBuffer) reset() {
-	for i := range b.fams {
-		b.fams[i].reset()
-	}
-	b.newResources = shrink(b.newResources)
-	b.resAttrs = shrink(b.resAttrs)
-	b.final = false
 }

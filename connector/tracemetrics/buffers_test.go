@@ -2,6 +2,7 @@ package tracemetrics
 
 import (
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/require"
 )
@@ -62,4 +63,10 @@ func TestDeltaBufferGivesItsRowsBack(t *testing.T) {
 		require.Equal(t, want, d.buckets.row(row, nb), "a reused chunk's rows start at zero")
 		require.Equal(t, deltaRow{id: uint32(row), exOff: -1, first: 1, last: 1}, *d.rows.at(row))
 	}
+}
+
+// The comments and the README's per-structure table count an interval row as 48 bytes: a
+// field added to deltaRow must show up here.
+func TestDeltaRowIs48Bytes(t *testing.T) {
+	require.EqualValues(t, 48, unsafe.Sizeof(deltaRow{}))
 }

@@ -1,0 +1,45 @@
+package tracemetrics // import "github.com/otelcol-red/otelcol-red/connector/tracemetrics"
+
+import "slices"
+
+// Slice growth shared by the batches, the interval buffers, the exemplar slots and the
+// flusher's per-series slices.
+
+// grow returns s with length at least n, new elements zero.
+func grow[T any](s []T, n int) []T {
+	if n <= len(s) {
+		return s
+	}
+	if n <= cap(s) {
+		s = s[:n]
+		return s
+	}
+	// append's growth policy: doubling while small, about 1.25x for large slices, so a store
+	// of a million series does not carry a million slots of slack.
+	s = slices.Grow(s, n-len(s))
+	return s[:n]
+}
+
+// appendZeros appends n zero values to s.
+func appendZeros[T any](s []T, n int) []T {
+	l := len(s)
+	s = grow(s, l+n)
+	clear(s[l:])
+	return s
+}
+
+// reserve returns s, empty, with room for n elements.
+func reserve[T any](s []T, n int64) []T {
+	if int64(cap(s)) < n {
+		return make([]T, 0, n)
+	}
+	return s[:0]
+}
+
+// regrow returns s, with its content, with room for n elements.
+func regrow[T any](s []T, n int64) []T {
+	if int64(cap(s)) < n {
+		return slices.Grow(s, int(n)-len(s))
+	}
+	return s
+}
