@@ -16,17 +16,20 @@ import (
 
 var errShutdown = errors.New("tracemetrics connector is shut down")
 
-// connectorImp is the tracemetrics connector. Its data path, top to bottom:
+// connectorImp is the tracemetrics connector. Its data path, top to bottom, one file a stage:
 //
-//	ConsumeTraces (any number of goroutines)
-//	  reducer.reduce: spans → one deltaBatch (per-series deltas, keys, observations)
-//	  intake.Queue.Put: one pointer into the MPSC ring; waits if the ring is full
-//	aggregator.run (one goroutine, owns the series tables)
-//	  woken per wakeItems queued batches (wakeSeries series' worth) or by the flush ticker; apply folds
-//	  batches into the active deltaBuffer; at the tick it swaps buffers and hands the filled
-//	  one over
-//	flusher.run (one goroutine)
+//	ConsumeTraces (any number of goroutines; connector.go)
+//	  reducer.reduce (reducer.go): spans → one deltaBatch (batch.go) of per-series deltas,
+//	  each series under its key (key.go)
+//	  intake.Queue.Put (internal/intake): one pointer into the MPSC ring; waits if it is full
+//	aggregator.run (one goroutine, aggregator.go; owns the series tables, table.go)
+//	  woken per wakeItems queued batches (wakeSeries series' worth) or by the flush ticker;
+//	  apply folds batches into the active deltaBuffer (buffers.go); at the tick it swaps
+//	  buffers and hands the filled one over
+//	flusher.run (one goroutine, flusher.go)
 //	  cumulative totals, pmetric.Metrics, next.ConsumeMetrics
+//
+// Every stage reads the configuration through one plan (plan.go).
 type connectorImp struct {
 	plan    *plan
 	logger  *zap.Logger

@@ -8,10 +8,11 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 )
 
-// reducer turns ptrace.Traces into a deltaBatch. It is immutable after construction and
-// shared by all producers; everything mutable lives in the batch.
+// reducer turns ptrace.Traces into a deltaBatch. It is shared by all producers and, but for
+// its size hints (atomics), immutable after construction; everything else mutable lives in the
+// batch.
 type reducer struct {
-	*plan
+	*plan     // the configuration, derived once
 	spanFams  []*family
 	eventsFam *family // nil without the events metric
 	hints     sizeHints
