@@ -261,11 +261,8 @@ func (a *aggregator) resolveResource(b *deltaBatch, br *batchResource) uint32 {
 			return rid
 		}
 	}
-	var rid uint32
-	if n := len(a.resFree); n > 0 {
-		rid = a.resFree[n-1]
-		a.resFree = a.resFree[:n-1]
-	} else {
+	rid, ok := reuseID(&a.resFree)
+	if !ok {
 		rid = uint32(len(a.resources))
 		a.resources = append(a.resources, aggResource{})
 	}
@@ -286,11 +283,8 @@ func (a *aggregator) serviceID(name []byte) uint32 {
 		a.svcRefs[id]++
 		return id
 	}
-	var id uint32
-	if n := len(a.svcFree); n > 0 {
-		id = a.svcFree[n-1]
-		a.svcFree = a.svcFree[:n-1]
-	} else {
+	id, ok := reuseID(&a.svcFree)
+	if !ok {
 		id = uint32(len(a.svcRefs))
 		a.svcRefs = append(a.svcRefs, 0)
 		a.svcNames = append(a.svcNames, "")

@@ -68,7 +68,6 @@ func (e *explicitBuckets) index(v float64) int {
 const (
 	expoMaxScale       = 20
 	expoMinScale       = -10
-	defaultExpoMaxSize = 160
 	maxExponentialSize = 16384
 	// zeroCode marks a zero duration in an observation (go-expohisto's zero bucket).
 	zeroCode = math.MinInt32

@@ -96,7 +96,7 @@ func newConnector(set component.TelemetrySettings, cfg *Config, next consumer.Me
 		returned:    returned,
 		done:        make(chan struct{}),
 		byRes:       make([][]int32, len(p.families)),
-		intern:      newInterner(1 << 18),
+		intern:      newInterner(internLimit),
 		orders:      make([][]uint32, len(p.families)),
 		chunkPoints: chunkDataPoints,
 	}

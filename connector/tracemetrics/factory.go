@@ -23,6 +23,9 @@ const (
 	defaultFlushInterval        = 60 * time.Second
 	defaultResourceMetricsCache = 1000
 	defaultMaxPerDataPoint      = 5
+	// defaultExpoMaxSize is histogram.exponential.max_size when it is 0 (go-expohisto's and
+	// spanmetrics' default).
+	defaultExpoMaxSize = 160
 	// defaultMaxSeries and defaultSeriesExpiration keep a 2-core / 4 GB gateway out of the
 	// memory limiter's refusals: README.md ("Memory and the defaults") has the arithmetic.
 	defaultMaxSeries              = 500_000

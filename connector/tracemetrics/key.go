@@ -502,6 +502,9 @@ type interner struct {
 	limit int
 }
 
+// internLimit is how many distinct strings the flusher's interner keeps before it starts over.
+const internLimit = 1 << 18
+
 func newInterner(limit int) *interner { return &interner{m: map[string]string{}, limit: limit} }
 
 func (in *interner) get(b []byte) string {

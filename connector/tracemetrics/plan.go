@@ -50,7 +50,6 @@ func newPlan(cfg *Config, g gates, instanceID string) *plan {
 		cardLimit:         int32(cfg.AggregationCardinalityLimit),
 		maxSeries:         cfg.MaxSeries,
 		maxService:        int32(cfg.MaxSeriesPerService),
-		seriesIdle:        seriesIdleTime(cfg),
 		resourceIdle:      int64(cfg.MetricsExpiration),
 		resourceCacheSize: cfg.ResourceMetricsCacheSize,
 		ringSize:          cfg.RingSize,
@@ -58,6 +57,7 @@ func newPlan(cfg *Config, g gates, instanceID string) *plan {
 		unit:              cfg.Histogram.Unit.String(),
 		copyResource:      !g.excludeResourceMetrics || cfg.AddResourceAttributes,
 	}
+	p.seriesIdle = seriesIdleTime(cfg, p.isDelta)
 	switch {
 	case cfg.Histogram.Disable:
 	case cfg.Histogram.Exponential.HasValue():
@@ -151,11 +151,11 @@ func metricName(namespace, name string) string {
 }
 
 // seriesIdleTime returns the series expiry in nanoseconds (see Config.SeriesExpiration).
-func seriesIdleTime(cfg *Config) int64 {
+func seriesIdleTime(cfg *Config, isDelta bool) int64 {
 	if cfg.SeriesExpiration > 0 {
 		return int64(cfg.SeriesExpiration)
 	}
-	if cfg.GetAggregationTemporality() == pmetric.AggregationTemporalityDelta {
+	if isDelta {
 		return int64(deltaIdleIntervals * max(cfg.MetricsFlushInterval, time.Second))
 	}
 	return 0

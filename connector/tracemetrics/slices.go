@@ -43,3 +43,14 @@ func regrow[T any](s []T, n int64) []T {
 	}
 	return s
 }
+
+// reuseID takes an id from the free list, if it holds one.
+func reuseID(free *[]uint32) (uint32, bool) {
+	n := len(*free)
+	if n == 0 {
+		return 0, false
+	}
+	id := (*free)[n-1]
+	*free = (*free)[:n-1]
+	return id, true
+}

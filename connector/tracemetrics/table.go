@@ -79,9 +79,7 @@ func (t *seriesTable) remove(id uint32) {
 }
 
 func (t *seriesTable) alloc() uint32 {
-	if n := len(t.free); n > 0 {
-		id := t.free[n-1]
-		t.free = t.free[:n-1]
+	if id, ok := reuseID(&t.free); ok {
 		return id
 	}
 	id := uint32(len(t.meta))
