@@ -33,8 +33,8 @@ type plan struct {
 	resourceIdle      int64 // metrics_expiration in ns; 0: never
 	resourceCacheSize int   // resource_metrics_cache_size
 
-	ringSize      int
-	flushInterval time.Duration
+	ringSize      int           // ring_size, the default when 0
+	flushInterval time.Duration // metrics_flush_interval, the default when 0 or less
 
 	// Output.
 	callsName, durationName, eventsName string
