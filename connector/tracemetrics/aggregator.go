@@ -170,6 +170,9 @@ func (a *aggregator) liveSeries() int {
 
 // apply folds one batch into the active delta buffer.
 func (a *aggregator) apply(b *deltaBatch) {
+	// The plan's facts in locals: the loops below store through row pointers, after which
+	// the compiler would load them again from the plan for every series.
+	nb, exemplars, expoSize := a.nb, a.exemplars, a.expoSize
 	a.resIDs = a.resIDs[:0]
 	for i := range b.resources {
 		a.resIDs = append(a.resIDs, a.resolveResource(b, &b.resources[i]))
@@ -194,7 +197,7 @@ func (a *aggregator) apply(b *deltaBatch) {
 		r.count += s.count
 		if t.fam.duration {
 			r.sum += s.sum
-			if a.nb == 0 {
+			if nb == 0 {
 				e := d.expo.at(int(row))
 				e.min = min(e.min, s.min)
 				e.max = max(e.max, s.max)
@@ -202,7 +205,7 @@ func (a *aggregator) apply(b *deltaBatch) {
 		}
 		if s.exN > 0 && !overflow {
 			for _, e := range b.exemplars[s.exOff : s.exOff+s.exN] {
-				offerExemplar(&d.exemplars, &r.exOff, &r.exN, a.exemplars, &e)
+				offerExemplar(&d.exemplars, &r.exOff, &r.exN, exemplars, &e)
 			}
 		}
 		a.rows = append(a.rows, row)
@@ -211,15 +214,15 @@ func (a *aggregator) apply(b *deltaBatch) {
 		s := &b.series[o.series]
 		d := &a.active.fams[s.fam]
 		row := a.rows[o.series]
-		if a.nb > 0 {
-			d.observe(int(row), a.nb, int(o.code))
+		if nb > 0 {
+			d.observe(int(row), nb, int(o.code))
 			continue
 		}
 		e := d.expo.at(int(row))
 		if o.code == zeroCode {
 			e.zero++
 		} else {
-			e.sketch.add(&d.slab, o.code, 1, a.expoSize)
+			e.sketch.add(&d.slab, o.code, 1, expoSize)
 		}
 	}
 	if overflowSpans > 0 {
