@@ -181,7 +181,7 @@ func (a *aggregator) apply(b *deltaBatch) {
 	var overflowSpans int64
 	for i := range b.series {
 		if i%touchAhead == 0 && len(b.series)-i >= minTouch {
-			a.touch ^= a.touchSeries(b.series[i:min(i+touchAhead, len(b.series))])
+			a.touch ^= touchSeries(a.tables, b.series[i:min(i+touchAhead, len(b.series))])
 		}
 		s := &b.series[i]
 		t := a.tables[s.fam]
@@ -228,31 +228,6 @@ func (a *aggregator) apply(b *deltaBatch) {
 	if overflowSpans > 0 {
 		a.tel.overflowSpans.Add(overflowSpans)
 	}
-}
-
-// touchSeries reads, for each of series, the index slot where its lookup starts, then the
-// record and first key byte of the id found there. With many series the table is not in the
-// CPU caches and resolving one series is a chain of dependent loads that apply cannot overlap
-// with the next series'; these loops are short enough for many misses to be in flight at once
-// (the same reasoning as touchSpans). The result only keeps the compiler from dropping the
-// reads.
-func (a *aggregator) touchSeries(series []batchSeries) uint32 {
-	var t uint32
-	for i := range series {
-		t ^= a.tables[series[i].fam].index.First(series[i].hash)
-	}
-	for i := range series {
-		s := &series[i]
-		tab := a.tables[s.fam]
-		if id1 := tab.index.First(s.hash); id1 != 0 && int(id1) <= len(tab.meta) {
-			m := &tab.meta[id1-1]
-			t ^= uint32(m.row)
-			if m.keyLen > 0 {
-				t ^= uint32(tab.keys.get(m.keyRef, m.keyLen)[0])
-			}
-		}
-	}
-	return t
 }
 
 func (a *aggregator) resolveResource(b *deltaBatch, br *batchResource) uint32 {
