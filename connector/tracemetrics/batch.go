@@ -100,14 +100,13 @@ func (b *deltaBatch) growTable() {
 	}
 }
 
-// upsert returns the index of the series whose key was just appended to the arena at off,
-// adding the series if new. The key is encoded in place: a known series truncates the arena
-// back to off, a new one keeps it there, so no key is copied.
-func (b *deltaBatch) upsert(res uint32, f *family, off int) uint32 {
+// upsert returns the index of the series whose key was just appended to the arena at off and
+// whose identity hashes to h, adding the series if new. The key is encoded in place: a known
+// series truncates the arena back to off, a new one keeps it there, so no key is copied.
+func (b *deltaBatch) upsert(res uint32, f *family, off int, h uint64) uint32 {
 	key := b.arena[off:]
 	b.arenaPeak = max(b.arenaPeak, len(b.arena))
 	id := identity(key, f)
-	h := keyHash(id)
 	mask := uint64(len(b.table) - 1)
 	i := h & mask
 	for {

@@ -29,6 +29,8 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/hash"
 )
 
 // Benchmarks run spanmetrics v0.145.0 and tracemetrics side by side on identical input, in the
@@ -442,7 +444,7 @@ func BenchmarkApply(b *testing.B) {
 				f := NewFactory()
 				cfg := f.CreateDefaultConfig().(*Config)
 				require.NoError(b, confmap.NewFromStringMap(configFor(NewFactory())).Unmarshal(cfg))
-				c, err := newConnector(componenttest.NewNopTelemetrySettings(), cfg, consumertest.NewNop(), clockwork.NewFakeClockAt(testStart), "")
+				c, err := newConnector(componenttest.NewNopTelemetrySettings(), cfg, consumertest.NewNop(), deps{clock: clockwork.NewFakeClockAt(testStart), chunkPoints: chunkDataPoints, keyHash: hash.Sum64}, "")
 				require.NoError(b, err)
 				batches := make([]*deltaBatch, len(input))
 				for i, td := range input {

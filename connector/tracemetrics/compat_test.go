@@ -86,12 +86,10 @@ func TestCompatibilityWithSpanmetrics(t *testing.T) {
 // With a hash function that collides constantly, series stay apart: keys are compared byte
 // for byte on every hash hit, in the producer's batch table and in the aggregator's index.
 func TestHashCollisionsAreExact(t *testing.T) {
-	saved := keyHash
-	keyHash = func(b []byte) uint64 { return uint64(len(b) % 3) }
-	t.Cleanup(func() { keyHash = saved })
+	colliding := oursWith(func(d *deps) { d.keyHash = func(b []byte) uint64 { return uint64(len(b) % 3) } })
 	raw := map[string]any{
 		"metrics_flush_interval": 15 * time.Second,
 		"dimensions":             dims("http.method", "http.status_code", "tenant=none", "region"),
 	}
-	compareRun(t, raw, genOptions{services: 4, names: 6, bad: true}, 2, 3, 100, true)
+	compareRunWith(t, colliding, raw, genOptions{services: 4, names: 6, bad: true}, 2, 3, 100, true)
 }

@@ -49,7 +49,7 @@ type connectorImp struct {
 
 var _ consumer.Traces = (*connectorImp)(nil)
 
-func newConnector(set component.TelemetrySettings, cfg *Config, next consumer.Metrics, clock clockwork.Clock, instanceID string) (*connectorImp, error) {
+func newConnector(set component.TelemetrySettings, cfg *Config, next consumer.Metrics, d deps, instanceID string) (*connectorImp, error) {
 	p := newPlan(cfg, readGates(), instanceID)
 	q := intake.New[deltaBatch](p.ringSize)
 	tel, err := newTelemetry(set, q)
@@ -59,8 +59,8 @@ func newConnector(set component.TelemetrySettings, cfg *Config, next consumer.Me
 	c := &connectorImp{
 		plan:    p,
 		logger:  set.Logger,
-		clock:   clock,
-		reducer: newReducer(p),
+		clock:   d.clock,
+		reducer: newReducer(p, d.keyHash),
 		q:       q,
 		// Batches alive at once: the ring's, the aggregator's drained ones (at most a ring's
 		// worth) and one per producer in ConsumeTraces; the free list holds them all.
@@ -76,7 +76,7 @@ func newConnector(set component.TelemetrySettings, cfg *Config, next consumer.Me
 		free:      c.free,
 		hints:     &c.reducer.hints,
 		wakeItems: wakeItems(q.Cap(), firstSeriesPerBatch),
-		clock:     clock,
+		clock:     d.clock,
 		services:  map[string]uint32{},
 		epoch:     1, // 0 marks a series without a row
 		active:    newDeltaBuffer(len(p.families)),
@@ -98,10 +98,10 @@ func newConnector(set component.TelemetrySettings, cfg *Config, next consumer.Me
 		byRes:       make([][]int32, len(p.families)),
 		intern:      newInterner(internLimit),
 		orders:      make([][]uint32, len(p.families)),
-		chunkPoints: chunkDataPoints,
+		chunkPoints: d.chunkPoints,
 	}
 	for _, f := range p.families {
-		c.agg.tables = append(c.agg.tables, &seriesTable{fam: f})
+		c.agg.tables = append(c.agg.tables, &seriesTable{fam: f, keyHash: d.keyHash})
 		c.fl.tables = append(c.fl.tables, &flushTable{fam: f})
 	}
 	if cfg.DimensionsCacheSize != 0 {

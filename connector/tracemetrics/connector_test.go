@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/confmap"
+	"go.opentelemetry.io/collector/connector"
 	"go.opentelemetry.io/collector/connector/connectortest"
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/pdata/pmetric"
@@ -24,6 +25,12 @@ import (
 // startOurs starts tracemetrics with its own telemetry, without the spanmetrics harness.
 func startOurs(t *testing.T, raw map[string]any, start bool) (*connectorImp, *consumertest.MetricsSink, *clockwork.FakeClock, *componenttest.Telemetry) {
 	t.Helper()
+	return startOursFrom(t, NewFactory(), raw, start)
+}
+
+// startOursFrom is startOurs with ours built by the given factory (see oursWith).
+func startOursFrom(t *testing.T, f connector.Factory, raw map[string]any, start bool) (*connectorImp, *consumertest.MetricsSink, *clockwork.FakeClock, *componenttest.Telemetry) {
+	t.Helper()
 	cfg := createDefaultConfig().(*Config)
 	require.NoError(t, confmap.NewFromStringMap(raw).Unmarshal(cfg))
 	require.NoError(t, cfg.Validate())
@@ -33,7 +40,7 @@ func startOurs(t *testing.T, raw map[string]any, start bool) (*connectorImp, *co
 	set.TelemetrySettings = tel.NewTelemetrySettings()
 	clock := clockwork.NewFakeClockAt(testStart)
 	sink := new(consumertest.MetricsSink)
-	conn, err := NewFactory().CreateTracesToMetrics(clockwork.AddToContext(context.Background(), clock), set, cfg, sink)
+	conn, err := f.CreateTracesToMetrics(clockwork.AddToContext(context.Background(), clock), set, cfg, sink)
 	require.NoError(t, err)
 	c := conn.(*connectorImp)
 	if start {

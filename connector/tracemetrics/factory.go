@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/collector/connector"
 	"go.opentelemetry.io/collector/consumer"
 
+	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/hash"
 	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/metadata"
 )
 
@@ -71,13 +72,28 @@ func createDefaultConfig() component.Config {
 }
 
 func createTracesToMetrics(ctx context.Context, set connector.Settings, cfg component.Config, next consumer.Metrics) (connector.Traces, error) {
-	// Like spanmetrics: the collector sets collector.instance.id on its own resource; tests
-	// built from componenttest do not, hence the random fallback.
-	instanceID := ""
+	return newConnector(set.TelemetrySettings, cfg.(*Config), next, newDeps(ctx), instanceIDOf(set))
+}
+
+// deps are what the connector is built with besides its configuration. The factory hands in
+// the real ones; tests build the connector with a fake clock, smaller chunks or a colliding
+// hash instead of changing fields after construction.
+type deps struct {
+	clock       clockwork.Clock     // the context's clock (clockwork.FromContext), else the real one
+	chunkPoints int                 // data points per ConsumeMetrics call: chunkDataPoints
+	keyHash     func([]byte) uint64 // hash of series identities and resource keys: hash.Sum64
+}
+
+func newDeps(ctx context.Context) deps {
+	return deps{clock: clockwork.FromContext(ctx), chunkPoints: chunkDataPoints, keyHash: hash.Sum64}
+}
+
+// instanceIDOf returns the collector.instance.id of the collector's own resource. Like
+// spanmetrics: the collector sets it; settings built from componenttest do not, hence the
+// random fallback.
+func instanceIDOf(set connector.Settings) string {
 	if v, ok := set.Resource.Attributes().Get(collectorInstanceKey); ok {
-		instanceID = v.AsString()
-	} else {
-		instanceID = uuid.NewString()
+		return v.AsString()
 	}
-	return newConnector(set.TelemetrySettings, cfg.(*Config), next, clockwork.FromContext(ctx), instanceID)
+	return uuid.NewString()
 }

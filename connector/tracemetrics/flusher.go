@@ -39,7 +39,7 @@ type flusher struct {
 	done     chan struct{}
 	flushes  atomic.Int64 // flushes completed (tests and benchmarks wait on it)
 
-	chunkPoints int // data points per ConsumeMetrics call: chunkDataPoints
+	chunkPoints int // data points per ConsumeMetrics call (deps.chunkPoints)
 
 	resAttrs []pcommon.Map // by resource id; zero Map when free
 	tables   []*flushTable

@@ -6,11 +6,10 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 )
 
-// A flush goes downstream in chunks of at most chunkPoints data points, the periodic flushes
+// A flush goes downstream in chunks of at most deps.chunkPoints data points, the periodic flushes
 // and Shutdown's final one alike, and the chunks together hold exactly the points one
 // unchunked export holds (resources split across chunks included).
 func TestFlushIsSentInChunks(t *testing.T) {
@@ -25,9 +24,7 @@ func TestFlushIsSentInChunks(t *testing.T) {
 			}
 			const chunk = 7
 			whole, wholeSink, wholeClock, _ := startOurs(t, raw, true)
-			chunked, chunkedSink, chunkedClock, _ := startOurs(t, raw, false)
-			chunked.fl.chunkPoints = chunk
-			require.NoError(t, chunked.Start(context.Background(), componenttest.NewNopHost()))
+			chunked, chunkedSink, chunkedClock, _ := startOursFrom(t, oursWith(func(d *deps) { d.chunkPoints = chunk }), raw, true)
 
 			rWhole, rChunked := newRand(11), newRand(11)
 			o := genOptions{services: 5, names: 20, events: true}

@@ -23,6 +23,8 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/metadata"
 )
 
 var testStart = time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -376,8 +378,14 @@ func newRand(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, seed^0x
 // configuration and compares every flush.
 func compareRun(t *testing.T, raw map[string]any, o genOptions, flushes, callsPerFlush, spansPerCall int, withStart bool) {
 	t.Helper()
+	compareRunWith(t, NewFactory(), raw, o, flushes, callsPerFlush, spansPerCall, withStart)
+}
+
+// compareRunWith is compareRun with ours built by the given factory.
+func compareRunWith(t *testing.T, oursFactory connector.Factory, raw map[string]any, o genOptions, flushes, callsPerFlush, spansPerCall int, withStart bool) {
+	t.Helper()
 	stock := startConnector(t, spanmetricsconnector.NewFactory(), raw)
-	ours := startConnector(t, NewFactory(), raw)
+	ours := startConnector(t, oursFactory, raw)
 	rStock, rOurs := newRand(7), newRand(7)
 	for f := 0; f < flushes; f++ {
 		for c := 0; c < callsPerFlush; c++ {
@@ -424,4 +432,15 @@ func (c *connectorImp) settle() {
 		default:
 		}
 	}
+}
+
+// oursWith is the tracemetrics factory with what the constructor is handed changed by mod
+// (smaller chunks, a colliding hash); the clock still comes from the context.
+func oursWith(mod func(*deps)) connector.Factory {
+	return connector.NewFactory(metadata.Type, createDefaultConfig,
+		connector.WithTracesToMetrics(func(ctx context.Context, set connector.Settings, cfg component.Config, next consumer.Metrics) (connector.Traces, error) {
+			d := newDeps(ctx)
+			mod(&d)
+			return newConnector(set.TelemetrySettings, cfg.(*Config), next, d, instanceIDOf(set))
+		}, metadata.TracesToMetricsStability))
 }

@@ -8,8 +8,6 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
-
-	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/hash"
 )
 
 // Attribute names, as spanmetrics v0.145.0 writes them.
@@ -41,8 +39,9 @@ const (
 // (as spanmetrics keeps the first span's attributes). The overflow series of a resource is the
 // header with the family byte's high bit set and nothing after it.
 //
-// The series hash is keyHash over the identity; equal hashes are confirmed by comparing the
-// identities, so a collision never merges two series.
+// The series hash is deps.keyHash (hash/maphash, through internal/hash) over the identity;
+// equal hashes are confirmed by comparing the identities, so a collision never merges two
+// series.
 const keyHeaderLen = 9
 
 // keyFamilyByte is the offset of the family byte; overflowFlag its high bit, set in the key of
@@ -71,11 +70,6 @@ const (
 // Span kinds and status codes outside the enum collapse into one "unknown" value, as they do in
 // spanmetrics (whose key holds their string form, "" for all unknown values).
 const unknownEnum = 0xff
-
-// keyHash hashes series identities and resource keys: the runtime's AES-based hash through
-// hash/maphash (internal/hash). Tests replace it with a colliding function to prove that equal
-// hashes never merge distinct series.
-var keyHash = hash.Sum64
 
 // appendKey appends the series key of span in family f (the layout above). Dimensions are
 // looked up on the span, then the event (events family), then the resource, then the default.

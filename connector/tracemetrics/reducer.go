@@ -13,13 +13,14 @@ import (
 // batch.
 type reducer struct {
 	*plan     // the configuration, derived once
+	keyHash   func([]byte) uint64
 	spanFams  []*family
 	eventsFam *family // nil without the events metric
 	hints     sizeHints
 }
 
-func newReducer(p *plan) *reducer {
-	r := &reducer{plan: p, spanFams: p.spanFamilies()}
+func newReducer(p *plan, keyHash func([]byte) uint64) *reducer {
+	r := &reducer{plan: p, keyHash: keyHash, spanFams: p.spanFamilies()}
 	if p.eventsFamily >= 0 {
 		r.eventsFam = p.families[p.eventsFamily]
 	}
@@ -100,7 +101,7 @@ func (r *reducer) addResource(b *deltaBatch, attrs pcommon.Map, svc string) uint
 	b.arena = b.sorter.appendSorted(b.arena, attrs, r.keyAttrs)
 	key := ref{uint32(keyOff), uint32(len(b.arena) - keyOff)}
 	b.arenaPeak = max(b.arenaPeak, len(b.arena))
-	h := keyHash(b.bytes(key))
+	h := r.keyHash(b.bytes(key))
 	// A batch usually holds a resource once; when it repeats, reuse the first entry.
 	for i := range b.resources {
 		if b.resources[i].hash == h && bytes.Equal(b.bytes(b.resources[i].key), b.bytes(key)) {
@@ -140,7 +141,7 @@ func (r *reducer) reduceSpan(b *deltaBatch, res uint32, resHash uint64, svc stri
 	for _, f := range r.spanFams {
 		off := len(b.arena)
 		b.arena = r.appendKey(b.arena, f, resHash, svc, span, scope, withScope, resAttrs, nil)
-		idx := b.upsert(res, f, off)
+		idx := b.upsert(res, f, off, r.keyHash(identity(b.arena[off:], f)))
 		s := &b.series[idx]
 		s.count++
 		if f.duration {
@@ -161,7 +162,7 @@ func (r *reducer) reduceSpan(b *deltaBatch, res uint32, resHash uint64, svc stri
 		evAttrs := events.At(l).Attributes()
 		off := len(b.arena)
 		b.arena = r.appendKey(b.arena, r.eventsFam, resHash, svc, span, scope, withScope, resAttrs, &evAttrs)
-		idx := b.upsert(res, r.eventsFam, off)
+		idx := b.upsert(res, r.eventsFam, off, r.keyHash(identity(b.arena[off:], r.eventsFam)))
 		s := &b.series[idx]
 		s.count++
 		if withExemplar {

@@ -17,6 +17,8 @@ type seriesTable struct {
 	free  []uint32
 	n     int // live series, overflow series excluded
 	keys  keyArena
+
+	keyHash func([]byte) uint64 // the hash index's hash of identities (remove needs it)
 }
 
 type seriesMeta struct {
@@ -97,7 +99,7 @@ func (t *seriesTable) store(key []byte, rid uint32, ts int64) uint32 {
 func (t *seriesTable) remove(id uint32) {
 	m := &t.meta[id]
 	if key := t.key(id); !isOverflowKey(key) {
-		t.index.Delete(keyHash(identity(key, t.fam)), id)
+		t.index.Delete(t.keyHash(identity(key, t.fam)), id)
 		t.n--
 	}
 	t.keys.release(m.keyLen)
