@@ -84,7 +84,7 @@ func MemoryPlan(c MemoryPlanConfig) []Probe {
 		{Name: "scrape-100k", Kind: ProbeScrapeLoad, Shapes: []Shape{Shape100k}, Sides: []string{"ours", "stock"},
 			Window: c.Phase, Warmup: warmup, Scrapers: 1, Gzip: true, SpansPerRequest: 1000},
 		{Name: "floor", Kind: ProbeFloor, Shapes: []Shape{Shape1k, Shape100k}, Sides: []string{"floor", "ours"},
-			Window: c.Phase, Warmup: 5 * time.Second, GOMAXPROCS: "1", SpansPerRequest: 1000},
+			Window: c.Phase, Warmup: warmup, GOMAXPROCS: "1", SpansPerRequest: 1000},
 		{Name: "scrapers-100k", Kind: ProbeScrapeLoad, Shapes: []Shape{Shape100k}, Sides: []string{"ours"},
 			Window: c.Phase, Warmup: warmup, Scrapers: 8, Gzip: false, SpansPerRequest: 1000},
 		{Name: "kafka-stale-100k", Kind: ProbeStaleness, Shapes: []Shape{Shape100k}, Sides: []string{"ours"},
