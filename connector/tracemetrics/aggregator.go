@@ -179,8 +179,9 @@ func (a *aggregator) apply(b *deltaBatch) {
 	}
 	a.rows = a.rows[:0]
 	var overflowSpans int64
+	ahead := a.liveSeries() >= touchMinSeries
 	for i := range b.series {
-		if i%touchAhead == 0 && len(b.series)-i >= minTouch {
+		if ahead && i%touchAhead == 0 && len(b.series)-i >= minTouch {
 			a.touch ^= touchSeries(a.tables, b.series[i:min(i+touchAhead, len(b.series))])
 		}
 		s := &b.series[i]

@@ -48,13 +48,19 @@ func (t *seriesTable) find(h uint64, rid uint32, ident []byte) (uint32, bool) {
 	return 0, false
 }
 
+// touchMinSeries is the number of live series from which apply reads ahead: about where the
+// hash index, the series records and the key bytes (README, per-structure table) outgrow the
+// CPU caches. Below it the read-ahead costs without saving (BenchmarkApply series=1k).
+const touchMinSeries = 1 << 14
+
 // touchSeries reads, for each of series, the index slot of its family's table where its
 // lookup starts, then the record and first key byte of the id found there; apply calls it
 // for the next touchAhead series of a batch. With many series the table is not in the
 // CPU caches and resolving one series is a chain of dependent loads that apply cannot overlap
 // with the next series'; these loops are short enough for many misses to be in flight at once
 // (the same reasoning as touchSpans). The result only keeps the compiler from dropping the
-// reads.
+// reads. Below touchMinSeries the tables stay in the caches and the read-ahead would only
+// read everything twice, so apply skips it.
 func touchSeries(tables []*seriesTable, series []batchSeries) uint32 {
 	var t uint32
 	for i := range series {
