@@ -163,7 +163,10 @@ func TestIdentityScrapeOfLargeBody(t *testing.T) {
 
 	// Even a render while an identity client is recent keeps only gzip, and
 	// one that finds the body grown past the limit lets it go.
+	// The render loop renders too: the renderer's state is the render lock's.
+	e.renderMu.Lock()
 	e.renderer.lastLen = 0
+	e.renderMu.Unlock()
 	e.renderNow()
 	snap = e.snapshot.Load()
 	assert.False(t, snap.textKept)
