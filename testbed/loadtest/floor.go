@@ -27,7 +27,7 @@ func runFloor(ctx context.Context, p Probe, pc ProbeCollectors, pools *Pools, o 
 }
 
 func floorRun(ctx context.Context, p Probe, c Collector, pool *Pool, o Options, run *ProbeRun) error {
-	s, err := startSolo(ctx, c, o, p.Name+"-"+c.Name+"-"+strconv.Itoa(pool.Shape.Series()), probeEnv(p))
+	s, err := startSolo(ctx, c, o, p.Name+"-"+c.Name+"-"+strconv.Itoa(pool.Shape.Series()), probeEnv(p), p.PinCPU)
 	if err != nil {
 		return err
 	}

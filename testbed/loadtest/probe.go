@@ -32,11 +32,16 @@ type solo struct {
 	pprof string
 	// killed is set when the watch killed the process over the RSS cap.
 	killed bool
+	// unbind gives the testbed back the CPUs it left to a pinned collector; nil when not pinned.
+	unbind func()
+	// placement says where the collector and the testbed ran, for the report.
+	placement string
 }
 
 // startSolo starts c with fresh endpoints (and a pprof endpoint, used by configs that enable the
-// pprof extension), waits until it serves health and metrics, and starts its RSS watch.
-func startSolo(ctx context.Context, c Collector, o Options, label string, env soloEnv) (*solo, error) {
+// pprof extension), waits until it serves health and metrics, and starts its RSS watch. With pin,
+// the collector runs alone on one CPU and the testbed on the others until stop (see cpuSplit).
+func startSolo(ctx context.Context, c Collector, o Options, label string, env soloEnv, pin bool) (*solo, error) {
 	ep, err := newEndpoints()
 	if err != nil {
 		return nil, err
@@ -54,11 +59,31 @@ func startSolo(ctx context.Context, c Collector, o Options, label string, env so
 		all[k] = v
 	}
 	logPath := filepath.Join(o.RawDir, label+".log")
-	proc, err := StartCollector(c, all, logPath)
+	split, pinned := splitCPUs()
+	cpu := -1
+	if pin && pinned {
+		cpu = split.collector
+	}
+	proc, err := startCollector(c, all, logPath, cpu)
 	if err != nil {
 		return nil, err
 	}
 	s := &solo{c: c, ep: ep, proc: proc}
+	if cpu >= 0 {
+		if s.unbind, err = bindProcess(split.testbed); err != nil {
+			stopErr := proc.StopWithin(probeStopGrace)
+			return nil, errors.Join(err, stopErr)
+		}
+		got, err := cpusOf(proc.cmd.Process.Pid)
+		if err != nil || len(got) != 1 || got[0] != cpu {
+			s.unbind()
+			stopErr := proc.StopWithin(probeStopGrace)
+			return nil, errors.Join(fmt.Errorf("%s is not bound to CPU %d (its CPUs: %v)", c.Name, cpu, got), err, stopErr)
+		}
+		s.placement = fmt.Sprintf("alone on CPU %d, the testbed on CPU(s) %s", cpu, joinInts(split.testbed))
+	} else if pin {
+		s.placement = "not pinned (fewer than two CPUs, or not Linux): it shared the CPUs with the testbed"
+	}
 	s.watch = newRSSWatch(proc, o.SampleInterval, o.RSSCap)
 	ready := NewScraper(5 * time.Second)
 	defer ready.Close()
@@ -83,6 +108,10 @@ const probeStopGrace = 2 * time.Minute
 // stop ends the collector: SIGTERM and a graceful shutdown, or nothing if the watch killed it.
 // It returns how long the shutdown took.
 func (s *solo) stop() (time.Duration, error) {
+	if s.unbind != nil {
+		s.unbind()
+		s.unbind = nil
+	}
 	s.killed = s.watch.close()
 	if s.killed {
 		return 0, nil

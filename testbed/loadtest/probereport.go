@@ -61,6 +61,9 @@ func writeProbe(b *bufio.Writer, res *ProbeResult) {
 		if run.Error != "" {
 			fmt.Fprintf(b, "- %s (%d series): error: %s\n", run.Collector, run.Series, run.Error)
 		}
+		if run.Placement != "" {
+			fmt.Fprintf(b, "- %s (%d series): %s\n", run.Collector, run.Series, run.Placement)
+		}
 		if run.StopSeconds > 0 {
 			fmt.Fprintf(b, "- %s (%d series): graceful shutdown took %.1f s\n", run.Collector, run.Series, run.StopSeconds)
 		}
@@ -115,29 +118,44 @@ func writeScrapeLoad(b *bufio.Writer, res *ProbeResult) {
 				ph.SpansPerSec, ph.CPUPercent, ph.RSSMaxMiB, ph.RSSEndMiB, sc.OK, sc.Empty, sc.Unavailable, sc.OtherStatus, sc.Failed,
 				latency(sc, sc.P50), latency(sc, sc.P99))
 		}
-		if len(run.Phases) == 2 && run.Phases[0].SpansPerSec > 0 {
-			fmt.Fprintf(b, "| %s | scraped ÷ no scrapes | %.2f× | | %.2f× | | | | |\n", run.Collector,
-				run.Phases[1].SpansPerSec/run.Phases[0].SpansPerSec, run.Phases[1].RSSMaxMiB/run.Phases[0].RSSMaxMiB)
+		if len(run.Phases) < 2 || run.Phases[0].SpansPerSec <= 0 {
+			continue
+		}
+		for _, ph := range run.Phases[1:] {
+			fmt.Fprintf(b, "| %s | %s ÷ no scrapes | %.2f× | | %.2f× | | | | |\n", run.Collector, ph.Name,
+				ph.SpansPerSec/run.Phases[0].SpansPerSec, ph.RSSMaxMiB/run.Phases[0].RSSMaxMiB)
 		}
 	}
 }
 
 func writeFloor(b *bufio.Writer, res *ProbeResult) {
-	b.WriteString("| series | collector | spans/s | CPU % | RSS max (MiB) | ours ÷ floor |\n|---|---|---|---|---|---|\n")
-	floor := map[int]float64{}
+	// A side that waited for load (CPU well under 100 %) shows a rate below what it can take; its
+	// CPU time per span is still what each span cost it, so the report gives both ratios.
+	b.WriteString("| series | collector | spans/s | CPU % | CPU µs/span | RSS max (MiB) | ours ÷ floor, rate | floor ÷ ours, CPU per span |\n|---|---|---|---|---|---|---|---|\n")
+	floor := map[int]Phase{}
 	for _, run := range res.Runs {
 		if len(run.Phases) == 0 {
 			continue
 		}
 		ph := run.Phases[0]
-		ratio := ""
+		rate, cost := "", ""
 		if run.Collector == "floor" {
-			floor[run.Series] = ph.SpansPerSec
-		} else if f := floor[run.Series]; f > 0 {
-			ratio = fmt.Sprintf("%.3f", ph.SpansPerSec/f)
+			floor[run.Series] = ph
+		} else if f := floor[run.Series]; f.SpansPerSec > 0 && ph.SpansPerSec > 0 && ph.CPUPercent > 0 {
+			rate = fmt.Sprintf("%.3f", ph.SpansPerSec/f.SpansPerSec)
+			cost = fmt.Sprintf("%.3f", cpuPerSpan(f)/cpuPerSpan(ph))
 		}
-		fmt.Fprintf(b, "| %d | %s | %.0f | %.0f | %.0f | %s |\n", run.Series, run.Collector, ph.SpansPerSec, ph.CPUPercent, ph.RSSMaxMiB, ratio)
+		fmt.Fprintf(b, "| %d | %s | %.0f | %.0f | %.3f | %.0f | %s | %s |\n", run.Series, run.Collector, ph.SpansPerSec, ph.CPUPercent,
+			cpuPerSpan(ph)*1e6, ph.RSSMaxMiB, rate, cost)
 	}
+}
+
+// cpuPerSpan is the CPU seconds a phase spent per span.
+func cpuPerSpan(ph Phase) float64 {
+	if ph.SpansPerSec <= 0 {
+		return 0
+	}
+	return ph.CPUPercent / 100 / ph.SpansPerSec
 }
 
 func writeStaleness(b *bufio.Writer, res *ProbeResult) {

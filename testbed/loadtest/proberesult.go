@@ -22,6 +22,8 @@ type ProbeRun struct {
 	// LoadAverage is the host's 1-minute load average when this collector started: runs of one
 	// probe are sequential, and the host is shared.
 	LoadAverage float64 `json:"load_average"`
+	// Placement says which CPUs the collector and the testbed ran on (Probe.PinCPU).
+	Placement string `json:"placement,omitempty"`
 	// Phases are the measured windows, in order.
 	Phases []Phase `json:"phases"`
 	// Flushes are the metric deliveries seen in the collector's own telemetry (chunks of one flush

@@ -43,8 +43,15 @@ type Probe struct {
 	// ProbeScrapeLoad; Gzip says whether they ask for gzip.
 	Scrapers int  `json:"scrapers,omitempty"`
 	Gzip     bool `json:"gzip,omitempty"`
+	// ScrapeEvery adds, before the back-to-back phase of ProbeScrapeLoad, a phase with one
+	// client scraping at this period, the way Prometheus does.
+	ScrapeEvery time.Duration `json:"scrape_every_ns,omitempty"`
 	// GOMAXPROCS overrides the collectors' scheduler width ("1" for the floor).
 	GOMAXPROCS string `json:"gomaxprocs,omitempty"`
+	// PinCPU runs each collector alone on one CPU and the testbed (load generator, scrapers) on
+	// the others, so the probe measures what the collector spends, not its share of contested
+	// CPUs. Use it with GOMAXPROCS "1".
+	PinCPU bool `json:"pin_cpu,omitempty"`
 	// SpansPerRequest sizes the requests or Kafka messages.
 	SpansPerRequest int `json:"spans_per_request"`
 	// Backlog is the spans written to the topic before the collector starts (ProbeStaleness).
@@ -82,11 +89,12 @@ func MemoryPlan(c MemoryPlanConfig) []Probe {
 		{Name: "memory-1m", Kind: ProbeMemory, Shapes: []Shape{Shape1M}, Sides: []string{"ours", "stock"},
 			Window: window, MaxWindow: max(window, 4*time.Minute), SpansPerRequest: 1000},
 		{Name: "scrape-100k", Kind: ProbeScrapeLoad, Shapes: []Shape{Shape100k}, Sides: []string{"ours", "stock"},
-			Window: c.Phase, Warmup: warmup, Scrapers: 1, Gzip: true, SpansPerRequest: 1000},
+			Window: c.Phase, Warmup: warmup, Scrapers: 1, Gzip: true, ScrapeEvery: time.Second, GOMAXPROCS: "1", PinCPU: true,
+			SpansPerRequest: 1000},
 		{Name: "floor", Kind: ProbeFloor, Shapes: []Shape{Shape1k, Shape100k}, Sides: []string{"floor", "ours"},
 			Window: c.Phase, Warmup: warmup, GOMAXPROCS: "1", SpansPerRequest: 1000},
 		{Name: "scrapers-100k", Kind: ProbeScrapeLoad, Shapes: []Shape{Shape100k}, Sides: []string{"ours"},
-			Window: c.Phase, Warmup: warmup, Scrapers: 8, Gzip: false, SpansPerRequest: 1000},
+			Window: c.Phase, Warmup: warmup, Scrapers: 8, Gzip: false, GOMAXPROCS: "1", PinCPU: true, SpansPerRequest: 1000},
 		{Name: "kafka-stale-100k", Kind: ProbeStaleness, Shapes: []Shape{Shape100k}, Sides: []string{"ours"},
 			SpansPerRequest: 10, Backlog: c.Backlog, FlushInterval: 5 * time.Second},
 	}
@@ -94,6 +102,14 @@ func MemoryPlan(c MemoryPlanConfig) []Probe {
 
 // Title describes a probe in one line.
 func (p Probe) Title() string {
+	t := p.title()
+	if p.PinCPU {
+		t += fmt.Sprintf("; each collector (GOMAXPROCS=%s) alone on one CPU, the load generator and scrapers on the others", p.GOMAXPROCS)
+	}
+	return t
+}
+
+func (p Probe) title() string {
 	switch p.Kind {
 	case ProbeMemory:
 		return fmt.Sprintf("%s through OTLP as fast as acknowledged for %s (up to %s until %d flushes), RSS after each flush",
@@ -103,8 +119,12 @@ func (p Probe) Title() string {
 		if p.Gzip {
 			enc = "gzip"
 		}
-		return fmt.Sprintf("%s, max OTLP rate: %s without scrapes, then %s with %d %s scraper(s) back to back",
-			p.Shapes[0], p.Window, p.Window, p.Scrapers, enc)
+		every := ""
+		if p.ScrapeEvery > 0 {
+			every = fmt.Sprintf(", then %s with one %s scrape every %s", p.Window, enc, p.ScrapeEvery)
+		}
+		return fmt.Sprintf("%s, max OTLP rate: %s without scrapes%s, then %s with %d %s scraper(s) back to back",
+			p.Shapes[0], p.Window, every, p.Window, p.Scrapers, enc)
 	case ProbeFloor:
 		return fmt.Sprintf("decode floor against our RED path, GOMAXPROCS=%s, max OTLP rate, %s per collector and shape", p.GOMAXPROCS, p.Window)
 	case ProbeStaleness:

@@ -42,6 +42,11 @@ type Process struct {
 // StartCollector runs c as a child process with env added to this process's environment,
 // GOMAXPROCS pinned, and its output written to logPath.
 func StartCollector(c Collector, env map[string]string, logPath string) (*Process, error) {
+	return startCollector(c, env, logPath, -1)
+}
+
+// startCollector is StartCollector, with the process bound to cpu unless cpu is negative.
+func startCollector(c Collector, env map[string]string, logPath string, cpu int) (*Process, error) {
 	logFile, err := os.Create(logPath)
 	if err != nil {
 		return nil, fmt.Errorf("cannot create collector log %q: %w", logPath, err)
@@ -58,7 +63,11 @@ func StartCollector(c Collector, env map[string]string, logPath string) (*Proces
 	}
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile
-	if err := cmd.Start(); err != nil {
+	start := cmd.Start
+	if cpu >= 0 {
+		start = func() error { return startOnCPU(cmd, cpu) }
+	}
+	if err := start(); err != nil {
 		logFile.Close()
 		return nil, fmt.Errorf("cannot start %s (%s): %w", c.Name, c.Binary, err)
 	}

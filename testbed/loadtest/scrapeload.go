@@ -13,8 +13,9 @@ import (
 const backToBackTimeout = 2 * time.Minute
 
 // runScrapeLoad runs, for each side in turn and in one process: a warm-up, a phase at the
-// maximum ingest rate without scrapes, then a phase at the maximum rate with p.Scrapers clients
-// scraping back to back. The two phases compare ingest rate and RSS with and without scrapers.
+// maximum ingest rate without scrapes, with p.ScrapeEvery a phase with one client scraping at that
+// period (as Prometheus does), then a phase with p.Scrapers clients scraping back to back. The
+// phases compare ingest rate and RSS with and without scrapers.
 func runScrapeLoad(ctx context.Context, p Probe, pc ProbeCollectors, pools *Pools, o Options, res *ProbeResult) error {
 	shape := p.Shapes[0]
 	pool, err := pools.Get(shape, p.SpansPerRequest)
@@ -27,7 +28,7 @@ func runScrapeLoad(ctx context.Context, p Probe, pc ProbeCollectors, pools *Pool
 }
 
 func scrapeLoadRun(ctx context.Context, p Probe, c Collector, pool *Pool, o Options, run *ProbeRun) error {
-	s, err := startSolo(ctx, c, o, p.Name+"-"+c.Name, probeEnv(p))
+	s, err := startSolo(ctx, c, o, p.Name+"-"+c.Name, probeEnv(p), p.PinCPU)
 	if err != nil {
 		return err
 	}
@@ -35,15 +36,21 @@ func scrapeLoadRun(ctx context.Context, p Probe, c Collector, pool *Pool, o Opti
 	if err != nil {
 		return errors.Join(err, finishRun(s, run))
 	}
-	phases := []struct {
+	type spec struct {
 		name     string
 		scrapers int
-	}{{"no scrapes", 0}, {"scraped", p.Scrapers}}
+		period   time.Duration
+	}
+	phases := []spec{{name: "no scrapes"}}
+	if p.ScrapeEvery > 0 {
+		phases = append(phases, spec{"scraped every " + p.ScrapeEvery.String(), 1, p.ScrapeEvery})
+	}
+	phases = append(phases, spec{name: "scraped back to back", scrapers: p.Scrapers})
 	if wait(ctx, s, p.Warmup) {
 		for _, ph := range phases {
 			var sc *scrapers
 			if ph.scrapers > 0 {
-				sc = startScrapers(ctx, s.ep.metricsURL(), ph.scrapers, p.Gzip, 0, backToBackTimeout)
+				sc = startScrapers(ctx, s.ep.metricsURL(), ph.scrapers, p.Gzip, ph.period, backToBackTimeout)
 			}
 			phase, ok := measurePhase(ctx, s, l, ph.name, p.Window, sc)
 			run.Phases = append(run.Phases, phase)
@@ -78,6 +85,7 @@ func measurePhase(ctx context.Context, s *solo, l *load, name string, window tim
 
 // finishRun stops s and fills the run's samples, RSS maximum and kill reading.
 func finishRun(s *solo, run *ProbeRun) error {
+	run.Placement = s.placement
 	took, err := s.stop()
 	run.StopSeconds = took.Seconds()
 	run.Samples = s.watch.Samples()
