@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"time"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"go.opentelemetry.io/collector/component"
@@ -25,6 +25,8 @@ type affinityExporter struct {
 	telemetry *telemetry
 	hot       *hotKeys
 	marshal   func(ptrace.Traces) ([]byte, error)
+	// clock times the hot-key intervals: real from the factory, fake in tests.
+	clock clockwork.Clock
 
 	// groupings are per call: the queue runs several consumers at once.
 	groupings sync.Pool
@@ -35,8 +37,8 @@ type affinityExporter struct {
 	stopOnce sync.Once
 }
 
-func newExporter(cfg *Config, set exporter.Settings) (*affinityExporter, error) {
-	e := &affinityExporter{cfg: cfg, logger: set.Logger, hot: newHotKeys(cfg.HotKeys), stopTick: make(chan struct{})}
+func newExporter(cfg *Config, set exporter.Settings, clock clockwork.Clock) (*affinityExporter, error) {
+	e := &affinityExporter{cfg: cfg, logger: set.Logger, hot: newHotKeys(cfg.HotKeys), clock: clock, stopTick: make(chan struct{})}
 	switch cfg.Encoding {
 	case encodingJSON:
 		m := &ptrace.JSONMarshaler{}
@@ -71,14 +73,14 @@ func (e *affinityExporter) Start(ctx context.Context, _ component.Host) error {
 
 func (e *affinityExporter) tickLoop() {
 	defer e.tickDone.Done()
-	t := time.NewTicker(e.cfg.HotKeys.Interval)
+	t := e.clock.NewTicker(e.cfg.HotKeys.Interval)
 	defer t.Stop()
-	last := time.Now()
+	last := e.clock.Now()
 	for {
 		select {
 		case <-e.stopTick:
 			return
-		case now := <-t.C:
+		case now := <-t.Chan():
 			e.hot.tick(now.Sub(last))
 			last = now
 		}

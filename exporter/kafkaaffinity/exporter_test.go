@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -63,7 +64,7 @@ func TestExporterWritesOneRecordPerKey(t *testing.T) {
 	cfg.Brokers = c.ListenAddrs()
 	cfg.HotKeys.Keys = []StaticHotKey{{Key: "hot", Fanout: 3}}
 
-	exp, err := newExporter(cfg, exportertest.NewNopSettings(NewFactory().Type()))
+	exp, err := newExporter(cfg, exportertest.NewNopSettings(NewFactory().Type()), clockwork.NewRealClock())
 	require.NoError(t, err)
 	require.NoError(t, exp.Start(context.Background(), componenttest.NewNopHost()))
 	defer func() { require.NoError(t, exp.Shutdown(context.Background())) }()
@@ -96,7 +97,7 @@ func TestExporterJSON(t *testing.T) {
 	cfg := testConfig()
 	cfg.Brokers = c.ListenAddrs()
 	cfg.Encoding = encodingJSON
-	exp, err := newExporter(cfg, exportertest.NewNopSettings(NewFactory().Type()))
+	exp, err := newExporter(cfg, exportertest.NewNopSettings(NewFactory().Type()), clockwork.NewRealClock())
 	require.NoError(t, err)
 	require.NoError(t, exp.Start(context.Background(), componenttest.NewNopHost()))
 	defer func() { require.NoError(t, exp.Shutdown(context.Background())) }()
@@ -125,7 +126,7 @@ func TestExporterBrokerDownFails(t *testing.T) {
 	cfg := testConfig()
 	cfg.Brokers = c.ListenAddrs()
 	c.Close()
-	exp, err := newExporter(cfg, exportertest.NewNopSettings(NewFactory().Type()))
+	exp, err := newExporter(cfg, exportertest.NewNopSettings(NewFactory().Type()), clockwork.NewRealClock())
 	require.NoError(t, err)
 	require.NoError(t, exp.Start(context.Background(), componenttest.NewNopHost()), "start does not need a broker")
 	defer func() { require.NoError(t, exp.Shutdown(context.Background())) }()
@@ -134,4 +135,29 @@ func TestExporterBrokerDownFails(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	assert.Error(t, exp.ConsumeTraces(ctx, td))
+}
+
+// The hot-key interval runs on the exporter's clock: a key is hot when its
+// rate over the elapsed interval passes the threshold, not before the tick.
+func TestExporterTicksHotKeysOnItsClock(t *testing.T) {
+	c := fakeCluster(t)
+	cfg := testConfig()
+	cfg.Brokers = c.ListenAddrs()
+	cfg.HotKeys.SpansPerSecond = 100
+	cfg.HotKeys.Interval = time.Minute
+	clock := clockwork.NewFakeClock()
+	exp, err := newExporter(cfg, exportertest.NewNopSettings(NewFactory().Type()), clock)
+	require.NoError(t, err)
+	require.NoError(t, exp.Start(context.Background(), componenttest.NewNopHost()))
+	defer func() { require.NoError(t, exp.Shutdown(context.Background())) }()
+
+	assert.Equal(t, 1, exp.hot.observe([]byte("busy"), 200*60), "200 spans/s over the minute")
+	assert.Equal(t, 1, exp.hot.observe([]byte("calm"), 50*60), "50 spans/s over the minute")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.NoError(t, clock.BlockUntilContext(ctx, 1), "the tick loop waits on the clock")
+	assert.Equal(t, 1, exp.hot.observe([]byte("busy"), 0), "not hot before the interval ends")
+	clock.Advance(time.Minute)
+	require.Eventually(t, func() bool { return exp.hot.observe([]byte("busy"), 0) > 1 }, 10*time.Second, time.Millisecond)
+	assert.Equal(t, 1, exp.hot.observe([]byte("calm"), 0), "below the rate over the elapsed minute")
 }

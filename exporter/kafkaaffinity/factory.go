@@ -9,6 +9,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/kafka/configkafka"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/config/configoptional"
@@ -73,7 +74,7 @@ func createDefaultConfig() component.Config {
 
 func createTraces(ctx context.Context, set exporter.Settings, cfg component.Config) (exporter.Traces, error) {
 	c := cfg.(*Config)
-	exp, err := newExporter(c, set)
+	exp, err := newExporter(c, set, clockwork.NewRealClock())
 	if err != nil {
 		return nil, err
 	}
