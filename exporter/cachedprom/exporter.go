@@ -28,8 +28,14 @@ type cachedExporter struct {
 	store     *seriesStore
 	telemetry *telemetry
 
-	snapshot    atomic.Pointer[snapshot]
-	dirty       atomic.Bool
+	snapshot atomic.Pointer[snapshot]
+	dirty    atomic.Bool
+	// lastChange is when ingest last changed the store and dirtySince when
+	// the oldest change no snapshot shows yet came (unix nanoseconds of
+	// the clock): the render loop waits for ingest to pause (renderSettle)
+	// but not past renderMaxDelay.
+	lastChange  atomic.Int64
+	dirtySince  atomic.Int64
 	wake        chan struct{} // capacity 1: ingest never blocks on it
 	firstRender chan struct{} // closed when the first snapshot is published
 	done        chan struct{}
@@ -40,6 +46,8 @@ type cachedExporter struct {
 	omIdentitySeen   atomic.Int64
 
 	firstRenderWait time.Duration
+	renderSettle    time.Duration
+	renderMaxDelay  time.Duration
 	etagPrefix      string
 
 	// clock is the time of ingest, of the render loop and of identity
@@ -75,6 +83,15 @@ func newExporter(cfg *Config, set exporter.Settings, clock clockwork.Clock) (*ca
 		// Long enough for one render of a large store, short enough that
 		// Prometheus' scrape timeout (10s by default) is not reached.
 		firstRenderWait: min(max(2*cfg.RenderInterval, time.Second), 5*time.Second),
+		// A flush upstream arrives as many ConsumeMetrics calls in a row
+		// (tracemetrics sends it in chunks). Rendering at the first of them
+		// would render the whole store again for each part of the flush
+		// that comes during the render and its pause; waiting until calls
+		// stop for a fraction of the interval renders a flush once, and
+		// whole. Input that never pauses is still rendered, a few intervals
+		// late at most.
+		renderSettle:   cfg.RenderInterval / 4,
+		renderMaxDelay: 4 * cfg.RenderInterval,
 		// A per-process nonce keeps ETags from an earlier process from
 		// matching a different body after a restart.
 		etagPrefix: `"` + hex.EncodeToString(nonce[:]) + "-",
@@ -84,14 +101,24 @@ func newExporter(cfg *Config, set exporter.Settings, clock clockwork.Clock) (*ca
 // ConsumeMetrics updates series state. It contends only with the renderer's
 // short copy phase, never with scrapes.
 func (e *cachedExporter) ConsumeMetrics(_ context.Context, md pmetric.Metrics) error {
-	if e.store.consume(md, e.clock.Now()) {
-		e.dirty.Store(true)
+	now := e.clock.Now()
+	if e.store.consume(md, now) {
+		e.lastChange.Store(now.UnixNano())
+		e.markDirty(now)
 		select {
 		case e.wake <- struct{}{}:
 		default:
 		}
 	}
 	return nil
+}
+
+// markDirty notes that the store changed at now; the first change after a
+// render starts the render's maximum delay.
+func (e *cachedExporter) markDirty(now time.Time) {
+	if !e.dirty.Swap(true) {
+		e.dirtySince.Store(now.UnixNano())
+	}
 }
 
 // Capabilities says ingest does not modify the data it is given.
@@ -147,14 +174,18 @@ func (e *cachedExporter) Shutdown(ctx context.Context) error {
 	return err
 }
 
-// renderLoop owns rendering and expiry. It renders when the store changed,
-// at most once per render_interval, and after a render idles at least as
-// long as that render took (so it uses at most half a core however large the
-// store); it sweeps expired series on its own clock so expiry does not
-// depend on scrapes.
+// renderLoop owns rendering and expiry. It renders when the store changed
+// and ingest paused, at most once per render_interval, and after a render
+// idles at least as long as that render took (so it uses at most half a core
+// however large the store); it sweeps expired series on its own clock so
+// expiry does not depend on scrapes.
 func (e *cachedExporter) renderLoop() {
 	ticker := e.clock.NewTicker(e.cfg.RenderInterval)
 	defer ticker.Stop()
+	// settle wakes the loop when ingest has paused long enough, rather
+	// than at the next tick.
+	settle := e.clock.NewTimer(e.cfg.RenderInterval)
+	defer settle.Stop()
 	st := e.newSchedule(e.clock.Now())
 	for {
 		select {
@@ -162,8 +193,11 @@ func (e *cachedExporter) renderLoop() {
 			return
 		case <-e.wake:
 		case <-ticker.Chan():
+		case <-settle.Chan():
 		}
-		e.step(e.clock.Now(), st)
+		if wait := e.step(e.clock.Now(), st); wait > 0 {
+			settle.Reset(wait)
+		}
 	}
 }
 
@@ -179,13 +213,15 @@ func (e *cachedExporter) newSchedule(now time.Time) *schedule {
 }
 
 // step is one wake-up of the render loop at now: sweep when due, record
-// own telemetry at most once per interval, render when something changed
-// and the last render's pause is over. It takes the time as an argument so
-// tests drive it with their own clock instead of sleeping.
-func (e *cachedExporter) step(now time.Time, st *schedule) {
+// own telemetry at most once per interval, render when something changed,
+// ingest paused (or the change waited renderMaxDelay) and the last render's
+// pause is over. It returns how long until ingest will have paused long
+// enough when that is all a render waits for, else 0. It takes the time as
+// an argument so tests drive it with their own clock instead of sleeping.
+func (e *cachedExporter) step(now time.Time, st *schedule) (settleIn time.Duration) {
 	if !now.Before(st.nextSweep) {
 		if n := e.store.expire(now.Add(-e.cfg.MetricExpiration)); n > 0 {
-			e.dirty.Store(true)
+			e.markDirty(now)
 		}
 		st.nextSweep = now.Add(st.sweepEvery)
 	}
@@ -194,13 +230,24 @@ func (e *cachedExporter) step(now time.Time, st *schedule) {
 		e.logEvents()
 	}
 	neverRendered := e.snapshot.Load() == nil
-	due := e.dirty.Load() || (neverRendered && now.Sub(st.start) >= e.firstRenderWait)
+	due := neverRendered && now.Sub(st.start) >= e.firstRenderWait
+	if e.dirty.Load() {
+		quiet := now.Sub(time.Unix(0, e.lastChange.Load()))
+		overdue := now.Sub(time.Unix(0, e.dirtySince.Load())) >= e.renderMaxDelay
+		switch {
+		case quiet >= e.renderSettle || overdue:
+			due = true
+		case !due && !now.Before(st.nextRender):
+			return e.renderSettle - quiet
+		}
+	}
 	if !due || now.Before(st.nextRender) {
-		return
+		return 0
 	}
 	took := e.renderNow()
 	// Idle at least as long as the render took: at most half a core.
 	st.nextRender = now.Add(max(e.cfg.RenderInterval, 2*took))
+	return 0
 }
 
 // renderNow renders and publishes a snapshot of the current store.

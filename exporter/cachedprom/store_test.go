@@ -2,6 +2,7 @@ package cachedprom
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -146,9 +147,9 @@ func TestIngestAllocatesPerScopeNotPerPoint(t *testing.T) {
 }
 
 // TestRenderLoopFollowsItsClock drives the render loop's steps with a fake
-// clock: renders wait for the pause after the previous one, and expiry
-// removes a series metric_expiration after its last update, without
-// sleeping.
+// clock: renders wait for ingest to pause and for the pause after the
+// previous render, and expiry removes a series metric_expiration after its
+// last update, without sleeping.
 func TestRenderLoopFollowsItsClock(t *testing.T) {
 	cfg := createDefaultConfig().(*Config)
 	cfg.RenderInterval = 2 * time.Second
@@ -159,7 +160,11 @@ func TestRenderLoopFollowsItsClock(t *testing.T) {
 	st := e.newSchedule(now)
 
 	require.NoError(t, e.ConsumeMetrics(context.Background(), gaugeBatch("temp", now, "a")))
-	e.step(now, st)
+	assert.Equal(t, e.renderSettle, e.step(now, st), "waits for ingest to pause")
+	assert.Nil(t, e.snapshot.Load())
+	clock.Advance(e.renderSettle)
+	now = clock.Now()
+	assert.Zero(t, e.step(now, st))
 	require.NotNil(t, e.snapshot.Load())
 	first := e.snapshot.Load()
 	assert.Contains(t, textOf(t, first), `temp{`)
@@ -167,15 +172,15 @@ func TestRenderLoopFollowsItsClock(t *testing.T) {
 	clock.Advance(time.Second)
 	now = clock.Now()
 	require.NoError(t, e.ConsumeMetrics(context.Background(), gaugeBatch("temp", now, "b")))
-	e.step(now, st)
+	assert.Zero(t, e.step(now, st), "the pause after a render is the ticker's to end")
 	assert.Same(t, first, e.snapshot.Load(), "within render_interval of the last render")
 	clock.Advance(time.Second)
 	now = clock.Now()
 	e.step(now, st)
 	assert.Contains(t, textOf(t, e.snapshot.Load()), `k="b"`)
 
-	// "a" was updated at testBase, "b" a second later: at testBase+5m+0.5s
-	// the sweep removes "a" only; later it removes "b".
+	// "a" was updated at testBase, "b" 1.5 s later: at testBase+5m+1s the
+	// sweep removes "a" only; later it removes "b".
 	clock.Advance(cfg.MetricExpiration - 1500*time.Millisecond)
 	now = clock.Now()
 	e.step(now, st)
@@ -187,6 +192,43 @@ func TestRenderLoopFollowsItsClock(t *testing.T) {
 	e.step(now, st)
 	assert.Zero(t, e.store.len())
 	assert.Empty(t, textOf(t, e.snapshot.Load()))
+}
+
+// TestRenderWaitsForTheWholeFlush: a flush arriving as many calls in a row
+// is rendered once, after the last call, not once per part; input that
+// never pauses is still rendered renderMaxDelay after its first change.
+func TestRenderWaitsForTheWholeFlush(t *testing.T) {
+	cfg := createDefaultConfig().(*Config)
+	clock := clockwork.NewFakeClockAt(testBase)
+	e, err := newExporter(cfg, exportertest.NewNopSettings(metadata.Type), clock)
+	require.NoError(t, err)
+	st := e.newSchedule(clock.Now())
+	gap := e.renderSettle / 4
+
+	for part := range 8 {
+		require.NoError(t, e.ConsumeMetrics(context.Background(), gaugeBatch("temp", clock.Now(), strconv.Itoa(part))))
+		assert.Equal(t, e.renderSettle, e.step(clock.Now(), st), "part %d", part)
+		clock.Advance(gap)
+	}
+	assert.Nil(t, e.snapshot.Load(), "nothing rendered while the parts arrive")
+	assert.Equal(t, e.renderSettle-gap, e.step(clock.Now(), st))
+	clock.Advance(e.renderSettle - gap)
+	e.step(clock.Now(), st)
+	require.NotNil(t, e.snapshot.Load())
+	assert.Equal(t, 8, strings.Count(textOf(t, e.snapshot.Load()), "temp{"), "the whole flush in one render")
+
+	// Parts that never pause: rendered at the latest renderMaxDelay after
+	// the first one no snapshot shows.
+	rendered := e.snapshot.Load()
+	clock.Advance(2 * cfg.RenderInterval) // past the pause after the render
+	began := clock.Now()
+	for i := 0; e.snapshot.Load() == rendered; i++ {
+		require.Less(t, clock.Since(began), e.renderMaxDelay+gap, "input that never pauses is never rendered")
+		require.NoError(t, e.ConsumeMetrics(context.Background(), gaugeBatch("temp", clock.Now(), "busy"+strconv.Itoa(i))))
+		e.step(clock.Now(), st)
+		clock.Advance(gap)
+	}
+	assert.GreaterOrEqual(t, clock.Since(began), e.renderMaxDelay)
 }
 
 // TestMemoryFallsAfterBurst: after a cardinality burst expires, label bytes
