@@ -3,7 +3,6 @@ package tracemetrics // import "github.com/otelcol-red/otelcol-red/connector/tra
 import (
 	"bytes"
 	"slices"
-	"sync/atomic"
 
 	"github.com/jonboulle/clockwork"
 
@@ -42,8 +41,6 @@ type aggregator struct {
 	toFlusher  chan *deltaBuffer
 	stop       chan struct{}
 	done       chan struct{}
-	kick       chan struct{} // tests and benchmarks: drain now
-	applied    atomic.Int64  // batches applied (tests and benchmarks wait on it)
 	drainBuf   []*deltaBatch
 	epoch      uint32 // incremented at each swap; rows of older epochs belong to other buffers
 	flushDue   bool   // a tick found the flusher busy: swap as soon as it hands its buffer back
@@ -80,7 +77,6 @@ func (a *aggregator) run() {
 			}
 			select {
 			case <-a.q.Wake():
-			case <-a.kick:
 			case spare := <-back:
 				a.q.Disarm()
 				a.drain()
@@ -139,6 +135,7 @@ func (a *aggregator) drain() {
 		if len(a.drainBuf) == 0 {
 			break
 		}
+		var spans int64
 		for i, b := range a.drainBuf {
 			if i%flushCheckBatches == flushCheckBatches-1 {
 				// A full ring takes long to apply when the aggregator gets a small share
@@ -147,11 +144,13 @@ func (a *aggregator) drain() {
 				a.flushIfDue()
 			}
 			a.apply(b)
+			spans += b.spans
 			b.reset()
 			a.free.Put(b)
 			a.drainBuf[i] = nil
 		}
-		a.applied.Add(int64(len(a.drainBuf)))
+		// One atomic add per round, however many batches and spans it held.
+		a.tel.aggregatedSpans.Add(spans)
 		a.wakeItems = wakeItems(a.q.Cap(), int(a.hints.get(hintSeries)))
 		if len(a.drainBuf) < a.wakeItems {
 			break

@@ -47,7 +47,7 @@ func TestConsumeTracesSteadyStateAllocatesNothing(t *testing.T) {
 				require.NoError(t, c.ConsumeTraces(context.Background(), batches[i%len(batches)]))
 				i++
 				if i%256 == 0 {
-					c.settle()
+					c.settle(t)
 				}
 			}
 			// Warm up with the same pattern (AllocsPerRun runs at GOMAXPROCS 1): every

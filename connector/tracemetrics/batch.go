@@ -13,6 +13,7 @@ import (
 // batch allocates nothing.
 type deltaBatch struct {
 	ts        int64 // when the batch was reduced (clock), the series' last-seen and start time
+	spans     int64 // spans reduced into the batch (resources with service.name): aggregated_spans
 	resources []batchResource
 	series    []batchSeries
 	obs       []observation
@@ -57,6 +58,7 @@ type observation struct {
 }
 
 func (b *deltaBatch) reset() {
+	b.spans = 0
 	b.arenaPeak = 0
 	b.sorter.peakAttrs, b.sorter.peakKeys = 0, 0
 	b.resources = b.resources[:0]

@@ -119,9 +119,9 @@ func benchConnectors() []struct {
 
 // settleIfOurs waits until tracemetrics has applied every queued batch, so that the time
 // measured includes the aggregator's work, not only the producers'.
-func settleIfOurs(c connector.Traces) {
+func settleIfOurs(tb testing.TB, c connector.Traces) {
 	if ours, ok := c.(*connectorImp); ok {
-		ours.settle()
+		ours.settle(tb)
 	}
 }
 
@@ -170,14 +170,14 @@ func BenchmarkConsumeTraces(b *testing.B) {
 						// Warm up: every series exists, and the batch population has reached
 						// what this load keeps in flight (steady state: nothing allocated).
 						consumeParallel(r.conn, input, producers, max(len(input), 2_000_000/batch))
-						settleIfOurs(r.conn)
+						settleIfOurs(b, r.conn)
 						runtime.GC()
 						var before, after runtime.MemStats
 						runtime.ReadMemStats(&before)
 						b.ResetTimer()
 						start, cpuStart := time.Now(), processCPU()
 						consumeParallel(r.conn, input, producers, b.N)
-						settleIfOurs(r.conn)
+						settleIfOurs(b, r.conn)
 						elapsed, cpu := time.Since(start), processCPU()-cpuStart
 						b.StopTimer()
 						runtime.ReadMemStats(&after)
@@ -210,7 +210,7 @@ func BenchmarkIngestStall(b *testing.B) {
 				r := startConnector(b, bc.factory, configFor(bc.factory))
 				consumeParallel(r.conn, input, 2, len(input))
 				consumeParallel(r.conn, probe, 1, len(probe))
-				settleIfOurs(r.conn)
+				settleIfOurs(b, r.conn)
 				runtime.GC()
 				n := len(r.sink.AllMetrics())
 				var flushed atomic.Bool
@@ -297,7 +297,7 @@ func BenchmarkBytesPerSeries(b *testing.B) {
 						// interval have filled both of tracemetrics' delta buffers in turn.
 						for pass := 0; pass < 2; pass++ {
 							consumeParallel(r.conn, input, 2, len(input))
-							settleIfOurs(r.conn)
+							settleIfOurs(b, r.conn)
 							peak.heap = 0
 							r.flush()
 							r.sink.Reset()
@@ -529,6 +529,7 @@ func BenchmarkFlushLateness(b *testing.B) {
 				require.NoError(b, conn.Start(context.Background(), componenttestHost{}))
 				begin := time.Now()
 				var stop atomic.Bool
+				var queued atomic.Int64
 				var wg sync.WaitGroup
 				producers := 8
 				if bc.saturated {
@@ -539,7 +540,7 @@ func BenchmarkFlushLateness(b *testing.B) {
 					go func(p int) {
 						defer wg.Done()
 						if bc.saturated {
-							saturate(conn.(*connectorImp), &stop)
+							saturate(conn.(*connectorImp), &stop, &queued)
 							return
 						}
 						for j := p; !stop.Load(); j += producers {
@@ -581,8 +582,9 @@ func BenchmarkFlushLateness(b *testing.B) {
 }
 
 // saturate queues copies of one pre-reduced batch of 2000 series until stop: much cheaper
-// than applying them, so the aggregator finds the ring full at every drain.
-func saturate(c *connectorImp, stop *atomic.Bool) {
+// than applying them, so the aggregator finds the ring full at every drain. queued counts the
+// batches, each before its Put.
+func saturate(c *connectorImp, stop *atomic.Bool, queued *atomic.Int64) {
 	tmpl := new(deltaBatch)
 	tmpl.ts = time.Now().UnixNano()
 	c.reducer.reduce(tmpl, manySeries(2000))
@@ -592,6 +594,7 @@ func saturate(c *connectorImp, stop *atomic.Bool) {
 			b = new(deltaBatch)
 		}
 		copyBatch(b, tmpl)
+		queued.Add(1)
 		if err := c.q.Put(context.Background(), b); err != nil {
 			panic(err)
 		}

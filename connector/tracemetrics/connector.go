@@ -84,7 +84,6 @@ func newConnector(set component.TelemetrySettings, cfg *Config, next consumer.Me
 		toFlusher: toFlusher,
 		stop:      make(chan struct{}),
 		done:      make(chan struct{}),
-		kick:      make(chan struct{}, 1),
 		tel:       tel,
 	}
 	c.fl = &flusher{

@@ -173,6 +173,7 @@ func TestConcurrentProducersCountEverySpan(t *testing.T) {
 				}
 				require.Equal(t, want, got.calls, "calls")
 				require.Equal(t, want, got.durations, "histogram counts")
+				require.Equal(t, want, c.tel.aggregatedSpans.Load(), "aggregated_spans")
 				require.Positive(t, got.overflowCalls, "max_series sends the excess to overflow series")
 			})
 		}
@@ -191,8 +192,11 @@ func TestSeriesLimitsOverflowKeepsTotalsExact(t *testing.T) {
 		want += countedSpans(td)
 		require.NoError(t, c.ConsumeTraces(context.Background(), td))
 	}
-	c.settle()
-	m, err := tel.GetMetric("otelcol_connector_tracemetrics_overflow_spans")
+	c.settle(t)
+	m, err := tel.GetMetric("otelcol_connector_tracemetrics_aggregated_spans")
+	require.NoError(t, err)
+	require.Equal(t, want, m.Data.(metricdata.Sum[int64]).DataPoints[0].Value, "aggregated_spans")
+	m, err = tel.GetMetric("otelcol_connector_tracemetrics_overflow_spans")
 	require.NoError(t, err)
 	overflowSpans := m.Data.(metricdata.Sum[int64]).DataPoints[0].Value
 	require.NoError(t, c.Shutdown(context.Background()))
@@ -282,11 +286,13 @@ func TestFullRingAppliesBackpressure(t *testing.T) {
 func flushOnce(t *testing.T, c *connectorImp, sink *consumertest.MetricsSink, clock *clockwork.FakeClock, d time.Duration) pmetric.Metrics {
 	t.Helper()
 	n := len(sink.AllMetrics())
-	c.settle()
+	// The tick makes a sleeping aggregator drain the ring before it swaps, but a busy one swaps
+	// within its round (on time under load), leaving the rest for the next interval.
+	c.settle(t)
 	require.Eventually(t, c.flusherIdle, 5*time.Second, time.Millisecond)
-	flushes := c.fl.flushes.Load()
+	flushes := c.tel.flushes.Load()
 	clock.Advance(d)
-	require.Eventually(t, func() bool { return c.fl.flushes.Load() > flushes }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return c.tel.flushes.Load() > flushes }, 5*time.Second, time.Millisecond)
 	return mergeMetrics(sink.AllMetrics()[n:])
 }
 
@@ -371,11 +377,10 @@ func TestSlowDownstreamSkipsFlushWithoutLoss(t *testing.T) {
 	c := conn.(*connectorImp)
 	require.NoError(t, c.Start(context.Background(), componenttest.NewNopHost()))
 	require.NoError(t, c.ConsumeTraces(context.Background(), oneSpan("a", "x")))
-	c.settle()
+	// Each tick drains the ring before the swap: no need to wait for the aggregator first.
 	clock.Advance(time.Second) // flusher now blocked in ConsumeMetrics
 	require.Eventually(t, func() bool { return blocking.calls() == 1 }, 5*time.Second, time.Millisecond)
 	require.NoError(t, c.ConsumeTraces(context.Background(), oneSpan("a", "x")))
-	c.settle()
 	clock.Advance(time.Second) // postponed: no spare buffer
 	require.Eventually(t, func() bool { return c.tel.flushesSkipped.Load() == 1 }, 5*time.Second, time.Millisecond)
 	close(release)
@@ -384,6 +389,7 @@ func TestSlowDownstreamSkipsFlushWithoutLoss(t *testing.T) {
 	require.Equal(t, int64(2), sumUp(blocking.all()[1]).calls)
 	require.NoError(t, c.Shutdown(context.Background()))
 	require.Len(t, blocking.all(), 3) // Shutdown's final flush
+	require.EqualValues(t, 3, c.tel.flushes.Load(), "the postponed flush counts once, when it happens")
 }
 
 type blockingSink struct {
@@ -426,7 +432,7 @@ func TestKeyArenaCompaction(t *testing.T) {
 		}
 	}
 	keep()
-	c.settle() // orders the aggregator's writes before the reads below
+	c.settle(t) // orders the aggregator's writes before the reads below
 	chunksBefore := len(c.agg.tables[0].keys.chunks)
 	for i := 0; i < 4; i++ {
 		if i == 2 {

@@ -3,7 +3,6 @@ package tracemetrics // import "github.com/otelcol-red/otelcol-red/connector/tra
 import (
 	"context"
 	"runtime"
-	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/collector/consumer"
@@ -37,7 +36,6 @@ type flusher struct {
 	in       chan *deltaBuffer
 	returned chan *deltaBuffer
 	done     chan struct{}
-	flushes  atomic.Int64 // flushes completed (tests and benchmarks wait on it)
 
 	chunkPoints int // data points per ConsumeMetrics call (deps.chunkPoints)
 
@@ -158,7 +156,6 @@ func (f *flusher) run() {
 	defer close(f.done)
 	for buf := range f.in {
 		f.process(buf)
-		f.flushes.Add(1)
 		final := buf.final
 		buf.reset()
 		f.returned <- buf
@@ -208,6 +205,7 @@ func (f *flusher) process(buf *deltaBuffer) {
 		f.resAttrs[rid] = pcommon.Map{}
 	}
 	f.tel.recordFlush(time.Since(began), points)
+	f.tel.flushes.Add(1)
 }
 
 // group lists the ids of family fi to export, grouped by resource (a counting sort):

@@ -30,6 +30,7 @@ func manySeries(n int) ptrace.Traces {
 // copyBatch makes dst an exact copy of src's reduced content.
 func copyBatch(dst, src *deltaBatch) {
 	dst.ts = src.ts
+	dst.spans = src.spans
 	dst.resources = append(dst.resources[:0], src.resources...)
 	dst.series = append(dst.series[:0], src.series...)
 	dst.obs = append(dst.obs[:0], src.obs...)
@@ -55,12 +56,13 @@ func TestFlushOnTimeUnderOverload(t *testing.T) {
 		"metrics_flush_interval":  time.Second,
 	}, true)
 	var stop atomic.Bool
+	var queued atomic.Int64 // batches the producers have started to queue
 	var wg sync.WaitGroup
 	for p := 0; p < producers; p++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			saturate(c, &stop)
+			saturate(c, &stop, &queued)
 		}()
 	}
 	defer func() {
@@ -71,12 +73,13 @@ func TestFlushOnTimeUnderOverload(t *testing.T) {
 
 	require.NoError(t, clock.BlockUntilContext(context.Background(), 1))
 	clock.Advance(time.Second) // the fake ticker's channel holds the tick when Advance returns
-	publishedAtTick := int64(c.q.Stats().Offers)
-	require.Eventually(t, func() bool { return c.fl.flushes.Load() >= 1 }, time.Minute, time.Millisecond,
+	// Counted before each Put returns, so this bounds from above what was published at the tick.
+	publishedAtTick := queued.Load()
+	require.Eventually(t, func() bool { return c.tel.flushes.Load() >= 1 }, time.Minute, time.Millisecond,
 		"no flush under overload")
 	// Keep the load on until the bound could be exceeded, so that passing means something.
 	bound := publishedAtTick + int64(c.q.Cap())
-	require.Eventually(t, func() bool { return int64(c.q.Stats().Offers) > 2*bound }, time.Minute, time.Millisecond)
+	require.Eventually(t, func() bool { return queued.Load() > 2*bound }, time.Minute, time.Millisecond)
 	stop.Store(true)
 	wg.Wait()
 

@@ -88,7 +88,7 @@ func (r *running) flush() pmetric.Metrics {
 	if isOurs {
 		// A tick that finds the flusher still busy is skipped (by design); wait until idle.
 		require.Eventually(r.t, ours.flusherIdle, 10*time.Second, time.Millisecond)
-		flushes = ours.fl.flushes.Load()
+		flushes = ours.tel.flushes.Load()
 	}
 	// Ticker registration is asynchronous in spanmetrics' Start; wait for a waiter.
 	require.NoError(r.t, r.clock.BlockUntilContext(context.Background(), 1))
@@ -96,7 +96,7 @@ func (r *running) flush() pmetric.Metrics {
 	// Generous: a flush of 1M series takes seconds on a loaded 2-core machine.
 	if isOurs {
 		// tracemetrics sends a flush in chunks: wait until the last one is out.
-		require.Eventually(r.t, func() bool { return ours.fl.flushes.Load() > flushes }, 2*time.Minute, time.Millisecond)
+		require.Eventually(r.t, func() bool { return ours.tel.flushes.Load() > flushes }, 2*time.Minute, time.Millisecond)
 	} else {
 		require.Eventually(r.t, func() bool { return len(r.sink.AllMetrics()) > n }, 2*time.Minute, time.Millisecond)
 	}
@@ -418,18 +418,41 @@ var _ = slices.Contains[[]string]
 // flush instead of being skipped.
 func (c *connectorImp) flusherIdle() bool { return len(c.agg.returned) == 1 }
 
-// settle makes the aggregator apply everything queued so far and waits until it has.
-func (c *connectorImp) settle() {
-	want := int64(c.q.Stats().Offers)
-	select {
-	case c.agg.kick <- struct{}{}:
-	default:
-	}
-	for c.agg.applied.Load() < want {
-		time.Sleep(50 * time.Microsecond)
-		select {
-		case c.agg.kick <- struct{}{}:
-		default:
+// settle returns once the aggregator has applied every batch queued before the call.
+//
+// The aggregator sleeps until the batch it armed for is queued (wakeItems), and the last calls
+// of a test usually queue fewer; so settle completes that batch as any producer would, with
+// empty batches that apply as nothing. Once a Drain has taken them, it has taken everything
+// queued before them; once a second Drain has, the aggregator has applied the first one's
+// round (one goroutine does both), and its writes happen before settle returns (the ring's
+// counter orders them).
+func (c *connectorImp) settle(tb testing.TB) {
+	tb.Helper()
+	c.drained(tb)
+	c.drained(tb)
+}
+
+// drained queues empty batches, as many as the aggregator waits for when its batches are the
+// size the hints say (at least its first wake count), and returns once a Drain has taken them.
+// If the aggregator armed for more (hints raised since its last round), it queues more.
+func (c *connectorImp) drained(tb testing.TB) {
+	tb.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		fill := max(wakeItems(c.q.Cap(), int(c.reducer.hints.get(hintSeries))), wakeItems(c.q.Cap(), firstSeriesPerBatch))
+		for range fill {
+			b := c.free.Get()
+			if b == nil {
+				b = new(deltaBatch)
+			}
+			require.NoError(tb, c.q.Put(context.Background(), b))
+		}
+		for n := 0; c.q.Len() > 0 && n < 2000; n++ {
+			require.True(tb, time.Now().Before(deadline), "the aggregator does not drain the ring")
+			time.Sleep(50 * time.Microsecond)
+		}
+		if c.q.Len() == 0 {
+			return
 		}
 	}
 }

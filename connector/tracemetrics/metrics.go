@@ -16,11 +16,13 @@ import (
 // telemetry is the connector's own telemetry. The hot paths only touch atomics; the OTel
 // metric API is called from observable callbacks at collection time and from the flusher.
 type telemetry struct {
-	seriesLive     atomic.Int64
-	overflowSpans  atomic.Int64
-	flushesSkipped atomic.Int64
-	refusedSpans   atomic.Int64
-	exportErrors   atomic.Int64
+	seriesLive      atomic.Int64
+	aggregatedSpans atomic.Int64 // added once per drained round by the aggregator
+	overflowSpans   atomic.Int64
+	flushes         atomic.Int64 // added once per flush by the flusher
+	flushesSkipped  atomic.Int64
+	refusedSpans    atomic.Int64
+	exportErrors    atomic.Int64
 
 	flushDuration metric.Float64Histogram
 	flushPoints   metric.Int64Histogram
@@ -46,9 +48,11 @@ func newTelemetry(set component.TelemetrySettings, q *intake.Queue[deltaBatch]) 
 	}
 	series := gauge("otelcol_connector_tracemetrics_series", "Series held by the connector (overflow series excluded).", "{series}")
 	depth := gauge("otelcol_connector_tracemetrics_ring_depth", "Batches waiting in the intake ring.", "{batches}")
+	aggregated := counter("otelcol_connector_tracemetrics_aggregated_spans", "Spans folded into the series store by the aggregator; spans of resources without service.name are skipped and not counted.", "{spans}")
 	overflow := counter("otelcol_connector_tracemetrics_overflow_spans", "Spans (and events) counted in an otel.metric.overflow series because a series limit was reached.", "{spans}")
 	fullWaits := counter("otelcol_connector_tracemetrics_ring_full_waits", "ConsumeTraces calls that found the intake ring full and waited.", "{calls}")
 	lost := counter("otelcol_connector_tracemetrics_ring_lost_offers", "Ring offers lost to contention while there was room, and retried.", "{offers}")
+	flushes := counter("otelcol_connector_tracemetrics_flushes", "Flushes completed: the metrics of an interval built and handed to the next consumer (Shutdown's final flush included).", "{flushes}")
 	skipped := counter("otelcol_connector_tracemetrics_flushes_skipped", "Flushes postponed because the previous one was still being sent.", "{flushes}")
 	refused := counter("otelcol_connector_tracemetrics_refused_spans", "Spans refused by ConsumeTraces (context done while the ring was full, or shut down).", "{spans}")
 	exportErrs := counter("otelcol_connector_tracemetrics_export_errors", "Flushes the next consumer returned an error for.", "{flushes}")
@@ -66,14 +70,16 @@ func newTelemetry(set component.TelemetrySettings, q *intake.Queue[deltaBatch]) 
 		st := q.Stats()
 		o.ObserveInt64(series, t.seriesLive.Load())
 		o.ObserveInt64(depth, int64(q.Len()))
+		o.ObserveInt64(aggregated, t.aggregatedSpans.Load())
 		o.ObserveInt64(overflow, t.overflowSpans.Load())
 		o.ObserveInt64(fullWaits, int64(st.FullWaits))
 		o.ObserveInt64(lost, int64(st.LostOffers))
+		o.ObserveInt64(flushes, t.flushes.Load())
 		o.ObserveInt64(skipped, t.flushesSkipped.Load())
 		o.ObserveInt64(refused, t.refusedSpans.Load())
 		o.ObserveInt64(exportErrs, t.exportErrors.Load())
 		return nil
-	}, series, depth, overflow, fullWaits, lost, skipped, refused, exportErrs)
+	}, series, depth, aggregated, overflow, fullWaits, lost, flushes, skipped, refused, exportErrs)
 	return t, err
 }
 

@@ -51,6 +51,7 @@ func (r *reducer) reduce(b *deltaBatch, td ptrace.Traces) {
 			scope := ss.Scope()
 			withScope := scope.Name() != "" && slices.Contains(r.scopes, scope.Name())
 			spans := ss.Spans()
+			b.spans += int64(spans.Len())
 			for k := 0; k < spans.Len(); k++ {
 				if k%touchAhead == 0 && spans.Len()-k >= minTouch {
 					b.touch ^= touchSpans(spans, k, min(k+touchAhead, spans.Len()))
