@@ -56,23 +56,17 @@ type Queue[T any] struct {
 	spaceCh     chan struct{}
 	roomWaiters atomic.Int32
 
-	offers     atomic.Uint64
 	lostOffers atomic.Uint64
 	fullWaits  atomic.Uint64
-	wakeups    atomic.Uint64
 }
 
 // Stats are cumulative counters of a Queue.
 type Stats struct {
-	// Offers is the number of items published.
-	Offers uint64
 	// LostOffers counts Offer calls that failed under contention while the ring had room
 	// and were retried (go-datastructures #213).
 	LostOffers uint64
 	// FullWaits counts Put calls that found the ring full and had to wait for room.
 	FullWaits uint64
-	// Wakeups counts producer-side wakeups of the consumer.
-	Wakeups uint64
 }
 
 // New returns a queue holding up to capacity items, rounded up to a power of two, at least 2.
@@ -96,10 +90,8 @@ func (q *Queue[T]) Len() int { return int(q.queued.Load()) }
 // Stats returns the queue's counters.
 func (q *Queue[T]) Stats() Stats {
 	return Stats{
-		Offers:     q.offers.Load(),
 		LostOffers: q.lostOffers.Load(),
 		FullWaits:  q.fullWaits.Load(),
-		Wakeups:    q.wakeups.Load(),
 	}
 }
 
@@ -128,7 +120,6 @@ func (q *Queue[T]) Put(ctx context.Context, item *T) error {
 			return err
 		}
 	}
-	q.offers.Add(1)
 	n := q.queued.Add(1)
 	if w := q.want.Load(); w > 0 && n >= w && q.want.CompareAndSwap(w, 0) {
 		q.signal()
@@ -139,7 +130,6 @@ func (q *Queue[T]) Put(ctx context.Context, item *T) error {
 func (q *Queue[T]) signal() {
 	select {
 	case q.wake <- struct{}{}:
-		q.wakeups.Add(1)
 	default: // a token is already there
 	}
 }
