@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -418,42 +419,61 @@ var _ = slices.Contains[[]string]
 // flush instead of being skipped.
 func (c *connectorImp) flusherIdle() bool { return len(c.agg.returned) == 1 }
 
-// settle returns once the aggregator has applied every batch queued before the call.
+// settle returns once the aggregator has applied every batch queued before the call; no
+// ConsumeTraces call may run meanwhile.
 //
 // The aggregator sleeps until the batch it armed for is queued (wakeItems), and the last calls
 // of a test usually queue fewer; so settle completes that batch as any producer would, with
-// empty batches that apply as nothing. Once a Drain has taken them, it has taken everything
-// queued before them; once a second Drain has, the aggregator has applied the first one's
-// round (one goroutine does both), and its writes happen before settle returns (the ring's
-// counter orders them).
+// empty batches that apply as nothing, and watches the ring's depth, which only a Drain lowers
+// while settle is the only producer. Once fewer are queued than it has queued itself, a Drain
+// has taken one of its empty batches, and so every batch before them. Once the depth falls
+// again, a later Drain has happened: the aggregator (one goroutine) has applied the first
+// one's round, and the ring's counter orders those writes before settle returns.
 func (c *connectorImp) settle(tb testing.TB) {
 	tb.Helper()
-	c.drained(tb)
-	c.drained(tb)
+	puts := 0
+	c.fillUntil(tb, func() bool { return puts > 0 && c.q.Len() < puts }, &puts)
+	queued, more := c.q.Len(), 0
+	c.fillUntil(tb, func() bool { return c.q.Len() < queued+more }, &more)
 }
 
-// drained queues empty batches, as many as the aggregator waits for when its batches are the
-// size the hints say (at least its first wake count), and returns once a Drain has taken them.
-// If the aggregator armed for more (hints raised since its last round), it queues more.
-func (c *connectorImp) drained(tb testing.TB) {
+// fillUntil queues empty batches until done, counting them in puts: quickly up to the batch the
+// aggregator computed at its last round from the hints (exact under a steady load), slowly up
+// to the largest batch it can ask for (the hints may have changed since), then not at all.
+func (c *connectorImp) fillUntil(tb testing.TB, done func() bool, puts *int) {
 	tb.Helper()
 	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		fill := max(wakeItems(c.q.Cap(), int(c.reducer.hints.get(hintSeries))), wakeItems(c.q.Cap(), firstSeriesPerBatch))
-		for range fill {
-			b := c.free.Get()
-			if b == nil {
-				b = new(deltaBatch)
-			}
-			require.NoError(tb, c.q.Put(context.Background(), b))
+	patience := time.Now().Add(2 * time.Millisecond)
+	likely := max(wakeItems(c.q.Cap(), int(c.reducer.hints.get(hintSeries))), wakeItems(c.q.Cap(), firstSeriesPerBatch))
+	largest := wakeItems(c.q.Cap(), 0)
+	for !done() {
+		require.True(tb, time.Now().Before(deadline), "the aggregator does not drain the ring")
+		n := c.q.Len()
+		if n < largest {
+			require.NoError(tb, c.q.Put(context.Background(), c.emptyBatch(patience)))
+			*puts++
 		}
-		for n := 0; c.q.Len() > 0 && n < 2000; n++ {
-			require.True(tb, time.Now().Before(deadline), "the aggregator does not drain the ring")
+		if n < likely {
+			runtime.Gosched()
+		} else {
 			time.Sleep(50 * time.Microsecond)
 		}
-		if c.q.Len() == 0 {
-			return
+	}
+}
+
+// emptyBatch takes a batch from the free list. A new batch would join the pool, producers
+// would grow it and benchmarks would count that; so when the list is empty it waits until
+// patience for the aggregator to hand batches back, and only then makes new ones (the pool is
+// smaller than the aggregator's batch in small tests).
+func (c *connectorImp) emptyBatch(patience time.Time) *deltaBatch {
+	for {
+		if b := c.free.Get(); b != nil {
+			return b
 		}
+		if time.Now().After(patience) {
+			return new(deltaBatch)
+		}
+		time.Sleep(50 * time.Microsecond)
 	}
 }
 
