@@ -29,11 +29,10 @@ const (
 	defaultExpoMaxSize = 160
 	// defaultMaxSeries and defaultSeriesExpiration keep a 2-core / 4 GB gateway out of the
 	// memory limiter's refusals: README.md ("Memory and the defaults") has the arithmetic.
-	defaultMaxSeries              = 500_000
-	defaultSeriesExpiration       = 5 * time.Minute
-	defaultRingSize               = 1024
-	maxRingSize                   = 1 << 20
-	defaultDeltaTimestampCacheLen = 1000
+	defaultMaxSeries        = 500_000
+	defaultSeriesExpiration = 5 * time.Minute
+	defaultRingSize         = 1024
+	maxRingSize             = 1 << 20
 	// deltaIdleIntervals is how many idle flush intervals a delta series is kept when
 	// series_expiration is 0.
 	deltaIdleIntervals = 5
