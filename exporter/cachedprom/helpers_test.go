@@ -317,3 +317,27 @@ func gunzip(tb testing.TB, gz []byte) []byte {
 	require.NoError(tb, err)
 	return b
 }
+
+// offHeapBytes is the memory the store holds outside the Go heap.
+func (s *seriesStore) offHeapBytes() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, c := range s.chunks {
+		n += len(c.mem)
+	}
+	for _, c := range s.buckets.chunks {
+		n += len(c.mem)
+	}
+	for _, c := range s.labels.chunks {
+		n += len(c.mem)
+	}
+	return n
+}
+
+// len returns the number of series (rows).
+func (s *seriesStore) len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.index)
+}

@@ -846,36 +846,12 @@ func (s *seriesStore) close() {
 	clear(s.resources)
 }
 
-// offHeapBytes is the memory the store holds outside the Go heap.
-func (s *seriesStore) offHeapBytes() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := 0
-	for _, c := range s.chunks {
-		n += len(c.mem)
-	}
-	for _, c := range s.buckets.chunks {
-		n += len(c.mem)
-	}
-	for _, c := range s.labels.chunks {
-		n += len(c.mem)
-	}
-	return n
-}
-
 func (s *seriesStore) takeEvents() [numEvents]int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ev := s.events
 	s.events = [numEvents]int64{}
 	return ev
-}
-
-// len returns the number of series (rows).
-func (s *seriesStore) len() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.index)
 }
 
 // labelSetCount returns the number of label sets held, the unit of max_series.
