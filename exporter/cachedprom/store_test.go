@@ -10,6 +10,7 @@ import (
 	"github.com/jonboulle/clockwork"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/exporter/exportertest"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
@@ -229,6 +230,33 @@ func TestRenderWaitsForTheWholeFlush(t *testing.T) {
 		clock.Advance(gap)
 	}
 	assert.GreaterOrEqual(t, clock.Since(began), e.renderMaxDelay)
+}
+
+// TestRenderLoopWakesWhenIngestPaused: the running loop renders once ingest
+// has paused renderSettle, on its own timer, not at the next render_interval
+// tick.
+func TestRenderLoopWakesWhenIngestPaused(t *testing.T) {
+	cfg := createDefaultConfig().(*Config)
+	cfg.NetAddr.Endpoint = freeEndpoint(t)
+	clock := clockwork.NewFakeClockAt(testBase)
+	e, err := newExporter(cfg, exportertest.NewNopSettings(metadata.Type), clock)
+	require.NoError(t, err)
+	require.NoError(t, e.Start(context.Background(), componenttest.NewNopHost()))
+	t.Cleanup(func() { require.NoError(t, e.Shutdown(context.Background())) })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.NoError(t, clock.BlockUntilContext(ctx, 2), "the ticker and the settle timer")
+
+	began := clock.Now()
+	require.NoError(t, e.ConsumeMetrics(context.Background(), gaugeBatch("temp", began, "a")))
+	const step = 10 * time.Millisecond
+	for e.snapshot.Load() == nil {
+		require.Less(t, clock.Since(began), cfg.RenderInterval, "not rendered before the tick")
+		time.Sleep(time.Millisecond) // the loop takes the wake-up on a real goroutine
+		clock.Advance(step)
+	}
+	assert.GreaterOrEqual(t, clock.Since(began), e.renderSettle)
+	assert.Contains(t, textOf(t, e.snapshot.Load()), `temp{`)
 }
 
 // TestMemoryFallsAfterBurst: after a cardinality burst expires, label bytes
