@@ -372,12 +372,20 @@ func wait(ctx context.Context, s *solo, d time.Duration) bool {
 func eachSide(ctx context.Context, p Probe, pc ProbeCollectors, pool *Pool, res *ProbeResult,
 	fn func(c Collector, run *ProbeRun) error,
 ) error {
-	for _, name := range p.Sides {
+	return runSides(ctx, p, pc, pool, res, p.Sides, 0, fn)
+}
+
+// runSides runs fn for the collectors named in sides, in that order, on pool and appends their
+// runs, marked with round (0 outside rounds), to res.
+func runSides(ctx context.Context, p Probe, pc ProbeCollectors, pool *Pool, res *ProbeResult, sides []string, round int,
+	fn func(c Collector, run *ProbeRun) error,
+) error {
+	for _, name := range sides {
 		c, err := pc.byName(name, p.Kind)
 		if err != nil {
 			return err
 		}
-		run := ProbeRun{Collector: name, Binary: c.Binary, Config: c.Config, Series: pool.Shape.Series(), LoadAverage: LoadAverage()}
+		run := ProbeRun{Collector: name, Round: round, Binary: c.Binary, Config: c.Config, Series: pool.Shape.Series(), LoadAverage: LoadAverage()}
 		if err := fn(c, &run); err != nil {
 			run.Error = joinErr(run.Error, err.Error())
 		}

@@ -179,6 +179,9 @@ func TestMemoryPlan(t *testing.T) {
 	assert.Equal(t, []string{"ours", "stock"}, mem.Sides)
 	assert.Equal(t, "1", names["floor"].GOMAXPROCS)
 	assert.Equal(t, []Shape{Shape1k, Shape100k}, names["floor"].Shapes)
+	assert.Equal(t, DefaultFloorRounds, names["floor"].Rounds)
+	assert.Equal(t, []string{"floor", "ours"}, names["floor"].Sides)
+	assert.Contains(t, names["floor"].Title(), "in each of 3 round(s)")
 	assert.Equal(t, 8, names["scrapers-100k"].Scrapers)
 	assert.False(t, names["scrapers-100k"].Gzip)
 	assert.True(t, names["scrape-100k"].Gzip)
@@ -187,8 +190,10 @@ func TestMemoryPlan(t *testing.T) {
 	assert.Equal(t, 5*time.Second, stale.FlushInterval)
 	assert.Equal(t, int64(5_000_000), stale.Backlog)
 
-	plan = MemoryPlan(MemoryPlanConfig{FlushInterval: 15 * time.Second, MemoryWindow: time.Minute})
+	plan = MemoryPlan(MemoryPlanConfig{FlushInterval: 15 * time.Second, MemoryWindow: time.Minute, FloorRounds: 1})
 	assert.Equal(t, time.Minute, plan[0].Window)
+	assert.Equal(t, 1, plan[2].Rounds)
+	assert.Equal(t, ProbeFloor, plan[2].Kind)
 }
 
 func TestProbeCollectorsByName(t *testing.T) {

@@ -52,24 +52,23 @@ func writeProbe(b *bufio.Writer, res *ProbeResult) {
 	}
 	loads := make([]string, 0, len(res.Runs))
 	for _, run := range res.Runs {
-		loads = append(loads, fmt.Sprintf("%s (%d series) %.2f", run.Collector, run.Series, run.LoadAverage))
+		loads = append(loads, fmt.Sprintf("%s %.2f", run.Label(), run.LoadAverage))
 	}
 	if len(loads) > 0 {
 		fmt.Fprintf(b, "\nHost load average (1 min) as each run started: %s.\n\n", strings.Join(loads, ", "))
 	}
 	for _, run := range res.Runs {
 		if run.Error != "" {
-			fmt.Fprintf(b, "- %s (%d series): error: %s\n", run.Collector, run.Series, run.Error)
+			fmt.Fprintf(b, "- %s: error: %s\n", run.Label(), run.Error)
 		}
 		if run.Placement != "" {
-			fmt.Fprintf(b, "- %s (%d series): %s\n", run.Collector, run.Series, run.Placement)
+			fmt.Fprintf(b, "- %s: %s\n", run.Label(), run.Placement)
 		}
 		if run.StopSeconds > 0 {
-			fmt.Fprintf(b, "- %s (%d series): graceful shutdown took %.1f s\n", run.Collector, run.Series, run.StopSeconds)
+			fmt.Fprintf(b, "- %s: graceful shutdown took %.1f s\n", run.Label(), run.StopSeconds)
 		}
 		if run.Killed != nil {
-			fmt.Fprintf(b, "- %s (%d series): killed at %.2f GiB RSS after %.0f s\n", run.Collector, run.Series,
-				run.Killed.RSSMiB/1024, run.Killed.At)
+			fmt.Fprintf(b, "- %s: killed at %.2f GiB RSS after %.0f s\n", run.Label(), run.Killed.RSSMiB/1024, run.Killed.At)
 		}
 	}
 	b.WriteString("\n")
@@ -131,23 +130,77 @@ func writeScrapeLoad(b *bufio.Writer, res *ProbeResult) {
 func writeFloor(b *bufio.Writer, res *ProbeResult) {
 	// A side that waited for load (CPU well under 100 %) shows a rate below what it can take; its
 	// CPU time per span is still what each span cost it, so the report gives both ratios.
-	b.WriteString("| series | collector | spans/s | CPU % | CPU µs/span | RSS max (MiB) | ours ÷ floor, rate | floor ÷ ours, CPU per span |\n|---|---|---|---|---|---|---|---|\n")
-	floor := map[int]Phase{}
+	summary := summarizeFloor(res.Runs)
+	type key struct{ series, round int }
+	rounds := map[key]FloorRound{}
+	for _, s := range summary {
+		for _, r := range s.Rounds {
+			rounds[key{s.Series, r.Round}] = r
+		}
+	}
+	b.WriteString("Every run, in the order they ran; the ratios on ours' row are against the floor of the same round.\n\n")
+	b.WriteString("| series | round | collector | spans/s | CPU % | CPU µs/span | RSS max (MiB) | ours ÷ floor, rate | floor ÷ ours, CPU per span |\n|---|---|---|---|---|---|---|---|---|\n")
 	for _, run := range res.Runs {
 		if len(run.Phases) == 0 {
 			continue
 		}
 		ph := run.Phases[0]
 		rate, cost := "", ""
-		if run.Collector == "floor" {
-			floor[run.Series] = ph
-		} else if f := floor[run.Series]; f.SpansPerSec > 0 && ph.SpansPerSec > 0 && ph.CPUPercent > 0 {
-			rate = fmt.Sprintf("%.3f", ph.SpansPerSec/f.SpansPerSec)
-			cost = fmt.Sprintf("%.3f", cpuPerSpan(f)/cpuPerSpan(ph))
+		if r, ok := rounds[key{run.Series, run.Round}]; ok && run.Collector == "ours" {
+			rate, cost = fmt.Sprintf("%.3f", r.RateRatio), fmt.Sprintf("%.3f", r.CostRatio)
 		}
-		fmt.Fprintf(b, "| %d | %s | %.0f | %.0f | %.3f | %.0f | %s | %s |\n", run.Series, run.Collector, ph.SpansPerSec, ph.CPUPercent,
-			cpuPerSpan(ph)*1e6, ph.RSSMaxMiB, rate, cost)
+		fmt.Fprintf(b, "| %d | %d | %s | %.0f | %.0f | %.3f | %.0f | %s | %s |\n", run.Series, run.Round, run.Collector, ph.SpansPerSec,
+			ph.CPUPercent, cpuPerSpan(ph)*1e6, ph.RSSMaxMiB, rate, cost)
 	}
+	if len(summary) == 0 {
+		return
+	}
+	b.WriteString("\nOver the rounds, per shape: each side's median (lowest–highest run), the ratio of the medians, each round's ratio " +
+		"and their median. **Headline: floor ÷ ours in CPU per span, the median of the per-round ratios** (in bold): CPU per span " +
+		"does not depend on whether the load generator kept the collector saturated, and a ratio within a round leaves out " +
+		"the host's drift between rounds.\n\n")
+	b.WriteString("| series | runs floor / ours | floor CPU µs/span | ours CPU µs/span | floor ÷ ours of the medians | floor ÷ ours per round | floor ÷ ours, median of the rounds |\n|---|---|---|---|---|---|---|\n")
+	for _, s := range summary {
+		cost := make([]string, len(s.Rounds))
+		for i, r := range s.Rounds {
+			cost[i] = fmt.Sprintf("%.3f", r.CostRatio)
+		}
+		fmt.Fprintf(b, "| %d | %d / %d | %s | %s | %s | %s | %s |\n", s.Series, s.Floor.Runs, s.Ours.Runs,
+			spread(s.Floor.CPUMicrosPerSpan, "%.3f"), spread(s.Ours.CPUMicrosPerSpan, "%.3f"), ratioCell(s.CostRatio, ""),
+			orDash(strings.Join(cost, ", ")), ratioCell(s.RoundCostRatio, "**"))
+	}
+	b.WriteString("\n| series | floor spans/s | ours spans/s | ours ÷ floor of the medians | ours ÷ floor per round | ours ÷ floor, median of the rounds |\n|---|---|---|---|---|---|\n")
+	for _, s := range summary {
+		rate := make([]string, len(s.Rounds))
+		for i, r := range s.Rounds {
+			rate[i] = fmt.Sprintf("%.3f", r.RateRatio)
+		}
+		fmt.Fprintf(b, "| %d | %s | %s | %s | %s | %s |\n", s.Series, spread(s.Floor.SpansPerSec, "%.0f"), spread(s.Ours.SpansPerSec, "%.0f"),
+			ratioCell(s.RateRatio, ""), orDash(strings.Join(rate, ", ")), ratioCell(s.RoundRateRatio, ""))
+	}
+}
+
+// spread prints a median and its range with format, or "-" without runs.
+func spread(s Spread, format string) string {
+	if s == (Spread{}) {
+		return "-"
+	}
+	return fmt.Sprintf(format+" ("+format+"–"+format+")", s.Median, s.Min, s.Max)
+}
+
+// ratioCell prints r between mark (Markdown emphasis), or "-" when there is none.
+func ratioCell(r float64, mark string) string {
+	if r == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%s%.3f%s", mark, r, mark)
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }
 
 // cpuPerSpan is the CPU seconds a phase spent per span.

@@ -1,6 +1,9 @@
 package loadtest
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
 
 // ProbeResult is what one probe measured, a ProbeRun per collector (and shape) it ran.
 type ProbeResult struct {
@@ -10,15 +13,28 @@ type ProbeResult struct {
 	End         time.Time  `json:"end"`
 	LoadAverage float64    `json:"load_average"`
 	Runs        []ProbeRun `json:"runs"`
-	Error       string     `json:"error,omitempty"`
+	// Floor summarizes ProbeFloor's runs over their rounds, one entry per shape.
+	Floor []FloorSummary `json:"floor,omitempty"`
+	Error string         `json:"error,omitempty"`
+}
+
+// Label names a run in the report and the log: the collector, its series and its round, if any.
+func (r ProbeRun) Label() string {
+	if r.Round > 0 {
+		return fmt.Sprintf("%s (%d series, round %d)", r.Collector, r.Series, r.Round)
+	}
+	return fmt.Sprintf("%s (%d series)", r.Collector, r.Series)
 }
 
 // ProbeRun is one collector's run in a probe.
 type ProbeRun struct {
 	Collector string `json:"collector"`
-	Binary    string `json:"binary"`
-	Config    string `json:"config"`
-	Series    int    `json:"series"`
+	// Round is the round (1-based) of a probe that measures its sides several times
+	// (Probe.Rounds); 0 otherwise.
+	Round  int    `json:"round,omitempty"`
+	Binary string `json:"binary"`
+	Config string `json:"config"`
+	Series int    `json:"series"`
 	// LoadAverage is the host's 1-minute load average when this collector started: runs of one
 	// probe are sequential, and the host is shared.
 	LoadAverage float64 `json:"load_average"`

@@ -3,6 +3,8 @@ package loadtest
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -58,6 +60,30 @@ type Probe struct {
 	Backlog int64 `json:"backlog,omitempty"`
 	// FlushInterval overrides the run's flush interval.
 	FlushInterval time.Duration `json:"flush_interval_ns,omitempty"`
+	// Rounds is how many times ProbeFloor measures each side at each shape, the sides interleaved
+	// round after round (see roundOrder); 0 counts as 1. One phase per side is too noisy on a
+	// shared host to compare two collectors whose costs differ by tens of percent.
+	Rounds int `json:"rounds,omitempty"`
+}
+
+// DefaultFloorRounds is the floor probe's rounds when MemoryPlanConfig.FloorRounds is 0: the
+// least that has a median which one disturbed phase cannot move.
+const DefaultFloorRounds = 3
+
+// rounds returns p.Rounds, at least 1.
+func (p Probe) rounds() int {
+	return max(p.Rounds, 1)
+}
+
+// roundOrder returns the order in which round (1-based) runs sides: as listed on odd rounds,
+// reversed on even ones, so that over the rounds neither side always follows the other (a host
+// that slows down or speeds up during the probe then weighs on both sides alike).
+func roundOrder(sides []string, round int) []string {
+	out := append([]string(nil), sides...)
+	if round%2 == 0 {
+		slices.Reverse(out)
+	}
+	return out
 }
 
 // Shape1M is the million-series cardinality of the memory probe.
@@ -73,6 +99,8 @@ type MemoryPlanConfig struct {
 	MemoryWindow time.Duration
 	// Backlog is the Kafka backlog of the staleness probe.
 	Backlog int64
+	// FloorRounds is the floor probe's rounds (0: DefaultFloorRounds).
+	FloorRounds int
 }
 
 // MemoryPlan is the set `make testbed-memory` runs: the memory work's and the overload items'
@@ -85,6 +113,10 @@ func MemoryPlan(c MemoryPlanConfig) []Probe {
 	// The warm-up covers one flush and a margin, so the measured phases start with every series
 	// created and flushed once.
 	warmup := c.FlushInterval + 5*time.Second
+	floorRounds := c.FloorRounds
+	if floorRounds == 0 {
+		floorRounds = DefaultFloorRounds
+	}
 	return []Probe{
 		{Name: "memory-1m", Kind: ProbeMemory, Shapes: []Shape{Shape1M}, Sides: []string{"ours", "stock"},
 			Window: window, MaxWindow: max(window, 4*time.Minute), SpansPerRequest: 1000},
@@ -92,7 +124,7 @@ func MemoryPlan(c MemoryPlanConfig) []Probe {
 			Window: c.Phase, Warmup: warmup, Scrapers: 1, Gzip: true, ScrapeEvery: time.Second, GOMAXPROCS: "1", PinCPU: true,
 			SpansPerRequest: 1000},
 		{Name: "floor", Kind: ProbeFloor, Shapes: []Shape{Shape1k, Shape100k}, Sides: []string{"floor", "ours"},
-			Window: c.Phase, Warmup: warmup, GOMAXPROCS: "1", SpansPerRequest: 1000},
+			Window: c.Phase, Warmup: warmup, GOMAXPROCS: "1", SpansPerRequest: 1000, Rounds: floorRounds},
 		{Name: "scrapers-100k", Kind: ProbeScrapeLoad, Shapes: []Shape{Shape100k}, Sides: []string{"ours"},
 			Window: c.Phase, Warmup: warmup, Scrapers: 8, Gzip: false, GOMAXPROCS: "1", PinCPU: true, SpansPerRequest: 1000},
 		{Name: "kafka-stale-100k", Kind: ProbeStaleness, Shapes: []Shape{Shape100k}, Sides: []string{"ours"},
@@ -126,7 +158,8 @@ func (p Probe) title() string {
 		return fmt.Sprintf("%s, max OTLP rate: %s without scrapes%s, then %s with %d %s scraper(s) back to back",
 			p.Shapes[0], p.Window, every, p.Window, p.Scrapers, enc)
 	case ProbeFloor:
-		return fmt.Sprintf("decode floor against our RED path, GOMAXPROCS=%s, max OTLP rate, %s per collector and shape", p.GOMAXPROCS, p.Window)
+		return fmt.Sprintf("decode floor against our RED path, GOMAXPROCS=%s, max OTLP rate, %s per collector and shape in each of %d round(s), "+
+			"in the order %s on odd rounds, reversed on even ones", p.GOMAXPROCS, p.Window, p.rounds(), strings.Join(p.Sides, ", "))
 	case ProbeStaleness:
 		return fmt.Sprintf("Kafka backlog of %s spans in messages of %d, %s, flush every %s", humanCount(float64(p.Backlog)),
 			p.SpansPerRequest, p.Shapes[0], p.FlushInterval)

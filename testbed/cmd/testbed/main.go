@@ -60,6 +60,7 @@ type flags struct {
 	staleBacklog  int64
 	floorConfig   string
 	oursMemConfig string
+	floorRounds   int
 }
 
 func main() {
@@ -95,6 +96,7 @@ func main() {
 	flag.Int64Var(&f.staleBacklog, "stale-backlog", 20_000_000, "probes: spans in the Kafka backlog of the staleness probe")
 	flag.StringVar(&f.floorConfig, "floor-config", "configs/floor.yaml", "probes: the decode-floor config (OTLP receiver → sampled debug exporter)")
 	flag.StringVar(&f.oursMemConfig, "ours-memory-config", "configs/ours-memory.yaml", "probes: our config for the million-series probe (series caps lifted, pprof extension)")
+	flag.IntVar(&f.floorRounds, "floor-rounds", loadtest.DefaultFloorRounds, "probes: rounds of the floor probe per shape, the floor and ours alternating; the report takes medians over them")
 	flag.Parse()
 	log.SetFlags(log.Ltime)
 

@@ -7,6 +7,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+
+	"github.com/otelcol-red/otelcol-red/testbed/loadtest"
 )
 
 func TestMain(m *testing.M) {
@@ -50,6 +52,18 @@ func TestSelectProbes(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, plan, 5)
 	assert.Equal(t, "memory-1m", plan[0].Name)
+	assert.Equal(t, "floor", plan[2].Name)
+	assert.Equal(t, loadtest.DefaultFloorRounds, plan[2].Rounds)
+
+	f.run, f.floorRounds = "^floor$", 5
+	plan, err = selectProbes(f)
+	require.NoError(t, err)
+	require.Len(t, plan, 1)
+	assert.Equal(t, 5, plan[0].Rounds)
+	f.floorRounds = -1
+	_, err = selectProbes(f)
+	require.ErrorContains(t, err, "-floor-rounds")
+	f.floorRounds = 0
 
 	f.run = "^scrape"
 	plan, err = selectProbes(f)

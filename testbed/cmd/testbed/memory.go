@@ -14,8 +14,12 @@ import (
 
 // selectProbes returns the memory plan's probes that -run selects.
 func selectProbes(f flags) ([]loadtest.Probe, error) {
+	if f.floorRounds < 0 {
+		return nil, fmt.Errorf("-floor-rounds must be 1 or more (0 takes the default), got %d", f.floorRounds)
+	}
 	plan := loadtest.MemoryPlan(loadtest.MemoryPlanConfig{
 		FlushInterval: f.flushInterval, Phase: f.phase, MemoryWindow: f.memoryWindow, Backlog: f.staleBacklog,
+		FloorRounds: f.floorRounds,
 	})
 	plan, err := selectByName(plan, f.run, func(p loadtest.Probe) string { return p.Name })
 	if err != nil {
@@ -76,12 +80,12 @@ func runMemory(ctx context.Context, f flags) ([]string, error) {
 		}
 		for _, r := range res.Runs {
 			if r.Error != "" {
-				failures = append(failures, fmt.Sprintf("%s/%s (%d series): %s", p.Name, r.Collector, r.Series, r.Error))
+				failures = append(failures, fmt.Sprintf("%s/%s: %s", p.Name, r.Label(), r.Error))
 			}
 			for _, g := range p.Gate(r) {
-				failures = append(failures, fmt.Sprintf("%s/%s (%d series): %s", p.Name, r.Collector, r.Series, g))
+				failures = append(failures, fmt.Sprintf("%s/%s: %s", p.Name, r.Label(), g))
 			}
-			log.Printf("%s/%s (%d series): %s", p.Name, r.Collector, r.Series, loadtest.RunSummary(r))
+			log.Printf("%s/%s: %s", p.Name, r.Label(), loadtest.RunSummary(r))
 		}
 		if ctx.Err() != nil {
 			break
