@@ -93,6 +93,16 @@ type Config struct {
 	// without gzip of a large body inflates it (a CPU burst per scrape), so
 	// a flood of them must not pile up. Zero means no limit. Default 16.
 	MaxConcurrentScrapes int `mapstructure:"max_concurrent_scrapes"`
+
+	// MinScrapeInterval spaces the scrapes served to one client address: a
+	// GET arriving sooner after the same address's previous one waits for
+	// the rest of the interval, then gets the current snapshot. Sending a
+	// large body is most of what a scrape costs the collector, and a client
+	// scraping in a loop would otherwise take that cost from ingest many
+	// times a second; Prometheus, asking once per scrape_interval, never
+	// waits. Behind a proxy every client shares the proxy's address. Zero
+	// means no pacing. Default 250ms.
+	MinScrapeInterval time.Duration `mapstructure:"min_scrape_interval"`
 }
 
 type translationStrategy string
@@ -128,6 +138,9 @@ func (cfg *Config) Validate() error {
 	}
 	if cfg.MaxConcurrentScrapes < 0 {
 		errs = append(errs, errors.New("max_concurrent_scrapes must not be negative"))
+	}
+	if cfg.MinScrapeInterval < 0 {
+		errs = append(errs, errors.New("min_scrape_interval must not be negative"))
 	}
 	if cfg.MetricExpiration < 0 {
 		errs = append(errs, errors.New("metric_expiration must not be negative"))

@@ -34,6 +34,7 @@ func TestLoadConfig(t *testing.T) {
 	full.RenderInterval = 5 * time.Second
 	full.MaxSeries = 5000
 	full.MaxConcurrentScrapes = 4
+	full.MinScrapeInterval = time.Second
 
 	tests := []struct {
 		id           component.ID
@@ -47,6 +48,7 @@ func TestLoadConfig(t *testing.T) {
 		{id: component.NewIDWithName(metadata.Type, "path_with_wildcard"), errorMessage: `path must be a literal URL path without spaces or braces, got "/metrics/{job}"`},
 		{id: component.NewIDWithName(metadata.Type, "path_with_method"), errorMessage: `path must be a literal URL path without spaces or braces, got "/GET /metrics"`},
 		{id: component.NewIDWithName(metadata.Type, "invalid_max_concurrent_scrapes"), errorMessage: "max_concurrent_scrapes must not be negative"},
+		{id: component.NewIDWithName(metadata.Type, "invalid_min_scrape_interval"), errorMessage: "min_scrape_interval must not be negative"},
 		{id: component.NewIDWithName(metadata.Type, "invalid_render_interval"), errorMessage: "render_interval must be greater than 0"},
 		{id: component.NewIDWithName(metadata.Type, "invalid_max_series"), errorMessage: "max_series must not be negative"},
 		{id: component.NewIDWithName(metadata.Type, "invalid_const_label"), errorMessage: `const_labels: invalid label name "__reserved"`},

@@ -32,7 +32,12 @@ const (
 	// defaultMaxConcurrentScrapes leaves room for several Prometheus
 	// replicas and probes while bounding a flood of scrapes.
 	defaultMaxConcurrentScrapes = 16
-	defaultAddMetricSuffix      = true
+	// defaultMinScrapeInterval is below the shortest scrape_interval
+	// Prometheus is run with, with room for a few scrapers sharing an
+	// address, and long enough that a client in a loop costs ingest next
+	// to nothing.
+	defaultMinScrapeInterval = 250 * time.Millisecond
+	defaultAddMetricSuffix   = true
 )
 
 // NewFactory creates the cachedprom exporter factory.
@@ -56,6 +61,7 @@ func createDefaultConfig() component.Config {
 		MaxSeries:         defaultMaxSeries,
 
 		MaxConcurrentScrapes: defaultMaxConcurrentScrapes,
+		MinScrapeInterval:    defaultMinScrapeInterval,
 	}
 }
 

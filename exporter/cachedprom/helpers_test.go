@@ -53,6 +53,8 @@ func startOurs(tb testing.TB, mutate func(*Config)) (*cachedExporter, string) {
 	cfg := createDefaultConfig().(*Config)
 	cfg.NetAddr.Endpoint = freeEndpoint(tb)
 	cfg.RenderInterval = 10 * time.Millisecond
+	// The tests scrape back to back; pacing has tests of its own.
+	cfg.MinScrapeInterval = 0
 	if mutate != nil {
 		mutate(cfg)
 	}
@@ -340,4 +342,11 @@ func (s *seriesStore) len() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.index)
+}
+
+// clients returns the number of addresses the pacer remembers.
+func (p *pacer) clients() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.next)
 }

@@ -24,6 +24,7 @@ type telemetry struct {
 	snapshotBytes  atomic.Int64
 	scrapes        atomic.Int64
 	scrapesRefused atomic.Int64
+	scrapesPaced   atomic.Int64
 
 	renderDuration metric.Float64Histogram
 	dropped        metric.Int64Counter
@@ -65,6 +66,9 @@ func newTelemetry(set component.TelemetrySettings) (*telemetry, error) {
 	refusedC, err := meter.Int64ObservableCounter("otelcol_exporter_cachedprom_scrapes_refused",
 		metric.WithDescription("Scrapes answered 503 because max_concurrent_scrapes were in flight."), metric.WithUnit("{scrape}"))
 	errs = errors.Join(errs, err)
+	pacedC, err := meter.Int64ObservableCounter("otelcol_exporter_cachedprom_scrapes_paced",
+		metric.WithDescription("Scrapes held back until min_scrape_interval had passed since the same client's previous one."), metric.WithUnit("{scrape}"))
+	errs = errors.Join(errs, err)
 	if errs != nil {
 		return nil, errs
 	}
@@ -75,8 +79,9 @@ func newTelemetry(set component.TelemetrySettings) (*telemetry, error) {
 		o.ObserveInt64(bytesG, t.snapshotBytes.Load())
 		o.ObserveInt64(scrapesC, t.scrapes.Load())
 		o.ObserveInt64(refusedC, t.scrapesRefused.Load())
+		o.ObserveInt64(pacedC, t.scrapesPaced.Load())
 		return nil
-	}, seriesG, labelSetsG, hiddenG, bytesG, scrapesC, refusedC)
+	}, seriesG, labelSetsG, hiddenG, bytesG, scrapesC, refusedC, pacedC)
 	return t, err
 }
 

@@ -27,12 +27,18 @@ type handler struct {
 	// them whatever max_concurrent_scrapes allows. Prometheus
 	// always asks for gzip and never needs it.
 	inflating chan struct{}
+	// pacer spaces the scrapes of one client; nil when
+	// min_scrape_interval is 0.
+	pacer *pacer
 }
 
 func newHandler(e *cachedExporter) *handler {
 	h := &handler{exp: e, inflating: make(chan struct{}, 1)}
 	if n := e.cfg.MaxConcurrentScrapes; n > 0 {
 		h.inflight = make(chan struct{}, n)
+	}
+	if d := e.cfg.MinScrapeInterval; d > 0 {
+		h.pacer = newPacer(d, e.clock)
 	}
 	return h
 }
@@ -53,6 +59,11 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	// Pace before taking an in-flight token: a client waiting for its turn
+	// must not keep another one from being served.
+	if h.pacer != nil && r.Method == http.MethodGet && !h.pace(w, r) {
 		return
 	}
 	if h.inflight != nil {
@@ -163,6 +174,27 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		panic("BUG: snapshot holds invalid gzip: " + err.Error())
 	}
 	_, _ = io.Copy(w, zr)
+}
+
+// pace waits for the client's turn. It reports false, having answered or
+// with the client gone, when the scrape is not to be served.
+func (h *handler) pace(w http.ResponseWriter, r *http.Request) bool {
+	d := h.pacer.reserve(clientAddr(r))
+	if d <= 0 {
+		return true
+	}
+	h.exp.telemetry.scrapesPaced.Add(1)
+	t := h.exp.clock.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.Chan():
+		return true
+	case <-r.Context().Done():
+		return false
+	case <-h.exp.done:
+		http.Error(w, "shutting down", http.StatusServiceUnavailable)
+		return false
+	}
 }
 
 // identitySeen records that a client wanted the uncompressed body, so the

@@ -44,7 +44,8 @@ func scraperBatch(r int, now time.Time) ptrace.Traces {
 
 // TestScrapersDoNotStarveIngest runs, through the binary, an OTLP load as fast as
 // the collector acknowledges, first unscraped, then with 8 clients scraping /metrics in a loop
-// without gzip (a few curl loops). Ingest must keep most of its rate, the scrapes
+// without gzip (a few curl loops). The clients share one address, so the exporter's
+// min_scrape_interval makes them take turns. Ingest must keep most of its rate, the scrapes
 // the exporter refuses (one uncompressed inflation at a time) must get a 503 counted in
 // scrapes_refused, and no span may be lost.
 func TestScrapersDoNotStarveIngest(t *testing.T) {

@@ -1,0 +1,128 @@
+package cachedprom
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+	"github.com/klauspost/compress/gzip"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/exporter/exportertest"
+
+	"github.com/otelcol-red/otelcol-red/exporter/cachedprom/internal/metadata"
+)
+
+func TestPacerGivesEachClientItsTurns(t *testing.T) {
+	clock := clockwork.NewFakeClockAt(testBase)
+	p := newPacer(time.Second, clock)
+	a, b := netip.MustParseAddr("192.0.2.1"), netip.MustParseAddr("192.0.2.2")
+
+	assert.Zero(t, p.reserve(a), "a first scrape is served at once")
+	assert.Equal(t, time.Second, p.reserve(a), "the next one waits a whole interval")
+	assert.Equal(t, 2*time.Second, p.reserve(a), "scrapes arriving together take turns")
+	assert.Zero(t, p.reserve(b), "another address has turns of its own")
+
+	clock.Advance(2500 * time.Millisecond)
+	assert.Equal(t, 500*time.Millisecond, p.reserve(a), "the rest of the interval after the last turn")
+	clock.Advance(10 * time.Second)
+	assert.Zero(t, p.reserve(a), "a client back after a pause is served at once")
+	assert.Equal(t, 1, p.clients(), "addresses whose turn has passed are forgotten")
+}
+
+// TestScrapeWaitsForItsTurn serves scrapes through the handler on a fake
+// clock: a second GET from one address within min_scrape_interval is held
+// until the interval has passed and then served the snapshot; another
+// address, HEAD and a client that gives up are not held.
+func TestScrapeWaitsForItsTurn(t *testing.T) {
+	cfg := createDefaultConfig().(*Config)
+	cfg.MinScrapeInterval = time.Second
+	clock := clockwork.NewFakeClockAt(testBase)
+	e, err := newExporter(cfg, exportertest.NewNopSettings(metadata.Type), clock)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, e.Shutdown(context.Background())) })
+	require.NoError(t, e.ConsumeMetrics(context.Background(), gaugeBatch("temp", clock.Now(), "a")))
+	e.renderNow()
+	h := newHandler(e)
+
+	get := func(method, addr string, ctx context.Context) *httptest.ResponseRecorder {
+		req := httptest.NewRequestWithContext(ctx, method, "/metrics", http.NoBody)
+		req.RemoteAddr = addr
+		req.Header.Set("Accept-Encoding", "gzip")
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		return rec
+	}
+	first := get(http.MethodGet, "192.0.2.1:40000", context.Background())
+	require.Equal(t, http.StatusOK, first.Code)
+	zr, err := gzip.NewReader(bytes.NewReader(first.Body.Bytes()))
+	require.NoError(t, err)
+	text, err := io.ReadAll(zr)
+	require.NoError(t, err)
+	assert.Contains(t, string(text), `temp{`)
+
+	done := make(chan *httptest.ResponseRecorder, 1)
+	go func() { done <- get(http.MethodGet, "192.0.2.1:40001", context.Background()) }()
+	waitCtx, cancelWait := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancelWait()
+	require.NoError(t, clock.BlockUntilContext(waitCtx, 1), "the second scrape did not wait")
+	assert.Equal(t, int64(1), e.telemetry.scrapesPaced.Load())
+	select {
+	case <-done:
+		t.Fatal("served before its turn")
+	default:
+	}
+
+	other := get(http.MethodGet, "192.0.2.2:40000", context.Background())
+	assert.Equal(t, http.StatusOK, other.Code, "another address is not held")
+	head := get(http.MethodHead, "192.0.2.1:40002", context.Background())
+	assert.Equal(t, http.StatusOK, head.Code, "HEAD sends no body and is not held")
+
+	clock.Advance(time.Second)
+	second := <-done
+	assert.Equal(t, http.StatusOK, second.Code)
+	assert.Equal(t, first.Body.String(), second.Body.String())
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	gone := get(http.MethodGet, "192.0.2.1:40003", ctx)
+	assert.Empty(t, gone.Body.String(), "a client that gave up is sent nothing")
+	assert.Equal(t, int64(2), e.telemetry.scrapesPaced.Load())
+	assert.Equal(t, int64(4), e.telemetry.scrapes.Load(), "the one that gave up is not counted as served")
+}
+
+// TestClientInALoopIsPaced scrapes a running exporter in a loop, on one
+// connection and on a new connection per scrape: either way the loop gets at
+// most one body per min_scrape_interval.
+func TestClientInALoopIsPaced(t *testing.T) {
+	const interval = 100 * time.Millisecond
+	for _, keepAlive := range []bool{true, false} {
+		t.Run(map[bool]string{true: "one connection", false: "connection per scrape"}[keepAlive], func(t *testing.T) {
+			e, url := startOurs(t, func(c *Config) { c.MinScrapeInterval = interval })
+			require.NoError(t, e.ConsumeMetrics(context.Background(), gaugeBatch("temp", time.Now(), "a")))
+			client := &http.Client{Transport: &http.Transport{DisableKeepAlives: !keepAlive}}
+			t.Cleanup(client.CloseIdleConnections)
+
+			start := time.Now()
+			var served int
+			for time.Since(start) < 10*interval {
+				resp, err := client.Get(url)
+				require.NoError(t, err)
+				_, err = io.Copy(io.Discard, resp.Body)
+				require.NoError(t, err)
+				require.NoError(t, resp.Body.Close())
+				require.Equal(t, http.StatusOK, resp.StatusCode)
+				served++
+			}
+			elapsed := time.Since(start)
+			assert.LessOrEqual(t, served, int(elapsed/interval)+1, "in %s", elapsed)
+			assert.Equal(t, int64(served-1), e.telemetry.scrapesPaced.Load(), "every scrape after the first waited")
+		})
+	}
+}
