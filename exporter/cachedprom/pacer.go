@@ -14,6 +14,13 @@ import (
 // map for long, rarely enough that the sweep costs nothing per scrape.
 const pacerSweepEvery = time.Second
 
+// pacerMaxAhead is how many turns of one address may be taken ahead of
+// the current one. Scrapes beyond it are refused at once rather than
+// queued: a client opening many requests together would otherwise hold a
+// goroutine and a connection per request and push its address's turns, and
+// those of every client sharing the address, ever further out.
+const pacerMaxAhead = 4
+
 // pacer spaces the bodies sent to one client address at least
 // min_scrape_interval apart. Serving a cached body costs the collector little
 // but the kernel's send of it, a cost in proportion to the series; a client
@@ -38,13 +45,18 @@ func newPacer(interval time.Duration, clock clockwork.Clock) *pacer {
 }
 
 // reserve takes the next turn of addr and returns how long until it comes.
-func (p *pacer) reserve(addr netip.Addr) time.Duration {
+// It reports false, taking no turn, when pacerMaxAhead turns are already
+// taken; the wait is then until the last of them.
+func (p *pacer) reserve(addr netip.Addr) (time.Duration, bool) {
 	now := p.clock.Now()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	at := now
 	if n, ok := p.next[addr]; ok && n.After(now) {
 		at = n
+	}
+	if at.Sub(now) >= pacerMaxAhead*p.interval {
+		return at.Sub(now), false
 	}
 	p.next[addr] = at.Add(p.interval)
 	if now.Sub(p.swept) >= pacerSweepEvery {
@@ -55,7 +67,7 @@ func (p *pacer) reserve(addr netip.Addr) time.Duration {
 			}
 		}
 	}
-	return at.Sub(now)
+	return at.Sub(now), true
 }
 
 // clientAddr is the address a scrape is paced by: the peer's IP, without

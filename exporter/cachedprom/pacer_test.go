@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"strconv"
 	"testing"
 	"time"
 
@@ -23,17 +24,47 @@ func TestPacerGivesEachClientItsTurns(t *testing.T) {
 	clock := clockwork.NewFakeClockAt(testBase)
 	p := newPacer(time.Second, clock)
 	a, b := netip.MustParseAddr("192.0.2.1"), netip.MustParseAddr("192.0.2.2")
+	turn := func(addr netip.Addr) time.Duration {
+		d, ok := p.reserve(addr)
+		require.True(t, ok, "refused after %s", d)
+		return d
+	}
 
-	assert.Zero(t, p.reserve(a), "a first scrape is served at once")
-	assert.Equal(t, time.Second, p.reserve(a), "the next one waits a whole interval")
-	assert.Equal(t, 2*time.Second, p.reserve(a), "scrapes arriving together take turns")
-	assert.Zero(t, p.reserve(b), "another address has turns of its own")
+	assert.Zero(t, turn(a), "a first scrape is served at once")
+	assert.Equal(t, time.Second, turn(a), "the next one waits a whole interval")
+	assert.Equal(t, 2*time.Second, turn(a), "scrapes arriving together take turns")
+	assert.Zero(t, turn(b), "another address has turns of its own")
 
 	clock.Advance(2500 * time.Millisecond)
-	assert.Equal(t, 500*time.Millisecond, p.reserve(a), "the rest of the interval after the last turn")
+	assert.Equal(t, 500*time.Millisecond, turn(a), "the rest of the interval after the last turn")
 	clock.Advance(10 * time.Second)
-	assert.Zero(t, p.reserve(a), "a client back after a pause is served at once")
+	assert.Zero(t, turn(a), "a client back after a pause is served at once")
 	assert.Equal(t, 1, p.clients(), "addresses whose turn has passed are forgotten")
+}
+
+// TestPacerRefusesBeyondItsQueue: an address may hold pacerMaxAhead turns
+// ahead of now; one more scrape is refused without taking a turn, so the
+// address's queue, and the wait of every client sharing it, stay bounded.
+func TestPacerRefusesBeyondItsQueue(t *testing.T) {
+	clock := clockwork.NewFakeClockAt(testBase)
+	p := newPacer(time.Second, clock)
+	a := netip.MustParseAddr("192.0.2.1")
+	for i := range pacerMaxAhead {
+		d, ok := p.reserve(a)
+		require.True(t, ok, "turn %d", i)
+		assert.Equal(t, time.Duration(i)*time.Second, d)
+	}
+	d, ok := p.reserve(a)
+	assert.False(t, ok, "a turn beyond the queue")
+	assert.Equal(t, time.Duration(pacerMaxAhead)*time.Second, d, "the wait until the last turn taken")
+	d, ok = p.reserve(a)
+	assert.False(t, ok, "a refusal took no turn")
+	assert.Equal(t, time.Duration(pacerMaxAhead)*time.Second, d)
+
+	clock.Advance(time.Second)
+	d, ok = p.reserve(a)
+	assert.True(t, ok, "a turn is free again once one has passed")
+	assert.Equal(t, time.Duration(pacerMaxAhead-1)*time.Second, d)
 }
 
 // TestScrapeWaitsForItsTurn serves scrapes through the handler on a fake
@@ -95,6 +126,29 @@ func TestScrapeWaitsForItsTurn(t *testing.T) {
 	assert.Empty(t, gone.Body.String(), "a client that gave up is sent nothing")
 	assert.Equal(t, int64(2), e.telemetry.scrapesPaced.Load())
 	assert.Equal(t, int64(4), e.telemetry.scrapes.Load(), "the one that gave up is not counted as served")
+
+	// The address now holds turns up to two intervals ahead (the one served
+	// and the one given up): two more wait, the next is refused at once.
+	waiting := make(chan *httptest.ResponseRecorder, 2)
+	for i := range 2 {
+		go func() { waiting <- get(http.MethodGet, "192.0.2.1:4100"+strconv.Itoa(i), context.Background()) }()
+	}
+	require.NoError(t, clock.BlockUntilContext(waitCtx, 2), "two scrapes wait for their turns")
+	over := make(chan *httptest.ResponseRecorder, 1)
+	go func() { over <- get(http.MethodGet, "192.0.2.1:41009", context.Background()) }()
+	var refused *httptest.ResponseRecorder
+	select {
+	case refused = <-over:
+	case <-waitCtx.Done():
+		t.Fatal("a scrape beyond the queue was queued, not refused")
+	}
+	assert.Equal(t, http.StatusServiceUnavailable, refused.Code, "beyond the queue")
+	assert.NotEmpty(t, refused.Header().Get("Retry-After"))
+	assert.Equal(t, int64(1), e.telemetry.scrapesRefused.Load())
+	clock.Advance(4 * time.Second)
+	for range 2 {
+		assert.Equal(t, http.StatusOK, (<-waiting).Code, "the queued scrapes are served in turn")
+	}
 }
 
 // TestClientInALoopIsPaced scrapes a running exporter in a loop, on one

@@ -179,7 +179,13 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // pace waits for the client's turn. It reports false, having answered or
 // with the client gone, when the scrape is not to be served.
 func (h *handler) pace(w http.ResponseWriter, r *http.Request) bool {
-	d := h.pacer.reserve(clientAddr(r))
+	d, ok := h.pacer.reserve(clientAddr(r))
+	if !ok {
+		h.exp.telemetry.scrapesRefused.Add(1)
+		w.Header().Set("Retry-After", strconv.Itoa(int(d.Round(time.Second)/time.Second)+1))
+		http.Error(w, "this address already has "+strconv.Itoa(pacerMaxAhead)+" scrapes waiting for their turn (min_scrape_interval); try again later", http.StatusServiceUnavailable)
+		return false
+	}
 	if d <= 0 {
 		return true
 	}
