@@ -229,9 +229,8 @@ func TestSeriesLimitsOverflowKeepsTotalsExact(t *testing.T) {
 	require.Equal(t, got.overflowCalls, overflowSpans)
 }
 
-// Shutdown flushes what was accepted since the last flush, even series never exported before
-// (reported with their real count, not spanmetrics' initial 0: there is no next flush), and
-// refuses spans afterwards.
+// Shutdown flushes what was accepted since the last flush, even series never exported before,
+// and refuses spans afterwards.
 func TestShutdownFlushesEverything(t *testing.T) {
 	c, sink, _, _ := startOurs(t, map[string]any{}, true)
 	r := newRand(1)
@@ -244,6 +243,47 @@ func TestShutdownFlushesEverything(t *testing.T) {
 	require.Equal(t, countedSpans(td), got.calls)
 	require.Equal(t, countedSpans(td), got.durations)
 	require.ErrorIs(t, c.ConsumeTraces(context.Background(), td), errShutdown)
+}
+
+// A cumulative series shows its count from its first flush on: no calls point is ever 0
+// (a series exists only because a span was counted), and at every flush each series' calls
+// equal its histogram count, new series included. spanmetrics exports 0 first; see
+// flusher.buildSums for why tracemetrics does not.
+func TestNewCumulativeSeriesCarryTheirCount(t *testing.T) {
+	c, sink, clock, _ := startOurs(t, map[string]any{"metrics_flush_interval": 15 * time.Second}, true)
+	r := newRand(3)
+	var sent int64
+	for flush := 0; flush < 3; flush++ {
+		// More services each time: every flush has new series beside known ones.
+		td := genTraces(r, 400, genOptions{services: 2 + 2*flush, names: 5})
+		require.NoError(t, c.ConsumeTraces(context.Background(), td))
+		sent += countedSpans(td)
+		md := flushOnce(t, c, sink, clock, 15*time.Second)
+		calls, durations := map[string]int64{}, map[string]int64{}
+		for i := 0; i < md.ResourceMetrics().Len(); i++ {
+			rm := md.ResourceMetrics().At(i)
+			res := attrString(rm.Resource().Attributes())
+			ms := rm.ScopeMetrics().At(0).Metrics()
+			for k := 0; k < ms.Len(); k++ {
+				m := ms.At(k)
+				switch m.Type() {
+				case pmetric.MetricTypeSum:
+					for d := 0; d < m.Sum().DataPoints().Len(); d++ {
+						dp := m.Sum().DataPoints().At(d)
+						require.Positive(t, dp.IntValue(), "flush %d: calls of a counted series", flush)
+						calls[res+attrString(dp.Attributes())] = dp.IntValue()
+					}
+				case pmetric.MetricTypeHistogram:
+					for d := 0; d < m.Histogram().DataPoints().Len(); d++ {
+						dp := m.Histogram().DataPoints().At(d)
+						durations[res+attrString(dp.Attributes())] = int64(dp.Count())
+					}
+				}
+			}
+		}
+		require.Equal(t, durations, calls, "flush %d: calls and histogram count of every series", flush)
+		require.Equal(t, sent, sumUp(md).calls, "flush %d: cumulative calls", flush)
+	}
 }
 
 func TestShutdownWithoutStart(t *testing.T) {

@@ -51,13 +51,12 @@ type flusher struct {
 
 // flushTable is the flusher's view of one family's series, by id.
 type flushTable struct {
-	fam      *family
-	keys     [][]byte // the aggregator's key chunks, as of the buffer being processed
-	keyRef   []uint64
-	keyLen   []uint32 // 0: free
-	res      []uint32
-	start    []int64 // cumulative: creation time; delta: last export time, 0 before the first
-	exported []bool  // cumulative calls: the first export reports 0 (see buildSums)
+	fam    *family
+	keys   [][]byte // the aggregator's key chunks, as of the buffer being processed
+	keyRef []uint64
+	keyLen []uint32 // 0: free
+	res    []uint32
+	start  []int64 // cumulative: creation time; delta: last export time, 0 before the first
 	// Cumulative totals.
 	count   []uint64
 	sum     []float64
@@ -75,11 +74,9 @@ func (t *flushTable) add(ns *newSeries, nb int, isDelta bool) {
 	t.keyLen = grow(t.keyLen, n)
 	t.res = grow(t.res, n)
 	t.start = grow(t.start, n)
-	t.exported = grow(t.exported, n)
 	t.keyRef[id] = ns.keyRef
 	t.keyLen[id] = ns.keyLen
 	t.res[id] = ns.res
-	t.exported[id] = false
 	t.start[id] = ns.created
 	if isDelta {
 		t.start[id] = 0
@@ -368,19 +365,18 @@ func (f *flusher) buildSums(m pmetric.Metric, name string, fi int, ids []uint32,
 	sum.SetIsMonotonic(true)
 	sum.SetAggregationTemporality(f.temporality())
 	t := f.tables[fi]
+	// A new cumulative series is exported with its count from its first flush on, like the
+	// histogram. spanmetrics exports 0 first and the count from the next flush, so that
+	// Prometheus' rate() sees a step from 0; but for a whole interval every new series then
+	// shows 0 calls beside a histogram that counts them, and an alert on calls == 0 or an
+	// error ratio misfires for every series of a burst at once. The start timestamp (the
+	// series' creation) says where the count began, for consumers that read it.
 	appendPoints(f, sum.DataPoints(), fi, ids, buf, ts, func(dp pmetric.NumberDataPoint, id uint32, r *deltaRow, _ int) {
-		switch {
-		case f.isDelta:
+		if f.isDelta {
 			dp.SetIntValue(int64(r.count))
-		case !t.exported[id] && !buf.final:
-			// spanmetrics reports a new cumulative series as 0 first, so that Prometheus
-			// sees the transition from nothing to 0 and keeps the first increase. The final
-			// flush (Shutdown) has no next export, so it reports the real count.
-			dp.SetIntValue(0)
-			t.exported[id] = true
-		default:
-			dp.SetIntValue(int64(t.count[id]))
+			return
 		}
+		dp.SetIntValue(int64(t.count[id]))
 	})
 }
 
