@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/collector/receiver"
 	"go.opentelemetry.io/collector/service/telemetry/otelconftelemetry"
 	spanmetricsconnector "github.com/open-telemetry/opentelemetry-collector-contrib/connector/spanmetricsconnector"
+	servicegraphconnector "github.com/open-telemetry/opentelemetry-collector-contrib/connector/servicegraphconnector"
 	forwardconnector "go.opentelemetry.io/collector/connector/forwardconnector"
 	tracemetrics "github.com/otelcol-red/otelcol-red/connector/tracemetrics"
 	hotspotfilter "github.com/otelcol-red/otelcol-red/connector/hotspotfilter"
@@ -131,6 +132,7 @@ func components() (otelcol.Factories, error) {
 
 	factories.Connectors, err = otelcol.MakeFactoryMap[connector.Factory](
 		spanmetricsconnector.NewFactory(),
+		servicegraphconnector.NewFactory(),
 		forwardconnector.NewFactory(),
 		tracemetrics.NewFactory(),
 		hotspotfilter.NewFactory(),
@@ -140,6 +142,7 @@ func components() (otelcol.Factories, error) {
 	}
 	factories.ConnectorModules = makeModulesMap(factories.Connectors, map[component.Type]string{
 		spanmetricsconnector.NewFactory().Type(): "github.com/open-telemetry/opentelemetry-collector-contrib/connector/spanmetricsconnector v0.145.0",
+		servicegraphconnector.NewFactory().Type(): "github.com/open-telemetry/opentelemetry-collector-contrib/connector/servicegraphconnector v0.145.0",
 		forwardconnector.NewFactory().Type(): "go.opentelemetry.io/collector/connector/forwardconnector v0.145.0",
 		tracemetrics.NewFactory().Type(): "github.com/otelcol-red/otelcol-red v0.0.0",
 		hotspotfilter.NewFactory().Type(): "github.com/otelcol-red/otelcol-red v0.0.0",

@@ -86,7 +86,7 @@ func TestComponentsListed(t *testing.T) {
 	for _, name := range []string{
 		"otlp", "kafka", // receivers (kafka is also an exporter)
 		"batch", "memory_limiter", "filter", "attributes", "resource", "transform",
-		"spanmetrics", "forward",
+		"spanmetrics", "servicegraph", "forward",
 		"otlp_grpc", "otlp_http", "debug", "prometheus", "elasticsearch",
 		"health_check", "pprof", "zpages", "file_storage",
 	} {
