@@ -24,6 +24,9 @@ type renderer struct {
 	// without ever holding the uncompressed body.
 	sink    io.Writer
 	written int
+	// members, when set instead of sink, takes the body in members of
+	// about memberSize bytes, compressed on other goroutines (members.go).
+	members *memberCompressor
 }
 
 // streamChunk is the size of the pieces handed to the sink; big enough to
@@ -32,6 +35,13 @@ const streamChunk = 256 << 10
 
 // flushChunk hands dst to the sink once it is large enough.
 func (rd *renderer) flushChunk(dst []byte, force bool) []byte {
+	if rd.members != nil {
+		if force || len(dst) < memberSize {
+			return dst // the last member is handed over by finish
+		}
+		rd.written += len(dst)
+		return rd.members.submit(dst)
+	}
 	if rd.sink == nil || (!force && len(dst) < streamChunk) {
 		return dst
 	}
