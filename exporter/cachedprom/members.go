@@ -89,7 +89,9 @@ func (m *memberCompressor) start(dst *offHeapBuffer, workers int) []byte {
 	}
 	n := workers * slotsPerWorker
 	for len(m.slots) < n {
-		m.slots = append(m.slots, &memberSlot{done: make(chan struct{}, 1)})
+		// Sized for a member and the row that crosses memberSize, so the
+		// formatter does not double its way up to it.
+		m.slots = append(m.slots, &memberSlot{in: make([]byte, 0, memberSize+memberSize/16), done: make(chan struct{}, 1)})
 	}
 	// Slots beyond this body's ring (the worker count went down) are let go.
 	clear(m.slots[n:])
