@@ -178,8 +178,8 @@ func (e *cachedExporter) Shutdown(ctx context.Context) error {
 // and ingest paused, at most once per render_interval, and after a render
 // idles at least as long as that render's processor time (so it uses at
 // most half a core on average however large the store, also when a large
-// body was compressed on several cores); it sweeps expired series on its own clock so
-// expiry does not depend on scrapes.
+// body was compressed on several cores); it sweeps expired series on its
+// own clock so expiry does not depend on scrapes.
 func (e *cachedExporter) renderLoop() {
 	ticker := e.clock.NewTicker(e.cfg.RenderInterval)
 	defer ticker.Stop()

@@ -77,9 +77,9 @@ type snapshotRenderer struct {
 	// workers overrides the number of compressing goroutines; 0 means
 	// GOMAXPROCS, up to maxCompressWorkers. Set by tests.
 	workers int
-	// work is the last render's processor time, estimated: its duration
-	// plus what the compressing workers spent meanwhile, less what the
-	// renderer waited for them.
+	// work is the compressing workers' time in the last render and waited
+	// the renderer's time waiting for them: the render's processor time
+	// is about its duration plus work less waited.
 	work, waited time.Duration
 }
 
@@ -163,6 +163,7 @@ func (r *snapshotRenderer) body(textBuf []byte, gz *offHeapBuffer, keep bool, re
 		r.work += work
 		r.waited += waited
 	} else {
+		r.members.release()
 		r.chunk, length = r.rd.renderCompressed(gz, r.chunk, r.zw, &r.keep, renderBody)
 	}
 	r.lastLen = length
