@@ -72,8 +72,8 @@ type snapshotRenderer struct {
 	keep    keepSink    // collects the body being streamed for identity clients
 	lastLen int         // uncompressed length of the last body
 
-	// members compresses large bodies on several goroutines (members.go).
-	members memberCompressor
+	// segments compresses large bodies on several goroutines (segments.go).
+	segments segmentCompressor
 	// workers overrides the number of compressing goroutines; 0 means
 	// GOMAXPROCS, up to maxCompressWorkers. Set by tests.
 	workers int
@@ -157,13 +157,13 @@ func (r *snapshotRenderer) body(textBuf []byte, gz *offHeapBuffer, keep bool, re
 	renderBody := func(dst []byte) []byte { return render(dst, r.store) }
 	if workers := compressWorkers(r.workers); workers > 1 && r.lastLen > parallelMinBody {
 		// Large bodies (never kept: parallelMinBody > maxKeptBody) are
-		// compressed as members on several goroutines.
+		// compressed in segments on several goroutines.
 		var work, waited time.Duration
-		length, work, waited = r.rd.renderMembers(gz, &r.members, workers, renderBody)
+		length, work, waited = r.rd.renderSegments(gz, &r.segments, workers, renderBody)
 		r.work += work
 		r.waited += waited
 	} else {
-		r.members.release()
+		r.segments.release()
 		r.chunk, length = r.rd.renderCompressed(gz, r.chunk, r.zw, &r.keep, renderBody)
 	}
 	r.lastLen = length
@@ -262,15 +262,15 @@ func (rd *renderer) renderCompressed(gz *offHeapBuffer, scratch []byte, zw *gzip
 	return rest, bodyLen
 }
 
-// renderMembers builds the gzip form into gz as members compressed by
-// workers goroutines (members.go). It returns the length of the
+// renderSegments builds the gzip form into gz from segments compressed by
+// workers goroutines (segments.go). It returns the length of the
 // uncompressed body, the workers' time on it and the time the renderer
 // waited for them.
-func (rd *renderer) renderMembers(gz *offHeapBuffer, m *memberCompressor, workers int, render func([]byte) []byte) (bodyLen int, work, waited time.Duration) {
-	rd.members, rd.written = m, 0
+func (rd *renderer) renderSegments(gz *offHeapBuffer, m *segmentCompressor, workers int, render func([]byte) []byte) (bodyLen int, work, waited time.Duration) {
+	rd.segments, rd.written = m, 0
 	rest := render(m.start(gz, workers))
 	bodyLen = rd.written + len(rest)
-	rd.members = nil
+	rd.segments = nil
 	work, waited = m.finish(rest)
 	return bodyLen, work, waited
 }

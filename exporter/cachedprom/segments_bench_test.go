@@ -12,16 +12,15 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// BenchmarkRenderMembers measures a gzip-only render (copy, format,
-// compress, publish) with the body compressed as one member on the
-// renderer's goroutine (workers=1: what a single processor always does) and
-// in members on up to GOMAXPROCS workers (workers=auto), on the same store
-// in the same run. Run it with -cpu 1,2: at -cpu 1 both are the
-// single-member path; at -cpu 2, workers=1 is the single-core figure beside
-// the parallel one. cpu-ms/op is the process' processor time per render
-// (getrusage), so the cost of the members in processor time shows beside
-// the wall time they save.
-func BenchmarkRenderMembers(b *testing.B) {
+// BenchmarkRenderSegments measures a gzip-only render (copy, format,
+// compress, publish) with the body compressed on the renderer's goroutine
+// (workers=1: what a single processor always does) and in segments on up to
+// GOMAXPROCS workers (workers=auto), on the same store in the same run. Run
+// it with -cpu 1,2: at -cpu 1 both are the single-core path; at -cpu 2,
+// workers=1 is the single-core figure beside the parallel one. cpu-ms/op is
+// the process' processor time per render (getrusage), so the cost of the
+// segments in processor time shows beside the wall time they save.
+func BenchmarkRenderSegments(b *testing.B) {
 	for _, n := range benchSeries(b) {
 		b.Run("series="+strconv.Itoa(n), func(b *testing.B) {
 			ours, _ := startOurs(b, func(c *Config) { c.MaxSeries = 0; c.RenderInterval = time.Hour })
