@@ -85,9 +85,9 @@ type segmentCompressor struct {
 	jobs   chan *segmentSlot
 	wg     sync.WaitGroup
 	dst    *offHeapBuffer
-	seq    int    // segments handed over in this body
-	crc    uint32 // CRC-32 of the segments appended so far
-	size   uint32 // their length, modulo 2^32 as gzip records it
+	seq    int           // segments handed over in this body
+	crc    uint32        // CRC-32 of the segments appended so far
+	size   uint32        // their length, modulo 2^32 as gzip records it
 	work   time.Duration // the workers' time on this body
 	wait   time.Duration // the renderer's time waiting for segments
 }
