@@ -215,58 +215,56 @@ func (m *segmentCompressor) release() {
 
 // crc32Combine returns the CRC-32 (IEEE) of a sequence whose first part has
 // crc1 and whose second part, len2 bytes long, has crc2: zlib's
-// crc32_combine, which hash/crc32 does not offer. It costs a few
-// microseconds, once per segment.
+// crc32_combine (1.2.12 on), which hash/crc32 does not offer. crc1 is
+// multiplied by x^(8·len2) modulo the polynomial, a microsecond once per
+// segment.
 func crc32Combine(crc1, crc2 uint32, len2 int64) uint32 {
-	if len2 <= 0 {
-		return crc1
-	}
-	// odd is the operator for one zero bit, then for 2^k zero bits; even
-	// the one for the next power of two.
-	var even, odd [32]uint32
-	odd[0] = 0xedb88320 // the CRC-32 polynomial, reflected
-	row := uint32(1)
-	for n := 1; n < 32; n++ {
-		odd[n] = row
-		row <<= 1
-	}
-	gf2MatrixSquare(&even, &odd) // two zero bits
-	gf2MatrixSquare(&odd, &even) // four zero bits
-	// Apply len2 zero bytes to crc1, one bit of len2 at a time (the first
-	// square gives the operator for one zero byte).
+	return multModP(x2nModP(uint64(len2), 3), crc1) ^ crc2 //nolint:gosec // len2 is a length
+}
+
+// crcPoly is the CRC-32 polynomial, bits reflected: in this representation
+// the polynomial 1 (x^0) is 1<<31.
+const crcPoly = 0xedb88320
+
+// multModP returns a(x)·b(x) modulo the polynomial.
+func multModP(a, b uint32) uint32 {
+	m := uint32(1) << 31
+	var p uint32
 	for {
-		gf2MatrixSquare(&even, &odd)
-		if len2&1 != 0 {
-			crc1 = gf2MatrixTimes(&even, crc1)
+		if a&m != 0 {
+			p ^= b
+			if a&(m-1) == 0 {
+				break
+			}
 		}
-		len2 >>= 1
-		if len2 == 0 {
-			break
-		}
-		gf2MatrixSquare(&odd, &even)
-		if len2&1 != 0 {
-			crc1 = gf2MatrixTimes(&odd, crc1)
-		}
-		len2 >>= 1
-		if len2 == 0 {
-			break
+		m >>= 1
+		if b&1 != 0 {
+			b = b>>1 ^ crcPoly
+		} else {
+			b >>= 1
 		}
 	}
-	return crc1 ^ crc2
+	return p
 }
 
-func gf2MatrixTimes(mat *[32]uint32, vec uint32) uint32 {
-	var sum uint32
-	for i := 0; vec != 0; i, vec = i+1, vec>>1 {
-		if vec&1 != 0 {
-			sum ^= mat[i]
+// x2nTable[k] is x^(2^k) modulo the polynomial.
+var x2nTable = func() (t [32]uint32) {
+	p := uint32(1) << 30 // x^1
+	t[0] = p
+	for k := 1; k < len(t); k++ {
+		p = multModP(p, p)
+		t[k] = p
+	}
+	return t
+}()
+
+// x2nModP returns x^(n·2^k) modulo the polynomial.
+func x2nModP(n uint64, k uint) uint32 {
+	p := uint32(1) << 31 // x^0
+	for ; n != 0; n, k = n>>1, k+1 {
+		if n&1 != 0 {
+			p = multModP(x2nTable[k&31], p)
 		}
 	}
-	return sum
-}
-
-func gf2MatrixSquare(square, mat *[32]uint32) {
-	for n := range square {
-		square[n] = gf2MatrixTimes(mat, mat[n])
-	}
+	return p
 }
