@@ -163,7 +163,9 @@ func (r *snapshotRenderer) body(textBuf []byte, gz *offHeapBuffer, keep bool, re
 		r.work += work
 		r.waited += waited
 	} else {
-		r.segments.release()
+		if r.lastLen <= parallelMinBody {
+			r.segments.release()
+		}
 		r.chunk, length = r.rd.renderCompressed(gz, r.chunk, r.zw, &r.keep, renderBody)
 	}
 	r.lastLen = length
