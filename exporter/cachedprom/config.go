@@ -74,8 +74,9 @@ type Config struct {
 	// RenderInterval is the debounce of the renderer: after an update, the
 	// snapshot is rebuilt at most once per interval, once ingest paused for a
 	// quarter of it (at the latest four intervals after the update), and
-	// after a render the renderer idles at least as long as that render took,
-	// so rendering uses at most half a core. Default 1s.
+	// after a render the renderer idles at least as long as that render's
+	// processor time, so rendering uses at most half a core on average.
+	// Default 1s.
 	RenderInterval time.Duration `mapstructure:"render_interval"`
 
 	// MaxSeries caps the label sets kept: one per RED series, shared by its

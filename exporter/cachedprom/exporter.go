@@ -176,9 +176,10 @@ func (e *cachedExporter) Shutdown(ctx context.Context) error {
 
 // renderLoop owns rendering and expiry. It renders when the store changed
 // and ingest paused, at most once per render_interval, and after a render
-// idles at least as long as that render took (so it uses at most half a core
-// however large the store); it sweeps expired series on its own clock so
-// expiry does not depend on scrapes.
+// idles at least as long as that render's processor time (so it uses at
+// most half a core on average however large the store, also when a large
+// body was compressed on several cores); it sweeps expired series on its
+// own clock so expiry does not depend on scrapes.
 func (e *cachedExporter) renderLoop() {
 	ticker := e.clock.NewTicker(e.cfg.RenderInterval)
 	defer ticker.Stop()
@@ -244,13 +245,16 @@ func (e *cachedExporter) step(now time.Time, st *schedule) (settleIn time.Durati
 	if !due || now.Before(st.nextRender) {
 		return 0
 	}
-	took := e.renderNow()
-	// Idle at least as long as the render took: at most half a core.
-	st.nextRender = now.Add(max(e.cfg.RenderInterval, 2*took))
+	work := e.renderNow()
+	// Idle at least as long as the render's processor time: at most half
+	// a core on average, also when a large body was compressed on several.
+	st.nextRender = now.Add(max(e.cfg.RenderInterval, 2*work))
 	return 0
 }
 
-// renderNow renders and publishes a snapshot of the current store.
+// renderNow renders and publishes a snapshot of the current store. It
+// returns the render's processor time: its duration, or more when workers
+// compressed the body on other cores meanwhile.
 func (e *cachedExporter) renderNow() time.Duration {
 	e.renderMu.Lock()
 	defer e.renderMu.Unlock()
@@ -264,7 +268,7 @@ func (e *cachedExporter) renderNow() time.Duration {
 	}
 	e.renderer.retire(prev)
 	e.telemetry.recordRender(took, snap, e.store.labelSetCount())
-	return took
+	return max(took, took-e.renderer.waited+e.renderer.work)
 }
 
 // logEvents records what ingest counted since the last call in own

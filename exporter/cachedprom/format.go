@@ -24,6 +24,9 @@ type renderer struct {
 	// without ever holding the uncompressed body.
 	sink    io.Writer
 	written int
+	// segments, when set instead of sink, takes the body in segments of
+	// about segmentSize bytes, compressed on other goroutines (segments.go).
+	segments *segmentCompressor
 }
 
 // streamChunk is the size of the pieces handed to the sink; big enough to
@@ -32,6 +35,13 @@ const streamChunk = 256 << 10
 
 // flushChunk hands dst to the sink once it is large enough.
 func (rd *renderer) flushChunk(dst []byte, force bool) []byte {
+	if rd.segments != nil {
+		if force || len(dst) < segmentSize {
+			return dst // the last segment is handed over by finish
+		}
+		rd.written += len(dst)
+		return rd.segments.submit(dst)
+	}
 	if rd.sink == nil || (!force && len(dst) < streamChunk) {
 		return dst
 	}

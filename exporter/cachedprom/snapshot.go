@@ -71,6 +71,16 @@ type snapshotRenderer struct {
 	chunk   []byte      // chunk buffer of streamed renders
 	keep    keepSink    // collects the body being streamed for identity clients
 	lastLen int         // uncompressed length of the last body
+
+	// segments compresses large bodies on several goroutines (segments.go).
+	segments segmentCompressor
+	// workers overrides the number of compressing goroutines; 0 means
+	// GOMAXPROCS, up to maxCompressWorkers. Set by tests.
+	workers int
+	// work is the compressing workers' time in the last render and waited
+	// the renderer's time waiting for them: the render's processor time
+	// is about its duration plus work less waited.
+	work, waited time.Duration
 }
 
 func (r *snapshotRenderer) render(e *cachedExporter) *snapshot {
@@ -80,6 +90,7 @@ func (r *snapshotRenderer) render(e *cachedExporter) *snapshot {
 		r.zw, _ = gzip.NewWriterLevel(nil, gzipLevel)
 	}
 	snap := &snapshot{}
+	r.work, r.waited = 0, 0
 	// Reuse the buffers of a retired snapshot no scrape is reading: bodies
 	// are large, and allocating (and zeroing) them per render would make
 	// memory and GC work grow with every render.
@@ -143,7 +154,20 @@ func (r *snapshotRenderer) body(textBuf []byte, gz *offHeapBuffer, keep bool, re
 		}
 		r.keep = keepSink{on: true, buf: textBuf[:0]}
 	}
-	r.chunk, length = r.rd.renderCompressed(gz, r.chunk, r.zw, &r.keep, func(dst []byte) []byte { return render(dst, r.store) })
+	renderBody := func(dst []byte) []byte { return render(dst, r.store) }
+	if workers := compressWorkers(r.workers); workers > 1 && r.lastLen > parallelMinBody {
+		// Large bodies (never kept: parallelMinBody > maxKeptBody) are
+		// compressed in segments on several goroutines.
+		var work, waited time.Duration
+		length, work, waited = r.rd.renderSegments(gz, &r.segments, workers, renderBody)
+		r.work += work
+		r.waited += waited
+	} else {
+		if r.lastLen <= parallelMinBody {
+			r.segments.release()
+		}
+		r.chunk, length = r.rd.renderCompressed(gz, r.chunk, r.zw, &r.keep, renderBody)
+	}
 	r.lastLen = length
 	body, kept = r.keep.buf, r.keep.on
 	r.keep = keepSink{}
@@ -238,4 +262,17 @@ func (rd *renderer) renderCompressed(gz *offHeapBuffer, scratch []byte, zw *gzip
 	rd.sink = nil
 	_ = zw.Close()
 	return rest, bodyLen
+}
+
+// renderSegments builds the gzip form into gz from segments compressed by
+// workers goroutines (segments.go). It returns the length of the
+// uncompressed body, the workers' time on it and the time the renderer
+// waited for them.
+func (rd *renderer) renderSegments(gz *offHeapBuffer, m *segmentCompressor, workers int, render func([]byte) []byte) (bodyLen int, work, waited time.Duration) {
+	rd.segments, rd.written = m, 0
+	rest := render(m.start(gz, workers))
+	bodyLen = rd.written + len(rest)
+	rd.segments = nil
+	work, waited = m.finish(rest)
+	return bodyLen, work, waited
 }
