@@ -145,6 +145,7 @@ func (a *aggregator) drain() {
 			}
 			a.apply(b)
 			spans += b.spans
+			a.q.Release(b.held)
 			b.reset()
 			a.free.Put(b)
 			a.drainBuf[i] = nil

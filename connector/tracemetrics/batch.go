@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/bits"
 	"sync/atomic"
+	"unsafe"
 )
 
 // deltaBatch is what one ConsumeTraces call hands to the aggregator: the call's spans reduced
@@ -25,6 +26,8 @@ type deltaBatch struct {
 	arenaPeak int        // the arena's largest length (a key is written before it is cut back)
 
 	touch byte // see touchSpans
+
+	held int64 // footprint when queued, given back to the intake's byte bound once applied
 }
 
 // ref locates bytes in deltaBatch.arena.
@@ -69,6 +72,16 @@ func (b *deltaBatch) reset() {
 }
 
 func (b *deltaBatch) empty() bool { return len(b.series) == 0 }
+
+// footprint is the batch's heap in bytes, by the capacities its slices hold: what it costs
+// while queued and while kept for reuse. Slice headers and the struct itself are left out.
+func (b *deltaBatch) footprint() int64 {
+	return int64(cap(b.resources))*int64(unsafe.Sizeof(batchResource{})) +
+		int64(cap(b.series))*int64(unsafe.Sizeof(batchSeries{})) +
+		int64(cap(b.obs))*int64(unsafe.Sizeof(observation{})) +
+		int64(cap(b.exemplars))*int64(unsafe.Sizeof(exemplar{})) +
+		int64(cap(b.arena)) + int64(cap(b.table))*4 + b.sorter.footprint()
+}
 
 // prepareTable sizes the series table for about n series and clears it.
 func (b *deltaBatch) prepareTable(n, capHint int) {

@@ -15,7 +15,7 @@ import (
 
 // The keys below mirror spanmetrics v0.145.0 one for one (same names, same meaning, same
 // defaults), so renaming `spanmetrics:` to `tracemetrics:` in a configuration is enough.
-// MaxSeries, MaxSeriesPerService, SeriesExpiration and RingSize are ours.
+// MaxSeries, MaxSeriesPerService, SeriesExpiration, RingSize and RingMemoryMiB are ours.
 
 const (
 	delta      = "AGGREGATION_TEMPORALITY_DELTA"
@@ -117,6 +117,15 @@ type Config struct {
 	// aggregator, in batches (one per ConsumeTraces call), rounded up to a power of two.
 	// When it is full, ConsumeTraces waits (bounded by its context). Default 1024.
 	RingSize int `mapstructure:"ring_size"`
+
+	// RingMemoryMiB bounds, in MiB, the reduced batches handed to the aggregator and not yet
+	// applied (queued in the ring, or drained and being applied), and again the batches kept
+	// for reuse. A ConsumeTraces call whose batch would pass it waits as on a full ring.
+	// ring_size counts batches, and one batch of ten thousand new series is a thousand times
+	// one of ten: without a bound in bytes, receivers on many cores that outpace the one
+	// aggregator fill the ring with large batches, and memory grows with the cores. A batch
+	// larger than the bound passes alone. 0 means the default, 64.
+	RingMemoryMiB int `mapstructure:"ring_memory_mib"`
 }
 
 // HistogramConfig configures the duration histogram.
@@ -286,6 +295,9 @@ func (c *Config) Validate() error {
 	}
 	if c.RingSize < 0 || c.RingSize == 1 || c.RingSize > maxRingSize {
 		errs = append(errs, fmt.Errorf("ring_size: %v is out of range, use 0 (default %d) or 2..%d", c.RingSize, defaultRingSize, maxRingSize))
+	}
+	if c.RingMemoryMiB < 0 || c.RingMemoryMiB > maxRingMemoryMiB {
+		errs = append(errs, fmt.Errorf("ring_memory_mib: %v is out of range, use 0 (default %d) or 1..%d", c.RingMemoryMiB, defaultRingMemoryMiB, maxRingMemoryMiB))
 	}
 	return errors.Join(errs...)
 }

@@ -58,6 +58,7 @@ func TestLoadConfig(t *testing.T) {
 			c.MaxSeriesPerService = 5000
 			c.SeriesExpiration = 10 * time.Minute
 			c.RingSize = 4096
+			c.RingMemoryMiB = 256
 			c.Namespace = "red"
 		})},
 		{id: "invalid_histogram_unit", errorMessage: `unknown Unit "h"`},
@@ -76,6 +77,7 @@ func TestLoadConfig(t *testing.T) {
 		{id: "negative_max_series_per_service", errorMessage: "max_series_per_service: -5, the value should be positive or 0 (no limit)"},
 		{id: "negative_series_expiration", errorMessage: "series_expiration: -1m0s, the duration should be positive"},
 		{id: "ring_size_one", errorMessage: "ring_size: 1 is out of range, use 0 (default 1024) or 2..1048576"},
+		{id: "negative_ring_memory", errorMessage: "ring_memory_mib: -1 is out of range, use 0 (default 64) or 1..65536"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.id, func(t *testing.T) {

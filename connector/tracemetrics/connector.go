@@ -52,6 +52,7 @@ var _ consumer.Traces = (*connectorImp)(nil)
 func newConnector(set component.TelemetrySettings, cfg *Config, next consumer.Metrics, d deps, instanceID string) (*connectorImp, error) {
 	p := newPlan(cfg, readGates(), instanceID)
 	q := intake.New[deltaBatch](p.ringSize)
+	q.LimitBytes(p.ringBytes)
 	tel, err := newTelemetry(set, q)
 	if err != nil {
 		return nil, err
@@ -63,10 +64,12 @@ func newConnector(set component.TelemetrySettings, cfg *Config, next consumer.Me
 		reducer: newReducer(p, d.keyHash),
 		q:       q,
 		// Batches alive at once: the ring's, the aggregator's drained ones (at most a ring's
-		// worth) and one per producer in ConsumeTraces; the free list holds them all.
+		// worth) and one per producer in ConsumeTraces; the free list holds them all, up to
+		// ring_memory_mib of them: beyond, the GC takes them back.
 		free: intake.NewFreeList[deltaBatch](4 * q.Cap()),
 		tel:  tel,
 	}
+	c.free.LimitBytes(p.ringBytes, (*deltaBatch).footprint)
 	returned := make(chan *deltaBuffer, 1)
 	toFlusher := make(chan *deltaBuffer, 1)
 	returned <- newDeltaBuffer(len(p.families))
@@ -173,7 +176,8 @@ func (c *connectorImp) ConsumeTraces(ctx context.Context, td ptrace.Traces) erro
 		c.free.Put(b)
 		return nil
 	}
-	if err := c.q.Put(ctx, b); err != nil {
+	b.held = b.footprint()
+	if err := c.q.PutSized(ctx, b, b.held); err != nil {
 		b.reset()
 		c.free.Put(b)
 		c.tel.refusedSpans.Add(int64(td.SpanCount()))

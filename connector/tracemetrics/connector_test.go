@@ -323,6 +323,57 @@ func TestFullRingAppliesBackpressure(t *testing.T) {
 	require.Equal(t, accepted, sumUp(sink.AllMetrics()[0]).calls)
 }
 
+// TestRingMemoryAppliesBackpressure: with the ring far from full, batches of many new series
+// stop being accepted once those queued reach ring_memory_mib; a caller whose context ends
+// meanwhile gets its error and its spans are counted as refused; a waiting caller proceeds when
+// the aggregator applies what is held; every accepted span is counted, and afterwards nothing is
+// held and the batches kept for reuse stay within the bound.
+func TestRingMemoryAppliesBackpressure(t *testing.T) {
+	c, sink, _, tel := startOurs(t, map[string]any{"ring_memory_mib": 1}, false) // aggregator not running yet
+	r := newRand(3)
+	const bound = 1 << 20
+	var accepted int64
+	for i := 0; ; i++ {
+		require.Less(t, i, 1000, "the byte bound never held a batch back")
+		td := genTraces(r, 2000, genOptions{services: 50, names: 400})
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		err := c.ConsumeTraces(ctx, td)
+		cancel()
+		if err != nil {
+			require.ErrorIs(t, err, context.DeadlineExceeded)
+			m, err := tel.GetMetric("otelcol_connector_tracemetrics_refused_spans")
+			require.NoError(t, err)
+			require.Equal(t, countedSpans(td), m.Data.(metricdata.Sum[int64]).DataPoints[0].Value)
+			break
+		}
+		accepted += countedSpans(td)
+		require.LessOrEqual(t, c.q.HeldBytes(), int64(bound))
+	}
+	require.Less(t, c.q.Len(), c.q.Cap()/4, "held back by bytes, not by a full ring")
+	require.Equal(t, uint64(1), c.q.Stats().BytesWaits)
+	require.Zero(t, c.q.Stats().FullWaits)
+	m, err := tel.GetMetric("otelcol_connector_tracemetrics_ring_memory_waits")
+	require.NoError(t, err)
+	require.Equal(t, int64(1), m.Data.(metricdata.Sum[int64]).DataPoints[0].Value)
+	m, err = tel.GetMetric("otelcol_connector_tracemetrics_ring_memory")
+	require.NoError(t, err)
+	held := m.Data.(metricdata.Gauge[int64]).DataPoints[0].Value
+	require.Equal(t, c.q.HeldBytes(), held)
+	require.Greater(t, held, int64(bound/2))
+
+	done := make(chan error)
+	waiting := genTraces(r, 2000, genOptions{services: 50, names: 400})
+	go func() { done <- c.ConsumeTraces(context.Background(), waiting) }()
+	require.NoError(t, c.Start(context.Background(), componenttest.NewNopHost()))
+	require.NoError(t, <-done)
+	accepted += countedSpans(waiting)
+	require.NoError(t, c.Shutdown(context.Background()))
+	require.Equal(t, accepted, sumUp(mergeMetrics(sink.AllMetrics())).calls)
+	require.Zero(t, c.q.HeldBytes())
+	require.Positive(t, c.free.HeldBytes())
+	require.LessOrEqual(t, c.free.HeldBytes(), int64(bound))
+}
+
 func flushOnce(t *testing.T, c *connectorImp, sink *consumertest.MetricsSink, clock *clockwork.FakeClock, d time.Duration) pmetric.Metrics {
 	t.Helper()
 	n := len(sink.AllMetrics())

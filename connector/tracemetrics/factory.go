@@ -33,6 +33,8 @@ const (
 	defaultSeriesExpiration = 5 * time.Minute
 	defaultRingSize         = 1024
 	maxRingSize             = 1 << 20
+	defaultRingMemoryMiB    = 64
+	maxRingMemoryMiB        = 1 << 16
 	// deltaIdleIntervals is how many idle flush intervals a delta series is kept when
 	// series_expiration is 0.
 	deltaIdleIntervals = 5
@@ -67,6 +69,7 @@ func createDefaultConfig() component.Config {
 		MaxSeries:                defaultMaxSeries,
 		SeriesExpiration:         defaultSeriesExpiration,
 		RingSize:                 defaultRingSize,
+		RingMemoryMiB:            defaultRingMemoryMiB,
 	}
 }
 

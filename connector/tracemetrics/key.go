@@ -5,6 +5,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"unsafe"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
@@ -540,6 +541,10 @@ type attrSorter struct {
 	memoKeys []byte  // key bytes of the memo, concatenated
 
 	peakAttrs, peakKeys int // largest map and memo of the request (sizeHints)
+}
+
+func (as *attrSorter) footprint() int64 {
+	return int64(cap(as.attrs))*int64(unsafe.Sizeof(attr{})) + int64(cap(as.perm)+cap(as.memoLens))*4 + int64(cap(as.memoKeys))
 }
 
 // appendSorted appends m's attributes accepted by keep (nil keeps all), sorted by key.

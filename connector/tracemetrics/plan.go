@@ -34,6 +34,7 @@ type plan struct {
 	resourceCacheSize int   // resource_metrics_cache_size
 
 	ringSize      int           // ring_size, the default when 0
+	ringBytes     int64         // ring_memory_mib in bytes, the default when 0
 	flushInterval time.Duration // metrics_flush_interval, the default when 0 or less
 
 	// Output.
@@ -53,6 +54,7 @@ func newPlan(cfg *Config, g gates, instanceID string) *plan {
 		resourceIdle:      int64(cfg.MetricsExpiration),
 		resourceCacheSize: cfg.ResourceMetricsCacheSize,
 		ringSize:          cfg.RingSize,
+		ringBytes:         int64(cfg.RingMemoryMiB) << 20,
 		flushInterval:     cfg.MetricsFlushInterval,
 		unit:              cfg.Histogram.Unit.String(),
 		copyResource:      !g.excludeResourceMetrics || cfg.AddResourceAttributes,
@@ -90,6 +92,9 @@ func newPlan(cfg *Config, g gates, instanceID string) *plan {
 	}
 	if p.ringSize == 0 {
 		p.ringSize = defaultRingSize
+	}
+	if p.ringBytes == 0 {
+		p.ringBytes = defaultRingMemoryMiB << 20
 	}
 	if p.flushInterval <= 0 {
 		p.flushInterval = defaultFlushInterval

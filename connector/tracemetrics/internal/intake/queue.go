@@ -21,6 +21,13 @@
 // A full ring applies backpressure: Put waits, bounded by its context, until the consumer has made
 // room. Dropping would lose data the caller believes accepted; blocking without bound would hang a
 // receiver. Waits are counted (Stats.FullWaits) so a too-small ring is visible.
+//
+// The ring counts items, and items differ in size by orders of magnitude (a request of ten spans
+// of one series, a request of ten thousand new series). With LimitBytes the queue also bounds the
+// bytes of the items put and not yet released by the consumer (queued, or drained and still
+// being processed): a producer whose item would pass the bound waits like one that finds the ring
+// full. Without it, producers on many cores that outpace the one consumer fill the ring with its
+// capacity in large items, and the memory of an instance grows with its cores.
 package intake // import "github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/intake"
 
 import (
@@ -56,8 +63,13 @@ type Queue[T any] struct {
 	spaceCh     chan struct{}
 	roomWaiters atomic.Int32
 
+	// held is the bytes of the items put and not yet released; maxBytes bounds it (0: no bound).
+	held     atomic.Int64
+	maxBytes int64
+
 	lostOffers atomic.Uint64
 	fullWaits  atomic.Uint64
+	bytesWaits atomic.Uint64
 }
 
 // Stats are cumulative counters of a Queue.
@@ -67,6 +79,9 @@ type Stats struct {
 	LostOffers uint64
 	// FullWaits counts Put calls that found the ring full and had to wait for room.
 	FullWaits uint64
+	// BytesWaits counts PutSized calls that had to wait because the items held had reached
+	// the byte bound (LimitBytes).
+	BytesWaits uint64
 }
 
 // New returns a queue holding up to capacity items, rounded up to a power of two, at least 2.
@@ -81,8 +96,16 @@ func New[T any](capacity int) *Queue[T] {
 	}
 }
 
+// LimitBytes bounds the bytes of the items put with PutSized and not yet released (Release) to
+// maxBytes; 0 means no bound. An item larger than the bound is admitted when nothing else is
+// held, so no item waits forever. Call it before the first Put.
+func (q *Queue[T]) LimitBytes(maxBytes int64) { q.maxBytes = max(maxBytes, 0) }
+
 // Cap returns the capacity of the ring.
 func (q *Queue[T]) Cap() int { return int(q.ring.Cap()) }
+
+// HeldBytes returns the bytes of the items put and not yet released.
+func (q *Queue[T]) HeldBytes() int64 { return q.held.Load() }
 
 // Len returns the number of items queued and not yet drained.
 func (q *Queue[T]) Len() int { return int(q.queued.Load()) }
@@ -92,16 +115,26 @@ func (q *Queue[T]) Stats() Stats {
 	return Stats{
 		LostOffers: q.lostOffers.Load(),
 		FullWaits:  q.fullWaits.Load(),
+		BytesWaits: q.bytesWaits.Load(),
 	}
 }
 
 // Put publishes item. When the ring is full it waits for room until ctx is done, and then
 // returns ctx.Err() without having queued the item. It never allocates on the fast path.
-func (q *Queue[T]) Put(ctx context.Context, item *T) error {
+func (q *Queue[T]) Put(ctx context.Context, item *T) error { return q.PutSized(ctx, item, 0) }
+
+// PutSized is Put for an item of size bytes, counted against LimitBytes' bound until the
+// consumer calls Release(size). When the bound would be passed it waits for room like Put on a
+// full ring, and on ctx's end returns ctx.Err() with nothing queued and nothing held.
+func (q *Queue[T]) PutSized(ctx context.Context, item *T, size int64) error {
+	if err := q.hold(ctx, size); err != nil {
+		return err
+	}
 	lost := 0
 	for {
 		ok, err := q.ring.Offer(item)
 		if err != nil {
+			q.held.Add(-size)
 			return errDisposed
 		}
 		if ok {
@@ -116,7 +149,9 @@ func (q *Queue[T]) Put(ctx context.Context, item *T) error {
 			}
 			continue
 		}
-		if err := q.waitForRoom(ctx); err != nil {
+		q.fullWaits.Add(1)
+		if err := q.waitForRoom(ctx, q.ringHasRoom); err != nil {
+			q.held.Add(-size)
 			return err
 		}
 	}
@@ -134,21 +169,62 @@ func (q *Queue[T]) signal() {
 	}
 }
 
-func (q *Queue[T]) waitForRoom(ctx context.Context) error {
-	q.fullWaits.Add(1)
+// hold adds size to the bytes held, waiting while that would pass the bound and other items
+// are held.
+func (q *Queue[T]) hold(ctx context.Context, size int64) error {
+	if q.maxBytes == 0 || size <= 0 {
+		q.held.Add(size)
+		return nil
+	}
+	waited := false
+	for {
+		// A compare-and-swap, not an add taken back: the bytes held never pass the bound,
+		// even for a moment.
+		if h := q.held.Load(); h == 0 || h+size <= q.maxBytes {
+			if q.held.CompareAndSwap(h, h+size) {
+				return nil
+			}
+			continue
+		}
+		if !waited {
+			q.bytesWaits.Add(1)
+			waited = true
+		}
+		room := func() bool { h := q.held.Load(); return h == 0 || h+size <= q.maxBytes }
+		if err := q.waitForRoom(ctx, room); err != nil {
+			return err
+		}
+	}
+}
+
+// Release gives back size bytes of an item the consumer has finished with, and wakes the
+// producers waiting for room. Consumer only.
+func (q *Queue[T]) Release(size int64) {
+	if size == 0 {
+		return
+	}
+	q.held.Add(-size)
+	q.wakeRoomWaiters()
+}
+
+func (q *Queue[T]) ringHasRoom() bool { return q.ring.Len() < q.ring.Cap() }
+
+// waitForRoom waits until room() holds or ctx is done; the consumer wakes it each time it makes
+// room (Drain, Release).
+func (q *Queue[T]) waitForRoom(ctx context.Context, room func() bool) error {
 	q.spaceMu.Lock()
 	ch := q.spaceCh
 	q.roomWaiters.Add(1)
 	q.spaceMu.Unlock()
 	defer q.roomWaiters.Add(-1)
 
-	// Registered before this check: a consumer that drains after it sees roomWaiters > 0
+	// Registered before this check: a consumer that makes room after it sees roomWaiters > 0
 	// and closes ch, so the wakeup cannot be missed.
-	if q.ring.Len() < q.ring.Cap() {
+	if room() {
 		return nil
 	}
-	// The ring is full, so the consumer's batch is complete whatever it asked for; make sure
-	// it is awake.
+	// Producers are held back, so the consumer's batch is complete whatever it asked for;
+	// make sure it is awake.
 	q.want.Store(0)
 	q.signal()
 	select {
@@ -196,11 +272,19 @@ func (q *Queue[T]) Drain(buf []*T) []*T {
 		buf = append(buf, v.(*T))
 	}
 	q.queued.Add(-n)
-	if n > 0 && q.roomWaiters.Load() > 0 {
+	if n > 0 {
+		q.wakeRoomWaiters()
+	}
+	return buf
+}
+
+// wakeRoomWaiters wakes every producer waiting for room; they look again. It allocates only
+// when some wait, which is the slow path.
+func (q *Queue[T]) wakeRoomWaiters() {
+	if q.roomWaiters.Load() > 0 {
 		q.spaceMu.Lock()
 		close(q.spaceCh)
 		q.spaceCh = make(chan struct{})
 		q.spaceMu.Unlock()
 	}
-	return buf
 }

@@ -164,3 +164,115 @@ func TestFreeList(t *testing.T) {
 	require.Same(t, b, f.Get())
 	require.Nil(t, f.Get())
 }
+
+func TestBytesBoundWaitsUntilReleased(t *testing.T) {
+	q := New[item](1024)
+	q.LimitBytes(100)
+	ctx := context.Background()
+	require.NoError(t, q.PutSized(ctx, &item{1}, 60))
+	require.NoError(t, q.PutSized(ctx, &item{2}, 40))
+	require.Equal(t, int64(100), q.HeldBytes())
+
+	short, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
+	defer cancel()
+	require.ErrorIs(t, q.PutSized(short, &item{3}, 1), context.DeadlineExceeded)
+	require.Equal(t, int64(100), q.HeldBytes(), "a refused item holds nothing")
+	require.Equal(t, uint64(1), q.Stats().BytesWaits)
+
+	done := make(chan error)
+	go func() { done <- q.PutSized(ctx, &item{4}, 50) }()
+	// The waiting producer wakes the consumer although its batch is not complete.
+	q.Arm(100)
+	select {
+	case <-q.Wake():
+	case <-time.After(time.Second):
+		t.Fatal("a producer waiting for bytes did not wake the consumer")
+	}
+	got := q.Drain(nil)
+	require.Len(t, got, 2)
+	// Draining frees ring slots, not bytes: the drained items are still being processed.
+	select {
+	case err := <-done:
+		t.Fatalf("admitted before any release: %v", err)
+	case <-time.After(20 * time.Millisecond):
+	}
+	q.Release(60)
+	require.NoError(t, <-done)
+	require.Equal(t, int64(90), q.HeldBytes())
+	q.Release(40)
+	q.Release(50)
+	require.Zero(t, q.HeldBytes())
+}
+
+func TestItemLargerThanTheBoundPassesAlone(t *testing.T) {
+	q := New[item](8)
+	q.LimitBytes(10)
+	ctx := context.Background()
+	require.NoError(t, q.PutSized(ctx, &item{1}, 1000), "nothing held: admitted")
+	short, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
+	defer cancel()
+	require.ErrorIs(t, q.PutSized(short, &item{2}, 1), context.DeadlineExceeded)
+	q.Drain(nil)
+	q.Release(1000)
+	require.NoError(t, q.PutSized(ctx, &item{3}, 1))
+}
+
+// Many producers of items of random sizes, a bound of a few items: every item arrives exactly
+// once and the bytes held never pass the bound by more than one item admitted alone.
+func TestNoItemLostUnderBytesBound(t *testing.T) {
+	const producers, per, bound = 8, 1000, 64
+	q := New[item](1024)
+	q.LimitBytes(bound)
+	sizeOf := func(n int) int64 { return int64(1 + n%31) }
+	var wg sync.WaitGroup
+	for p := 0; p < producers; p++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < per; i++ {
+				n := p*per + i
+				if err := q.PutSized(context.Background(), &item{n}, sizeOf(n)); err != nil {
+					panic(err)
+				}
+			}
+		}()
+	}
+	seen := make([]bool, producers*per)
+	count := 0
+	var buf []*item
+	for count < producers*per {
+		if !q.Arm(2) {
+			select {
+			case <-q.Wake():
+			case <-time.After(time.Millisecond):
+			}
+		}
+		q.Disarm()
+		buf = q.Drain(buf[:0])
+		require.LessOrEqual(t, q.HeldBytes(), int64(bound))
+		for _, it := range buf {
+			require.False(t, seen[it.n], "item %d twice", it.n)
+			seen[it.n] = true
+			count++
+			q.Release(sizeOf(it.n))
+		}
+	}
+	wg.Wait()
+	require.Zero(t, q.Len())
+	require.Zero(t, q.HeldBytes())
+}
+
+func TestFreeListBytesBound(t *testing.T) {
+	f := NewFreeList[item](8)
+	f.LimitBytes(10, func(x *item) int64 { return int64(x.n) })
+	a, b, c := &item{6}, &item{5}, &item{4}
+	f.Put(a)
+	f.Put(b) // 11 > 10: dropped
+	f.Put(c)
+	require.Equal(t, int64(10), f.HeldBytes())
+	require.Same(t, a, f.Get())
+	require.Equal(t, int64(4), f.HeldBytes())
+	require.Same(t, c, f.Get())
+	require.Nil(t, f.Get())
+	require.Zero(t, f.HeldBytes())
+}
