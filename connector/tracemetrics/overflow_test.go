@@ -1,0 +1,326 @@
+package tracemetrics
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+)
+
+// redKey is a RED series as the output labels it: name is "" on overflow series.
+type redKey struct {
+	svc, name, kind, status string
+	overflow                bool
+}
+
+// redGroup is a service's span kind and status code: what a cap overflow series keeps.
+type redGroup struct{ svc, kind, status string }
+
+func (k redKey) group() redGroup { return redGroup{k.svc, k.kind, k.status} }
+
+type redCounts struct {
+	calls, durations int64
+	exemplars        int
+}
+
+// overflowTraffic is the traffic of the overflow tests: a noisy service whose every span has a
+// new span name, of every kind and status code (unknown ones included), and a quiet service
+// that adds two new span names per call and repeats the older ones. sent counts what was sent
+// per series.
+type overflowTraffic struct {
+	r    *randSource
+	call int
+	sent map[redKey]int64
+}
+
+type randSource struct{ n uint64 }
+
+// next is a small deterministic generator, so the test does not depend on genTraces' shape.
+func (s *randSource) next(n int) int {
+	s.n = s.n*6364136223846793005 + 1442695040888963407
+	return int((s.n >> 33) % uint64(n))
+}
+
+var (
+	overflowKinds    = []ptrace.SpanKind{0, 1, 2, 3, 4, 5, 42}
+	overflowStatuses = []ptrace.StatusCode{0, 1, 2, 7}
+)
+
+func (o *overflowTraffic) next() ptrace.Traces {
+	td := ptrace.NewTraces()
+	base := pcommon.NewTimestampFromTime(testStart.Add(-time.Minute))
+	add := func(svc string, name string, kind ptrace.SpanKind, status ptrace.StatusCode) {
+		rs := td.ResourceSpans().AppendEmpty()
+		rs.Resource().Attributes().PutStr(serviceNameKey, svc)
+		sp := rs.ScopeSpans().AppendEmpty().Spans().AppendEmpty()
+		sp.SetName(name)
+		sp.SetKind(kind)
+		sp.Status().SetCode(status)
+		sp.SetTraceID(pcommon.TraceID{1, byte(o.call)})
+		sp.SetSpanID(pcommon.SpanID{byte(o.r.next(256)), 1})
+		sp.SetStartTimestamp(base)
+		sp.SetEndTimestamp(base + pcommon.Timestamp(1+o.r.next(100_000_000)))
+		sp.Attributes().PutStr("http.method", []string{"GET", "POST"}[o.r.next(2)])
+		o.sent[redKey{svc: svc, name: name, kind: kindName(kindByte(kind)), status: statusName(statusByte(status))}]++
+	}
+	for i := 0; i < 300; i++ {
+		add("noisy", fmt.Sprintf("op-%d-%d", o.call, i),
+			overflowKinds[o.r.next(len(overflowKinds))], overflowStatuses[o.r.next(len(overflowStatuses))])
+	}
+	for j := 0; j < 2*(o.call+1); j++ {
+		// The series j/2 of this call and the earlier ones: status error on odd series.
+		add("quiet", fmt.Sprintf("q-%d", j/2), ptrace.SpanKindServer, ptrace.StatusCode(1+(j/2)%2))
+	}
+	o.call++
+	return td
+}
+
+// redPoints adds up the calls and duration counts of md by series; with add, onto into.
+func redPoints(t *testing.T, md pmetric.Metrics, into map[redKey]*redCounts) {
+	t.Helper()
+	get := func(attrs pcommon.Map) *redCounts {
+		k := redKey{}
+		if v, ok := attrs.Get(serviceNameKey); ok {
+			k.svc = v.Str()
+		}
+		if v, ok := attrs.Get(spanNameKey); ok {
+			k.name = v.Str()
+		}
+		if v, ok := attrs.Get(spanKindKey); ok {
+			k.kind = v.Str()
+		}
+		if v, ok := attrs.Get(statusCodeKey); ok {
+			k.status = v.Str()
+		}
+		if v, ok := attrs.Get(overflowKey); ok {
+			require.True(t, v.Bool())
+			k.overflow = true
+			// What exploded goes; what error rates need stays.
+			require.Equal(t, []string{overflowKey, serviceNameKey, spanKindKey, statusCodeKey},
+				slices.Sorted(maps.Keys(attrs.AsRaw())), "attributes of a cap overflow series")
+		}
+		if into[k] == nil {
+			into[k] = &redCounts{}
+		}
+		return into[k]
+	}
+	for i := 0; i < md.ResourceMetrics().Len(); i++ {
+		rm := md.ResourceMetrics().At(i)
+		svc, _ := rm.Resource().Attributes().Get(serviceNameKey)
+		ms := rm.ScopeMetrics().At(0).Metrics()
+		for j := 0; j < ms.Len(); j++ {
+			m := ms.At(j)
+			switch m.Type() {
+			case pmetric.MetricTypeSum:
+				for d := 0; d < m.Sum().DataPoints().Len(); d++ {
+					dp := m.Sum().DataPoints().At(d)
+					got, _ := dp.Attributes().Get(serviceNameKey)
+					require.Equal(t, svc.Str(), got.Str(), "series under the resource of its service")
+					c := get(dp.Attributes())
+					c.calls += dp.IntValue()
+					c.exemplars += dp.Exemplars().Len()
+				}
+			case pmetric.MetricTypeHistogram:
+				for d := 0; d < m.Histogram().DataPoints().Len(); d++ {
+					dp := m.Histogram().DataPoints().At(d)
+					get(dp.Attributes()).durations += int64(dp.Count())
+				}
+			}
+		}
+	}
+}
+
+// A service whose span names explode goes over max_series_per_service; its new series go to
+// overflow series that keep its service name, span kind and status code, with exact counts, so
+// its call and error rates per kind stay exact. A quiet service keeps getting its own new
+// series meanwhile. With max_series alone the budget is global: the overflow series are the
+// same, but the quiet service's new series overflow once the noisy one has taken the room.
+func TestCapOverflowKeepsKindAndStatus(t *testing.T) {
+	for _, temporality := range []string{"AGGREGATION_TEMPORALITY_CUMULATIVE", "AGGREGATION_TEMPORALITY_DELTA"} {
+		for _, tc := range []struct {
+			name           string
+			limits         map[string]any
+			noisyRegular   int  // regular series the noisy service ends with
+			quietProtected bool // every quiet series is its own
+		}{
+			{"max_series_per_service", map[string]any{"max_series_per_service": 50, "max_series": 1000}, 50, true},
+			{"max_series", map[string]any{"max_series": 60}, -1, false},
+		} {
+			t.Run(temporality+"/"+tc.name, func(t *testing.T) {
+				raw := map[string]any{
+					"aggregation_temporality": temporality,
+					"metrics_flush_interval":  time.Second,
+					"dimensions":              dims("http.method"),
+					"exemplars":               map[string]any{"enabled": true},
+				}
+				maps.Copy(raw, tc.limits)
+				c, sink, clock, tel := startOurs(t, raw, true)
+				traffic := &overflowTraffic{r: &randSource{n: 7}, sent: map[redKey]int64{}}
+				const calls = 8
+				for i := 0; i < calls; i++ {
+					require.NoError(t, c.ConsumeTraces(context.Background(), traffic.next()))
+					if i == calls/2 {
+						flushOnce(t, c, sink, clock, time.Second)
+					}
+				}
+				c.settle(t)
+				m, err := tel.GetMetric("otelcol_connector_tracemetrics_overflow_spans")
+				require.NoError(t, err)
+				overflowSpans := m.Data.(metricdata.Sum[int64]).DataPoints[0].Value
+				require.NoError(t, c.Shutdown(context.Background()))
+
+				got := map[redKey]*redCounts{}
+				if all := sink.AllMetrics(); temporality == "AGGREGATION_TEMPORALITY_DELTA" {
+					for _, md := range all {
+						redPoints(t, md, got)
+					}
+				} else {
+					redPoints(t, all[len(all)-1], got)
+				}
+
+				sentGroups := map[redGroup]int64{}
+				var sentAll, sentErrors int64
+				for k, n := range traffic.sent {
+					sentGroups[k.group()] += n
+					sentAll += n
+					if k.status == "STATUS_CODE_ERROR" {
+						sentErrors += n
+					}
+				}
+				gotGroups := map[redGroup]int64{}
+				regular := map[string]int{}
+				var gotAll, gotErrors, overflowCalls int64
+				overflowExemplars := 0
+				for k, n := range got {
+					require.Equal(t, n.calls, n.durations, "calls and duration count of %v", k)
+					gotGroups[k.group()] += n.calls
+					gotAll += n.calls
+					if k.status == "STATUS_CODE_ERROR" {
+						gotErrors += n.calls
+					}
+					if k.overflow {
+						overflowCalls += n.calls
+						overflowExemplars += n.exemplars
+						continue
+					}
+					regular[k.svc]++
+					require.Equal(t, traffic.sent[k], n.calls, "calls of series %v", k)
+				}
+				require.Equal(t, sentAll, gotAll, "calls")
+				require.Equal(t, sentErrors, gotErrors, "error calls")
+				require.Equal(t, sentGroups, gotGroups, "calls per service, span kind and status code")
+				require.Positive(t, overflowCalls)
+				require.Positive(t, overflowExemplars, "cap overflow series keep exemplars")
+
+				quiet := 0
+				for k := range traffic.sent {
+					if k.svc == "quiet" {
+						quiet++
+					}
+				}
+				if tc.quietProtected {
+					require.Equal(t, tc.noisyRegular, regular["noisy"], "noisy series within max_series_per_service")
+					require.Equal(t, quiet, regular["quiet"], "every quiet series is its own")
+					for k := range got {
+						require.False(t, k.overflow && k.svc == "quiet", "the quiet service has no overflow: %v", k)
+					}
+				} else {
+					require.Equal(t, 60, regular["noisy"]+regular["quiet"], "series within max_series")
+					require.Less(t, regular["quiet"], quiet, "with a global budget the quiet service overflows too")
+				}
+				// One overflow series per span kind and status code at most, unknown ones together.
+				perService := map[string]int{}
+				for k := range got {
+					if k.overflow {
+						perService[k.svc]++
+					}
+				}
+				require.LessOrEqual(t, perService["noisy"], capOverflowSlots)
+				require.Greater(t, perService["noisy"], capOverflowSlots/2, "the noisy overflow is split by kind and status")
+				require.Equal(t, overflowCalls, overflowSpans, "overflow_spans")
+			})
+		}
+	}
+}
+
+// aggregation_cardinality_limit keeps spanmetrics' overflow series, labelled
+// otel.metric.overflow alone, whichever limit a resource reaches first; the caps' overflow
+// series keep the built-ins the configuration does not exclude, and are the limit overflow
+// series when all of them are excluded.
+func TestOverflowSeriesAttributes(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		raw   map[string]any
+		attrs []string // of the overflow data points, sorted
+		max   int      // overflow data points per resource and metric
+	}{
+		{"cardinality limit first", map[string]any{"aggregation_cardinality_limit": 3, "max_series_per_service": 5},
+			[]string{overflowKey}, 1},
+		{"max_series_per_service first", map[string]any{"aggregation_cardinality_limit": 5, "max_series_per_service": 3},
+			[]string{overflowKey, serviceNameKey, spanKindKey, statusCodeKey}, capOverflowSlots},
+		{"span.kind excluded", map[string]any{"max_series": 3, "exclude_dimensions": []any{spanKindKey}},
+			[]string{overflowKey, serviceNameKey, statusCodeKey}, statusSlots},
+		{"service.name and status.code excluded", map[string]any{"max_series": 3, "exclude_dimensions": []any{serviceNameKey, statusCodeKey}},
+			[]string{overflowKey, spanKindKey}, kindSlots},
+		{"all three excluded", map[string]any{"max_series": 3, "exclude_dimensions": []any{serviceNameKey, spanKindKey, statusCodeKey}},
+			[]string{overflowKey}, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, sink, _, _ := startOurs(t, tc.raw, true)
+			traffic := &overflowTraffic{r: &randSource{n: 3}, sent: map[redKey]int64{}}
+			var want int64
+			for i := 0; i < 4; i++ {
+				td := traffic.next()
+				want += countedSpans(td)
+				require.NoError(t, c.ConsumeTraces(context.Background(), td))
+			}
+			require.NoError(t, c.Shutdown(context.Background()))
+			md := sink.AllMetrics()[0]
+			require.Equal(t, want, sumUp(md).calls)
+			overflowPoints := 0
+			for i := 0; i < md.ResourceMetrics().Len(); i++ {
+				ms := md.ResourceMetrics().At(i).ScopeMetrics().At(0).Metrics()
+				for j := 0; j < ms.Len(); j++ {
+					n := 0
+					for attrs := range dataPointAttributes(ms.At(j)) {
+						if _, ok := attrs.Get(overflowKey); ok {
+							require.Equal(t, tc.attrs, slices.Sorted(maps.Keys(attrs.AsRaw())))
+							n++
+						}
+					}
+					require.LessOrEqual(t, n, tc.max, "overflow data points of %s", ms.At(j).Name())
+					overflowPoints += n
+				}
+			}
+			require.Positive(t, overflowPoints)
+		})
+	}
+}
+
+// dataPointAttributes yields the attributes of each data point of a sum or histogram.
+func dataPointAttributes(m pmetric.Metric) func(func(pcommon.Map) bool) {
+	return func(yield func(pcommon.Map) bool) {
+		switch m.Type() {
+		case pmetric.MetricTypeSum:
+			for i := 0; i < m.Sum().DataPoints().Len(); i++ {
+				if !yield(m.Sum().DataPoints().At(i).Attributes()) {
+					return
+				}
+			}
+		case pmetric.MetricTypeHistogram:
+			for i := 0; i < m.Histogram().DataPoints().Len(); i++ {
+				if !yield(m.Histogram().DataPoints().At(i).Attributes()) {
+					return
+				}
+			}
+		}
+	}
+}
