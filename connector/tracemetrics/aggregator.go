@@ -67,14 +67,24 @@ type aggResource struct {
 	capOverflow [maxFamilies][capOverflowSlots]uint32
 }
 
-// overflowKind says whether, and by which limit, a span went to an overflow series.
+// overflowKind says whether, and by which limit, a series' spans went to an overflow series.
 type overflowKind uint8
 
 const (
-	noOverflow    overflowKind = iota
-	limitOverflow              // aggregation_cardinality_limit: spanmetrics' overflow series
-	capOverflow                // max_series or max_series_per_service: kind and status kept
+	noOverflow      overflowKind = iota
+	limitOverflow                // aggregation_cardinality_limit: spanmetrics' overflow series
+	serviceOverflow              // max_series_per_service: a cap overflow series
+	globalOverflow               // max_series: a cap overflow series
+	overflowKinds
 )
+
+// overflowLimits are the YAML keys of the limits, by overflowKind: the limit attribute of the
+// overflow_spans counter, so that an operator knows which one to raise.
+var overflowLimits = [overflowKinds]string{
+	limitOverflow:   "aggregation_cardinality_limit",
+	serviceOverflow: "max_series_per_service",
+	globalOverflow:  "max_series",
+}
 
 // run is the aggregator goroutine: sleep until a batch of items is queued or the flush
 // timer fires, drain, apply, repeat. The timer channel is part of the same select, so a
@@ -191,7 +201,7 @@ func (a *aggregator) apply(b *deltaBatch) {
 		a.resIDs = append(a.resIDs, a.resolveResource(b, &b.resources[i]))
 	}
 	a.rows = a.rows[:0]
-	var overflowSpans int64
+	var overflowSpans [overflowKinds]int64
 	ahead := a.liveSeries() >= touchMinSeries
 	for i := range b.series {
 		if ahead && i%touchAhead == 0 && len(b.series)-i >= minTouch {
@@ -202,9 +212,7 @@ func (a *aggregator) apply(b *deltaBatch) {
 		d := &a.active.fams[s.fam]
 		rid := a.resIDs[s.res]
 		id, overflow := a.resolveSeries(t, d, rid, b.bytes(s.key), s.hash, b.ts)
-		if overflow != noOverflow {
-			overflowSpans += int64(s.count)
-		}
+		overflowSpans[overflow] += int64(s.count)
 		row := a.activeRow(t, d, id, b.ts)
 		r := d.rows.at(int(row))
 		r.last = max(r.last, b.ts)
@@ -241,8 +249,10 @@ func (a *aggregator) apply(b *deltaBatch) {
 			e.sketch.add(&d.slab, o.code, 1, expoSize)
 		}
 	}
-	if overflowSpans > 0 {
-		a.tel.overflowSpans.Add(overflowSpans)
+	for k := limitOverflow; k < overflowKinds; k++ {
+		if overflowSpans[k] > 0 {
+			a.tel.overflowSpans[k].Add(overflowSpans[k])
+		}
 	}
 }
 
@@ -318,12 +328,11 @@ func (a *aggregator) resolveSeries(t *seriesTable, d *deltaFamily, rid uint32, k
 	case a.cardLimit > 0 && !a.isDelta && r.series[f] >= a.cardLimit,
 		a.cardLimit > 0 && a.isDelta && r.touched[f] >= a.cardLimit:
 		return a.overflowSeries(t, d, rid, ts), limitOverflow
-	case a.maxSeries > 0 && t.n >= a.maxSeries,
-		a.maxService > 0 && a.svcSeries[f][r.svc] >= a.maxService:
-		if !a.hasCapOverflow() {
-			return a.overflowSeries(t, d, rid, ts), capOverflow
-		}
-		return a.capOverflowSeries(t, d, rid, key, ts), capOverflow
+	case a.maxService > 0 && a.svcSeries[f][r.svc] >= a.maxService:
+		// Checked before max_series: raising max_series would not let this series in.
+		return a.capOverflowSeries(t, d, rid, key, ts), serviceOverflow
+	case a.maxSeries > 0 && t.n >= a.maxSeries:
+		return a.capOverflowSeries(t, d, rid, key, ts), globalOverflow
 	}
 	id := t.insert(key, h, rid, ts)
 	r.series[f]++
@@ -355,8 +364,12 @@ func (a *aggregator) overflowSeries(t *seriesTable, d *deltaFamily, rid uint32, 
 // capOverflowSeries returns the max_series/max_series_per_service overflow series of resource
 // rid, family t, that has the service name, span kind and status code of the series whose key
 // is key. Like the limit overflow series it is not in the hash index and counts against no
-// limit: a resource has at most capOverflowSlots of them per family.
+// limit: a resource has at most capOverflowSlots of them per family. With service.name,
+// span.kind and status.code all excluded it is the limit overflow series (hasCapOverflow).
 func (a *aggregator) capOverflowSeries(t *seriesTable, d *deltaFamily, rid uint32, key []byte, ts int64) uint32 {
+	if !a.hasCapOverflow() {
+		return a.overflowSeries(t, d, rid, ts)
+	}
 	a.ovKey = a.appendCapOverflowKey(a.ovKey[:0], key)
 	slot := &a.resources[rid].capOverflow[t.fam.index][a.capOverflowSlot(a.ovKey)]
 	if *slot != 0 {

@@ -62,7 +62,7 @@ func TestConsumeTracesSteadyStateAllocatesNothing(t *testing.T) {
 			allocs := testing.AllocsPerRun(2048, call)
 			require.LessOrEqual(t, allocs, float64(maxAllocsPerCall), "allocations per 200-span call")
 			if _, ok := tc.raw["max_series_per_service"]; ok {
-				require.Positive(t, c.tel.overflowSpans.Load(), "the measured calls went to overflow series")
+				require.Positive(t, c.tel.overflowSpans[serviceOverflow].Load(), "the measured calls went to overflow series")
 			}
 		})
 	}

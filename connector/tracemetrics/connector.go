@@ -52,7 +52,7 @@ var _ consumer.Traces = (*connectorImp)(nil)
 func newConnector(set component.TelemetrySettings, cfg *Config, next consumer.Metrics, d deps, instanceID string) (*connectorImp, error) {
 	p := newPlan(cfg, readGates(), instanceID)
 	q := intake.New[deltaBatch](p.ringSize)
-	tel, err := newTelemetry(set, q)
+	tel, err := newTelemetry(set, q, p)
 	if err != nil {
 		return nil, err
 	}

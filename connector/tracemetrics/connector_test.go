@@ -196,9 +196,9 @@ func TestSeriesLimitsOverflowKeepsTotalsExact(t *testing.T) {
 	m, err := tel.GetMetric("otelcol_connector_tracemetrics_aggregated_spans")
 	require.NoError(t, err)
 	require.Equal(t, want, m.Data.(metricdata.Sum[int64]).DataPoints[0].Value, "aggregated_spans")
-	m, err = tel.GetMetric("otelcol_connector_tracemetrics_overflow_spans")
-	require.NoError(t, err)
-	overflowSpans := m.Data.(metricdata.Sum[int64]).DataPoints[0].Value
+	byLimit := overflowSpansByLimit(t, tel)
+	require.Len(t, byLimit, 2, "a series per configured limit")
+	overflowSpans := byLimit["max_series"] + byLimit["max_series_per_service"]
 	require.NoError(t, c.Shutdown(context.Background()))
 	md := sink.AllMetrics()[0]
 	got := sumUp(md)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/ptrace"
@@ -50,8 +51,8 @@ func (s *randSource) next(n int) int {
 }
 
 var (
-	overflowKinds    = []ptrace.SpanKind{0, 1, 2, 3, 4, 5, 42}
-	overflowStatuses = []ptrace.StatusCode{0, 1, 2, 7}
+	trafficKinds    = []ptrace.SpanKind{0, 1, 2, 3, 4, 5, 42}
+	trafficStatuses = []ptrace.StatusCode{0, 1, 2, 7}
 )
 
 func (o *overflowTraffic) next() ptrace.Traces {
@@ -73,7 +74,7 @@ func (o *overflowTraffic) next() ptrace.Traces {
 	}
 	for i := 0; i < 300; i++ {
 		add("noisy", fmt.Sprintf("op-%d-%d", o.call, i),
-			overflowKinds[o.r.next(len(overflowKinds))], overflowStatuses[o.r.next(len(overflowStatuses))])
+			trafficKinds[o.r.next(len(trafficKinds))], trafficStatuses[o.r.next(len(trafficStatuses))])
 	}
 	for j := 0; j < 2*(o.call+1); j++ {
 		// The series j/2 of this call and the earlier ones: status error on odd series.
@@ -148,11 +149,12 @@ func TestCapOverflowKeepsKindAndStatus(t *testing.T) {
 		for _, tc := range []struct {
 			name           string
 			limits         map[string]any
-			noisyRegular   int  // regular series the noisy service ends with
-			quietProtected bool // every quiet series is its own
+			limit          string // the limit attribute of overflow_spans
+			noisyRegular   int    // regular series the noisy service ends with
+			quietProtected bool   // every quiet series is its own
 		}{
-			{"max_series_per_service", map[string]any{"max_series_per_service": 50, "max_series": 1000}, 50, true},
-			{"max_series", map[string]any{"max_series": 60}, -1, false},
+			{"max_series_per_service", map[string]any{"max_series_per_service": 50, "max_series": 1000}, "max_series_per_service", 50, true},
+			{"max_series", map[string]any{"max_series": 60}, "max_series", -1, false},
 		} {
 			t.Run(temporality+"/"+tc.name, func(t *testing.T) {
 				raw := map[string]any{
@@ -172,9 +174,7 @@ func TestCapOverflowKeepsKindAndStatus(t *testing.T) {
 					}
 				}
 				c.settle(t)
-				m, err := tel.GetMetric("otelcol_connector_tracemetrics_overflow_spans")
-				require.NoError(t, err)
-				overflowSpans := m.Data.(metricdata.Sum[int64]).DataPoints[0].Value
+				byLimit := overflowSpansByLimit(t, tel)
 				require.NoError(t, c.Shutdown(context.Background()))
 
 				got := map[redKey]*redCounts{}
@@ -245,7 +245,12 @@ func TestCapOverflowKeepsKindAndStatus(t *testing.T) {
 				}
 				require.LessOrEqual(t, perService["noisy"], capOverflowSlots)
 				require.Greater(t, perService["noisy"], capOverflowSlots/2, "the noisy overflow is split by kind and status")
-				require.Equal(t, overflowCalls, overflowSpans, "overflow_spans")
+				wantByLimit := map[string]int64{"max_series": 0, "max_series_per_service": 0}
+				if tc.limit == "max_series" {
+					delete(wantByLimit, "max_series_per_service") // not configured
+				}
+				wantByLimit[tc.limit] = overflowCalls
+				require.Equal(t, wantByLimit, byLimit, "overflow_spans by limit")
 			})
 		}
 	}
@@ -261,20 +266,21 @@ func TestOverflowSeriesAttributes(t *testing.T) {
 		raw   map[string]any
 		attrs []string // of the overflow data points, sorted
 		max   int      // overflow data points per resource and metric
+		limit string   // the only limit attribute of overflow_spans above 0
 	}{
 		{"cardinality limit first", map[string]any{"aggregation_cardinality_limit": 3, "max_series_per_service": 5},
-			[]string{overflowKey}, 1},
+			[]string{overflowKey}, 1, "aggregation_cardinality_limit"},
 		{"max_series_per_service first", map[string]any{"aggregation_cardinality_limit": 5, "max_series_per_service": 3},
-			[]string{overflowKey, serviceNameKey, spanKindKey, statusCodeKey}, capOverflowSlots},
+			[]string{overflowKey, serviceNameKey, spanKindKey, statusCodeKey}, capOverflowSlots, "max_series_per_service"},
 		{"span.kind excluded", map[string]any{"max_series": 3, "exclude_dimensions": []any{spanKindKey}},
-			[]string{overflowKey, serviceNameKey, statusCodeKey}, statusSlots},
+			[]string{overflowKey, serviceNameKey, statusCodeKey}, statusSlots, "max_series"},
 		{"service.name and status.code excluded", map[string]any{"max_series": 3, "exclude_dimensions": []any{serviceNameKey, statusCodeKey}},
-			[]string{overflowKey, spanKindKey}, kindSlots},
+			[]string{overflowKey, spanKindKey}, kindSlots, "max_series"},
 		{"all three excluded", map[string]any{"max_series": 3, "exclude_dimensions": []any{serviceNameKey, spanKindKey, statusCodeKey}},
-			[]string{overflowKey}, 1},
+			[]string{overflowKey}, 1, "max_series"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, sink, _, _ := startOurs(t, tc.raw, true)
+			c, sink, _, tel := startOurs(t, tc.raw, true)
 			traffic := &overflowTraffic{r: &randSource{n: 3}, sent: map[redKey]int64{}}
 			var want int64
 			for i := 0; i < 4; i++ {
@@ -282,9 +288,19 @@ func TestOverflowSeriesAttributes(t *testing.T) {
 				want += countedSpans(td)
 				require.NoError(t, c.ConsumeTraces(context.Background(), td))
 			}
+			c.settle(t)
+			byLimit := overflowSpansByLimit(t, tel)
 			require.NoError(t, c.Shutdown(context.Background()))
 			md := sink.AllMetrics()[0]
-			require.Equal(t, want, sumUp(md).calls)
+			got := sumUp(md)
+			require.Equal(t, want, got.calls)
+			for limit, n := range byLimit {
+				if limit == tc.limit {
+					require.Equal(t, got.overflowCalls, n, "overflow_spans{limit=%q}", limit)
+				} else {
+					require.Zero(t, n, "overflow_spans{limit=%q}", limit)
+				}
+			}
 			overflowPoints := 0
 			for i := 0; i < md.ResourceMetrics().Len(); i++ {
 				ms := md.ResourceMetrics().At(i).ScopeMetrics().At(0).Metrics()
@@ -303,6 +319,20 @@ func TestOverflowSeriesAttributes(t *testing.T) {
 			require.Positive(t, overflowPoints)
 		})
 	}
+}
+
+// overflowSpansByLimit returns the overflow_spans counter by its limit attribute.
+func overflowSpansByLimit(t *testing.T, tel *componenttest.Telemetry) map[string]int64 {
+	t.Helper()
+	m, err := tel.GetMetric("otelcol_connector_tracemetrics_overflow_spans")
+	require.NoError(t, err)
+	out := map[string]int64{}
+	for _, dp := range m.Data.(metricdata.Sum[int64]).DataPoints {
+		limit, ok := dp.Attributes.Value("limit")
+		require.True(t, ok, "overflow_spans has a limit attribute")
+		out[limit.AsString()] = dp.Value
+	}
+	return out
 }
 
 // dataPointAttributes yields the attributes of each data point of a sum or histogram.
