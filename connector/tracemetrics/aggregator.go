@@ -370,11 +370,11 @@ func (a *aggregator) capOverflowSeries(t *seriesTable, d *deltaFamily, rid uint3
 	if !a.hasCapOverflow() {
 		return a.overflowSeries(t, d, rid, ts)
 	}
-	a.ovKey = a.appendCapOverflowKey(a.ovKey[:0], key)
-	slot := &a.resources[rid].capOverflow[t.fam.index][a.capOverflowSlot(a.ovKey)]
+	slot := &a.resources[rid].capOverflow[t.fam.index][a.seriesOverflowSlot(key)]
 	if *slot != 0 {
 		return *slot - 1
 	}
+	a.ovKey = a.appendCapOverflowKey(a.ovKey[:0], key)
 	id := t.insertOverflow(a.ovKey, rid, ts)
 	*slot = id + 1
 	a.announce(d, id, &t.meta[id], ts)

@@ -203,9 +203,20 @@ func (l *layout) appendCapOverflowKey(dst, key []byte) []byte {
 
 // capOverflowSlot returns the slot (span kind × status code) of the cap overflow series whose
 // key is okey.
-func (l *layout) capOverflowSlot(okey []byte) int {
-	r := okey[keyHeaderLen:]
+func (l *layout) capOverflowSlot(okey []byte) int { return l.kindStatusSlot(okey, false) }
+
+// seriesOverflowSlot returns the slot of the cap overflow series that takes the spans of the
+// series whose key is key (capOverflowSlot of its appendCapOverflowKey, without building it).
+func (l *layout) seriesOverflowSlot(key []byte) int { return l.kindStatusSlot(key, l.withName) }
+
+// kindStatusSlot returns the slot of the span kind and status code of key, in which a span
+// name follows the service name when withName.
+func (l *layout) kindStatusSlot(key []byte, withName bool) int {
+	r := key[keyHeaderLen:]
 	if l.withService {
+		r = r[encodedStrLen(r):]
+	}
+	if withName {
 		r = r[encodedStrLen(r):]
 	}
 	kind, status := 0, 0
@@ -214,6 +225,9 @@ func (l *layout) capOverflowSlot(okey []byte) int {
 	}
 	if l.withStatus {
 		status = min(int(r[0]), statusSlots-1)
+		if l.otelStatusCode && r[0] != byte(ptrace.StatusCodeOk) && r[0] != byte(ptrace.StatusCodeError) {
+			status = 0 // no otel.status_code attribute: one series for unset and unknown codes
+		}
 	}
 	return kind*statusSlots + status
 }

@@ -119,6 +119,12 @@ func redPoints(t *testing.T, md pmetric.Metrics, into map[redKey]*redCounts) {
 		ms := rm.ScopeMetrics().At(0).Metrics()
 		for j := 0; j < ms.Len(); j++ {
 			m := ms.At(j)
+			seen := map[string]bool{}
+			for attrs := range dataPointAttributes(m) {
+				k := attrString(attrs)
+				require.False(t, seen[k], "two %s data points labelled %s", m.Name(), k)
+				seen[k] = true
+			}
 			switch m.Type() {
 			case pmetric.MetricTypeSum:
 				for d := 0; d < m.Sum().DataPoints().Len(); d++ {
@@ -352,5 +358,159 @@ func dataPointAttributes(m pmetric.Metric) func(func(pcommon.Map) bool) {
 				}
 			}
 		}
+	}
+}
+
+// A cap overflow series that has expired comes back as a new series: in the cumulative output
+// its count starts again from the spans after its return (a counter reset, as for any series),
+// and no span lands in a series that was dropped or in a slot of another kind or status.
+func TestCapOverflowSeriesExpireAndReturn(t *testing.T) {
+	c, sink, clock, _ := startOurs(t, map[string]any{
+		"metrics_flush_interval": time.Second,
+		"series_expiration":      2 * time.Second,
+		"max_series_per_service": 20,
+	}, true)
+	traffic := &overflowTraffic{r: &randSource{n: 11}, sent: map[redKey]int64{}}
+	for i := 0; i < 3; i++ {
+		require.NoError(t, c.ConsumeTraces(context.Background(), traffic.next()))
+	}
+	for i := 0; i < 3; i++ {
+		flushOnce(t, c, sink, clock, time.Second) // idle past series_expiration: all expire
+	}
+	traffic.sent = map[redKey]int64{} // what the final cumulative export must hold
+	for i := 0; i < 3; i++ {
+		require.NoError(t, c.ConsumeTraces(context.Background(), traffic.next()))
+	}
+	require.NoError(t, c.Shutdown(context.Background()))
+	all := sink.AllMetrics()
+	got := map[redKey]*redCounts{}
+	redPoints(t, all[len(all)-1], got)
+
+	want, gotGroups := map[redGroup]int64{}, map[redGroup]int64{}
+	for k, n := range traffic.sent {
+		want[k.group()] += n
+	}
+	regular := 0
+	for k, n := range got {
+		gotGroups[k.group()] += n.calls
+		if !k.overflow {
+			regular++
+			require.Equal(t, traffic.sent[k], n.calls, "calls of series %v", k)
+		}
+	}
+	require.Equal(t, want, gotGroups, "calls per service, span kind and status code since the return")
+	require.Equal(t, 20+len(slices.Collect(func(yield func(string) bool) {
+		for k := range traffic.sent {
+			if k.svc == "quiet" && !yield(k.name) {
+				return
+			}
+		}
+	})), regular, "20 noisy series again, and the quiet ones")
+
+	// The aggregator has stopped: its state can be read. Every slot points at a live cap
+	// overflow series of its own kind and status, and every such series has its slot.
+	a := c.agg
+	live := 0
+	for f, tab := range a.tables {
+		for id := range tab.meta {
+			if m := &tab.meta[id]; m.keyLen > 0 && isOverflowKey(tab.key(uint32(id))) {
+				require.True(t, isCapOverflowKey(tab.key(uint32(id))))
+				require.EqualValues(t, id+1, a.resources[m.res].capOverflow[f][a.capOverflowSlot(tab.key(uint32(id)))])
+				live++
+			}
+		}
+		for rid := range a.resources {
+			for slot, id1 := range a.resources[rid].capOverflow[f] {
+				if id1 != 0 {
+					key := tab.key(id1 - 1)
+					require.True(t, isOverflowKey(key), "slot %d points at a series that is not an overflow series", slot)
+					require.Equal(t, slot, a.capOverflowSlot(key))
+					live--
+				}
+			}
+		}
+	}
+	require.Zero(t, live, "slots and live cap overflow series match")
+}
+
+// The slot of a series' cap overflow series is the same whether read from the series' key or
+// from the overflow key built from it; slots and output labels correspond one to one; and the
+// overflow key carries the built-ins the layout includes, whatever is excluded, with
+// otel.status_code under the useOtelPrefix gate and the collector instance ID under its gate.
+func TestCapOverflowKeys(t *testing.T) {
+	for _, tc := range []struct {
+		exclude []string
+		gates   gates
+	}{
+		{nil, gates{}},
+		{nil, gates{useOtelStatusCode: true, includeCollectorInstanceID: true}},
+		{[]string{spanNameKey}, gates{}},
+		{[]string{spanKindKey}, gates{}},
+		{[]string{statusCodeKey}, gates{}},
+		{[]string{serviceNameKey, spanKindKey}, gates{}},
+		{[]string{serviceNameKey, spanKindKey, statusCodeKey}, gates{}},
+	} {
+		t.Run(fmt.Sprint(tc.exclude, tc.gates), func(t *testing.T) {
+			cfg := createDefaultConfig().(*Config)
+			cfg.ExcludeDimensions = tc.exclude
+			cfg.Dimensions = []Dimension{{Name: "http.method"}}
+			l := newLayout(cfg, tc.gates, "instance-1")
+			f := l.families[l.callsFamily]
+			res := pcommon.NewMap()
+			labelsOf, slotOf := map[int]string{}, map[string]int{}
+			for _, kind := range trafficKinds {
+				for _, status := range trafficStatuses {
+					span := ptrace.NewSpan()
+					span.SetName("GET /users/" + fmt.Sprint(kind, status))
+					span.SetKind(kind)
+					span.Status().SetCode(status)
+					span.Attributes().PutStr("http.method", "GET")
+					key := l.appendKey(nil, f, 42, "checkout", span, pcommon.NewInstrumentationScope(), false, res, nil)
+					okey := l.appendCapOverflowKey(nil, key)
+					require.True(t, isOverflowKey(okey))
+					require.Equal(t, l.hasCapOverflow(), isCapOverflowKey(okey))
+					if !l.hasCapOverflow() {
+						continue
+					}
+					slot := l.seriesOverflowSlot(key)
+					require.Equal(t, slot, l.capOverflowSlot(okey))
+					require.GreaterOrEqual(t, slot, 0)
+					require.Less(t, slot, capOverflowSlots)
+
+					attrs := pcommon.NewMap()
+					l.putAttributes(okey, attrs, nil)
+					want := pcommon.NewMap()
+					if l.withService {
+						want.PutStr(serviceNameKey, "checkout")
+					}
+					if l.withKind {
+						want.PutStr(spanKindKey, kindName(kindByte(kind)))
+					}
+					switch {
+					case !l.withStatus:
+					case !tc.gates.useOtelStatusCode:
+						want.PutStr(statusCodeKey, statusName(statusByte(status)))
+					case status == ptrace.StatusCodeError:
+						want.PutStr(otelStatusCodeKey, "ERROR")
+					case status == ptrace.StatusCodeOk:
+						want.PutStr(otelStatusCodeKey, "OK")
+					}
+					if tc.gates.includeCollectorInstanceID {
+						want.PutStr(collectorInstanceKey, "instance-1")
+					}
+					want.PutBool(overflowKey, true)
+					require.Equal(t, want.AsRaw(), attrs.AsRaw())
+
+					labels := attrString(attrs)
+					if prev, ok := labelsOf[slot]; ok {
+						require.Equal(t, prev, labels, "one slot, one label set")
+					}
+					if prev, ok := slotOf[labels]; ok {
+						require.Equal(t, prev, slot, "one label set, one slot")
+					}
+					labelsOf[slot], slotOf[labels] = labels, slot
+				}
+			}
+		})
 	}
 }
