@@ -226,8 +226,9 @@ func (a *aggregator) apply(b *deltaBatch) {
 			}
 		}
 		// The limit overflow series has no exemplars, as in spanmetrics; a cap overflow
-		// series keeps them: they are traces of what exploded.
-		if s.exN > 0 && overflow != limitOverflow {
+		// series keeps them: they are traces of what exploded. (Without service.name,
+		// span.kind and status.code, the caps use the limit overflow series.)
+		if s.exN > 0 && (overflow == noOverflow || overflow != limitOverflow && a.hasCapOverflow()) {
 			for _, e := range b.exemplars[s.exOff : s.exOff+s.exN] {
 				offerExemplar(&d.exemplars, &r.exOff, &r.exN, exemplars, &e)
 			}

@@ -265,7 +265,7 @@ func TestCapOverflowKeepsKindAndStatus(t *testing.T) {
 // aggregation_cardinality_limit keeps spanmetrics' overflow series, labelled
 // otel.metric.overflow alone, whichever limit a resource reaches first; the caps' overflow
 // series keep the built-ins the configuration does not exclude, and are the limit overflow
-// series when all of them are excluded.
+// series when all of them are excluded. Cap overflow series have exemplars, spanmetrics' has none.
 func TestOverflowSeriesAttributes(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
@@ -286,7 +286,9 @@ func TestOverflowSeriesAttributes(t *testing.T) {
 			[]string{overflowKey}, 1, "max_series"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, sink, _, tel := startOurs(t, tc.raw, true)
+			raw := maps.Clone(tc.raw)
+			raw["exemplars"] = map[string]any{"enabled": true}
+			c, sink, _, tel := startOurs(t, raw, true)
 			traffic := &overflowTraffic{r: &randSource{n: 3}, sent: map[redKey]int64{}}
 			var want int64
 			for i := 0; i < 4; i++ {
@@ -320,6 +322,16 @@ func TestOverflowSeriesAttributes(t *testing.T) {
 					}
 					require.LessOrEqual(t, n, tc.max, "overflow data points of %s", ms.At(j).Name())
 					overflowPoints += n
+					if m := ms.At(j); m.Type() == pmetric.MetricTypeSum {
+						for d := 0; d < m.Sum().DataPoints().Len(); d++ {
+							dp := m.Sum().DataPoints().At(d)
+							if _, ok := dp.Attributes().Get(overflowKey); ok && dp.Attributes().Len() == 1 {
+								require.Zero(t, dp.Exemplars().Len(), "spanmetrics' overflow series has no exemplars")
+							} else {
+								require.Positive(t, dp.Exemplars().Len(), "exemplars on %s", attrString(dp.Attributes()))
+							}
+						}
+					}
 				}
 			}
 			require.Positive(t, overflowPoints)
