@@ -526,3 +526,44 @@ func TestCapOverflowKeys(t *testing.T) {
 		})
 	}
 }
+
+// The events metric's series (keyed per span event) overflow the same way, with exact totals.
+func TestCapOverflowOfEvents(t *testing.T) {
+	c, sink, _, _ := startOurs(t, map[string]any{
+		"events":                 map[string]any{"enabled": true, "dimensions": dims("exception.type")},
+		"max_series_per_service": 3,
+	}, true)
+	r := newRand(21)
+	var want int64
+	for i := 0; i < 10; i++ {
+		td := genTraces(r, 100, genOptions{services: 3, names: 20, events: true})
+		for _, rs := range td.ResourceSpans().All() {
+			for _, ss := range rs.ScopeSpans().All() {
+				for _, sp := range ss.Spans().All() {
+					want += int64(sp.Events().Len())
+				}
+			}
+		}
+		require.NoError(t, c.ConsumeTraces(context.Background(), td))
+	}
+	require.NoError(t, c.Shutdown(context.Background()))
+	md := sink.AllMetrics()[0]
+	var got, overflow int64
+	for _, rm := range md.ResourceMetrics().All() {
+		for _, m := range rm.ScopeMetrics().At(0).Metrics().All() {
+			if m.Name() != "traces.span.metrics.events" {
+				continue
+			}
+			for _, dp := range m.Sum().DataPoints().All() {
+				got += dp.IntValue()
+				if _, ok := dp.Attributes().Get(overflowKey); ok {
+					overflow += dp.IntValue()
+					require.Equal(t, []string{overflowKey, serviceNameKey, spanKindKey, statusCodeKey},
+						slices.Sorted(maps.Keys(dp.Attributes().AsRaw())))
+				}
+			}
+		}
+	}
+	require.Equal(t, want, got, "events")
+	require.Positive(t, overflow)
+}
