@@ -47,6 +47,7 @@ type aggregator struct {
 	scratchRes []uint32
 	resIDs     []uint32 // apply: aggregator resource id of each batch resource
 	rows       []int32  // apply: active row of each batch series
+	ovKey      []byte   // scratch: the key of a cap overflow series (appendCapOverflowKey)
 
 	tel *telemetry
 }
@@ -59,7 +60,30 @@ type aggResource struct {
 	live     bool
 	series   [maxFamilies]int32  // live series per family (aggregation_cardinality_limit, cumulative)
 	touched  [maxFamilies]int32  // series touched this interval (aggregation_cardinality_limit, delta)
-	overflow [maxFamilies]uint32 // overflow series id+1, 0 when none
+	overflow [maxFamilies]uint32 // aggregation_cardinality_limit's overflow series id+1, 0 when none
+
+	// max_series and max_series_per_service's overflow series per span kind and status code
+	// (capOverflowSlot), id+1, 0 when none.
+	capOverflow [maxFamilies][capOverflowSlots]uint32
+}
+
+// overflowKind says whether, and by which limit, a series' spans went to an overflow series.
+type overflowKind uint8
+
+const (
+	noOverflow      overflowKind = iota
+	limitOverflow                // aggregation_cardinality_limit: spanmetrics' overflow series
+	serviceOverflow              // max_series_per_service: a cap overflow series
+	globalOverflow               // max_series: a cap overflow series
+	overflowKinds
+)
+
+// overflowLimits are the YAML keys of the limits, by overflowKind: the limit attribute of the
+// overflow_spans counter, so that an operator knows which one to raise.
+var overflowLimits = [overflowKinds]string{
+	limitOverflow:   "aggregation_cardinality_limit",
+	serviceOverflow: "max_series_per_service",
+	globalOverflow:  "max_series",
 }
 
 // run is the aggregator goroutine: sleep until a batch of items is queued or the flush
@@ -178,7 +202,7 @@ func (a *aggregator) apply(b *deltaBatch) {
 		a.resIDs = append(a.resIDs, a.resolveResource(b, &b.resources[i]))
 	}
 	a.rows = a.rows[:0]
-	var overflowSpans int64
+	var overflowSpans [overflowKinds]int64
 	ahead := a.liveSeries() >= touchMinSeries
 	for i := range b.series {
 		if ahead && i%touchAhead == 0 && len(b.series)-i >= minTouch {
@@ -189,9 +213,7 @@ func (a *aggregator) apply(b *deltaBatch) {
 		d := &a.active.fams[s.fam]
 		rid := a.resIDs[s.res]
 		id, overflow := a.resolveSeries(t, d, rid, b.bytes(s.key), s.hash, b.ts)
-		if overflow {
-			overflowSpans += int64(s.count)
-		}
+		overflowSpans[overflow] += int64(s.count)
 		row := a.activeRow(t, d, id, b.ts)
 		r := d.rows.at(int(row))
 		r.last = max(r.last, b.ts)
@@ -204,7 +226,10 @@ func (a *aggregator) apply(b *deltaBatch) {
 				e.max = max(e.max, s.max)
 			}
 		}
-		if s.exN > 0 && !overflow {
+		// The limit overflow series has no exemplars, as in spanmetrics; a cap overflow
+		// series keeps them: they are traces of what exploded. (Without service.name,
+		// span.kind and status.code, the caps use the limit overflow series.)
+		if s.exN > 0 && (overflow == noOverflow || overflow != limitOverflow && a.hasCapOverflow()) {
 			for _, e := range b.exemplars[s.exOff : s.exOff+s.exN] {
 				offerExemplar(&d.exemplars, &r.exOff, &r.exN, exemplars, &e)
 			}
@@ -226,8 +251,10 @@ func (a *aggregator) apply(b *deltaBatch) {
 			e.sketch.add(&d.slab, o.code, 1, expoSize)
 		}
 	}
-	if overflowSpans > 0 {
-		a.tel.overflowSpans.Add(overflowSpans)
+	for k := limitOverflow; k < overflowKinds; k++ {
+		if overflowSpans[k] > 0 {
+			a.tel.overflowSpans[k].Add(overflowSpans[k])
+		}
 	}
 }
 
@@ -278,8 +305,14 @@ func (a *aggregator) serviceID(name []byte) uint32 {
 }
 
 // resolveSeries finds or creates the series with key in resource rid, applying the limits;
-// it returns the resource's overflow series when a limit refuses a new series.
-func (a *aggregator) resolveSeries(t *seriesTable, d *deltaFamily, rid uint32, key []byte, h uint64, ts int64) (uint32, bool) {
+// it returns the resource's overflow series, and which kind, when a limit refuses a new series.
+//
+// aggregation_cardinality_limit is spanmetrics' and is checked first, with spanmetrics'
+// overflow series. max_series and max_series_per_service are ours: their overflow series keeps
+// the service name, span kind and status code of the refused series, so that calls and errors
+// per service and kind stay exact while a service explodes. Neither limit ever takes a series
+// that exists: a refused series goes to overflow, the series of other services are untouched.
+func (a *aggregator) resolveSeries(t *seriesTable, d *deltaFamily, rid uint32, key []byte, h uint64, ts int64) (uint32, overflowKind) {
 	r := &a.resources[rid]
 	f := t.fam.index
 	if id, ok := t.find(h, rid, identity(key, t.fam)); ok {
@@ -287,25 +320,28 @@ func (a *aggregator) resolveSeries(t *seriesTable, d *deltaFamily, rid uint32, k
 			// spanmetrics' delta state starts empty each interval, so its cardinality limit
 			// counts the series seen in this interval.
 			if r.touched[f] >= a.cardLimit {
-				return a.overflowSeries(t, d, rid, ts), true
+				return a.overflowSeries(t, d, rid, ts), limitOverflow
 			}
 			r.touched[f]++
 		}
-		return id, false
+		return id, noOverflow
 	}
 	switch {
 	case a.cardLimit > 0 && !a.isDelta && r.series[f] >= a.cardLimit,
-		a.cardLimit > 0 && a.isDelta && r.touched[f] >= a.cardLimit,
-		a.maxSeries > 0 && t.n >= a.maxSeries,
-		a.maxService > 0 && a.svcSeries[f][r.svc] >= a.maxService:
-		return a.overflowSeries(t, d, rid, ts), true
+		a.cardLimit > 0 && a.isDelta && r.touched[f] >= a.cardLimit:
+		return a.overflowSeries(t, d, rid, ts), limitOverflow
+	case a.maxService > 0 && a.svcSeries[f][r.svc] >= a.maxService:
+		// Checked before max_series: raising max_series would not let this series in.
+		return a.capOverflowSeries(t, d, rid, key, ts), serviceOverflow
+	case a.maxSeries > 0 && t.n >= a.maxSeries:
+		return a.capOverflowSeries(t, d, rid, key, ts), globalOverflow
 	}
 	id := t.insert(key, h, rid, ts)
 	r.series[f]++
 	r.touched[f]++
 	a.svcSeries[f][r.svc]++
 	a.announce(d, id, &t.meta[id], ts)
-	return id, false
+	return id, noOverflow
 }
 
 func (a *aggregator) announce(d *deltaFamily, id uint32, m *seriesMeta, ts int64) {
@@ -323,6 +359,26 @@ func (a *aggregator) overflowSeries(t *seriesTable, d *deltaFamily, rid uint32, 
 	var kb [keyHeaderLen]byte
 	id := t.insertOverflow(appendOverflowKey(kb[:0], r.hash, f), rid, ts)
 	r.overflow[f] = id + 1
+	a.announce(d, id, &t.meta[id], ts)
+	return id
+}
+
+// capOverflowSeries returns the max_series/max_series_per_service overflow series of resource
+// rid, family t, that has the service name, span kind and status code of the series whose key
+// is key. Like the limit overflow series it is not in the hash index and counts against no
+// limit: a resource has at most capOverflowSlots of them per family. With service.name,
+// span.kind and status.code all excluded it is the limit overflow series (hasCapOverflow).
+func (a *aggregator) capOverflowSeries(t *seriesTable, d *deltaFamily, rid uint32, key []byte, ts int64) uint32 {
+	if !a.hasCapOverflow() {
+		return a.overflowSeries(t, d, rid, ts)
+	}
+	slot := &a.resources[rid].capOverflow[t.fam.index][a.seriesOverflowSlot(key)]
+	if *slot != 0 {
+		return *slot - 1
+	}
+	a.ovKey = a.appendCapOverflowKey(a.ovKey[:0], key)
+	id := t.insertOverflow(a.ovKey, rid, ts)
+	*slot = id + 1
 	a.announce(d, id, &t.meta[id], ts)
 	return id
 }
@@ -492,9 +548,12 @@ func (a *aggregator) expire(now int64, full *deltaBuffer) {
 func (a *aggregator) dropSeries(t *seriesTable, id uint32) {
 	f := t.fam.index
 	r := &a.resources[t.meta[id].res]
-	if isOverflowKey(t.key(id)) {
+	switch key := t.key(id); {
+	case isOverflowKey(key) && isCapOverflowKey(key):
+		r.capOverflow[f][a.capOverflowSlot(key)] = 0
+	case isOverflowKey(key):
 		r.overflow[f] = 0
-	} else {
+	default:
 		r.series[f]--
 		a.svcSeries[f][r.svc]--
 	}

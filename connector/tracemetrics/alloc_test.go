@@ -29,6 +29,12 @@ func TestConsumeTracesSteadyStateAllocatesNothing(t *testing.T) {
 			"histogram":  map[string]any{"exponential": map[string]any{"max_size": 40}},
 			"exemplars":  map[string]any{"enabled": true},
 		}},
+		{"overflow", map[string]any{
+			// Most spans go to overflow series split by span kind and status code.
+			"dimensions":             dims("http.method"),
+			"exemplars":              map[string]any{"enabled": true},
+			"max_series_per_service": 4,
+		}},
 		{"delta events", map[string]any{
 			"aggregation_temporality": "AGGREGATION_TEMPORALITY_DELTA",
 			"events":                  map[string]any{"enabled": true, "dimensions": dims("exception.type")},
@@ -55,6 +61,9 @@ func TestConsumeTracesSteadyStateAllocatesNothing(t *testing.T) {
 			testing.AllocsPerRun(2048, call)
 			allocs := testing.AllocsPerRun(2048, call)
 			require.LessOrEqual(t, allocs, float64(maxAllocsPerCall), "allocations per 200-span call")
+			if _, ok := tc.raw["max_series_per_service"]; ok {
+				require.Positive(t, c.tel.overflowSpans[serviceOverflow].Load(), "the measured calls went to overflow series")
+			}
 		})
 	}
 }

@@ -600,3 +600,51 @@ func saturate(c *connectorImp, stop *atomic.Bool, queued *atomic.Int64) {
 		}
 	}
 }
+
+// BenchmarkApplyOverflow is BenchmarkApply at 100k series in 10 services, batches of 1000
+// spans, with each limit set so that 9 spans in 10 go to overflow series: spanmetrics' (one
+// per resource) under aggregation_cardinality_limit, the caps' (by span kind and status code,
+// their keys built per refused series) under max_series_per_service and max_series; "none"
+// resolves every span to its own series.
+func BenchmarkApplyOverflow(b *testing.B) {
+	const series, batchSize = 100_000, 1000
+	input := benchInput(series, batchSize)
+	for _, v := range []struct {
+		name   string
+		limits map[string]any
+	}{
+		{"none", nil},
+		{"aggregation_cardinality_limit", map[string]any{"aggregation_cardinality_limit": series / 100}},
+		{"max_series_per_service", map[string]any{"max_series_per_service": series / 100}},
+		{"max_series", map[string]any{"max_series": series / 10}},
+	} {
+		b.Run(v.name, func(b *testing.B) {
+			raw := configFor(NewFactory())
+			maps.Copy(raw, v.limits)
+			cfg := NewFactory().CreateDefaultConfig().(*Config)
+			require.NoError(b, confmap.NewFromStringMap(raw).Unmarshal(cfg))
+			c, err := newConnector(componenttest.NewNopTelemetrySettings(), cfg, consumertest.NewNop(), deps{clock: clockwork.NewFakeClockAt(testStart), chunkPoints: chunkDataPoints, keyHash: hash.Sum64}, "")
+			require.NoError(b, err)
+			batches := make([]*deltaBatch, len(input))
+			for i, td := range input {
+				batches[i] = new(deltaBatch)
+				c.reducer.reduce(batches[i], td)
+				c.agg.apply(batches[i])
+			}
+			var overflow int64
+			for k := range c.tel.overflowSpans {
+				overflow += c.tel.overflowSpans[k].Load()
+			}
+			if v.limits != nil {
+				require.Equal(b, int64(len(input)*batchSize)*9/10, overflow, "9 spans in 10 overflow")
+			}
+			b.ResetTimer()
+			start := processCPU()
+			for i := 0; i < b.N; i++ {
+				c.agg.apply(batches[i%len(batches)])
+			}
+			cpu := processCPU() - start
+			b.ReportMetric(float64(cpu.Nanoseconds())/(float64(b.N)*float64(batchSize)), "cpu-ns/span")
+		})
+	}
+}

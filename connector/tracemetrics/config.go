@@ -99,12 +99,14 @@ type Config struct {
 	// MaxSeries caps the number of series of each family across all resources: RED series
 	// (one label set shared by calls and duration) unless calls_dimensions or
 	// histogram.dimensions split them, and events series apart. Spans of new series beyond it
-	// go to the resource's otel.metric.overflow=true series, so totals stay exact. 0 means no
-	// limit. Default 500,000.
+	// go to the resource's otel.metric.overflow=true series of their span kind and status code,
+	// which keep service.name, span.kind and status.code: totals, and calls and errors per
+	// service and kind, stay exact. 0 means no limit. Default 500,000.
 	MaxSeries int `mapstructure:"max_series"`
 
-	// MaxSeriesPerService caps the series of each metric per service.name the same way.
-	// 0 (the default) means no limit.
+	// MaxSeriesPerService caps the series of each metric per service.name the same way: a
+	// budget per service, so that a service whose series explode overflows alone and the
+	// others keep getting new series. 0 (the default) means no limit.
 	MaxSeriesPerService int `mapstructure:"max_series_per_service"`
 
 	// SeriesExpiration drops a single series that has seen no span for this long (unlike

@@ -53,7 +53,7 @@ func newConnector(set component.TelemetrySettings, cfg *Config, next consumer.Me
 	p := newPlan(cfg, readGates(), instanceID)
 	q := intake.New[deltaBatch](p.ringSize)
 	q.LimitBytes(p.ringBytes)
-	tel, err := newTelemetry(set, q)
+	tel, err := newTelemetry(set, q, p)
 	if err != nil {
 		return nil, err
 	}

@@ -196,27 +196,30 @@ func TestSeriesLimitsOverflowKeepsTotalsExact(t *testing.T) {
 	m, err := tel.GetMetric("otelcol_connector_tracemetrics_aggregated_spans")
 	require.NoError(t, err)
 	require.Equal(t, want, m.Data.(metricdata.Sum[int64]).DataPoints[0].Value, "aggregated_spans")
-	m, err = tel.GetMetric("otelcol_connector_tracemetrics_overflow_spans")
-	require.NoError(t, err)
-	overflowSpans := m.Data.(metricdata.Sum[int64]).DataPoints[0].Value
+	byLimit := overflowSpansByLimit(t, tel)
+	require.Len(t, byLimit, 2, "a series per configured limit")
+	overflowSpans := byLimit["max_series"] + byLimit["max_series_per_service"]
 	require.NoError(t, c.Shutdown(context.Background()))
 	md := sink.AllMetrics()[0]
 	got := sumUp(md)
 	require.Equal(t, want, got.calls)
 	require.Equal(t, want, got.durations)
 	require.Positive(t, got.overflowCalls)
-	// Per service at most 3 series, plus one overflow series per resource.
+	// Per service at most 3 series, plus overflow series per resource, span kind and status code.
 	perResource := map[string]int{}
 	for i := 0; i < md.ResourceMetrics().Len(); i++ {
 		rm := md.ResourceMetrics().At(i)
 		calls := rm.ScopeMetrics().At(0).Metrics().At(0).Sum().DataPoints()
 		for d := 0; d < calls.Len(); d++ {
 			attrs := calls.At(d).Attributes()
+			svc, _ := rm.Resource().Attributes().Get(serviceNameKey)
 			if _, ok := attrs.Get(overflowKey); ok {
-				require.Equal(t, 1, attrs.Len(), "the overflow series has only otel.metric.overflow")
+				// max_series and max_series_per_service's overflow keeps what error rates need.
+				require.Equal(t, 4, attrs.Len(), "overflow, service name, span kind, status code")
+				got, _ := attrs.Get(serviceNameKey)
+				require.Equal(t, svc.AsString(), got.AsString())
 				continue
 			}
-			svc, _ := rm.Resource().Attributes().Get(serviceNameKey)
 			perResource[svc.AsString()]++
 		}
 	}

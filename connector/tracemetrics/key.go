@@ -37,8 +37,14 @@ const (
 // slices as their tagged encoding. spanmetrics keys a series by the string form of each value,
 // so an int 200 and a string "200" are one series there and must be one here; the type tags
 // after the identity only remember the first span's types, which the output attributes keep
-// (as spanmetrics keeps the first span's attributes). The overflow series of a resource is the
-// header with the family byte's high bit set and nothing after it.
+// (as spanmetrics keeps the first span's attributes).
+//
+// Overflow series have the family byte's high bit set. The one of aggregation_cardinality_limit
+// (spanmetrics' overflow series, labelled otel.metric.overflow alone) is the header and nothing
+// after it. Those of max_series and max_series_per_service keep the built-ins that error rates
+// need: the header, then the service name, span kind and status code of the series' key, each
+// when not excluded (the span name, the scope and the dimensions are what exploded, so they
+// go); see appendCapOverflowKey.
 //
 // The series hash is deps.keyHash (hash/maphash, through internal/hash) over the identity;
 // equal hashes are confirmed by comparing the identities, so a collision never merges two
@@ -153,8 +159,88 @@ func appendOverflowKey(dst []byte, resHash uint64, fam uint8) []byte {
 	return appendKeyHeader(dst, resHash, fam|overflowFlag)
 }
 
-// isOverflowKey reports whether key is the key of a resource's overflow series.
+// isOverflowKey reports whether key is the key of a resource's overflow series, of either kind.
 func isOverflowKey(key []byte) bool { return key[keyFamilyByte]&overflowFlag != 0 }
+
+// isCapOverflowKey reports whether overflow key okey is that of a max_series or
+// max_series_per_service overflow series (the limit overflow series is the header alone).
+func isCapOverflowKey(okey []byte) bool { return len(okey) > keyHeaderLen }
+
+// A resource has one cap overflow series per family, span kind and status code: kinds and codes
+// outside the enum share the last slot of each, as they share one output value.
+const (
+	kindSlots        = int(ptrace.SpanKindConsumer) + 2
+	statusSlots      = int(ptrace.StatusCodeError) + 2
+	capOverflowSlots = kindSlots * statusSlots
+)
+
+// hasCapOverflow reports whether cap overflow series carry anything that tells them apart: with
+// service.name, span.kind and status.code all excluded they would be labelled like the limit
+// overflow series, and the connector uses that one instead.
+func (l *layout) hasCapOverflow() bool { return l.withService || l.withKind || l.withStatus }
+
+// appendCapOverflowKey appends the key of the cap overflow series that takes the spans of the
+// series whose key is key: its header with overflowFlag set, then its service name, span kind
+// and status code as they are written in key (those the layout includes).
+func (l *layout) appendCapOverflowKey(dst, key []byte) []byte {
+	dst = append(dst, key[:keyHeaderLen]...)
+	dst[len(dst)-1] |= overflowFlag
+	r := key[keyHeaderLen:]
+	if l.withService {
+		n := encodedStrLen(r)
+		dst, r = append(dst, r[:n]...), r[n:]
+	}
+	if l.withName {
+		r = r[encodedStrLen(r):]
+	}
+	if l.withKind {
+		dst, r = append(dst, r[0]), r[1:]
+	}
+	if l.withStatus {
+		dst = append(dst, r[0])
+	}
+	return dst
+}
+
+// capOverflowSlot returns the slot (span kind × status code) of the cap overflow series whose
+// key is okey.
+func (l *layout) capOverflowSlot(okey []byte) int { return l.kindStatusSlot(okey, false) }
+
+// seriesOverflowSlot returns the slot of the cap overflow series that takes the spans of the
+// series whose key is key (capOverflowSlot of its appendCapOverflowKey, without building it).
+func (l *layout) seriesOverflowSlot(key []byte) int { return l.kindStatusSlot(key, l.withName) }
+
+// kindStatusSlot returns the slot of the span kind and status code of key, in which a span
+// name follows the service name when withName.
+func (l *layout) kindStatusSlot(key []byte, withName bool) int {
+	r := key[keyHeaderLen:]
+	if l.withService {
+		r = r[encodedStrLen(r):]
+	}
+	if withName {
+		r = r[encodedStrLen(r):]
+	}
+	kind, status := 0, 0
+	if l.withKind {
+		kind, r = min(int(r[0]), kindSlots-1), r[1:]
+	}
+	if l.withStatus {
+		status = min(int(r[0]), statusSlots-1)
+		if l.otelStatusCode && r[0] != byte(ptrace.StatusCodeOk) && r[0] != byte(ptrace.StatusCodeError) {
+			status = 0 // no otel.status_code attribute: one series for unset and unknown codes
+		}
+	}
+	return kind*statusSlots + status
+}
+
+// encodedStrLen returns the length of the appendStr encoding at the start of b.
+func encodedStrLen(b []byte) int {
+	v, n := binary.Uvarint(b)
+	if n <= 0 {
+		panic("BUG: tracemetrics: malformed series key")
+	}
+	return n + int(v)
+}
 
 func appendKeyHeader(dst []byte, resHash uint64, fam uint8) []byte {
 	dst = binary.LittleEndian.AppendUint64(dst, resHash)
@@ -317,16 +403,42 @@ func identity(key []byte, f *family) []byte {
 func (l *layout) putAttributes(key []byte, dst pcommon.Map, in *interner) {
 	f := l.families[key[keyFamilyByte]&^overflowFlag]
 	if isOverflowKey(key) {
+		if isCapOverflowKey(key) {
+			r := keyReader{b: key[keyHeaderLen:], intern: in}
+			dst.EnsureCapacity(5)
+			l.putBuiltins(&r, dst, false)
+		}
 		dst.PutBool(overflowKey, true)
 		return
 	}
 	types := key[len(key)-len(f.dims):]
 	r := keyReader{b: key[keyHeaderLen : len(key)-len(f.dims)], intern: in}
 	dst.EnsureCapacity(5 + len(f.dims))
+	l.putBuiltins(&r, dst, l.withName)
+	if len(l.scopes) > 0 && r.byte() == 1 {
+		dst.PutStr(instrumentationScopeNameKey, r.str())
+		if v := r.str(); v != "" {
+			dst.PutStr(instrumentationScopeVersionKey, v)
+		}
+	}
+	for i := range f.dims {
+		switch tag := r.byte(); tag {
+		case tagAbsent:
+		case tagStr:
+			r.stringForm(types[i], dst.PutEmpty(f.dims[i].name))
+		default:
+			r.valueTagged(tag, dst.PutEmpty(f.dims[i].name))
+		}
+	}
+}
+
+// putBuiltins writes the built-in attributes read by r (the span name when withName) and the
+// collector instance ID, in spanmetrics' order.
+func (l *layout) putBuiltins(r *keyReader, dst pcommon.Map, withName bool) {
 	if l.withService {
 		dst.PutStr(serviceNameKey, r.str())
 	}
-	if l.withName {
+	if withName {
 		dst.PutStr(spanNameKey, r.str())
 	}
 	if l.withKind {
@@ -345,21 +457,6 @@ func (l *layout) putAttributes(key []byte, dst pcommon.Map, in *interner) {
 	}
 	if l.instanceID != "" {
 		dst.PutStr(collectorInstanceKey, l.instanceID)
-	}
-	if len(l.scopes) > 0 && r.byte() == 1 {
-		dst.PutStr(instrumentationScopeNameKey, r.str())
-		if v := r.str(); v != "" {
-			dst.PutStr(instrumentationScopeVersionKey, v)
-		}
-	}
-	for i := range f.dims {
-		switch tag := r.byte(); tag {
-		case tagAbsent:
-		case tagStr:
-			r.stringForm(types[i], dst.PutEmpty(f.dims[i].name))
-		default:
-			r.valueTagged(tag, dst.PutEmpty(f.dims[i].name))
-		}
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/intake"
@@ -17,9 +18,9 @@ import (
 // metric API is called from observable callbacks at collection time and from the flusher.
 type telemetry struct {
 	seriesLive      atomic.Int64
-	aggregatedSpans atomic.Int64 // added once per drained round by the aggregator
-	overflowSpans   atomic.Int64
-	flushes         atomic.Int64 // added once per flush by the flusher
+	aggregatedSpans atomic.Int64                // added once per drained round by the aggregator
+	overflowSpans   [overflowKinds]atomic.Int64 // by the limit that refused the series; [noOverflow] unused
+	flushes         atomic.Int64                // added once per flush by the flusher
 	flushesSkipped  atomic.Int64
 	refusedSpans    atomic.Int64
 	exportErrors    atomic.Int64
@@ -29,7 +30,7 @@ type telemetry struct {
 	reg           metric.Registration
 }
 
-func newTelemetry(set component.TelemetrySettings, q *intake.Queue[deltaBatch]) (*telemetry, error) {
+func newTelemetry(set component.TelemetrySettings, q *intake.Queue[deltaBatch], p *plan) (*telemetry, error) {
 	t := &telemetry{}
 	if set.MeterProvider == nil {
 		return t, nil
@@ -49,7 +50,7 @@ func newTelemetry(set component.TelemetrySettings, q *intake.Queue[deltaBatch]) 
 	series := gauge("otelcol_connector_tracemetrics_series", "Series held by the connector (overflow series excluded).", "{series}")
 	depth := gauge("otelcol_connector_tracemetrics_ring_depth", "Batches waiting in the intake ring.", "{batches}")
 	aggregated := counter("otelcol_connector_tracemetrics_aggregated_spans", "Spans folded into the series store by the aggregator; spans of resources without service.name are skipped and not counted.", "{spans}")
-	overflow := counter("otelcol_connector_tracemetrics_overflow_spans", "Spans (and events) counted in an otel.metric.overflow series because a series limit was reached.", "{spans}")
+	overflow := counter("otelcol_connector_tracemetrics_overflow_spans", "Spans (and events) counted in an otel.metric.overflow series because a series limit was reached, by the limit (its configuration key).", "{spans}")
 	fullWaits := counter("otelcol_connector_tracemetrics_ring_full_waits", "ConsumeTraces calls that found the intake ring full and waited.", "{calls}")
 	heldBytes := gauge("otelcol_connector_tracemetrics_ring_memory", "Bytes of the reduced batches queued for the aggregator or being applied (bounded by ring_memory_mib).", "By")
 	bytesWaits := counter("otelcol_connector_tracemetrics_ring_memory_waits", "ConsumeTraces calls whose batch would have passed ring_memory_mib and waited.", "{calls}")
@@ -68,12 +69,29 @@ func newTelemetry(set component.TelemetrySettings, q *intake.Queue[deltaBatch]) 
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
+	// One series per configured limit, from 0: a rate() over a series that appears at its
+	// first overflow would miss that first increase.
+	configured := [overflowKinds]bool{
+		limitOverflow:   p.cardLimit > 0,
+		serviceOverflow: p.maxService > 0,
+		globalOverflow:  p.maxSeries > 0,
+	}
+	var limitSets [overflowKinds]metric.ObserveOption
+	for k, on := range configured {
+		if on {
+			limitSets[k] = metric.WithAttributeSet(attribute.NewSet(attribute.String("limit", overflowLimits[k])))
+		}
+	}
 	t.reg, err = m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 		st := q.Stats()
 		o.ObserveInt64(series, t.seriesLive.Load())
 		o.ObserveInt64(depth, int64(q.Len()))
 		o.ObserveInt64(aggregated, t.aggregatedSpans.Load())
-		o.ObserveInt64(overflow, t.overflowSpans.Load())
+		for k, set := range limitSets {
+			if set != nil {
+				o.ObserveInt64(overflow, t.overflowSpans[k].Load(), set)
+			}
+		}
 		o.ObserveInt64(fullWaits, int64(st.FullWaits))
 		o.ObserveInt64(heldBytes, q.HeldBytes())
 		o.ObserveInt64(bytesWaits, int64(st.BytesWaits))
