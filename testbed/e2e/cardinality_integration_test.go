@@ -22,8 +22,9 @@ import (
 // TestMillionUniqueSpanNames sends a million spans, each with a span name never seen before (a
 // client putting IDs in span names), to the binary with configs/default.yaml and max_series
 // lowered to 10,000. The first 10,000 names get their series; every later span goes to the
-// resource's otel.metric.overflow=true series, so the calls still add up to exactly a million,
-// and the process' memory stays that of 10,000 series instead of growing with every name.
+// resource's otel.metric.overflow=true series of its span kind and status code, so the calls
+// still add up to exactly a million, and the process' memory stays that of 10,000 series
+// instead of growing with every name.
 func TestMillionUniqueSpanNames(t *testing.T) {
 	const (
 		maxSeries = 10_000
@@ -41,12 +42,16 @@ func TestMillionUniqueSpanNames(t *testing.T) {
 	all := map[string]string{} // this collector received nothing else
 	require.Equal(t, float64(total), WaitForSum(t, metricsURL, calls, all, total, 2*time.Minute), "calls, overflow included")
 	fams := Scrape(t, metricsURL)
+	// The overflow series of max_series keeps the service, span kind and status code.
 	overflow, n := SumSeries(fams, calls, map[string]string{"otel_metric_overflow": "true"})
 	require.Equal(t, 1, n, "one overflow series")
 	require.Equal(t, float64(total-maxSeries), overflow, "every span past max_series is in the overflow series")
-	namedCalls, named := SumSeries(fams, calls, map[string]string{"service_name": "ids-in-names"})
-	require.Equal(t, maxSeries, named, "series with a span name: max_series of them")
-	require.Equal(t, float64(maxSeries), namedCalls, "one span each")
+	_, n = SumSeries(fams, calls, map[string]string{"otel_metric_overflow": "true", "service_name": "ids-in-names",
+		"span_kind": "SPAN_KIND_SERVER", "status_code": "STATUS_CODE_UNSET"})
+	require.Equal(t, 1, n, "the overflow series is labelled with the service, span kind and status code")
+	serviceCalls, series := SumSeries(fams, calls, map[string]string{"service_name": "ids-in-names"})
+	require.Equal(t, maxSeries+1, series, "series with a span name: max_series of them, and the overflow series")
+	require.Equal(t, float64(maxSeries), serviceCalls-overflow, "one span each")
 
 	rss := residentBytes(t, c.cmd.Process.Pid)
 	t.Logf("collector RSS after a million span names: %d MiB", rss>>20)
