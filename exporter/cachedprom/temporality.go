@@ -229,7 +229,9 @@ func updateExpHistogram(p *pointCtx, dp pmetric.ExponentialHistogramDataPoint) b
 	set := func() {
 		r.ts = int64(dp.Timestamp())
 		r.count, r.value = dp.Count(), dp.Sum()
-		*st = expState{scale: dp.Scale(), zeroThresh: dp.ZeroThreshold(), population: population, hasSum: dp.HasSum()}
+		*st = expState{scale: dp.Scale(), zeroThresh: dp.ZeroThreshold(), population: population, hasSum: dp.HasSum(),
+			pos: st.pos, neg: st.neg} // keep the slices' capacity
+		st.setBuckets(dp)
 	}
 	ts := int64(dp.Timestamp())
 	switch {
@@ -242,10 +244,10 @@ func updateExpHistogram(p *pointCtx, dp pmetric.ExponentialHistogramDataPoint) b
 		}
 		// Merging buckets (downscaling to the smaller scale, widening the
 		// zero bucket) moves counts between buckets but keeps their total,
-		// and the text formats show only count and sum; so totals suffice.
+		// which is all the text formats show; the protobuf exposition
+		// shows the merged buckets.
 		r.ts = max(r.ts, ts)
-		st.scale = min(st.scale, dp.Scale())
-		st.zeroThresh = max(st.zeroThresh, dp.ZeroThreshold())
+		st.addBuckets(dp)
 		r.count += dp.Count()
 		st.population += population
 		if st.hasSum && dp.HasSum() {
