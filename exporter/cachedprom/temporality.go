@@ -2,6 +2,7 @@ package cachedprom // import "github.com/otelcol-red/otelcol-red/exporter/cached
 
 import (
 	"encoding/hex"
+	"math"
 	"slices"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -226,6 +227,13 @@ func updateExpHistogram(p *pointCtx, dp pmetric.ExponentialHistogramDataPoint) b
 		s.exp[p.id] = st
 	}
 	population := dp.ZeroCount() + sumCounts(dp.Positive().BucketCounts()) + sumCounts(dp.Negative().BucketCounts())
+	if dp.Scale() < nativeSchemaMin || population > dp.Count() || population < dp.Count() && !math.IsNaN(dp.Sum()) {
+		// No exposition shows such a point: the text formats hide the
+		// series (as client_golang refuses it) and nativeHistogram refuses
+		// it. Stored all the same, so the series' state stays what the
+		// stock exporter's would be.
+		s.events[eventUnsupported]++
+	}
 	set := func() {
 		r.ts = int64(dp.Timestamp())
 		r.count, r.value = dp.Count(), dp.Sum()

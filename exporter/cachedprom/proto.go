@@ -1,0 +1,308 @@
+package cachedprom // import "github.com/otelcol-red/otelcol-red/exporter/cachedprom"
+
+import (
+	"math"
+	"slices"
+
+	dto "github.com/prometheus/client_model/go"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+)
+
+// This file renders the protobuf exposition: one length-delimited
+// io.prometheus.client.MetricFamily per family, as expfmt's FmtProtoDelim
+// encoder writes them, from the same store and in the same family order as
+// the text body. Exponential histograms become native histograms
+// (nativehist.go); everything else is what client_golang would write for
+// the stock exporter's const metrics.
+//
+// A family of 50k series as dto messages would be tens of MB of small heap
+// objects at once. Instead each frame's metrics are marshalled as a
+// MetricFamily holding only them, appended to the family's name, help and
+// type marshalled as a MetricFamily of their own: concatenated protobuf
+// messages of one type decode as one message whose repeated fields are
+// concatenated (the protobuf encoding's merge rule), and since Go's
+// marshaller writes fields in number order (name 1, help 2, type 3, metric
+// 4), the bytes are exactly those of the whole family marshalled at once
+// (TestProtoBodyIsExpfmtEncoding). Only the delimiter, the varint length
+// of the message that protodelim writes, is added here, with protowire.
+
+// protoRenderer holds the protobuf render's reusable state.
+type protoRenderer struct {
+	opts    proto.MarshalOptions
+	fam     []byte // the family being built, without its delimiter
+	header  []byte // its name, help and type
+	metrics []*dto.Metric
+	n       int                // metrics in fam
+	names   map[string]*string // interned label names
+	dp      pmetric.ExponentialHistogramDataPoint
+	refused int // native histograms nativeHistogram refused in the last render
+}
+
+// renderProto appends the protobuf exposition of the store to dst.
+func (rd *renderer) renderProto(dst []byte, s *seriesStore) []byte {
+	f := &rd.frame
+	pr := &rd.proto
+	if pr.names == nil {
+		pr.names = map[string]*string{}
+		pr.dp = pmetric.NewExponentialHistogramDataPoint()
+	}
+	pr.refused = 0
+	var targets []string
+	// The series and hidden counts stay the text render's.
+	rd.fams, targets, _ = s.listFamilies(rd.fams[:0], rd.targets[:0])
+	rd.targets = targets
+	if len(targets) > 0 {
+		pr.begin(s.names.targetInfoName(), "Target metadata", typeGauge)
+		for _, l := range targets {
+			m := pr.metric([]byte(l))
+			m.Gauge = &dto.Gauge{Value: proto.Float64(1)}
+		}
+		dst = pr.end(dst)
+		dst = rd.flushChunk(dst, false)
+	}
+	for _, fam := range rd.fams {
+		if fam.hidden {
+			continue
+		}
+		pr.begin(fam.name, fam.help, fam.typ)
+		for pos := 0; ; {
+			pos = s.copyRows(f, fam.id, pos, rd.withTimestamps, true)
+			if len(f.rows) == 0 {
+				break
+			}
+			for ri := range f.rows {
+				r := &f.rows[ri]
+				if !r.valid {
+					continue
+				}
+				labels := f.labels[r.lblOff : r.lblOff+r.lblLen]
+				var m *dto.Metric
+				switch r.kind {
+				case kindNumber:
+					m = pr.metric(labels)
+					switch fam.typ {
+					case typeCounter:
+						m.Counter = &dto.Counter{Value: proto.Float64(r.value)}
+						if r.nExs > 0 {
+							m.Counter.Exemplar = pr.exemplar(&f.exs[r.exs+r.nExs-1])
+						}
+					case typeUntyped:
+						m.Untyped = &dto.Untyped{Value: proto.Float64(r.value)}
+					default:
+						m.Gauge = &dto.Gauge{Value: proto.Float64(r.value)}
+					}
+				case kindHistogram:
+					m = pr.metric(labels)
+					m.Histogram = pr.classic(f, r)
+				case kindExpHistogram:
+					h, err := pr.native(f, r)
+					if err != nil {
+						pr.refused++
+						continue
+					}
+					m = pr.metric(labels)
+					m.Histogram = h
+				case kindSummary:
+					m = pr.metric(labels)
+					sm := &dto.Summary{SampleCount: proto.Uint64(r.count), SampleSum: proto.Float64(r.value)}
+					for q := int32(0); q < r.nCounts; q++ {
+						sm.Quantile = append(sm.Quantile, &dto.Quantile{
+							Quantile: proto.Float64(math.Float64frombits(f.counts[r.counts+2*q])),
+							Value:    proto.Float64(math.Float64frombits(f.counts[r.counts+2*q+1])),
+						})
+					}
+					m.Summary = sm
+				}
+				if rd.withTimestamps {
+					m.TimestampMs = proto.Int64(r.ts)
+				}
+			}
+			pr.flushFrame()
+		}
+		dst = pr.end(dst)
+		dst = rd.flushChunk(dst, false)
+	}
+	return dst
+}
+
+// begin starts a family.
+func (pr *protoRenderer) begin(name, help string, typ familyType) {
+	t := dto.MetricType_GAUGE
+	switch typ {
+	case typeCounter:
+		t = dto.MetricType_COUNTER
+	case typeUntyped:
+		t = dto.MetricType_UNTYPED
+	case typeHistogram:
+		t = dto.MetricType_HISTOGRAM
+	case typeSummary:
+		t = dto.MetricType_SUMMARY
+	}
+	pr.header, _ = pr.opts.MarshalAppend(pr.header[:0], &dto.MetricFamily{Name: proto.String(name), Help: proto.String(help), Type: t.Enum()})
+	pr.fam = append(pr.fam[:0], pr.header...)
+	pr.n = 0
+	pr.metrics = pr.metrics[:0]
+}
+
+// metric adds a metric with the given rendered labels to the frame.
+func (pr *protoRenderer) metric(labels []byte) *dto.Metric {
+	m := &dto.Metric{}
+	m.Label = pr.labelPairs(m.Label, labels)
+	pr.metrics = append(pr.metrics, m)
+	return m
+}
+
+// flushFrame marshals the frame's metrics onto the family.
+func (pr *protoRenderer) flushFrame() {
+	if len(pr.metrics) == 0 {
+		return
+	}
+	pr.fam, _ = pr.opts.MarshalAppend(pr.fam, &dto.MetricFamily{Metric: pr.metrics})
+	pr.n += len(pr.metrics)
+	clear(pr.metrics)
+	pr.metrics = pr.metrics[:0]
+}
+
+// end appends the family to dst, delimited, unless it has no metric (as the
+// text body writes no header for it).
+func (pr *protoRenderer) end(dst []byte) []byte {
+	pr.flushFrame()
+	if pr.n == 0 {
+		return dst
+	}
+	dst = protowire.AppendVarint(dst, uint64(len(pr.fam)))
+	dst = append(dst, pr.fam...)
+	if cap(pr.fam) > maxKeptFamily {
+		pr.fam = nil
+	}
+	return dst
+}
+
+// maxKeptFamily is the largest family buffer kept between renders: the
+// largest family is built in one buffer (its delimiter needs its length),
+// and one family of a large store can be tens of MB.
+const maxKeptFamily = 8 << 20
+
+// labelPairs parses rendered labels (`a="x",b="y"`, escaped as appendLabels
+// writes them) into label pairs.
+func (pr *protoRenderer) labelPairs(dst []*dto.LabelPair, b []byte) []*dto.LabelPair {
+	for len(b) > 0 {
+		var name, value string
+		name, b = parseLabelToken(b, '=')
+		b = b[1:] // '='
+		value, b = parseLabelToken(b, ',')
+		if len(b) > 0 {
+			b = b[1:] // ','
+		}
+		np, ok := pr.names[name]
+		if !ok {
+			np = &name
+			pr.names[name] = np
+		}
+		dst = append(dst, &dto.LabelPair{Name: np, Value: &value})
+	}
+	return dst
+}
+
+// parseLabelToken reads a bare name up to end, or a quoted string with
+// appendEscaped's escapes (\\, \", \n), and returns it with the rest.
+func parseLabelToken(b []byte, end byte) (string, []byte) {
+	if b[0] != '"' {
+		i := slices.Index(b, end)
+		if i < 0 {
+			i = len(b)
+		}
+		return string(b[:i]), b[i:]
+	}
+	// Quoted: find the closing quote, unescaping only when needed.
+	plain := true
+	i := 1
+	for ; i < len(b) && b[i] != '"'; i++ {
+		if b[i] == '\\' {
+			plain = false
+			i++
+		}
+	}
+	if plain {
+		return string(b[1:i]), b[i+1:]
+	}
+	out := make([]byte, 0, i)
+	for j := 1; j < i; j++ {
+		c := b[j]
+		if c == '\\' {
+			j++
+			c = b[j]
+			if c == 'n' {
+				c = '\n'
+			}
+		}
+		out = append(out, c)
+	}
+	return string(out), b[i+1:]
+}
+
+// exemplar converts a stored exemplar as client_golang's
+// NewMetricWithExemplars does: value, labels, timestamp.
+func (pr *protoRenderer) exemplar(e *exemplar) *dto.Exemplar {
+	x := &dto.Exemplar{Value: proto.Float64(e.value), Timestamp: timestamppb.New(e.ts.AsTime())}
+	x.Label = pr.labelPairs(nil, []byte(e.labels))
+	return x
+}
+
+// classic is an explicit histogram as client_golang's const histogram writes
+// it: buckets in bound order without a +Inf bucket unless a bound is +Inf;
+// each exemplar on the first bucket whose bound is at least its value (the
+// last one wins), or on an added +Inf bucket.
+func (pr *protoRenderer) classic(f *frame, r *row) *dto.Histogram {
+	bs := r.bounds
+	h := &dto.Histogram{SampleCount: proto.Uint64(r.count), SampleSum: proto.Float64(r.value)}
+	counts := f.counts[r.counts : r.counts+r.nCounts]
+	h.Bucket = make([]*dto.Bucket, len(bs.order), len(bs.order)+1)
+	for k, idx := range bs.order {
+		h.Bucket[k] = &dto.Bucket{CumulativeCount: proto.Uint64(counts[k]), UpperBound: proto.Float64(bs.bounds[idx])}
+	}
+	for e := r.exs; e < r.exs+r.nExs; e++ {
+		x := &f.exs[e]
+		k, _ := slices.BinarySearchFunc(h.Bucket, x.value, func(b *dto.Bucket, v float64) int {
+			if b.GetUpperBound() < v {
+				return -1
+			}
+			return 1
+		})
+		if k == len(h.Bucket) {
+			h.Bucket = append(h.Bucket, &dto.Bucket{CumulativeCount: proto.Uint64(r.count), UpperBound: proto.Float64(math.Inf(1))})
+		}
+		h.Bucket[k].Exemplar = pr.exemplar(x)
+	}
+	return h
+}
+
+// native maps an exponential histogram row through nativeHistogram.
+func (pr *protoRenderer) native(f *frame, r *row) (*dto.Histogram, error) {
+	n := &f.nat[r.nat]
+	dp := pr.dp
+	dp.SetScale(n.scale)
+	dp.SetZeroThreshold(n.zeroThresh)
+	dp.SetZeroCount(n.zeroCount)
+	dp.SetCount(r.count)
+	if n.hasSum {
+		dp.SetSum(r.value)
+	} else {
+		dp.RemoveSum()
+	}
+	dp.SetStartTimestamp(pcommon.Timestamp(n.start))
+	counts := f.counts[r.counts : r.counts+n.nPos+n.nNeg]
+	dp.Positive().SetOffset(n.posOffset)
+	dp.Positive().BucketCounts().FromRaw(counts[:n.nPos])
+	dp.Negative().SetOffset(n.negOffset)
+	dp.Negative().BucketCounts().FromRaw(counts[n.nPos:])
+	h, err := nativeHistogram(dp)
+	// The point only borrowed the frame's counts.
+	dp.Positive().BucketCounts().FromRaw(nil)
+	dp.Negative().BucketCounts().FromRaw(nil)
+	return h, err
+}
