@@ -1,8 +1,10 @@
 package cachedprom // import "github.com/otelcol-red/otelcol-red/exporter/cachedprom"
 
 import (
+	"bytes"
 	"math"
 	"slices"
+	"strings"
 
 	dto "github.com/prometheus/client_model/go"
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -40,6 +42,56 @@ type protoRenderer struct {
 	names   map[string]*string // interned label names
 	dp      pmetric.ExponentialHistogramDataPoint
 	refused int // native histograms nativeHistogram refused in the last render
+
+	// The messages of the common kinds (counters, gauges, explicit
+	// histograms) come from slabs reused frame after frame: a frame's
+	// messages are marshalled before the next frame takes them, so a
+	// render allocates per frame, not per series. lblText holds the
+	// frame's labels as one string, which label values are cut from.
+	lblText  string
+	mSlab    slab[dto.Metric]
+	lpSlab   slab[dto.LabelPair]
+	lpPtrs   slab[*dto.LabelPair]
+	strSlab  slab[string]
+	cSlab    slab[dto.Counter]
+	gSlab    slab[dto.Gauge]
+	hSlab    slab[dto.Histogram]
+	bSlab    slab[dto.Bucket]
+	bPtrs    slab[*dto.Bucket]
+	fSlab    slab[float64]
+	uSlab    slab[uint64]
+	tmpPairs []*dto.LabelPair
+}
+
+// slab hands out zeroed values from a reused array; reset makes them all
+// available again. A full array is replaced, not grown: the values handed
+// out so far stay where they are until reset.
+type slab[T any] struct{ items []T }
+
+func (s *slab[T]) take(n int) []T {
+	if len(s.items)+n > cap(s.items) {
+		s.items = make([]T, 0, max(2*cap(s.items), n, 256))
+	}
+	out := s.items[len(s.items) : len(s.items)+n : len(s.items)+n]
+	s.items = s.items[:len(s.items)+n]
+	clear(out)
+	return out
+}
+
+func (s *slab[T]) one() *T { return &s.take(1)[0] }
+
+func (s *slab[T]) reset() { s.items = s.items[:0] }
+
+func (pr *protoRenderer) float(v float64) *float64 {
+	p := pr.fSlab.one()
+	*p = v
+	return p
+}
+
+func (pr *protoRenderer) uint(v uint64) *uint64 {
+	p := pr.uSlab.one()
+	*p = v
+	return p
 }
 
 // renderProto appends the protobuf exposition of the store to dst.
@@ -58,7 +110,8 @@ func (rd *renderer) renderProto(dst []byte, s *seriesStore) []byte {
 	if len(targets) > 0 {
 		pr.begin(s.names.targetInfoName(), "Target metadata", typeGauge)
 		for _, l := range targets {
-			m := pr.metric([]byte(l))
+			pr.lblText = l
+			m := pr.metric([]byte(l), 0)
 			m.Gauge = &dto.Gauge{Value: proto.Float64(1)}
 		}
 		dst = pr.end(dst)
@@ -74,6 +127,7 @@ func (rd *renderer) renderProto(dst []byte, s *seriesStore) []byte {
 			if len(f.rows) == 0 {
 				break
 			}
+			pr.lblText = string(f.labels)
 			for ri := range f.rows {
 				r := &f.rows[ri]
 				if !r.valid {
@@ -83,20 +137,22 @@ func (rd *renderer) renderProto(dst []byte, s *seriesStore) []byte {
 				var m *dto.Metric
 				switch r.kind {
 				case kindNumber:
-					m = pr.metric(labels)
+					m = pr.metric(labels, r.lblOff)
 					switch fam.typ {
 					case typeCounter:
-						m.Counter = &dto.Counter{Value: proto.Float64(r.value)}
+						m.Counter = pr.cSlab.one()
+						m.Counter.Value = pr.float(r.value)
 						if r.nExs > 0 {
 							m.Counter.Exemplar = pr.exemplar(&f.exs[r.exs+r.nExs-1])
 						}
 					case typeUntyped:
 						m.Untyped = &dto.Untyped{Value: proto.Float64(r.value)}
 					default:
-						m.Gauge = &dto.Gauge{Value: proto.Float64(r.value)}
+						m.Gauge = pr.gSlab.one()
+						m.Gauge.Value = pr.float(r.value)
 					}
 				case kindHistogram:
-					m = pr.metric(labels)
+					m = pr.metric(labels, r.lblOff)
 					m.Histogram = pr.classic(f, r)
 				case kindExpHistogram:
 					h, err := pr.native(f, r)
@@ -104,10 +160,10 @@ func (rd *renderer) renderProto(dst []byte, s *seriesStore) []byte {
 						pr.refused++
 						continue
 					}
-					m = pr.metric(labels)
+					m = pr.metric(labels, r.lblOff)
 					m.Histogram = h
 				case kindSummary:
-					m = pr.metric(labels)
+					m = pr.metric(labels, r.lblOff)
 					sm := &dto.Summary{SampleCount: proto.Uint64(r.count), SampleSum: proto.Float64(r.value)}
 					for q := int32(0); q < r.nCounts; q++ {
 						sm.Quantile = append(sm.Quantile, &dto.Quantile{
@@ -148,10 +204,13 @@ func (pr *protoRenderer) begin(name, help string, typ familyType) {
 	pr.metrics = pr.metrics[:0]
 }
 
-// metric adds a metric with the given rendered labels to the frame.
-func (pr *protoRenderer) metric(labels []byte) *dto.Metric {
-	m := &dto.Metric{}
-	m.Label = pr.labelPairs(m.Label, labels)
+// metric adds a metric with the given rendered labels, at offset off of
+// pr.lblText, to the frame.
+func (pr *protoRenderer) metric(labels []byte, off int) *dto.Metric {
+	m := pr.mSlab.one()
+	pr.tmpPairs = pr.labelPairs(pr.tmpPairs[:0], labels, pr.lblText[off:off+len(labels)], true)
+	m.Label = pr.lpPtrs.take(len(pr.tmpPairs))
+	copy(m.Label, pr.tmpPairs)
 	pr.metrics = append(pr.metrics, m)
 	return m
 }
@@ -165,6 +224,17 @@ func (pr *protoRenderer) flushFrame() {
 	pr.n += len(pr.metrics)
 	clear(pr.metrics)
 	pr.metrics = pr.metrics[:0]
+	pr.mSlab.reset()
+	pr.lpSlab.reset()
+	pr.lpPtrs.reset()
+	pr.strSlab.reset()
+	pr.cSlab.reset()
+	pr.gSlab.reset()
+	pr.hSlab.reset()
+	pr.bSlab.reset()
+	pr.bPtrs.reset()
+	pr.fSlab.reset()
+	pr.uSlab.reset()
 }
 
 // end appends the family to dst, delimited, unless it has no metric (as the
@@ -188,39 +258,51 @@ func (pr *protoRenderer) end(dst []byte) []byte {
 const maxKeptFamily = 8 << 20
 
 // labelPairs parses rendered labels (`a="x",b="y"`, escaped as appendLabels
-// writes them) into label pairs.
-func (pr *protoRenderer) labelPairs(dst []*dto.LabelPair, b []byte) []*dto.LabelPair {
-	for len(b) > 0 {
+// writes them) into label pairs. text is b as a string: values without
+// escapes are cut from it instead of allocated. pooled takes the pairs from
+// the frame's slabs.
+func (pr *protoRenderer) labelPairs(dst []*dto.LabelPair, b []byte, text string, pooled bool) []*dto.LabelPair {
+	pos := 0
+	for pos < len(b) {
 		var name, value string
-		name, b = parseLabelToken(b, '=')
-		b = b[1:] // '='
-		value, b = parseLabelToken(b, ',')
-		if len(b) > 0 {
-			b = b[1:] // ','
-		}
+		name, pos = parseLabelToken(b, text, pos, '=')
+		pos++ // '='
+		value, pos = parseLabelToken(b, text, pos, ',')
+		pos++ // ','
 		np, ok := pr.names[name]
 		if !ok {
+			name = strings.Clone(name) // not kept cut from a frame's text
 			np = &name
 			pr.names[name] = np
 		}
-		dst = append(dst, &dto.LabelPair{Name: np, Value: &value})
+		var lp *dto.LabelPair
+		var vp *string
+		if pooled {
+			lp, vp = pr.lpSlab.one(), pr.strSlab.one()
+		} else {
+			lp, vp = &dto.LabelPair{}, new(string)
+		}
+		*vp = value
+		lp.Name, lp.Value = np, vp
+		dst = append(dst, lp)
 	}
 	return dst
 }
 
-// parseLabelToken reads a bare name up to end, or a quoted string with
-// appendEscaped's escapes (\\, \", \n), and returns it with the rest.
-func parseLabelToken(b []byte, end byte) (string, []byte) {
-	if b[0] != '"' {
-		i := slices.Index(b, end)
+// parseLabelToken reads, from b[pos:], a bare name up to end, or a quoted
+// string with appendEscaped's escapes (\\, \", \n), and returns it with the
+// position after it. text is b as a string.
+func parseLabelToken(b []byte, text string, pos int, end byte) (string, int) {
+	if b[pos] != '"' {
+		i := bytes.IndexByte(b[pos:], end)
 		if i < 0 {
-			i = len(b)
+			return text[pos:], len(b)
 		}
-		return string(b[:i]), b[i:]
+		return text[pos : pos+i], pos + i
 	}
 	// Quoted: find the closing quote, unescaping only when needed.
 	plain := true
-	i := 1
+	i := pos + 1
 	for ; i < len(b) && b[i] != '"'; i++ {
 		if b[i] == '\\' {
 			plain = false
@@ -228,10 +310,10 @@ func parseLabelToken(b []byte, end byte) (string, []byte) {
 		}
 	}
 	if plain {
-		return string(b[1:i]), b[i+1:]
+		return text[pos+1 : i], i + 1
 	}
-	out := make([]byte, 0, i)
-	for j := 1; j < i; j++ {
+	out := make([]byte, 0, i-pos)
+	for j := pos + 1; j < i; j++ {
 		c := b[j]
 		if c == '\\' {
 			j++
@@ -242,14 +324,14 @@ func parseLabelToken(b []byte, end byte) (string, []byte) {
 		}
 		out = append(out, c)
 	}
-	return string(out), b[i+1:]
+	return string(out), i + 1
 }
 
 // exemplar converts a stored exemplar as client_golang's
 // NewMetricWithExemplars does: value, labels, timestamp.
 func (pr *protoRenderer) exemplar(e *exemplar) *dto.Exemplar {
 	x := &dto.Exemplar{Value: proto.Float64(e.value), Timestamp: timestamppb.New(e.ts.AsTime())}
-	x.Label = pr.labelPairs(nil, []byte(e.labels))
+	x.Label = pr.labelPairs(nil, []byte(e.labels), e.labels, false)
 	return x
 }
 
@@ -259,11 +341,14 @@ func (pr *protoRenderer) exemplar(e *exemplar) *dto.Exemplar {
 // last one wins), or on an added +Inf bucket.
 func (pr *protoRenderer) classic(f *frame, r *row) *dto.Histogram {
 	bs := r.bounds
-	h := &dto.Histogram{SampleCount: proto.Uint64(r.count), SampleSum: proto.Float64(r.value)}
+	h := pr.hSlab.one()
+	h.SampleCount, h.SampleSum = pr.uint(r.count), pr.float(r.value)
 	counts := f.counts[r.counts : r.counts+r.nCounts]
-	h.Bucket = make([]*dto.Bucket, len(bs.order), len(bs.order)+1)
+	h.Bucket = pr.bPtrs.take(len(bs.order))
 	for k, idx := range bs.order {
-		h.Bucket[k] = &dto.Bucket{CumulativeCount: proto.Uint64(counts[k]), UpperBound: proto.Float64(bs.bounds[idx])}
+		bk := pr.bSlab.one()
+		bk.CumulativeCount, bk.UpperBound = pr.uint(counts[k]), pr.float(bs.bounds[idx])
+		h.Bucket[k] = bk
 	}
 	for e := r.exs; e < r.exs+r.nExs; e++ {
 		x := &f.exs[e]

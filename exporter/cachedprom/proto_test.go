@@ -190,7 +190,7 @@ func TestProtoLabelsRoundTrip(t *testing.T) {
 	b := appendLabels(nil, pairs)
 	var pr protoRenderer
 	pr.names = map[string]*string{}
-	got := pr.labelPairs(nil, b)
+	got := pr.labelPairs(nil, b, string(b), true)
 	require.Len(t, got, len(pairs))
 	for i, p := range pairs {
 		assert.Equal(t, p.name, got[i].GetName())
