@@ -114,8 +114,7 @@ func (rd *renderer) renderProto(dst []byte, s *seriesStore) []byte {
 			m := pr.metric([]byte(l), 0)
 			m.Gauge = &dto.Gauge{Value: proto.Float64(1)}
 		}
-		dst = pr.end(dst)
-		dst = rd.flushChunk(dst, false)
+		dst = rd.appendFamily(dst)
 	}
 	for _, fam := range rd.fams {
 		if fam.hidden {
@@ -179,10 +178,37 @@ func (rd *renderer) renderProto(dst []byte, s *seriesStore) []byte {
 			}
 			pr.flushFrame()
 		}
-		dst = pr.end(dst)
+		dst = rd.appendFamily(dst)
+	}
+	if cap(pr.fam) > maxKeptFamily {
+		pr.fam = nil
+	}
+	return dst
+}
+
+// appendFamily appends the family built in rd.proto to dst, handing dst to
+// the sink as it fills: a family can be far larger than a chunk, and the
+// chunk buffer (shared with the text bodies) would otherwise grow to the
+// largest family and stay so.
+func (rd *renderer) appendFamily(dst []byte) []byte {
+	fam := rd.proto.end()
+	if fam == nil {
+		return dst
+	}
+	dst = protowire.AppendVarint(dst, uint64(len(fam)))
+	for len(fam) > 0 {
+		n := min(len(fam), streamChunk)
+		dst = append(dst, fam[:n]...)
+		fam = fam[n:]
 		dst = rd.flushChunk(dst, false)
 	}
 	return dst
+}
+
+// release lets the protobuf render's buffers go, when no protobuf client
+// is around any more.
+func (pr *protoRenderer) release() {
+	*pr = protoRenderer{}
 }
 
 // begin starts a family.
@@ -237,25 +263,21 @@ func (pr *protoRenderer) flushFrame() {
 	pr.uSlab.reset()
 }
 
-// end appends the family to dst, delimited, unless it has no metric (as the
+// end returns the family's message, or nil when it has no metric (as the
 // text body writes no header for it).
-func (pr *protoRenderer) end(dst []byte) []byte {
+func (pr *protoRenderer) end() []byte {
 	pr.flushFrame()
 	if pr.n == 0 {
-		return dst
+		return nil
 	}
-	dst = protowire.AppendVarint(dst, uint64(len(pr.fam)))
-	dst = append(dst, pr.fam...)
-	if cap(pr.fam) > maxKeptFamily {
-		pr.fam = nil
-	}
-	return dst
+	return pr.fam
 }
 
-// maxKeptFamily is the largest family buffer kept between renders: the
-// largest family is built in one buffer (its delimiter needs its length),
-// and one family of a large store can be tens of MB.
-const maxKeptFamily = 8 << 20
+// maxKeptFamily is the largest family buffer kept between renders. A
+// family is built whole in one buffer (its delimiter is its length): about
+// 200 bytes per series, 20 MB for the 100k-series families of 200k OTLP
+// series. A larger one is let go after each render rather than held.
+const maxKeptFamily = 64 << 20
 
 // labelPairs parses rendered labels (`a="x",b="y"`, escaped as appendLabels
 // writes them) into label pairs. text is b as a string: values without

@@ -133,6 +133,7 @@ func (r *snapshotRenderer) render(e *cachedExporter) *snapshot {
 	} else {
 		snap.protoGzipBuf.free()
 		r.lastLen[bodyProto] = 0
+		r.rd.proto.release()
 	}
 	// The ETag is derived from the content (gzip output is deterministic),
 	// so a render of unchanged data keeps it and conditional requests still
