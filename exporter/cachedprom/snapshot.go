@@ -23,7 +23,6 @@ type snapshot struct {
 	protoLen         int
 	protoETag        string
 	protoGzipBuf     offHeapBuffer
-	protoRefused     int // native histograms left out of the protobuf body
 	// textKept/omKept say whether the uncompressed body was kept: it is
 	// only while clients without gzip are around (see identityTTL).
 	textKept, omKept bool
@@ -125,7 +124,6 @@ func (r *snapshotRenderer) render(e *cachedExporter) *snapshot {
 		keepProto := now-e.protoIdentitySeen.Load() < int64(identityTTL)
 		snap.proto, snap.protoKept, snap.protoLen = r.body(bodyProto, old.proto, &snap.protoGzipBuf, keepProto, r.rd.renderProto)
 		snap.protoGzip = snap.protoGzipBuf.bytes()
-		snap.protoRefused = r.rd.proto.refused
 		var h maphash.Hash
 		h.SetSeed(etagSeed)
 		_, _ = h.Write(snap.protoGzip)
