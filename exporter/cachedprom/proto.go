@@ -41,7 +41,12 @@ type protoRenderer struct {
 	n       int                // metrics in fam
 	names   map[string]*string // interned label names
 	dp      pmetric.ExponentialHistogramDataPoint
-	refused int // native histograms nativeHistogram refused in the last render
+	// refused counts the native histograms nativeHistogram refused in the
+	// last render, left out of the protobuf body. The points it refuses
+	// (scale, population) are hidden from the text too and counted at
+	// ingest; only merged deltas beyond the protobuf's ranges (indexes past
+	// int32, counts past int64) get here, and the text still shows them.
+	refused int
 
 	// The messages of the common kinds (counters, gauges, explicit
 	// histograms) come from slabs reused frame after frame: a frame's
