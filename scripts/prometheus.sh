@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Debian's prometheus (with promtool) on 127.0.0.1:${PROM_PORT:-19090}, for tests.
 #   PROM_CONFIG=scrape.yml scripts/prometheus.sh start   (a fresh TSDB at every start)
+#   PROM_FLAGS="--enable-feature=native-histograms" adds flags to the server's command line
 #   scripts/prometheus.sh stop|status
 #   scripts/prometheus.sh promtool ARGS...
 source "$(dirname "$0")/lib.sh"
@@ -25,7 +26,7 @@ start() {
   cp "$cfg" "$DIR/prometheus.yml"
   promtool check config "$DIR/prometheus.yml" >&2 || die "invalid config $cfg"
   nohup prometheus --config.file="$DIR/prometheus.yml" --storage.tsdb.path="$DIR/data" \
-    --web.listen-address="127.0.0.1:$PORT" --web.enable-lifecycle \
+    --web.listen-address="127.0.0.1:$PORT" --web.enable-lifecycle ${PROM_FLAGS:-} \
     >"$DIR/prometheus.log" 2>&1 &
   echo $! >"$PIDFILE"
   wait_for 30 ready || die "prometheus not ready on $PORT; log: $DIR/prometheus.log"

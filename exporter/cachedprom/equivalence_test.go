@@ -2,15 +2,21 @@ package cachedprom
 
 import (
 	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sort"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/open-telemetry/opentelemetry-collector-contrib/exporter/prometheusexporter"
 	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/resourcetotelemetry"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 )
 
@@ -119,6 +125,15 @@ func TestEquivalentToPrometheusExporter(t *testing.T) {
 				assert.Equal(t, "gzip", gzResp.Header.Get("Content-Encoding"))
 				assert.Equal(t, ourBody, gzBody)
 
+				// Protobuf, as Prometheus 3 with native histograms asks:
+				// our first such scrape gets text and asks for a render.
+				stockPB, stockResp := scrape(t, stockURL, acceptProm3Native, true)
+				scrape(t, ourURL, acceptProm3Native, true)
+				ours.renderNow()
+				ourPB, ourResp := scrape(t, ourURL, acceptProm3Native, true)
+				assert.Equal(t, stockResp.Header.Get("Content-Type"), ourResp.Header.Get("Content-Type"))
+				assertSameMaps(t, flattenWithNative(t, decodeProto(t, stockPB)), flattenWithNative(t, decodeProto(t, ourPB)), "protobuf families")
+
 				if v.name == "open_metrics" {
 					accept := "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1"
 					stockOM, stockResp := scrape(t, stockURL, accept, false)
@@ -130,4 +145,87 @@ func TestEquivalentToPrometheusExporter(t *testing.T) {
 			})
 		}
 	}
+}
+
+// flattenWithNative flattens decoded protobuf families as flattenProto does,
+// adding what native histograms hold besides count and sum: schema, zero
+// threshold and count, and the count of each non-empty bucket (not the
+// layout: the stock exporter writes OTLP's empty buckets as explicit zeros).
+func flattenWithNative(tb testing.TB, fams []*dto.MetricFamily) map[string]string {
+	tb.Helper()
+	out := flattenProto(tb, fams)
+	for _, mf := range fams {
+		for _, m := range mf.Metric {
+			h := m.Histogram
+			if h == nil || h.Schema == nil {
+				continue
+			}
+			var lbls []string
+			for _, l := range m.Label {
+				lbls = append(lbls, fmt.Sprintf("%s=%q", l.GetName(), l.GetValue()))
+			}
+			sort.Strings(lbls)
+			key := mf.GetName() + "{" + strings.Join(lbls, ",") + "} native"
+			out[key] = fmt.Sprintf("schema %d zero %g/%d pos %v neg %v", h.GetSchema(), h.GetZeroThreshold(), h.GetZeroCount(),
+				nativeBucketMap(h.PositiveSpan, h.PositiveDelta), nativeBucketMap(h.NegativeSpan, h.NegativeDelta))
+		}
+	}
+	return out
+}
+
+// TestNativeDeltasEquivalentToPrometheusExporter feeds both exporters
+// delta exponential histograms whose scales change from point to point
+// (downscaling, negative indexes, zero thresholds) and compares the native
+// histograms served. The input keeps to what the stock exporter merges
+// correctly: bucket offsets aligned to every downscale (it doubles the
+// first bucket of an unaligned side, the count then no longer matches and
+// the series is dropped), and a zero threshold that stays the same (it
+// computes bucket bounds as 2^(scale+index+1) when the threshold widens,
+// and moves only positive buckets). Widening is checked by hand in
+// TestExpBucketsDeltasAdd.
+func TestNativeDeltasEquivalentToPrometheusExporter(t *testing.T) {
+	ours, ourURL := startOurs(t, nil)
+	stock, stockURL := startStock(t, nil)
+	r := rand.New(rand.NewPCG(7, 8))
+	// Recent: the stock exporter expires series by their points' time.
+	base := time.Now().Add(-6 * time.Minute)
+	const series = 6
+	var batches []pmetric.Metrics
+	for i := range 6 {
+		md := pmetric.NewMetrics()
+		m := md.ResourceMetrics().AppendEmpty().ScopeMetrics().AppendEmpty().Metrics().AppendEmpty()
+		m.SetName("latency")
+		h := m.SetEmptyExponentialHistogram()
+		h.SetAggregationTemporality(pmetric.AggregationTemporalityDelta)
+		for s := range series {
+			p := expPoint{scale: int32(r.IntN(6)) - 1, zeroCount: uint64(r.IntN(3)), sum: float64(r.IntN(100))}
+			p.posOffset = int32(r.IntN(5)-2) * 32
+			for range r.IntN(40) {
+				p.pos = append(p.pos, uint64(r.IntN(4)))
+			}
+			if s%2 == 0 {
+				p.negOffset = int32(r.IntN(5)-2) * 32
+				for range r.IntN(40) {
+					p.neg = append(p.neg, uint64(r.IntN(4)))
+				}
+			} else {
+				p.zeroThreshold = math.Exp2(-float64(s))
+			}
+			dp := h.DataPoints().AppendEmpty()
+			p.build().CopyTo(dp)
+			dp.Attributes().PutInt("series", int64(s))
+			dp.SetStartTimestamp(pcommon.NewTimestampFromTime(base.Add(time.Duration(i) * time.Minute)))
+			dp.SetTimestamp(pcommon.NewTimestampFromTime(base.Add(time.Duration(i+1) * time.Minute)))
+		}
+		batches = append(batches, md)
+	}
+	feedBoth(t, ours, stock, batches...)
+	stockPB, _ := scrape(t, stockURL, acceptProm3Native, true)
+	scrape(t, ourURL, acceptProm3Native, true)
+	ours.renderNow()
+	ourPB, resp := scrape(t, ourURL, acceptProm3Native, true)
+	require.Equal(t, wantContentTypeProto, resp.Header.Get("Content-Type"))
+	want := flattenWithNative(t, decodeProto(t, stockPB))
+	require.Len(t, want, 2+series*4, "type, help, and per series sum, count, +Inf, native")
+	assertSameMaps(t, want, flattenWithNative(t, decodeProto(t, ourPB)), "native histograms")
 }

@@ -44,6 +44,11 @@ type cachedExporter struct {
 	// unix nanoseconds.
 	textIdentitySeen atomic.Int64
 	omIdentitySeen   atomic.Int64
+	// Last time a client asked for the protobuf exposition, and for it
+	// uncompressed: the protobuf body is rendered only while such clients
+	// are around (protoTTL), so others pay nothing for it.
+	protoSeen         atomic.Int64
+	protoIdentitySeen atomic.Int64
 
 	firstRenderWait time.Duration
 	renderSettle    time.Duration

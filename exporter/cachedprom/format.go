@@ -27,6 +27,8 @@ type renderer struct {
 	// segments, when set instead of sink, takes the body in segments of
 	// about segmentSize bytes, compressed on other goroutines (segments.go).
 	segments *segmentCompressor
+	// proto is the protobuf render's state (proto.go).
+	proto protoRenderer
 }
 
 // streamChunk is the size of the pieces handed to the sink; big enough to
@@ -88,7 +90,7 @@ func (rd *renderer) render(dst []byte, s *seriesStore, om bool) []byte {
 		headerDone := false
 		name := fam.name
 		for pos := 0; ; {
-			pos = s.copyRows(f, fam.id, pos, rd.withTimestamps)
+			pos = s.copyRows(f, fam.id, pos, rd.withTimestamps, false)
 			if len(f.rows) == 0 {
 				break
 			}

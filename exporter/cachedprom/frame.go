@@ -14,8 +14,22 @@ import (
 type frame struct {
 	rows   []row
 	labels []byte   // the rows' label sets
-	counts []uint64 // cumulative bucket counts, or quantile pairs
+	counts []uint64 // cumulative bucket counts, quantile pairs, or exponential buckets
 	exs    []exemplar
+	nat    []nativeRow // exponential histograms' layout, copied for the protobuf body only
+}
+
+// nativeRow is what a native histogram needs besides count and sum; its
+// buckets are in frame.counts, the positive side then the negative one.
+type nativeRow struct {
+	scale      int32
+	zeroThresh float64
+	zeroCount  uint64
+	start      int64 // unix nanoseconds
+	hasSum     bool
+	posOffset  int32
+	negOffset  int32
+	nPos, nNeg int32
 }
 
 // frameRows bounds one lock hold of the renderer: a few hundred
@@ -34,7 +48,8 @@ type row struct {
 	nCounts        int32
 	exs            int32 // offset into frame.exs
 	nExs           int32
-	valid          bool // false for a series the stock exporter would refuse to render
+	valid          bool  // false for a series the stock exporter would refuse to render
+	nat            int32 // index into frame.nat, for native rows
 }
 
 // familyRef is what the renderer keeps of a family across frames.
@@ -95,12 +110,14 @@ func (s *seriesStore) listFamilies(fams []familyRef, targets []string) ([]family
 
 // copyRows fills f with the rows of family fam from position from on, at
 // most frameRows, and returns the position after them. f is empty when
-// there is nothing left.
-func (s *seriesStore) copyRows(f *frame, fam uint32, from int, withTimestamps bool) int {
+// there is nothing left. native copies exponential histograms' buckets too,
+// which only the protobuf body shows.
+func (s *seriesStore) copyRows(f *frame, fam uint32, from int, withTimestamps, native bool) int {
 	f.rows = f.rows[:0]
 	f.labels = f.labels[:0]
 	f.counts = f.counts[:0]
 	f.exs = f.exs[:0]
+	f.nat = f.nat[:0]
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -145,6 +162,16 @@ func (s *seriesStore) copyRows(f *frame, fam uint32, from int, withTimestamps bo
 				r.valid = r.valid && st.population <= sr.count
 			} else {
 				r.valid = r.valid && st.population == sr.count
+			}
+			if native {
+				r.nat, r.counts = int32(len(f.nat)), int32(len(f.counts))
+				f.nat = append(f.nat, nativeRow{
+					scale: st.scale, zeroThresh: st.zeroThresh, zeroCount: st.zeroCount, start: st.start, hasSum: st.hasSum,
+					posOffset: st.pos.offset, negOffset: st.neg.offset,
+					nPos: int32(len(st.pos.counts)), nNeg: int32(len(st.neg.counts)),
+				})
+				f.counts = append(f.counts, st.pos.counts...)
+				f.counts = append(f.counts, st.neg.counts...)
 			}
 		case kindSummary:
 			r.value, r.count = sr.value, sr.count

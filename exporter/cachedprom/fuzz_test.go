@@ -73,6 +73,23 @@ func FuzzRender(f *testing.F) {
 		if err != nil {
 			t.Fatalf("exposition does not parse: %v\n%s", err, text)
 		}
+		// The protobuf body holds what the text holds; HELP compared
+		// below, since the text loses its leading blanks.
+		pbFams := decodeProto(t, rd.renderProto(nil, s))
+		fromText, fromProto := flattenFamilies(fams), flattenProto(t, pbFams)
+		for _, m := range []map[string]string{fromText, fromProto} {
+			for k := range m {
+				if strings.HasSuffix(k, "|help") {
+					delete(m, k)
+				}
+			}
+		}
+		assertSameMaps(t, fromText, fromProto, "protobuf vs text")
+		for _, mf := range pbFams {
+			if want := strings.ToValidUTF8(help, "\uFFFD"); mf.GetName() != "target_info" && mf.GetHelp() != want {
+				t.Fatalf("protobuf help %q came back as %q", want, mf.GetHelp())
+			}
+		}
 		gaugeName, err := s.names.metricName(g)
 		if err != nil || s.len() == 0 {
 			return // refused, like the stock exporter; it still had to parse

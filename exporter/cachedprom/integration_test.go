@@ -20,6 +20,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
@@ -248,4 +249,80 @@ func promtool(t *testing.T, stdin []byte, args ...string) (string, error) {
 	cmd.Stdin = bytes.NewReader(stdin)
 	out, err := cmd.CombinedOutput()
 	return string(out), err
+}
+
+// TestPrometheusScrapesNativeHistograms lets Debian's Prometheus (2.42) with
+// native histograms enabled scrape cachedprom, which its Accept header asks
+// for protobuf: the first scrape gets text and asks for a render, the next
+// ones the protobuf body. Delta exponential histograms whose scale falls
+// from batch to batch must arrive as native histograms with the merged
+// count and sum, with no scrape error.
+func TestPrometheusScrapesNativeHistograms(t *testing.T) {
+	e, url := startOurs(t, func(c *Config) { c.RenderInterval = 50 * time.Millisecond })
+	base := time.Now().Add(-time.Minute)
+	wantCount, wantSum := map[string]uint64{}, map[string]float64{}
+	for batch := range 3 {
+		md := pmetric.NewMetrics()
+		m := md.ResourceMetrics().AppendEmpty().ScopeMetrics().AppendEmpty().Metrics().AppendEmpty()
+		m.SetName("payload.size")
+		h := m.SetEmptyExponentialHistogram()
+		h.SetAggregationTemporality(pmetric.AggregationTemporalityDelta)
+		for s := range 3 {
+			p := expPoint{scale: int32(4 - batch - s), posOffset: int32(batch*5 - 3), pos: []uint64{1, 0, 4, 2}, negOffset: 1, neg: []uint64{uint64(s)}, zeroCount: 2, sum: float64(10 * (batch + 1))}
+			dp := h.DataPoints().AppendEmpty()
+			p.build().CopyTo(dp)
+			dp.Attributes().PutStr("shard", strconv.Itoa(s))
+			dp.SetStartTimestamp(pcommon.NewTimestampFromTime(base.Add(time.Duration(batch) * time.Second)))
+			dp.SetTimestamp(pcommon.NewTimestampFromTime(base.Add(time.Duration(batch+1) * time.Second)))
+			wantCount[strconv.Itoa(s)] += dp.Count()
+			wantSum[strconv.Itoa(s)] += dp.Sum()
+		}
+		require.NoError(t, e.ConsumeMetrics(context.Background(), md))
+	}
+	e.renderNow()
+
+	cfgPath := filepath.Join(t.TempDir(), "prometheus.yml")
+	require.NoError(t, os.WriteFile(cfgPath, []byte(fmt.Sprintf(`global:
+  scrape_interval: 1s
+  scrape_timeout: 1s
+scrape_configs:
+  - job_name: cachedprom_native
+    static_configs: [{targets: ["%s"]}]
+`, strings.TrimSuffix(strings.TrimPrefix(url, "http://"), "/metrics"))), 0o600))
+	t.Setenv("PROM_CONFIG", cfgPath)
+	t.Setenv("PROM_FLAGS", "--enable-feature=native-histograms")
+	addr := testservice.Start(t, "prometheus")
+
+	var got promResult
+	require.Eventually(t, func() bool {
+		got = promQuery(t, addr, `histogram_count(payload_size{job="cachedprom_native"})`)
+		return len(got.Data.Result) == len(wantCount)
+	}, 60*time.Second, 500*time.Millisecond, "no native histograms stored")
+	require.NotNil(t, e.snapshot.Load().protoGzip, "the protobuf body was rendered")
+	for _, r := range got.Data.Result {
+		shard := r.Metric["shard"]
+		assert.Equal(t, strconv.FormatUint(wantCount[shard], 10), r.Value[1], "count of shard %s", shard)
+	}
+	sums := promQuery(t, addr, `histogram_sum(payload_size{job="cachedprom_native"})`)
+	require.Len(t, sums.Data.Result, len(wantSum))
+	for _, r := range sums.Data.Result {
+		shard := r.Metric["shard"]
+		assert.Equal(t, strconv.FormatFloat(wantSum[shard], 'f', -1, 64), r.Value[1], "sum of shard %s", shard)
+	}
+
+	resp, err := http.Get("http://" + addr + "/api/v1/targets")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	var targets struct {
+		Data struct {
+			ActiveTargets []struct {
+				Health    string `json:"health"`
+				LastError string `json:"lastError"`
+			} `json:"activeTargets"`
+		} `json:"data"`
+	}
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&targets))
+	require.Len(t, targets.Data.ActiveTargets, 1)
+	assert.Equal(t, "up", targets.Data.ActiveTargets[0].Health)
+	assert.Empty(t, targets.Data.ActiveTargets[0].LastError)
 }

@@ -51,6 +51,7 @@ var (
 	contentTypeText   = string(expfmt.NewFormat(expfmt.TypeTextPlain)) + escapingSuffix
 	contentTypeOM100  = string(expfmt.FmtOpenMetrics_1_0_0) + escapingSuffix
 	contentTypeOM001  = string(expfmt.FmtOpenMetrics_0_0_1) + escapingSuffix
+	contentTypeProto  = string(expfmt.NewFormat(expfmt.TypeProtoDelim)) + escapingSuffix
 	emptyOpenMetrics  = []byte("# EOF\n")
 	emptySnapshotETag = `"empty"`
 )
@@ -88,34 +89,46 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	h.exp.telemetry.scrapes.Add(1)
 
-	contentType, om := contentTypeText, false
+	contentType, which := contentTypeText, bodyText
+	var f expfmt.Format
 	if h.exp.cfg.EnableOpenMetrics {
-		f := expfmt.NegotiateIncludingOpenMetrics(r.Header)
-		if f.FormatType() == expfmt.TypeOpenMetrics {
-			om = true
-			contentType = contentTypeOM001
-			if strings.Contains(string(f), "version="+expfmt.OpenMetricsVersion_1_0_0) {
-				contentType = contentTypeOM100
-			}
+		f = expfmt.NegotiateIncludingOpenMetrics(r.Header)
+	} else {
+		f = expfmt.Negotiate(r.Header)
+	}
+	gz := acceptsGzip(r.Header.Get("Accept-Encoding"))
+	switch f.FormatType() {
+	case expfmt.TypeOpenMetrics:
+		which = bodyOpenMetrics
+		contentType = contentTypeOM001
+		if strings.Contains(string(f), "version="+expfmt.OpenMetricsVersion_1_0_0) {
+			contentType = contentTypeOM100
+		}
+	case expfmt.TypeProtoDelim:
+		// The protobuf body is rendered only while protobuf clients are
+		// around. Until a render has it, the client gets text, which the
+		// Content-Type says and every Prometheus takes.
+		if h.exp.wantProto(!gz, snap) {
+			which, contentType = bodyProto, contentTypeProto
 		}
 	}
-	// Protobuf is never rendered: a client asking for it gets text, which
-	// the Content-Type says, as every Prometheus handles.
-	gz := acceptsGzip(r.Header.Get("Accept-Encoding"))
+	// The protobuf text formats (encoding=text, compact-text) get text too.
 
 	var body, gzBody []byte
 	var kept bool
 	var length int
-	variant := byte('t')
+	variant, etagPrefix := byte('t'), ""
 	switch {
-	case snap == nil && om:
+	case snap == nil && which == bodyOpenMetrics:
 		body, kept, length = emptyOpenMetrics, true, len(emptyOpenMetrics)
 	case snap == nil:
 		kept = true
-	case om:
-		body, gzBody, kept, length, variant = snap.om, snap.omGzip, snap.omKept, snap.omLen, 'o'
+	case which == bodyOpenMetrics:
+		body, gzBody, kept, length, variant, etagPrefix = snap.om, snap.omGzip, snap.omKept, snap.omLen, 'o', snap.etag
+	case which == bodyProto:
+		body, gzBody, kept, length, variant, etagPrefix = snap.proto, snap.protoGzip, snap.protoKept, snap.protoLen, 'p', snap.protoETag
 	default:
-		body, gzBody, kept, length = snap.text, snap.textGzip, snap.textKept, snap.textLen
+		body, gzBody, kept, length, etagPrefix = snap.text, snap.textGzip, snap.textKept, snap.textLen, snap.etag
 	}
 	if gz && snap != nil {
 		body, kept, length = gzBody, true, len(gzBody)
@@ -123,14 +136,14 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	} else if snap != nil {
 		// A body too large to keep is inflated for every identity client:
 		// asking for a render would only repeat this.
-		h.exp.identitySeen(om, kept || length > maxKeptBody)
+		h.exp.identitySeen(which, kept || length > maxKeptBody)
 	}
 
 	hdr := w.Header()
 	hdr.Set("Content-Type", contentType)
 	hdr.Set("Vary", "Accept, Accept-Encoding")
 	if snap != nil {
-		etag := snap.etag + string(variant) + `"`
+		etag := etagPrefix + string(variant) + `"`
 		hdr.Set("ETag", etag)
 		if match := r.Header.Get("If-None-Match"); match != "" && etagMatches(match, etag) {
 			w.WriteHeader(http.StatusNotModified)
@@ -206,18 +219,44 @@ func (h *handler) pace(w http.ResponseWriter, r *http.Request) bool {
 // identitySeen records that a client wanted the uncompressed body, so the
 // renderer keeps it; when it was not kept, a render is requested so the next
 // such scrape is a plain write.
-func (e *cachedExporter) identitySeen(om, kept bool) {
+func (e *cachedExporter) identitySeen(which int, kept bool) {
 	seen := &e.textIdentitySeen
-	if om {
+	switch which {
+	case bodyOpenMetrics:
 		seen = &e.omIdentitySeen
+	case bodyProto:
+		seen = &e.protoIdentitySeen
 	}
 	seen.Store(e.clock.Now().UnixNano())
 	if !kept {
-		e.dirty.Store(true)
-		select {
-		case e.wake <- struct{}{}:
-		default:
-		}
+		e.requestRender()
+	}
+}
+
+// wantProto records that a client asked for the protobuf exposition, so the
+// renderer renders it for protoTTL, and reports whether snap has it. When it
+// does not, a render is requested: the client gets text this time. identity
+// also records the wish for the uncompressed body, which the next render
+// then keeps.
+func (e *cachedExporter) wantProto(identity bool, snap *snapshot) bool {
+	now := e.clock.Now().UnixNano()
+	e.protoSeen.Store(now)
+	if snap != nil && snap.protoGzip != nil {
+		return true
+	}
+	if identity {
+		e.protoIdentitySeen.Store(now)
+	}
+	e.requestRender()
+	return false
+}
+
+// requestRender marks the store dirty and wakes the render loop.
+func (e *cachedExporter) requestRender() {
+	e.dirty.Store(true)
+	select {
+	case e.wake <- struct{}{}:
+	default:
 	}
 }
 

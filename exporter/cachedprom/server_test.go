@@ -165,7 +165,7 @@ func TestIdentityScrapeOfLargeBody(t *testing.T) {
 	// one that finds the body grown past the limit lets it go.
 	// The render loop renders too: the renderer's state is the render lock's.
 	e.renderMu.Lock()
-	e.renderer.lastLen = 0
+	e.renderer.lastLen = [numBodies]int{}
 	e.renderMu.Unlock()
 	e.renderNow()
 	snap = e.snapshot.Load()

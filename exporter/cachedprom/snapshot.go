@@ -3,6 +3,7 @@ package cachedprom // import "github.com/otelcol-red/otelcol-red/exporter/cached
 import (
 	"hash/maphash"
 	"io"
+	"slices"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -15,6 +16,13 @@ import (
 type snapshot struct {
 	text, textGzip []byte
 	om, omGzip     []byte // nil unless enable_open_metrics
+	// proto and protoGzip are the protobuf exposition, nil unless a client
+	// asked for it within protoTTL; protoETag is its own ETag (prefix).
+	proto, protoGzip []byte
+	protoKept        bool
+	protoLen         int
+	protoETag        string
+	protoGzipBuf     offHeapBuffer
 	// textKept/omKept say whether the uncompressed body was kept: it is
 	// only while clients without gzip are around (see identityTTL).
 	textKept, omKept bool
@@ -51,7 +59,7 @@ func (e *cachedExporter) acquire() *snapshot {
 }
 
 func (s *snapshot) size() int {
-	return len(s.text) + len(s.textGzip) + len(s.om) + len(s.omGzip)
+	return len(s.text) + len(s.textGzip) + len(s.om) + len(s.omGzip) + len(s.proto) + len(s.protoGzip)
 }
 
 // free returns the snapshot's off-heap buffers. Only for a snapshot that is
@@ -59,7 +67,8 @@ func (s *snapshot) size() int {
 func (s *snapshot) free() {
 	s.textGzipBuf.free()
 	s.omGzipBuf.free()
-	s.textGzip, s.omGzip = nil, nil
+	s.protoGzipBuf.free()
+	s.textGzip, s.omGzip, s.protoGzip = nil, nil, nil
 }
 
 // snapshotRenderer keeps the renderer's reusable state between renders.
@@ -70,7 +79,10 @@ type snapshotRenderer struct {
 	retired []*snapshot // unpublished snapshots whose buffers may be reused
 	chunk   []byte      // chunk buffer of streamed renders
 	keep    keepSink    // collects the body being streamed for identity clients
-	lastLen int         // uncompressed length of the last body
+	// lastLen is the uncompressed length of each format's last body
+	// (text, OpenMetrics, protobuf): it sizes the kept body and chooses
+	// between one and several compressing goroutines.
+	lastLen [numBodies]int
 
 	// segments compresses large bodies on several goroutines (segments.go).
 	segments segmentCompressor
@@ -97,17 +109,30 @@ func (r *snapshotRenderer) render(e *cachedExporter) *snapshot {
 	old := r.reusable()
 	now := e.clock.Now().UnixNano()
 	keepText := now-e.textIdentitySeen.Load() < int64(identityTTL)
-	snap.textGzipBuf, snap.omGzipBuf = old.textGzipBuf, old.omGzipBuf
-	snap.text, snap.textKept, snap.textLen = r.body(old.text, &snap.textGzipBuf, keepText, r.rd.renderText)
+	snap.textGzipBuf, snap.omGzipBuf, snap.protoGzipBuf = old.textGzipBuf, old.omGzipBuf, old.protoGzipBuf
+	snap.text, snap.textKept, snap.textLen = r.body(bodyText, old.text, &snap.textGzipBuf, keepText, r.rd.renderText)
 	snap.textGzip = snap.textGzipBuf.bytes()
+	snap.series, snap.hidden = r.rd.series, r.rd.hidden
 	if e.cfg.EnableOpenMetrics {
 		keepOM := now-e.omIdentitySeen.Load() < int64(identityTTL)
-		snap.om, snap.omKept, snap.omLen = r.body(old.om, &snap.omGzipBuf, keepOM, r.rd.renderOpenMetrics)
+		snap.om, snap.omKept, snap.omLen = r.body(bodyOpenMetrics, old.om, &snap.omGzipBuf, keepOM, r.rd.renderOpenMetrics)
 		snap.omGzip = snap.omGzipBuf.bytes()
 	} else {
 		snap.omGzipBuf.free()
 	}
-	snap.series, snap.hidden = r.rd.series, r.rd.hidden
+	if now-e.protoSeen.Load() < int64(protoTTL) {
+		keepProto := now-e.protoIdentitySeen.Load() < int64(identityTTL)
+		snap.proto, snap.protoKept, snap.protoLen = r.body(bodyProto, old.proto, &snap.protoGzipBuf, keepProto, r.rd.renderProto)
+		snap.protoGzip = snap.protoGzipBuf.bytes()
+		var h maphash.Hash
+		h.SetSeed(etagSeed)
+		_, _ = h.Write(snap.protoGzip)
+		snap.protoETag = e.etagPrefix + strconv.FormatUint(h.Sum64(), 36) + "-"
+	} else {
+		snap.protoGzipBuf.free()
+		r.lastLen[bodyProto] = 0
+		r.rd.proto.release()
+	}
 	// The ETag is derived from the content (gzip output is deterministic),
 	// so a render of unchanged data keeps it and conditional requests still
 	// match. Hashing the compressed form is cheap: it is a small fraction of
@@ -119,6 +144,19 @@ func (r *snapshotRenderer) render(e *cachedExporter) *snapshot {
 	snap.etag = e.etagPrefix + strconv.FormatUint(h.Sum64(), 36) + "-"
 	return snap
 }
+
+// The bodies of a snapshot, indexes of snapshotRenderer.lastLen.
+const (
+	bodyText = iota
+	bodyOpenMetrics
+	bodyProto
+	numBodies
+)
+
+// protoTTL is how long the protobuf body is rendered after the last client
+// that asked for it. Prometheus asks for it only with native histograms
+// enabled (2.42 and later, and 3.x); other clients never pay its render.
+const protoTTL = 10 * time.Minute
 
 // etagSeed is fixed for the process so equal content hashes equally.
 var etagSeed = maphash.MakeSeed()
@@ -144,18 +182,19 @@ const maxKeptBody = 4 << 20
 // does: collecting from the stream (instead of rendering the whole body,
 // then compressing it) means a store that grew past the limit never holds a
 // body it will not keep.
-func (r *snapshotRenderer) body(textBuf []byte, gz *offHeapBuffer, keep bool, render func([]byte, *seriesStore) []byte) (body []byte, kept bool, length int) {
+func (r *snapshotRenderer) body(which int, textBuf []byte, gz *offHeapBuffer, keep bool, render func([]byte, *seriesStore) []byte) (body []byte, kept bool, length int) {
 	r.keep = keepSink{}
-	if keep && r.lastLen <= maxKeptBody {
-		if cap(textBuf) < r.lastLen {
+	lastLen := r.lastLen[which]
+	if keep && lastLen <= maxKeptBody {
+		if cap(textBuf) < lastLen {
 			// Size for the last body plus growth room instead of letting
 			// append double its way up (and leave the halves as garbage).
-			textBuf = make([]byte, 0, min(r.lastLen+r.lastLen/8, maxKeptBody))
+			textBuf = make([]byte, 0, min(lastLen+lastLen/8, maxKeptBody))
 		}
 		r.keep = keepSink{on: true, buf: textBuf[:0]}
 	}
 	renderBody := func(dst []byte) []byte { return render(dst, r.store) }
-	if workers := compressWorkers(r.workers); workers > 1 && r.lastLen > parallelMinBody {
+	if workers := compressWorkers(r.workers); workers > 1 && lastLen > parallelMinBody {
 		// Large bodies (never kept: parallelMinBody > maxKeptBody) are
 		// compressed in segments on several goroutines.
 		var work, waited time.Duration
@@ -163,12 +202,13 @@ func (r *snapshotRenderer) body(textBuf []byte, gz *offHeapBuffer, keep bool, re
 		r.work += work
 		r.waited += waited
 	} else {
-		if r.lastLen <= parallelMinBody {
+		if slices.Max(r.lastLen[:]) <= parallelMinBody {
+			// No body is large any more.
 			r.segments.release()
 		}
 		r.chunk, length = r.rd.renderCompressed(gz, r.chunk, r.zw, &r.keep, renderBody)
 	}
-	r.lastLen = length
+	r.lastLen[which] = length
 	body, kept = r.keep.buf, r.keep.on
 	r.keep = keepSink{}
 	if !kept {

@@ -164,14 +164,18 @@ type exemplar struct {
 	labels string // rendered `trace_id="..",span_id=".."`, empty when none
 }
 
-// expState is what an exponential histogram needs besides count and sum:
-// the text formats show only those, but validity decides whether it is
-// shown at all.
+// expState is what an exponential histogram needs besides count and sum.
+// The text formats show only those, but validity decides whether it is
+// shown at all; the protobuf exposition shows the buckets too
+// (expbuckets.go).
 type expState struct {
 	scale      int32
 	zeroThresh float64
 	population uint64 // zero count plus all bucket counts
 	hasSum     bool
+	zeroCount  uint64
+	start      int64 // start timestamp of the held state, unix nanoseconds
+	pos, neg   expBuckets
 }
 
 // writerState is one OTLP series' last cumulative point, kept for the

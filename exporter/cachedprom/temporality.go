@@ -2,6 +2,7 @@ package cachedprom // import "github.com/otelcol-red/otelcol-red/exporter/cached
 
 import (
 	"encoding/hex"
+	"math"
 	"slices"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -226,10 +227,19 @@ func updateExpHistogram(p *pointCtx, dp pmetric.ExponentialHistogramDataPoint) b
 		s.exp[p.id] = st
 	}
 	population := dp.ZeroCount() + sumCounts(dp.Positive().BucketCounts()) + sumCounts(dp.Negative().BucketCounts())
+	if dp.Scale() < nativeSchemaMin || population > dp.Count() || population < dp.Count() && !math.IsNaN(dp.Sum()) {
+		// No exposition shows such a point: the text formats hide the
+		// series (as client_golang refuses it) and nativeHistogram refuses
+		// it. Stored all the same, so the series' state stays what the
+		// stock exporter's would be.
+		s.events[eventUnsupported]++
+	}
 	set := func() {
 		r.ts = int64(dp.Timestamp())
 		r.count, r.value = dp.Count(), dp.Sum()
-		*st = expState{scale: dp.Scale(), zeroThresh: dp.ZeroThreshold(), population: population, hasSum: dp.HasSum()}
+		*st = expState{scale: dp.Scale(), zeroThresh: dp.ZeroThreshold(), population: population, hasSum: dp.HasSum(),
+			pos: st.pos, neg: st.neg} // keep the slices' capacity
+		st.setBuckets(dp)
 	}
 	ts := int64(dp.Timestamp())
 	switch {
@@ -242,10 +252,10 @@ func updateExpHistogram(p *pointCtx, dp pmetric.ExponentialHistogramDataPoint) b
 		}
 		// Merging buckets (downscaling to the smaller scale, widening the
 		// zero bucket) moves counts between buckets but keeps their total,
-		// and the text formats show only count and sum; so totals suffice.
+		// which is all the text formats show; the protobuf exposition
+		// shows the merged buckets.
 		r.ts = max(r.ts, ts)
-		st.scale = min(st.scale, dp.Scale())
-		st.zeroThresh = max(st.zeroThresh, dp.ZeroThreshold())
+		st.addBuckets(dp)
 		r.count += dp.Count()
 		st.population += population
 		if st.hasSum && dp.HasSum() {
