@@ -16,7 +16,7 @@ export GONOSUMDB := github.com/open-telemetry/opentelemetry-collector-contrib
 INTEGRATION := -tags integration -p 1 -count=1 -timeout 40m
 MODULES     := . testbed
 
-.PHONY: all build stock-twin run test rules unit integration test-faults-full check-generated generate bench testbed testbed-short testbed-memory lint docker clean tools
+.PHONY: all build stock-twin run test rules prometheus3 unit integration test-faults-full check-generated generate bench testbed testbed-short testbed-memory lint docker clean tools
 
 all: build
 
@@ -50,12 +50,16 @@ unit:
 	cd testbed && $(GO) test -race -count=1 ./...
 	cd deploy && $(GO) test -race -count=1 ./...
 
+## prometheus3: build Prometheus 3 once (native histograms; ~8 min cold), before the tests that start it
+prometheus3:
+	scripts/prometheus3.sh install >/dev/null
+
 ## rules: promtool checks and unit-tests the Prometheus rules in deploy/prometheus
 rules:
 	scripts/prometheus.sh promtool check rules deploy/prometheus/rules.yaml
 	cd deploy/prometheus && ../../scripts/prometheus.sh promtool test rules rules_test.yaml
 
-integration: build stock-twin
+integration: build stock-twin prometheus3
 	$(GO) test $(INTEGRATION) ./...
 	cd testbed && $(GO) test $(INTEGRATION) ./...
 	cd deploy && $(GO) test $(INTEGRATION) ./...

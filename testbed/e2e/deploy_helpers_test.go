@@ -99,6 +99,8 @@ type promSample struct {
 	Metric map[string]string `json:"metric"`
 	Value  [2]any            `json:"value"`
 	Values [][2]any          `json:"values"`
+	// Histogram is a native histogram sample: [time, {count, sum, buckets}].
+	Histogram []json.RawMessage `json:"histogram"`
 }
 
 func (s promSample) value() float64 { return parsePromValue(s.Value[1]) }
