@@ -27,6 +27,8 @@ type deltaBatch struct {
 
 	touch byte // see touchSpans
 
+	names nameScratch // span names built by span_name (spanname.go)
+
 	held int64 // footprint when queued, given back to the intake's byte bound once applied
 }
 
