@@ -138,11 +138,11 @@ var renameLayerNames = [renameLayers]string{"semantic_conventions", "rule"}
 //
 // The semantic conventions layer reads attributes the span already holds and writes the name
 // into the batch's scratch buffer: no allocation. Rules run regular expressions, whose
-// submatch search allocates its result; their outcome per (service, name) is kept in a
-// 4-way set-associative cache of nameCacheSlots immutable entries behind atomic pointers, so a name
-// seen before costs a hash, up to four loads and string compares, and nothing is allocated. A miss
-// (a name not seen lately) allocates: the match indices when a rule matches, and the new
-// entry (two objects), which replaces whatever held its slot: at most three allocations.
+// submatch search allocates its result; their outcome per (service, name) is kept in an 8-way
+// set-associative cache of nameCacheSlots immutable entries behind atomic pointers, so a name
+// seen before costs a hash, a few loads and string compares, and nothing is allocated. A miss
+// (a name not seen lately) allocates: the match indices when a rule matches, and the new entry
+// (two objects), which replaces whatever held its slot: at most three allocations per span.
 type spanNamer struct {
 	semconv bool
 	rules   []nameRule
@@ -152,15 +152,16 @@ type spanNamer struct {
 	renamed [renameLayers]atomic.Int64  // spans renamed, by layer (telemetry)
 }
 
-// nameCacheSlots bounds the rule cache; names longer than nameCacheMaxLen are not cached (they
-// are looked up by the rules every time), so the cache holds at most ~3 MiB of names. A name
-// may sit in any of the nameCacheWays slots of its set: with one slot per name, two of a
-// handful of hot names would share a slot often enough (2-3% for 15 names) to evict each
-// other at every span; a set of 4 is only overrun by 5 hot names hashed alike. When a set is
-// full, a new entry replaces the slot its hash picks.
+// nameCacheSlots bounds the rule cache; names longer than nameCacheMaxLen are not cached (the
+// rules run for them every time), so the cache holds at most ~5 MiB. A name may sit in any of
+// the nameCacheWays slots of its set: with one slot per name, two of a handful of hot names
+// would share a slot often enough (2-3% for 15 names) to evict each other at every span, and
+// with 4 ways a few sets of 1000 hot names overflowed (BenchmarkSpanNames: 6-24 allocations per
+// 1000 spans); with 8 ways and ~1 name per slot, overflowing a set takes 9 names hashed alike.
+// When a set is full, a new entry replaces the slot its hash picks.
 const (
-	nameCacheSlots  = 4096
-	nameCacheWays   = 4
+	nameCacheSlots  = 8192
+	nameCacheWays   = 8
 	nameCacheMaxLen = 256
 )
 
