@@ -2,14 +2,20 @@ package tracemetrics
 
 import (
 	"fmt"
+	"path/filepath"
 	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/confmap"
+	"go.opentelemetry.io/collector/confmap/confmaptest"
+	"go.opentelemetry.io/collector/confmap/xconfmap"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/metadata"
 )
 
 // spanNameCase is one span: its service, kind, name and attributes, and the span.name its
@@ -310,4 +316,28 @@ func TestSpanNameRulesLongNames(t *testing.T) {
 		r.consume(tracesOf(t, []spanNameCase{{service: "s", name: long}, {service: "s", name: "q abc"}}))
 	}
 	require.Equal(t, map[string]int64{"s|q 0": 3, "s|q a": 3}, callsByName(t, r))
+}
+
+func TestLoadSpanNameConfig(t *testing.T) {
+	cm, err := confmaptest.LoadConf(filepath.Join("testdata", "span_name.yaml"))
+	require.NoError(t, err)
+	load := func(id string) (*Config, error) {
+		cfg := createDefaultConfig().(*Config)
+		sub, err := cm.Sub(component.NewIDWithName(metadata.Type, id).String())
+		require.NoError(t, err)
+		if err := sub.Unmarshal(cfg); err != nil {
+			return nil, err
+		}
+		return cfg, xconfmap.Validate(cfg)
+	}
+	cfg, err := load("span_names")
+	require.NoError(t, err)
+	want := createDefaultConfig().(*Config)
+	want.SpanName = SpanNameConfig{FromSemanticConventions: true, Rules: []SpanNameRule{
+		{Service: "checkout", Match: `^GET /cart/\d+$`, Replace: "GET /cart/{id}"},
+		{Match: `^(GET|POST) /orders/\d+(/items)?$`, Replace: "$1 /orders/{id}$2"},
+	}}
+	require.Equal(t, want, cfg)
+	_, err = load("invalid_span_name_rule")
+	require.ErrorContains(t, err, "span_name.rules[1].match: error parsing regexp: missing closing ): `^GET /(\\d+$`")
 }
