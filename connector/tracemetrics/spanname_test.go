@@ -1,6 +1,7 @@
 package tracemetrics
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 	"sync"
@@ -8,12 +9,14 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/confmap/confmaptest"
 	"go.opentelemetry.io/collector/confmap/xconfmap"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/metadata"
 )
@@ -340,4 +343,37 @@ func TestLoadSpanNameConfig(t *testing.T) {
 	require.Equal(t, want, cfg)
 	_, err = load("invalid_span_name_rule")
 	require.ErrorContains(t, err, "span_name.rules[1].match: error parsing regexp: missing closing ): `^GET /(\\d+$`")
+}
+
+// renamed_spans is exported by layer, one series per configured layer from 0, and no other
+// attribute (no service.name: that would be a cardinality of its own).
+func TestTelemetryCountsRenamedSpans(t *testing.T) {
+	layers := func(tel *componenttest.Telemetry) map[string]int64 {
+		m, err := tel.GetMetric("otelcol_connector_tracemetrics_renamed_spans")
+		if err != nil {
+			return nil
+		}
+		sum := m.Data.(metricdata.Sum[int64])
+		require.True(t, sum.IsMonotonic)
+		out := map[string]int64{}
+		for _, dp := range sum.DataPoints {
+			require.Equal(t, 1, dp.Attributes.Len())
+			layer, ok := dp.Attributes.Value("layer")
+			require.True(t, ok)
+			out[layer.AsString()] = dp.Value
+		}
+		return out
+	}
+	c, _, _, tel := startOurs(t, rulesConfig(false, map[string]any{"match": `^GET /orders/\d+$`, "replace": "GET /orders/{id}"}), true)
+	require.Equal(t, map[string]int64{"rule": 0}, layers(tel), "the configured layer only, from 0")
+
+	c, _, _, tel = startOurs(t, rulesConfig(true, map[string]any{"match": `^GET /orders/\d+$`, "replace": "GET /orders/{id}"}), true)
+	cases := []spanNameCase{
+		{service: "a", kind: ptrace.SpanKindServer, name: "GET /orders/1", attrs: map[string]any{"http.request.method": "GET", "http.route": "/orders/{id}"}},
+		{service: "a", name: "GET /orders/2"},
+		{service: "b", name: "GET /orders/3"},
+		{service: "b", name: "healthz"},
+	}
+	require.NoError(t, c.ConsumeTraces(context.Background(), tracesOf(t, cases)))
+	require.Equal(t, map[string]int64{"semantic_conventions": 1, "rule": 2}, layers(tel))
 }
