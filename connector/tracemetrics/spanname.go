@@ -141,8 +141,10 @@ var renameLayerNames = [renameLayers]string{"semantic_conventions", "rule"}
 // submatch search allocates its result; their outcome per (service, name) is kept in an 8-way
 // set-associative cache of nameCacheSlots immutable entries behind atomic pointers, so a name
 // seen before costs a hash, a few loads and string compares, and nothing is allocated. A miss
-// (a name not seen lately) allocates: the match indices when a rule matches, and the new entry
-// (two objects), which replaces whatever held its slot: at most three allocations per span.
+// (a name not seen lately) allocates the match indices when a rule matches, and the new entry
+// (two objects) when it is admitted: at once into a free slot, one miss in nameCacheAdmit
+// into a full set, replacing a slot. At most three allocations per span, about one while
+// names do not repeat.
 type spanNamer struct {
 	semconv bool
 	rules   []nameRule
@@ -163,6 +165,7 @@ const (
 	nameCacheSlots  = 8192
 	nameCacheWays   = 8
 	nameCacheMaxLen = 256
+	nameCacheAdmit  = 8
 )
 
 // nameEntry is the rules' verdict on one (service, name): key is service, 0, name; out the
@@ -200,6 +203,7 @@ func newSpanNamer(c SpanNameConfig) *spanNamer {
 type nameScratch struct {
 	semconv, rule []byte
 	renamed       [renameLayers]int64
+	misses        uint64 // names that found their cache set full (nameCacheAdmit)
 }
 
 // name returns the name span's series are keyed by. The result may point into s and is valid
@@ -251,11 +255,11 @@ func (n *spanNamer) ruleName(s *nameScratch, svc, name string) (string, bool) {
 	}
 	h := maphash.String(n.seed, name) ^ maphash.String(n.seed, svc)*0x9e3779b97f4a7c15
 	set := n.cache[(h&(nameCacheSlots/nameCacheWays-1))*nameCacheWays:][:nameCacheWays]
-	victim := &set[(h>>56)%nameCacheWays]
+	victim, full := &set[(h>>56)%nameCacheWays], true
 	for i := range set {
 		e := set[i].Load()
 		if e == nil {
-			victim = &set[i]
+			victim, full = &set[i], false
 			break
 		}
 		if e.svcLen == len(svc) && e.key[:e.svcLen] == svc && e.key[e.svcLen+1:] == name {
@@ -263,6 +267,15 @@ func (n *spanNamer) ruleName(s *nameScratch, svc, name string) (string, bool) {
 		}
 	}
 	out, ok := n.applyRules(s, svc, name)
+	// A full set takes one new name in nameCacheAdmit: while names never repeat (the case the
+	// rules are for), evicting for each would allocate an entry per span for nothing, and a
+	// name that does repeat gets in after a few tries.
+	if full {
+		s.misses++
+		if s.misses%nameCacheAdmit != 0 {
+			return out, ok
+		}
+	}
 	// One string holds the key and the new name: one allocation for both.
 	all := svc + "\x00" + name + out
 	keyLen := len(svc) + 1 + len(name)

@@ -377,3 +377,36 @@ func TestTelemetryCountsRenamedSpans(t *testing.T) {
 	require.NoError(t, c.ConsumeTraces(context.Background(), tracesOf(t, cases)))
 	require.Equal(t, map[string]int64{"semantic_conventions": 1, "rule": 2}, layers(tel))
 }
+
+// With more names than the rule cache holds, full sets admit few new entries and evict others:
+// every span must still get the rules' answer, and names that repeat must keep getting it.
+func TestSpanNameRulesBeyondTheCache(t *testing.T) {
+	r := startConnector(t, NewFactory(), rulesConfig(false,
+		map[string]any{"match": `^item-(\d)\d*7$`, "replace": "item $1…7"},
+		map[string]any{"match": `^item-(\d)`, "replace": "item $1…"}))
+	want := map[string]int64{}
+	const distinct = 3 * nameCacheSlots
+	for range 2 {
+		for c := range distinct / 1000 {
+			td := ptrace.NewTraces()
+			rs := td.ResourceSpans().AppendEmpty()
+			rs.Resource().Attributes().PutStr(serviceNameKey, "s")
+			spans := rs.ScopeSpans().AppendEmpty().Spans()
+			for i := range 1000 {
+				n := 10 + c*1000 + i
+				if i%2 == 0 {
+					n = 10 + i%40 // a few hot names among the cold ones
+				}
+				name := fmt.Sprintf("item-%d", n)
+				spans.AppendEmpty().SetName(name)
+				out := "item " + name[5:6] + "…"
+				if name[len(name)-1] == '7' {
+					out += "7"
+				}
+				want["s|"+out]++
+			}
+			r.consume(td)
+		}
+	}
+	require.Equal(t, want, callsByName(t, r))
+}
