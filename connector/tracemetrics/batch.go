@@ -82,7 +82,8 @@ func (b *deltaBatch) footprint() int64 {
 		int64(cap(b.series))*int64(unsafe.Sizeof(batchSeries{})) +
 		int64(cap(b.obs))*int64(unsafe.Sizeof(observation{})) +
 		int64(cap(b.exemplars))*int64(unsafe.Sizeof(exemplar{})) +
-		int64(cap(b.arena)) + int64(cap(b.table))*4 + b.sorter.footprint()
+		int64(cap(b.arena)) + int64(cap(b.table))*4 + b.sorter.footprint() +
+		int64(cap(b.names.semconv)+cap(b.names.rule))
 }
 
 // prepareTable sizes the series table for about n series and clears it.

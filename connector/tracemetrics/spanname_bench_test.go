@@ -11,7 +11,7 @@ import (
 // spanNameInput returns Traces of 1000 HTTP server spans of 10 services named
 // "GET /api/v1/resource/<id>", with http.request.method and http.route "/api/v1/resource/{id}":
 // `distinct` ids in turn, across `calls` Traces. distinct ≤ a few thousand is a hot set (the
-// rule cache answers); more than the cache holds is the worst case (every span misses it).
+// rule cache answers); more names than the cache holds make many spans miss it.
 func spanNameInput(distinct, calls int) []ptrace.Traces {
 	out := make([]ptrace.Traces, calls)
 	id := 0
