@@ -64,6 +64,9 @@ func newPlan(cfg *Config, g gates, instanceID string) *plan {
 		copyResource:      !g.excludeResourceMetrics || cfg.AddResourceAttributes,
 		names:             newSpanNamer(cfg.SpanName),
 	}
+	if !p.withName {
+		p.names = nil // span.name is excluded: there is no name to rewrite
+	}
 	p.seriesIdle = seriesIdleTime(cfg, p.isDelta)
 	switch {
 	case cfg.Histogram.Disable:

@@ -286,6 +286,16 @@ func TestSpanNameRulesConcurrentProducers(t *testing.T) {
 	require.Equal(t, want, got)
 }
 
+// With span.name excluded there is nothing to rename, and nothing is counted as renamed.
+func TestSpanNameWithSpanNameExcluded(t *testing.T) {
+	raw := rulesConfig(true, map[string]any{"match": `.`, "replace": "x"})
+	raw["exclude_dimensions"] = []any{"span.name"}
+	r := startConnector(t, NewFactory(), raw)
+	require.Nil(t, r.conn.(*connectorImp).plan.names)
+	r.consume(tracesOf(t, []spanNameCase{{service: "s", name: "a"}, {service: "s", name: "b"}}))
+	require.Equal(t, map[string]int64{"s|": 2}, callsByName(t, r))
+}
+
 func TestSpanNameRulesValidate(t *testing.T) {
 	for _, tc := range []struct {
 		rules   []any
