@@ -35,6 +35,14 @@ func TestConsumeTracesSteadyStateAllocatesNothing(t *testing.T) {
 			"exemplars":              map[string]any{"enabled": true},
 			"max_series_per_service": 4,
 		}},
+		{"span names", map[string]any{
+			// Every span goes through both layers; the rules' answers come from their cache.
+			"dimensions": dims("http.method"),
+			"span_name": map[string]any{"from_semantic_conventions": true, "rules": []any{
+				map[string]any{"service": "svc-1", "match": `^op-(\d)$`, "replace": "operation $1"},
+				map[string]any{"match": `^op-[0-2]$`, "replace": "low op"},
+			}},
+		}},
 		{"delta events", map[string]any{
 			"aggregation_temporality": "AGGREGATION_TEMPORALITY_DELTA",
 			"events":                  map[string]any{"enabled": true, "dimensions": dims("exception.type")},
@@ -61,6 +69,9 @@ func TestConsumeTracesSteadyStateAllocatesNothing(t *testing.T) {
 			testing.AllocsPerRun(2048, call)
 			allocs := testing.AllocsPerRun(2048, call)
 			require.LessOrEqual(t, allocs, float64(maxAllocsPerCall), "allocations per 200-span call")
+			if _, ok := tc.raw["span_name"]; ok {
+				require.Positive(t, c.plan.names.renamed[renamedByRule].Load(), "the measured calls renamed spans")
+			}
 			if _, ok := tc.raw["max_series_per_service"]; ok {
 				require.Positive(t, c.tel.overflowSpans[serviceOverflow].Load(), "the measured calls went to overflow series")
 			}

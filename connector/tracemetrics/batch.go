@@ -27,6 +27,8 @@ type deltaBatch struct {
 
 	touch byte // see touchSpans
 
+	names nameScratch // span names built by span_name (spanname.go)
+
 	held int64 // footprint when queued, given back to the intake's byte bound once applied
 }
 
@@ -80,7 +82,8 @@ func (b *deltaBatch) footprint() int64 {
 		int64(cap(b.series))*int64(unsafe.Sizeof(batchSeries{})) +
 		int64(cap(b.obs))*int64(unsafe.Sizeof(observation{})) +
 		int64(cap(b.exemplars))*int64(unsafe.Sizeof(exemplar{})) +
-		int64(cap(b.arena)) + int64(cap(b.table))*4 + b.sorter.footprint()
+		int64(cap(b.arena)) + int64(cap(b.table))*4 + b.sorter.footprint() +
+		int64(cap(b.names.semconv)+cap(b.names.rule))
 }
 
 // prepareTable sizes the series table for about n series and clears it.

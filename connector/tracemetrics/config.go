@@ -128,6 +128,10 @@ type Config struct {
 	// aggregator fill the ring with large batches, and memory grows with the cores. A batch
 	// larger than the bound passes alone. 0 means the default, 64.
 	RingMemoryMiB int `mapstructure:"ring_memory_mib"`
+
+	// SpanName rewrites the span names the metrics are keyed by (spanname.go). Default: off,
+	// span names are used as they are.
+	SpanName SpanNameConfig `mapstructure:"span_name"`
 }
 
 // HistogramConfig configures the duration histogram.
@@ -300,6 +304,9 @@ func (c *Config) Validate() error {
 	}
 	if c.RingMemoryMiB < 0 || c.RingMemoryMiB > maxRingMemoryMiB {
 		errs = append(errs, fmt.Errorf("ring_memory_mib: %v is out of range, use 0 (default %d) or 1..%d", c.RingMemoryMiB, defaultRingMemoryMiB, maxRingMemoryMiB))
+	}
+	if err := c.SpanName.validate(); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

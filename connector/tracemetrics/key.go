@@ -78,15 +78,16 @@ const (
 // spanmetrics (whose key holds their string form, "" for all unknown values).
 const unknownEnum = 0xff
 
-// appendKey appends the series key of span in family f (the layout above). Dimensions are
-// looked up on the span, then the event (events family), then the resource, then the default.
-func (l *layout) appendKey(dst []byte, f *family, resHash uint64, svc string, span ptrace.Span, scope pcommon.InstrumentationScope, withScope bool, resAttrs pcommon.Map, evAttrs *pcommon.Map) []byte {
+// appendKey appends the series key of span in family f (the layout above), under span name
+// name (span.Name(), or as span_name renamed it). Dimensions are looked up on the span, then
+// the event (events family), then the resource, then the default.
+func (l *layout) appendKey(dst []byte, f *family, resHash uint64, svc, name string, span ptrace.Span, scope pcommon.InstrumentationScope, withScope bool, resAttrs pcommon.Map, evAttrs *pcommon.Map) []byte {
 	dst = appendKeyHeader(dst, resHash, f.index)
 	if l.withService {
 		dst = appendStr(dst, svc)
 	}
 	if l.withName {
-		dst = appendStr(dst, span.Name())
+		dst = appendStr(dst, name)
 	}
 	if l.withKind {
 		dst = append(dst, kindByte(span.Kind()))

@@ -59,6 +59,7 @@ func newTelemetry(set component.TelemetrySettings, q *intake.Queue[deltaBatch], 
 	skipped := counter("otelcol_connector_tracemetrics_flushes_skipped", "Flushes postponed because the previous one was still being sent.", "{flushes}")
 	refused := counter("otelcol_connector_tracemetrics_refused_spans", "Spans refused by ConsumeTraces (context done while the ring was full, or shut down).", "{spans}")
 	exportErrs := counter("otelcol_connector_tracemetrics_export_errors", "Flushes the next consumer returned an error for.", "{flushes}")
+	renamed := counter("otelcol_connector_tracemetrics_renamed_spans", "Spans whose name span_name rewrote for the metrics, by layer (semantic_conventions, rule); a span renamed by both counts in both.", "{spans}")
 	var err error
 	t.flushDuration, err = m.Float64Histogram("otelcol_connector_tracemetrics_flush_duration",
 		metric.WithDescription("Time to build and send the metrics of one flush."), metric.WithUnit("s"))
@@ -82,6 +83,15 @@ func newTelemetry(set component.TelemetrySettings, q *intake.Queue[deltaBatch], 
 			limitSets[k] = metric.WithAttributeSet(attribute.NewSet(attribute.String("limit", overflowLimits[k])))
 		}
 	}
+	// One series per configured layer, from 0, as for the limits.
+	var layerSets [renameLayers]metric.ObserveOption
+	if n := p.names; n != nil {
+		for k, on := range [renameLayers]bool{renamedBySemconv: n.semconv, renamedByRule: len(n.rules) > 0} {
+			if on {
+				layerSets[k] = metric.WithAttributeSet(attribute.NewSet(attribute.String("layer", renameLayerNames[k])))
+			}
+		}
+	}
 	t.reg, err = m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 		st := q.Stats()
 		o.ObserveInt64(series, t.seriesLive.Load())
@@ -100,8 +110,13 @@ func newTelemetry(set component.TelemetrySettings, q *intake.Queue[deltaBatch], 
 		o.ObserveInt64(skipped, t.flushesSkipped.Load())
 		o.ObserveInt64(refused, t.refusedSpans.Load())
 		o.ObserveInt64(exportErrs, t.exportErrors.Load())
+		for k, set := range layerSets {
+			if set != nil {
+				o.ObserveInt64(renamed, p.names.renamed[k].Load(), set)
+			}
+		}
 		return nil
-	}, series, depth, aggregated, overflow, fullWaits, heldBytes, bytesWaits, lost, flushes, skipped, refused, exportErrs)
+	}, series, depth, aggregated, overflow, fullWaits, heldBytes, bytesWaits, lost, flushes, skipped, refused, exportErrs, renamed)
 	return t, err
 }
 

@@ -41,6 +41,10 @@ type plan struct {
 	callsName, durationName, eventsName string
 	unit                                string // of the duration metric
 	copyResource                        bool   // resource attributes go on the output
+
+	// names renames spans (span_name); nil when off. Its rule cache and counters are atomics,
+	// the one mutable part of the plan, shared by the producers and read by the telemetry.
+	names *spanNamer
 }
 
 func newPlan(cfg *Config, g gates, instanceID string) *plan {
@@ -58,6 +62,10 @@ func newPlan(cfg *Config, g gates, instanceID string) *plan {
 		flushInterval:     cfg.MetricsFlushInterval,
 		unit:              cfg.Histogram.Unit.String(),
 		copyResource:      !g.excludeResourceMetrics || cfg.AddResourceAttributes,
+		names:             newSpanNamer(cfg.SpanName),
+	}
+	if !p.withName {
+		p.names = nil // span.name is excluded: there is no name to rewrite
 	}
 	p.seriesIdle = seriesIdleTime(cfg, p.isDelta)
 	switch {

@@ -61,6 +61,9 @@ func (r *reducer) reduce(b *deltaBatch, td ptrace.Traces) {
 		}
 	}
 	r.hints.update(b)
+	if r.names != nil {
+		r.names.publish(&b.names)
+	}
 }
 
 // touchAhead is how many spans touchSpans reads ahead of reduceSpan; minTouch the fewest
@@ -136,12 +139,16 @@ func (r *reducer) reduceSpan(b *deltaBatch, res uint32, resHash uint64, svc stri
 			code = expoIndex20(value)
 		}
 	}
+	name := span.Name()
+	if r.names != nil {
+		name = r.names.name(&b.names, svc, span)
+	}
 	withExemplar := r.exemplars > 0 && !span.TraceID().IsEmpty()
 	isError := span.Status().Code() == ptrace.StatusCodeError
 
 	for _, f := range r.spanFams {
 		off := len(b.arena)
-		b.arena = r.appendKey(b.arena, f, resHash, svc, span, scope, withScope, resAttrs, nil)
+		b.arena = r.appendKey(b.arena, f, resHash, svc, name, span, scope, withScope, resAttrs, nil)
 		idx := b.upsert(res, f, off, r.keyHash(identity(b.arena[off:], f)))
 		s := &b.series[idx]
 		s.count++
@@ -162,7 +169,7 @@ func (r *reducer) reduceSpan(b *deltaBatch, res uint32, resHash uint64, svc stri
 	for l := 0; l < events.Len(); l++ {
 		evAttrs := events.At(l).Attributes()
 		off := len(b.arena)
-		b.arena = r.appendKey(b.arena, r.eventsFam, resHash, svc, span, scope, withScope, resAttrs, &evAttrs)
+		b.arena = r.appendKey(b.arena, r.eventsFam, resHash, svc, name, span, scope, withScope, resAttrs, &evAttrs)
 		idx := b.upsert(res, r.eventsFam, off, r.keyHash(identity(b.arena[off:], r.eventsFam)))
 		s := &b.series[idx]
 		s.count++

@@ -1,0 +1,444 @@
+package tracemetrics // import "github.com/otelcol-red/otelcol-red/connector/tracemetrics"
+
+import (
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"regexp"
+	"strconv"
+	"sync/atomic"
+	"unsafe"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+)
+
+// SpanNameConfig rewrites the span name the metrics are keyed by (the span.name attribute), so
+// that instrumentation that put a raw URL path or an ID in the span name does not make a series
+// per request. Both layers are off by default: the metrics then carry span names exactly as
+// spanmetrics does.
+type SpanNameConfig struct {
+	// FromSemanticConventions names spans as the OpenTelemetry semantic conventions do when
+	// the span carries the low-cardinality attributes they name spans after (see README.md,
+	// "Span names"); other spans keep their name. Default false.
+	FromSemanticConventions bool `mapstructure:"from_semantic_conventions"`
+	// Rules rename spans by regular expression, after from_semantic_conventions; the first
+	// rule that applies to the span's service and matches its name wins. Default: none.
+	Rules []SpanNameRule `mapstructure:"rules"`
+	// prevent unkeyed literal initialization
+	_ struct{}
+}
+
+// SpanNameRule replaces a span name that Match matches (anywhere in the name, unless
+// anchored) with Replace, expanded as regexp.Regexp.Expand does: $1 or ${1} is the first
+// capture group, ${name} a named one, $$ a dollar sign. The whole name is replaced, not just the
+// matched part.
+type SpanNameRule struct {
+	// Service restricts the rule to spans of this service.name (exact); empty means all.
+	Service string `mapstructure:"service"`
+	// Match is an RE2 regular expression (Go regexp syntax).
+	Match string `mapstructure:"match"`
+	// Replace is the new span name.
+	Replace string `mapstructure:"replace"`
+	// prevent unkeyed literal initialization
+	_ struct{}
+}
+
+// validate compiles the rules; every error names the key and the rule index.
+func (c *SpanNameConfig) validate() error {
+	var errs []error
+	for i, r := range c.Rules {
+		if _, err := compileNameRule(r); err != nil {
+			errs = append(errs, fmt.Errorf("span_name.rules[%d].%w", i, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// compileNameRule compiles r; its error starts with the rule's key (match or replace).
+func compileNameRule(r SpanNameRule) (nameRule, error) {
+	if r.Match == "" {
+		return nameRule{}, errors.New("match: empty; every rule needs a regular expression")
+	}
+	re, err := regexp.Compile(r.Match)
+	if err != nil {
+		return nameRule{}, fmt.Errorf("match: %w", err)
+	}
+	if err := checkTemplate(re, r.Replace); err != nil {
+		return nameRule{}, fmt.Errorf("replace: %w", err)
+	}
+	return nameRule{service: r.Service, re: re, replace: r.Replace}, nil
+}
+
+// checkTemplate rejects references to groups re does not have. Expand silently writes
+// nothing for them, and "$1x" means the group named "1x", not group 1 then "x": both would
+// quietly turn every matched span into one wrong name.
+func checkTemplate(re *regexp.Regexp, tmpl string) error {
+	for i := 0; i < len(tmpl); i++ {
+		if tmpl[i] != '$' {
+			continue
+		}
+		if i+1 < len(tmpl) && tmpl[i+1] == '$' {
+			i++
+			continue
+		}
+		name, end := "", i+1
+		if end < len(tmpl) && tmpl[end] == '{' {
+			close := end + 1
+			for close < len(tmpl) && tmpl[close] != '}' {
+				close++
+			}
+			if close == len(tmpl) {
+				return fmt.Errorf("%q: unterminated ${", tmpl)
+			}
+			name, end = tmpl[end+1:close], close+1
+		} else {
+			for end < len(tmpl) && isNameByte(tmpl[end]) {
+				end++
+			}
+			name = tmpl[i+1 : end]
+		}
+		if name == "" {
+			return fmt.Errorf("%q: a lone $ (write $$ for a dollar sign)", tmpl)
+		}
+		if n, err := strconv.Atoi(name); err == nil {
+			if n > re.NumSubexp() {
+				return fmt.Errorf("%q: $%s refers to group %d, the expression has %d", tmpl, name, n, re.NumSubexp())
+			}
+		} else if re.SubexpIndex(name) < 0 {
+			return fmt.Errorf("%q: $%s refers to no group (write ${1}x for group 1 followed by x)", tmpl, name)
+		}
+		i = end - 1
+	}
+	return nil
+}
+
+func isNameByte(c byte) bool {
+	return c == '_' || '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
+}
+
+type nameRule struct {
+	service string // "" for every service
+	re      *regexp.Regexp
+	replace string
+}
+
+// Layers of renaming, as counted in renamed_spans.
+const (
+	renamedBySemconv = iota
+	renamedByRule
+	renameLayers
+)
+
+var renameLayerNames = [renameLayers]string{"semantic_conventions", "rule"}
+
+// spanNamer gives a span the name its series are keyed by. It is shared by every producer: the
+// configuration is immutable, and the rule cache and the counters are atomics, so producers
+// never take a lock for it nor share one with the aggregator.
+//
+// The semantic conventions layer reads attributes the span already holds and writes the name
+// into the batch's scratch buffer: no allocation. Rules run regular expressions, whose
+// submatch search allocates its result; their outcome per (service, name) is kept in an 8-way
+// set-associative cache of nameCacheSlots immutable entries behind atomic pointers, so a name
+// seen before costs a hash, a few loads and string compares, and nothing is allocated. A miss
+// (a name not seen lately) allocates the match indices when a rule matches, and the new entry
+// (two objects) when it is admitted: at once into a free slot, one miss in nameCacheAdmit
+// into a full set, replacing a slot. At most three allocations per span, about one while
+// names do not repeat.
+type spanNamer struct {
+	semconv bool
+	rules   []nameRule
+	anyAll  bool // a rule applies to every service
+	seed    maphash.Seed
+	cache   []atomic.Pointer[nameEntry] // nameCacheSlots; nil without rules
+	renamed [renameLayers]atomic.Int64  // spans renamed, by layer (telemetry)
+}
+
+// nameCacheSlots bounds the rule cache; names longer than nameCacheMaxLen are not cached (the
+// rules run for them every time), so the cache holds at most ~5 MiB. A name may sit in any of
+// the nameCacheWays slots of its set: with one slot per name, two of a handful of hot names
+// would share a slot often enough (2-3% for 15 names) to evict each other at every span, and
+// with 4 ways a few sets of 1000 hot names overflowed (BenchmarkSpanNames: 6-24 allocations per
+// 1000 spans); with 8 ways and ~1 name per slot, overflowing a set takes 9 names hashed alike.
+// When a set is full, a new entry replaces the slot its hash picks.
+const (
+	nameCacheSlots  = 8192
+	nameCacheWays   = 8
+	nameCacheMaxLen = 256
+	nameCacheAdmit  = 8
+)
+
+// nameEntry is the rules' verdict on one (service, name): key is service, 0, name; out the
+// new name, when matched.
+type nameEntry struct {
+	key     string
+	svcLen  int
+	out     string
+	matched bool
+}
+
+// newSpanNamer returns nil when nothing renames spans: the reducer then reads span names as
+// they are, with one nil check per span.
+func newSpanNamer(c SpanNameConfig) *spanNamer {
+	if !c.FromSemanticConventions && len(c.Rules) == 0 {
+		return nil
+	}
+	n := &spanNamer{semconv: c.FromSemanticConventions, seed: maphash.MakeSeed()}
+	for _, r := range c.Rules {
+		nr, err := compileNameRule(r)
+		if err != nil {
+			panic("BUG: tracemetrics: span_name.rules not validated: " + err.Error())
+		}
+		n.rules = append(n.rules, nr)
+		n.anyAll = n.anyAll || r.Service == ""
+	}
+	if len(n.rules) > 0 {
+		n.cache = make([]atomic.Pointer[nameEntry], nameCacheSlots)
+	}
+	return n
+}
+
+// nameScratch is a batch's room for renaming: the names built for the span being reduced, and
+// the spans renamed since the counters were last published.
+type nameScratch struct {
+	semconv, rule []byte
+	renamed       [renameLayers]int64
+	misses        uint64 // names that found their cache set full (nameCacheAdmit)
+}
+
+// name returns the name span's series are keyed by. The result may point into s and is valid
+// until the next call with s: the caller copies it into the key.
+func (n *spanNamer) name(s *nameScratch, svc string, span ptrace.Span) string {
+	name := span.Name()
+	if n.semconv {
+		var ok bool
+		if s.semconv, ok = appendSemconvName(s.semconv[:0], span); ok {
+			name = bytesString(s.semconv)
+			s.renamed[renamedBySemconv]++
+		}
+	}
+	if n.rules != nil && n.appliesTo(svc) {
+		if out, ok := n.ruleName(s, svc, name); ok {
+			name = out
+			s.renamed[renamedByRule]++
+		}
+	}
+	return name
+}
+
+// publish adds the spans s renamed to the counters, once per request.
+func (n *spanNamer) publish(s *nameScratch) {
+	for i, v := range s.renamed {
+		if v != 0 {
+			n.renamed[i].Add(v)
+			s.renamed[i] = 0
+		}
+	}
+}
+
+func (n *spanNamer) appliesTo(svc string) bool {
+	if n.anyAll {
+		return true
+	}
+	for i := range n.rules {
+		if n.rules[i].service == svc {
+			return true
+		}
+	}
+	return false
+}
+
+// ruleName applies the first rule for svc that matches name, through the cache.
+func (n *spanNamer) ruleName(s *nameScratch, svc, name string) (string, bool) {
+	if len(name) > nameCacheMaxLen {
+		return n.applyRules(s, svc, name)
+	}
+	h := maphash.String(n.seed, name) ^ maphash.String(n.seed, svc)*0x9e3779b97f4a7c15
+	set := n.cache[(h&(nameCacheSlots/nameCacheWays-1))*nameCacheWays:][:nameCacheWays]
+	victim, full := &set[(h>>56)%nameCacheWays], true
+	for i := range set {
+		e := set[i].Load()
+		if e == nil {
+			victim, full = &set[i], false
+			break
+		}
+		if e.svcLen == len(svc) && e.key[:e.svcLen] == svc && e.key[e.svcLen+1:] == name {
+			return e.out, e.matched
+		}
+	}
+	out, ok := n.applyRules(s, svc, name)
+	// A full set takes one new name in nameCacheAdmit: while names never repeat (the case the
+	// rules are for), evicting for each would allocate an entry per span for nothing, and a
+	// name that does repeat gets in after a few tries.
+	if full {
+		s.misses++
+		if s.misses%nameCacheAdmit != 0 {
+			return out, ok
+		}
+	}
+	// One string holds the key and the new name: one allocation for both.
+	all := svc + "\x00" + name + out
+	keyLen := len(svc) + 1 + len(name)
+	e := &nameEntry{key: all[:keyLen], svcLen: len(svc), out: all[keyLen:], matched: ok}
+	victim.Store(e)
+	return e.out, ok
+}
+
+// applyRules runs the rules; a new name is built in s.rule.
+func (n *spanNamer) applyRules(s *nameScratch, svc, name string) (string, bool) {
+	for i := range n.rules {
+		r := &n.rules[i]
+		if r.service != "" && r.service != svc {
+			continue
+		}
+		// No allocation when there is no match; the indices of a match are allocated.
+		m := r.re.FindStringSubmatchIndex(name)
+		if m == nil {
+			continue
+		}
+		s.rule = r.re.ExpandString(s.rule[:0], r.replace, name, m)
+		return bytesString(s.rule), true
+	}
+	return "", false
+}
+
+// bytesString views b as a string without copying; b must not change while the string is used.
+func bytesString(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(&b[0], len(b))
+}
+
+// Attributes the semantic conventions name spans after: the stable ones, and the HTTP ones of
+// v1.20 and before (http.method), which many instrumentations still emit.
+const (
+	attrHTTPRequestMethod      = "http.request.method"
+	attrHTTPMethodOld          = "http.method"
+	attrHTTPRoute              = "http.route"
+	attrURLTemplate            = "url.template"
+	attrRPCService             = "rpc.service"
+	attrRPCMethod              = "rpc.method"
+	attrDBQuerySummary         = "db.query.summary"
+	attrDBOperationName        = "db.operation.name"
+	attrDBCollectionName       = "db.collection.name"
+	attrDBStoredProcedureName  = "db.stored_procedure.name"
+	attrMessagingOperationName = "messaging.operation.name"
+	attrMessagingDestTemplate  = "messaging.destination.template"
+	attrMessagingDestName      = "messaging.destination.name"
+	attrMessagingDestTemporary = "messaging.destination.temporary"
+	attrMessagingDestAnonymous = "messaging.destination.anonymous"
+)
+
+// semconvAttrs are the attributes of one span that a semantic-conventions name is built from.
+type semconvAttrs struct {
+	method, oldMethod, route, urlTemplate     string
+	rpcService, rpcMethod                     string
+	dbSummary, dbOperation, dbCollection      string
+	dbProcedure                               string
+	msgOperation, msgTemplate, msgDestination string
+	msgUnnamed                                bool // destination temporary or anonymous
+}
+
+// appendSemconvName appends the span's name as the semantic conventions define it, and
+// reports whether the span has the attributes for one. Only string attributes count. In order:
+//
+//   - HTTP server span (kind SERVER) with http.route: "{method} {http.route}";
+//     HTTP client span (kind CLIENT) with url.template: "{method} {url.template}"; {method} is
+//     http.request.method (else http.method), "HTTP" when it is "_OTHER". Without a route or
+//     template the name is kept: the conventions' fallback, "{method}" alone, would throw
+//     away the name of well-instrumented spans that carry their route only in the name.
+//   - rpc.service and rpc.method: "{rpc.service}/{rpc.method}".
+//   - db.query.summary: itself; else db.operation.name with db.collection.name (or
+//     db.stored_procedure.name): "{db.operation.name} {target}".
+//   - messaging.operation.name with messaging.destination.template, or with
+//     messaging.destination.name unless the destination is temporary or anonymous:
+//     "{messaging.operation.name} {destination}".
+//
+// The attribute values are used as they are (a route is never rewritten further here).
+func appendSemconvName(dst []byte, span ptrace.Span) ([]byte, bool) {
+	var a semconvAttrs
+	for k, v := range span.Attributes().All() {
+		if v.Type() == pcommon.ValueTypeBool {
+			if (k == attrMessagingDestTemporary || k == attrMessagingDestAnonymous) && v.Bool() {
+				a.msgUnnamed = true
+			}
+			continue
+		}
+		if v.Type() != pcommon.ValueTypeStr {
+			continue
+		}
+		switch k {
+		case attrHTTPRequestMethod:
+			a.method = v.Str()
+		case attrHTTPMethodOld:
+			a.oldMethod = v.Str()
+		case attrHTTPRoute:
+			a.route = v.Str()
+		case attrURLTemplate:
+			a.urlTemplate = v.Str()
+		case attrRPCService:
+			a.rpcService = v.Str()
+		case attrRPCMethod:
+			a.rpcMethod = v.Str()
+		case attrDBQuerySummary:
+			a.dbSummary = v.Str()
+		case attrDBOperationName:
+			a.dbOperation = v.Str()
+		case attrDBCollectionName:
+			a.dbCollection = v.Str()
+		case attrDBStoredProcedureName:
+			a.dbProcedure = v.Str()
+		case attrMessagingOperationName:
+			a.msgOperation = v.Str()
+		case attrMessagingDestTemplate:
+			a.msgTemplate = v.Str()
+		case attrMessagingDestName:
+			a.msgDestination = v.Str()
+		}
+	}
+	method := a.method
+	if method == "" {
+		method = a.oldMethod
+	}
+	if method != "" {
+		var target string
+		switch span.Kind() {
+		case ptrace.SpanKindServer:
+			target = a.route
+		case ptrace.SpanKindClient:
+			target = a.urlTemplate
+		}
+		if target != "" {
+			if method == "_OTHER" {
+				method = "HTTP"
+			}
+			return append(append(append(dst, method...), ' '), target...), true
+		}
+	}
+	if a.rpcService != "" && a.rpcMethod != "" {
+		return append(append(append(dst, a.rpcService...), '/'), a.rpcMethod...), true
+	}
+	if a.dbSummary != "" {
+		return append(dst, a.dbSummary...), true
+	}
+	if a.dbOperation != "" {
+		target := a.dbCollection
+		if target == "" {
+			target = a.dbProcedure
+		}
+		if target != "" {
+			return append(append(append(dst, a.dbOperation...), ' '), target...), true
+		}
+	}
+	if a.msgOperation != "" {
+		dest := a.msgTemplate
+		if dest == "" && !a.msgUnnamed {
+			dest = a.msgDestination
+		}
+		if dest != "" {
+			return append(append(append(dst, a.msgOperation...), ' '), dest...), true
+		}
+	}
+	return dst, false
+}
