@@ -128,6 +128,9 @@ type Config struct {
 	// aggregator fill the ring with large batches, and memory grows with the cores. A batch
 	// larger than the bound passes alone. 0 means the default, 64.
 	RingMemoryMiB int `mapstructure:"ring_memory_mib"`
+
+	// Sampling weighs spans by their adjusted count (sampling.go). Default: weighted.
+	Sampling SamplingConfig `mapstructure:"sampling"`
 }
 
 // HistogramConfig configures the duration histogram.
@@ -300,6 +303,9 @@ func (c *Config) Validate() error {
 	}
 	if c.RingMemoryMiB < 0 || c.RingMemoryMiB > maxRingMemoryMiB {
 		errs = append(errs, fmt.Errorf("ring_memory_mib: %v is out of range, use 0 (default %d) or 1..%d", c.RingMemoryMiB, defaultRingMemoryMiB, maxRingMemoryMiB))
+	}
+	if err := c.Sampling.validate(); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }
