@@ -6,6 +6,8 @@ import (
 	"math/bits"
 	"sync/atomic"
 	"unsafe"
+
+	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/sampling"
 )
 
 // deltaBatch is what one ConsumeTraces call hands to the aggregator: the call's spans reduced
@@ -34,6 +36,9 @@ type deltaBatch struct {
 	seriesW        []float64 // weighted count per series
 	obsW           []float64 // weight per observation
 	invalidWeights int64     // spans whose tracestate threshold or probability was invalid
+	lastTS         string    // the last tracestate parsed, and what it said
+	lastCount      float64
+	lastStatus     sampling.Status
 }
 
 // ref locates bytes in deltaBatch.arena.

@@ -50,7 +50,12 @@ func (w *weighting) weight(b *deltaBatch, span ptrace.Span) float64 {
 		return 1
 	}
 	if ts := span.TraceState().AsRaw(); ts != "" {
-		c, st := sampling.FromTraceState(ts)
+		// The spans of a request were mostly sampled alike: compare with the last one parsed.
+		if ts != b.lastTS {
+			b.lastTS = ts
+			b.lastCount, b.lastStatus = sampling.FromTraceState(ts)
+		}
+		c, st := b.lastCount, b.lastStatus
 		switch st {
 		case sampling.Valid:
 			return c
@@ -124,6 +129,7 @@ func (b *deltaBatch) resetWeights() {
 	b.invalidWeights = 0
 	b.seriesW = b.seriesW[:0]
 	b.obsW = b.obsW[:0]
+	b.lastTS = "" // do not keep the request's memory alive
 }
 
 // Integer counts. Calls and bucket counts are integers, adjusted counts are not (p = 0.3 is

@@ -6,7 +6,10 @@
 // https://opentelemetry.io/docs/specs/otel/trace/tracestate-probability-sampling/
 package sampling // import "github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/sampling"
 
-import "math"
+import (
+	"math"
+	"strings"
+)
 
 // Status says what a tracestate or probability told about a span's adjusted count.
 type Status uint8
@@ -73,7 +76,7 @@ func FromTraceState(ts string) (float64, Status) {
 // ThresholdCount is the adjusted count of rejection threshold t (out of 2^56): 1/p with
 // p = (2^56 - t)/2^56, computed as the contrib sampling package does, so both agree to the bit.
 func ThresholdCount(t uint64) float64 {
-	return 1 / (float64(maxAdjustedCount-t) / maxAdjustedCount)
+	return maxAdjustedCount / float64(maxAdjustedCount-t)
 }
 
 // FromProbability returns 1/p for a sampling probability p in (0, 1], else 1 and Invalid.
@@ -85,59 +88,72 @@ func FromProbability(p float64) (float64, Status) {
 }
 
 // otValue returns the value of the `ot` list member of tracestate ts. Members are separated
-// by commas with optional spaces or tabs around them (W3C trace context, "list").
+// by commas with optional spaces or tabs around them (W3C trace context, "list"). It looks
+// for "ot=" with strings.Index and checks that a member starts there, rather than splitting
+// the list byte by byte: this runs for every span that carries a tracestate.
 func otValue(ts string) (string, bool) {
-	for len(ts) > 0 {
-		var m string
-		m, ts = cut(ts, ',')
-		m = trimOWS(m)
-		if len(m) >= 3 && m[:3] == "ot=" {
-			return m[3:], true
+	for i := 0; i < len(ts); {
+		j := strings.Index(ts[i:], "ot=")
+		if j < 0 {
+			return "", false
 		}
+		j += i
+		i = j + 3
+		k := j
+		for k > 0 && (ts[k-1] == ' ' || ts[k-1] == '\t') {
+			k--
+		}
+		if k > 0 && ts[k-1] != ',' {
+			continue // inside another member: "xot=…", "a=ot=…"
+		}
+		v := ts[j+3:]
+		if e := strings.IndexByte(v, ','); e >= 0 {
+			v = v[:e]
+		}
+		for len(v) > 0 && (v[len(v)-1] == ' ' || v[len(v)-1] == '\t') {
+			v = v[:len(v)-1]
+		}
+		return v, true
 	}
 	return "", false
 }
 
 // cut splits s at the first sep; strings.Cut without the found flag.
 func cut(s string, sep byte) (before, after string) {
-	for i := 0; i < len(s); i++ {
-		if s[i] == sep {
-			return s[:i], s[i+1:]
-		}
+	if i := strings.IndexByte(s, sep); i >= 0 {
+		return s[:i], s[i+1:]
 	}
 	return s, ""
 }
 
-func trimOWS(s string) string {
-	for len(s) > 0 && (s[0] == ' ' || s[0] == '\t') {
-		s = s[1:]
+// hexValue maps a byte to its hex digit value, 0xff when it is none; either case is accepted,
+// as strconv.ParseUint(s, 16, 64), which the contrib parser uses, accepts them.
+var hexValue = func() (t [256]byte) {
+	for i := range t {
+		t[i] = 0xff
 	}
-	for len(s) > 0 && (s[len(s)-1] == ' ' || s[len(s)-1] == '\t') {
-		s = s[:len(s)-1]
+	for c := '0'; c <= '9'; c++ {
+		t[c] = byte(c - '0')
 	}
-	return s
-}
+	for c := 'a'; c <= 'f'; c++ {
+		t[c] = byte(c - 'a' + 10)
+		t[c-'a'+'A'] = byte(c - 'a' + 10)
+	}
+	return t
+}()
 
-// parseHex parses up to 16 hex digits, either case (as strconv.ParseUint(s, 16, 64), which
-// the contrib parser uses, accepts them), without a prefix or sign.
+// parseHex parses 1 to 16 hex digits, without a prefix or sign.
 func parseHex(s string) (uint64, bool) {
 	if len(s) == 0 || len(s) > 16 {
 		return 0, false
 	}
 	var v uint64
 	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case '0' <= c && c <= '9':
-			c -= '0'
-		case 'a' <= c && c <= 'f':
-			c -= 'a' - 10
-		case 'A' <= c && c <= 'F':
-			c -= 'A' - 10
-		default:
+		d := hexValue[s[i]]
+		if d == 0xff {
 			return 0, false
 		}
-		v = v<<4 | uint64(c)
+		v = v<<4 | uint64(d)
 	}
 	return v, true
 }

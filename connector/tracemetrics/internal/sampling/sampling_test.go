@@ -154,3 +154,18 @@ func TestRoundCarriesRemainder(t *testing.T) {
 	assert.Equal(t, uint64(100000), total)
 	assert.Zero(t, carry)
 }
+
+func BenchmarkFromTraceState(b *testing.B) {
+	for _, ts := range []string{"vendor=abc,ot=th:c;rv:fe123456789abc", "ot=th:c", "vendor=abc,congo=t61rcWkgMzE", "ot=th:c;rv:fe123456789abc", "vendor=abc,ot=th:c"} {
+		b.Run(ts, func(b *testing.B) {
+			var sum float64
+			for range b.N {
+				c, _ := FromTraceState(ts)
+				sum += c
+			}
+			if sum == 0 {
+				b.Fatal(sum)
+			}
+		})
+	}
+}
