@@ -4,16 +4,21 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/open-telemetry/opentelemetry-collector-contrib/connector/spanmetricsconnector"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.opentelemetry.io/collector/confmap"
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/confmap/confmaptest"
+	"go.opentelemetry.io/collector/confmap/xconfmap"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/metadata"
 )
 
 // thresholds by integer adjusted count: th:0 is p=1, th:8 p=1/2, th:c 1/4, th:e 1/8, th:f 1/16.
@@ -321,18 +326,33 @@ func TestUnweightedIsSpanmetrics(t *testing.T) {
 	}
 }
 
-func TestSamplingConfigValidate(t *testing.T) {
-	cfg := createDefaultConfig().(*Config)
-	require.True(t, cfg.Sampling.Weighted, "weighted by default")
-	require.NoError(t, cfg.Validate())
-	cfg.Sampling.Attribute = "sampling.probability"
-	require.NoError(t, cfg.Validate())
-	cfg.Sampling.Weighted = false
-	err := cfg.Validate()
-	require.ErrorContains(t, err, "sampling.attribute")
-	cfg = createDefaultConfig().(*Config)
-	require.NoError(t, confmap.NewFromStringMap(map[string]any{"sampling": map[string]any{"weighted": false}}).Unmarshal(cfg))
-	assert.False(t, cfg.Sampling.Weighted)
+func TestLoadSamplingConfig(t *testing.T) {
+	cm, err := confmaptest.LoadConf(filepath.Join("testdata", "sampling.yaml"))
+	require.NoError(t, err)
+	for _, tt := range []struct {
+		id           string
+		expected     SamplingConfig
+		errorMessage string
+	}{
+		{id: "default", expected: SamplingConfig{Weighted: true}},
+		{id: "attribute", expected: SamplingConfig{Weighted: true, Attribute: "sampling.probability"}},
+		{id: "unweighted", expected: SamplingConfig{Weighted: false}},
+		{id: "attribute_unweighted", errorMessage: "sampling.attribute: set, but sampling.weighted is false"},
+	} {
+		t.Run(tt.id, func(t *testing.T) {
+			cfg := createDefaultConfig().(*Config)
+			sub, err := cm.Sub(component.NewIDWithName(metadata.Type, tt.id).String())
+			require.NoError(t, err)
+			require.NoError(t, sub.Unmarshal(cfg))
+			err = xconfmap.Validate(cfg)
+			if tt.errorMessage != "" {
+				require.ErrorContains(t, err, tt.errorMessage)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tt.expected, cfg.Sampling)
+		})
+	}
 }
 
 // Weighted traffic allocates nothing either, once the pooled batches have grown.
