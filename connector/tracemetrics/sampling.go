@@ -2,6 +2,7 @@ package tracemetrics // import "github.com/otelcol-red/otelcol-red/connector/tra
 
 import (
 	"errors"
+	"math"
 	"strconv"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -149,6 +150,15 @@ func (t *seriesTable) carry(id uint32) *float64 {
 		t.carries = grow(t.carries, int(id)+1)
 	}
 	return &t.carries[id]
+}
+
+// touchCarry reads the carry of id, if the table has weights, for touchSeries: the
+// observations of a weighted batch find it cached.
+func touchCarry(t *seriesTable, id uint32) uint32 {
+	if int(id) < len(t.carries) {
+		return uint32(math.Float64bits(t.carries[id]))
+	}
+	return 0
 }
 
 // resetCarry forgets the remainder of an id being reused by a new series.

@@ -77,6 +77,7 @@ func touchSeries(tables []*seriesTable, series []batchSeries) uint32 {
 			if m.keyLen > 0 {
 				t ^= uint32(tab.keys.get(m.keyRef, m.keyLen)[0])
 			}
+			t ^= touchCarry(tab, id1-1)
 		}
 	}
 	return t
