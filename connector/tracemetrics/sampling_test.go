@@ -71,6 +71,7 @@ func TestWeightedSpansCountAsTheirCopies(t *testing.T) {
 			"histogram":               map[string]any{"exponential": map[string]any{"max_size": 40}},
 			"events":                  map[string]any{"enabled": true, "dimensions": dims("exception.type")},
 		},
+		"cumulative no histogram": {"histogram": map[string]any{"disable": true}},
 		"delta calls_dimensions": {
 			"aggregation_temporality": "AGGREGATION_TEMPORALITY_DELTA",
 			"calls_dimensions":        dims("http.status_code"),
