@@ -8,6 +8,7 @@ import (
 
 	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/hash"
 	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/intake"
+	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/sampling"
 )
 
 // aggregator is the single consumer of the intake ring. It alone owns the series tables and
@@ -217,7 +218,13 @@ func (a *aggregator) apply(b *deltaBatch) {
 		row := a.activeRow(t, d, id, b.ts)
 		r := d.rows.at(int(row))
 		r.last = max(r.last, b.ts)
-		r.count += s.count
+		switch {
+		case !b.weighted:
+			r.count += s.count
+		case !t.fam.duration:
+			// With durations the observations below count the spans (sampling.go).
+			r.count += sampling.Round(t.carry(id), b.seriesW[i])
+		}
 		if t.fam.duration {
 			r.sum += s.sum
 			if nb == 0 {
@@ -236,7 +243,12 @@ func (a *aggregator) apply(b *deltaBatch) {
 		}
 		a.rows = append(a.rows, row)
 	}
-	for _, o := range b.obs {
+	obs := b.obs
+	if b.weighted {
+		a.applyWeightedObs(b) // counts and buckets by weight (sampling.go)
+		obs = nil
+	}
+	for _, o := range obs {
 		s := &b.series[o.series]
 		d := &a.active.fams[s.fam]
 		row := a.rows[o.series]
@@ -255,6 +267,9 @@ func (a *aggregator) apply(b *deltaBatch) {
 		if overflowSpans[k] > 0 {
 			a.tel.overflowSpans[k].Add(overflowSpans[k])
 		}
+	}
+	if b.invalidWeights > 0 {
+		a.tel.invalidWeights.Add(b.invalidWeights)
 	}
 }
 

@@ -6,6 +6,8 @@ import (
 	"math/bits"
 	"sync/atomic"
 	"unsafe"
+
+	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/sampling"
 )
 
 // deltaBatch is what one ConsumeTraces call hands to the aggregator: the call's spans reduced
@@ -30,6 +32,15 @@ type deltaBatch struct {
 	names nameScratch // span names built by span_name (spanname.go)
 
 	held int64 // footprint when queued, given back to the intake's byte bound once applied
+
+	// Sampling weights (sampling.go): only once a span weighs other than 1.
+	weighted       bool
+	seriesW        []float64 // weighted count per series
+	obsW           []float64 // weight per observation
+	invalidWeights int64     // spans whose tracestate threshold or probability was invalid
+	lastTS         string    // the last tracestate parsed, and what it said
+	lastCount      float64
+	lastStatus     sampling.Status
 }
 
 // ref locates bytes in deltaBatch.arena.
@@ -71,6 +82,7 @@ func (b *deltaBatch) reset() {
 	b.obs = b.obs[:0]
 	b.exemplars = b.exemplars[:0]
 	b.arena = b.arena[:0]
+	b.resetWeights()
 }
 
 func (b *deltaBatch) empty() bool { return len(b.series) == 0 }
@@ -83,7 +95,8 @@ func (b *deltaBatch) footprint() int64 {
 		int64(cap(b.obs))*int64(unsafe.Sizeof(observation{})) +
 		int64(cap(b.exemplars))*int64(unsafe.Sizeof(exemplar{})) +
 		int64(cap(b.arena)) + int64(cap(b.table))*4 + b.sorter.footprint() +
-		int64(cap(b.names.semconv)+cap(b.names.rule))
+		int64(cap(b.names.semconv)+cap(b.names.rule)) +
+		int64(cap(b.seriesW)+cap(b.obsW))*8
 }
 
 // prepareTable sizes the series table for about n series and clears it.

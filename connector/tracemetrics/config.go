@@ -132,6 +132,9 @@ type Config struct {
 	// SpanName rewrites the span names the metrics are keyed by (spanname.go). Default: off,
 	// span names are used as they are.
 	SpanName SpanNameConfig `mapstructure:"span_name"`
+
+	// Sampling weighs spans by their adjusted count (sampling.go). Default: weighted.
+	Sampling SamplingConfig `mapstructure:"sampling"`
 }
 
 // HistogramConfig configures the duration histogram.
@@ -306,6 +309,9 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("ring_memory_mib: %v is out of range, use 0 (default %d) or 1..%d", c.RingMemoryMiB, defaultRingMemoryMiB, maxRingMemoryMiB))
 	}
 	if err := c.SpanName.validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.Sampling.validate(); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)

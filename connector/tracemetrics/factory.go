@@ -70,6 +70,7 @@ func createDefaultConfig() component.Config {
 		SeriesExpiration:         defaultSeriesExpiration,
 		RingSize:                 defaultRingSize,
 		RingMemoryMiB:            defaultRingMemoryMiB,
+		Sampling:                 SamplingConfig{Weighted: true},
 	}
 }
 

@@ -24,6 +24,7 @@ type telemetry struct {
 	flushesSkipped  atomic.Int64
 	refusedSpans    atomic.Int64
 	exportErrors    atomic.Int64
+	invalidWeights  atomic.Int64 // added per batch by the aggregator
 
 	flushDuration metric.Float64Histogram
 	flushPoints   metric.Int64Histogram
@@ -60,6 +61,7 @@ func newTelemetry(set component.TelemetrySettings, q *intake.Queue[deltaBatch], 
 	refused := counter("otelcol_connector_tracemetrics_refused_spans", "Spans refused by ConsumeTraces (context done while the ring was full, or shut down).", "{spans}")
 	exportErrs := counter("otelcol_connector_tracemetrics_export_errors", "Flushes the next consumer returned an error for.", "{flushes}")
 	renamed := counter("otelcol_connector_tracemetrics_renamed_spans", "Spans whose name span_name rewrote for the metrics, by layer (semantic_conventions, rule); a span renamed by both counts in both.", "{spans}")
+	invalidW := counter("otelcol_connector_tracemetrics_invalid_sampling_weights", "Spans whose tracestate threshold (ot=th) or sampling probability attribute was invalid, or inconsistent with ot=rv, and which were counted 1.", "{spans}")
 	var err error
 	t.flushDuration, err = m.Float64Histogram("otelcol_connector_tracemetrics_flush_duration",
 		metric.WithDescription("Time to build and send the metrics of one flush."), metric.WithUnit("s"))
@@ -115,8 +117,9 @@ func newTelemetry(set component.TelemetrySettings, q *intake.Queue[deltaBatch], 
 				o.ObserveInt64(renamed, p.names.renamed[k].Load(), set)
 			}
 		}
+		o.ObserveInt64(invalidW, t.invalidWeights.Load())
 		return nil
-	}, series, depth, aggregated, overflow, fullWaits, heldBytes, bytesWaits, lost, flushes, skipped, refused, exportErrs, renamed)
+	}, series, depth, aggregated, overflow, fullWaits, heldBytes, bytesWaits, lost, flushes, skipped, refused, exportErrs, renamed, invalidW)
 	return t, err
 }
 

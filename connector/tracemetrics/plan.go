@@ -24,6 +24,7 @@ type plan struct {
 
 	exemplars int                 // exemplars per data point per interval; 0: off
 	keyAttrs  map[string]struct{} // resource_metrics_key_attributes; nil: every attribute
+	weights   weighting           // sampling
 
 	// Limits and expiry.
 	cardLimit         int32 // aggregation_cardinality_limit; 0: none
@@ -63,6 +64,7 @@ func newPlan(cfg *Config, g gates, instanceID string) *plan {
 		unit:              cfg.Histogram.Unit.String(),
 		copyResource:      !g.excludeResourceMetrics || cfg.AddResourceAttributes,
 		names:             newSpanNamer(cfg.SpanName),
+		weights:           newWeighting(cfg.Sampling),
 	}
 	if !p.withName {
 		p.names = nil // span.name is excluded: there is no name to rewrite

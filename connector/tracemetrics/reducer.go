@@ -145,6 +145,10 @@ func (r *reducer) reduceSpan(b *deltaBatch, res uint32, resHash uint64, svc stri
 	}
 	withExemplar := r.exemplars > 0 && !span.TraceID().IsEmpty()
 	isError := span.Status().Code() == ptrace.StatusCodeError
+	w := r.weights.weight(b, span)
+	if w != 1 && !b.weighted {
+		b.startWeights()
+	}
 
 	for _, f := range r.spanFams {
 		off := len(b.arena)
@@ -153,10 +157,13 @@ func (r *reducer) reduceSpan(b *deltaBatch, res uint32, resHash uint64, svc stri
 		s := &b.series[idx]
 		s.count++
 		if f.duration {
-			s.sum += value
+			s.sum += value * w // exact for w == 1
 			s.min = min(s.min, value)
 			s.max = max(s.max, value)
 			b.obs = append(b.obs, observation{series: idx, code: code})
+		}
+		if b.weighted {
+			b.weigh(idx, w, f.duration)
 		}
 		if withExemplar {
 			offerExemplar(&b.exemplars, &s.exOff, &s.exN, r.exemplars, &exemplar{traceID: span.TraceID(), spanID: span.SpanID(), isError: isError, value: value})
@@ -173,6 +180,9 @@ func (r *reducer) reduceSpan(b *deltaBatch, res uint32, resHash uint64, svc stri
 		idx := b.upsert(res, r.eventsFam, off, r.keyHash(identity(b.arena[off:], r.eventsFam)))
 		s := &b.series[idx]
 		s.count++
+		if b.weighted {
+			b.weigh(idx, w, false)
+		}
 		if withExemplar {
 			offerExemplar(&b.exemplars, &s.exOff, &s.exN, r.exemplars, &exemplar{traceID: span.TraceID(), spanID: span.SpanID(), isError: isError, value: value})
 		}

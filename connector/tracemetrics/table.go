@@ -19,6 +19,8 @@ type seriesTable struct {
 	keys  keyArena
 
 	keyHash func([]byte) uint64 // the hash index's hash of identities (remove needs it)
+
+	carries []float64 // by id: remainder of the weighted count (sampling.go); empty until weighted
 }
 
 type seriesMeta struct {
@@ -75,6 +77,7 @@ func touchSeries(tables []*seriesTable, series []batchSeries) uint32 {
 			if m.keyLen > 0 {
 				t ^= uint32(tab.keys.get(m.keyRef, m.keyLen)[0])
 			}
+			t ^= touchCarry(tab, id1-1)
 		}
 	}
 	return t
@@ -97,6 +100,7 @@ func (t *seriesTable) insertOverflow(key []byte, rid uint32, ts int64) uint32 {
 func (t *seriesTable) store(key []byte, rid uint32, ts int64) uint32 {
 	id := t.alloc()
 	t.meta[id] = seriesMeta{keyRef: t.keys.add(key), keyLen: uint32(len(key)), res: rid, lastSeen: ts}
+	t.resetCarry(id)
 	return id
 }
 

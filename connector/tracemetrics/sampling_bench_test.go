@@ -1,0 +1,97 @@
+package tracemetrics
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+)
+
+// samplingVariants are the tracestates BenchmarkSamplingWeights compares, in one run: none
+// (the unweighted path), another vendor's entry only (parsed, weight 1), and an OpenTelemetry
+// threshold (th:c, p = 1/4, the weighted path).
+var samplingVariants = []struct{ name, traceState string }{
+	{"tracestate=none", ""},
+	{"tracestate=other", "vendor=abc,congo=t61rcWkgMzE"},
+	{"tracestate=th", "vendor=abc,ot=th:c;rv:fe123456789abc"},
+	{"tracestate=th+rv", "vendor=abc,ot=th:c;rv:fe1234567%05x"}, // rv differs per span: no memo hit
+	{"tracestate=none/weighted=false", ""},                      // the code before weights: nothing read
+}
+
+func withTraceState(input []ptrace.Traces, ts string) []ptrace.Traces {
+	out := make([]ptrace.Traces, len(input))
+	for i, td := range input {
+		out[i] = ptrace.NewTraces()
+		td.CopyTo(out[i])
+		forEachSpan(out[i], func(j int, ss ptrace.ScopeSpans, k int) {
+			if strings.Contains(ts, "%") {
+				ss.Spans().At(k).TraceState().FromRaw(fmt.Sprintf(ts, j))
+			} else {
+				ss.Spans().At(k).TraceState().FromRaw(ts)
+			}
+		})
+	}
+	return out
+}
+
+// BenchmarkSamplingWeights measures what weighting costs: the producer alone (reduce), and
+// ConsumeTraces with aggregation (1 producer), with and without tracestates, in the same run.
+func BenchmarkSamplingWeights(b *testing.B) {
+	for _, series := range []int{1_000, 100_000} {
+		const batch = 1000
+		base := benchInput(series, batch)
+		for _, v := range samplingVariants {
+			input := withTraceState(base, v.traceState)
+			b.Run(fmt.Sprintf("reduce/series=%dk/%s", series/1000, v.name), func(b *testing.B) {
+				r := startConnector(b, NewFactory(), variantConfig(v.name))
+				red := r.conn.(*connectorImp).reducer
+				db := new(deltaBatch)
+				for _, td := range input {
+					red.reduce(db, td)
+					db.reset()
+				}
+				b.ResetTimer()
+				start := processCPU()
+				for i := 0; i < b.N; i++ {
+					red.reduce(db, input[i%len(input)])
+					db.reset()
+				}
+				cpu := processCPU() - start
+				b.ReportMetric(float64(cpu.Nanoseconds())/(float64(b.N)*batch), "cpu-ns/span")
+			})
+			b.Run(fmt.Sprintf("consume/series=%dk/%s", series/1000, v.name), func(b *testing.B) {
+				r := startConnector(b, NewFactory(), variantConfig(v.name))
+				consumeParallel(r.conn, input, 1, max(len(input), 2_000_000/batch))
+				settleIfOurs(b, r.conn)
+				runtime.GC()
+				var before, after runtime.MemStats
+				runtime.ReadMemStats(&before)
+				b.ResetTimer()
+				start, cpuStart := time.Now(), processCPU()
+				consumeParallel(r.conn, input, 1, b.N)
+				settleIfOurs(b, r.conn)
+				elapsed, cpu := time.Since(start), processCPU()-cpuStart
+				b.StopTimer()
+				runtime.ReadMemStats(&after)
+				spans := float64(b.N) * batch
+				b.ReportMetric(float64(elapsed.Nanoseconds())/spans, "ns/span")
+				b.ReportMetric(float64(cpu.Nanoseconds())/spans, "cpu-ns/span")
+				b.ReportMetric(float64(after.Mallocs-before.Mallocs)/spans, "allocs/span")
+				require.NoError(b, r.conn.Shutdown(context.Background()))
+			})
+		}
+	}
+}
+
+func variantConfig(name string) map[string]any {
+	raw := configFor(NewFactory())
+	if strings.HasSuffix(name, "weighted=false") {
+		raw["sampling"] = map[string]any{"weighted": false}
+	}
+	return raw
+}
