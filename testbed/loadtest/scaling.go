@@ -106,6 +106,11 @@ type ScalingRow struct {
 	// side has no measured run.
 	OursFloor float64 `json:"ours_floor"`
 	OursStock float64 `json:"ours_stock"`
+	// FloorCost and StockCost are the floor's and stock's median CPU µs per span over ours': the
+	// same comparison in CPU per span, which does not depend on whether the load generator kept
+	// a collector saturated (a rate does); 0 when a side has no measured run.
+	FloorCost float64 `json:"floor_cost"`
+	StockCost float64 `json:"stock_cost"`
 	// Placement is where the runs of this row ran (the first run's; every run of a width asks
 	// for the same split).
 	Placement string `json:"placement,omitempty"`
@@ -170,6 +175,8 @@ func SummarizeScaling(results []*ProbeResult) []ScalingRow {
 			}
 			row.OursFloor = rateRatio(row.Sides["ours"], row.Sides["floor"])
 			row.OursStock = rateRatio(row.Sides["ours"], row.Sides["stock"])
+			row.FloorCost = costRatio(row.Sides["floor"], row.Sides["ours"])
+			row.StockCost = costRatio(row.Sides["stock"], row.Sides["ours"])
 			rows = append(rows, row)
 		}
 	}
@@ -182,6 +189,14 @@ func rateRatio(a, b ScalingSide) float64 {
 		return 0
 	}
 	return a.SpansPerSec.Median / b.SpansPerSec.Median
+}
+
+// costRatio is a's median CPU µs per span over b's, 0 when either has no run.
+func costRatio(a, b ScalingSide) float64 {
+	if a.Runs == 0 || b.Runs == 0 || b.CPUMicrosPerSpan.Median == 0 {
+		return 0
+	}
+	return a.CPUMicrosPerSpan.Median / b.CPUMicrosPerSpan.Median
 }
 
 // ScalingReport is a run of the scaling plan.
@@ -213,14 +228,16 @@ func (r *ScalingReport) WriteMarkdown(w io.Writer) error {
 		r.RSSCapMiB, r.FlushInterval)
 	b.WriteString("Medians over the rounds (one run per side and round). spans/s is what each collector acknowledged in its " +
 		"phase; ours ÷ floor and ours ÷ stock are ratios of those medians; CPU µs/span is the collector's CPU time over the " +
-		"spans (it does not depend on whether the generator kept the collector busy: a CPU % well under N × 100 means it " +
-		"waited for load); RSS is the largest reading of the run.\n\n")
-	b.WriteString("| GOMAXPROCS | series | spans/s floor / ours / stock | ours ÷ floor | ours ÷ stock | CPU µs/span floor / ours / stock | CPU % floor / ours / stock | RSS max MiB floor / ours / stock |\n|---|---|---|---|---|---|---|---|\n")
+		"spans, and floor ÷ ours and stock ÷ ours the ratios of its medians (they do not depend on whether the generator " +
+		"kept a collector busy, a rate does: a CPU % well under N × 100 means the collector waited for load); RSS is the " +
+		"largest reading of the run.\n\n")
+	b.WriteString("| GOMAXPROCS | series | spans/s floor / ours / stock | ours ÷ floor | ours ÷ stock | CPU µs/span floor / ours / stock | CPU/span floor ÷ ours | CPU/span stock ÷ ours | CPU % floor / ours / stock | RSS max MiB floor / ours / stock |\n|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, row := range r.Rows {
-		fmt.Fprintf(b, "| %d | %s | %s | %s | %s | %s | %s | %s |\n", row.Procs, humanCount(float64(row.Series)),
+		fmt.Fprintf(b, "| %d | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", row.Procs, humanCount(float64(row.Series)),
 			sideCells(row, "%.0f", func(s ScalingSide) Spread { return s.SpansPerSec }),
 			ratioCell(row.OursFloor, ""), ratioCell(row.OursStock, ""),
 			sideCells(row, "%.3f", func(s ScalingSide) Spread { return s.CPUMicrosPerSpan }),
+			ratioCell(row.FloorCost, ""), ratioCell(row.StockCost, ""),
 			sideCells(row, "%.0f", func(s ScalingSide) Spread { return s.CPUPercent }),
 			sideCells(row, "%.0f", func(s ScalingSide) Spread { return s.RSSMaxMiB }))
 	}
