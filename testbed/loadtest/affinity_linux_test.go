@@ -67,3 +67,16 @@ func TestSplitCPUsLeavesTheTestbedTheRest(t *testing.T) {
 	_, ok := splitCPUs(0)
 	require.False(t, ok)
 }
+
+func TestStartOnCPUsBindsTheChildToTheSet(t *testing.T) {
+	all, err := cpusOf(0)
+	require.NoError(t, err)
+	want := all[max(len(all)-2, 0):]
+	cmd := exec.Command("sleep", "30")
+	require.NoError(t, startOnCPUs(cmd, want))
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+
+	got, err := cpusOf(cmd.Process.Pid)
+	require.NoError(t, err)
+	require.Equal(t, want, got)
+}
