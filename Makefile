@@ -16,7 +16,7 @@ export GONOSUMDB := github.com/open-telemetry/opentelemetry-collector-contrib
 INTEGRATION := -tags integration -p 1 -count=1 -timeout 40m
 MODULES     := . testbed
 
-.PHONY: all build stock-twin run test rules prometheus3 unit integration test-faults-full check-generated generate bench testbed testbed-short testbed-memory lint docker clean tools
+.PHONY: all build stock-twin run test rules prometheus3 unit integration test-faults-full check-generated generate bench testbed testbed-short testbed-memory testbed-scaling lint docker clean tools
 
 all: build
 
@@ -94,6 +94,11 @@ testbed-short: build stock-twin
 ## one collector at a time, each killed above 10 GiB RSS → testbed/results/raw/memory/MEMORY.md
 testbed-memory: build stock-twin
 	cd testbed && $(GO) run ./cmd/testbed -memory -heap-profile -out results/raw/memory
+
+## testbed-scaling: floor, ours and stock at GOMAXPROCS 1, 2, 4, 8 (those the host has a spare CPU for),
+## each pinned to as many CPUs, at 1k and 100k series → testbed/results/raw/scaling/SCALING.md
+testbed-scaling: build stock-twin
+	cd testbed && $(GO) run ./cmd/testbed -scaling -out results/raw/scaling
 
 ## lint: gofmt and go vet over every module
 lint:

@@ -12,9 +12,9 @@ import (
 // as in a deployment where Prometheus and the senders run elsewhere. Both sides of a probe get the
 // same split.
 
-// cpuSplit is the CPU a pinned collector gets and the ones the testbed keeps.
+// cpuSplit is the CPUs a pinned collector gets and the ones the testbed keeps.
 type cpuSplit struct {
-	collector int
+	collector []int
 	testbed   []int
 }
 

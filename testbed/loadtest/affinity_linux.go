@@ -12,31 +12,33 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// splitCPUs gives the last CPU this process may run on to the collector and the others to the
-// testbed; ok is false with fewer than two.
-func splitCPUs() (cpuSplit, bool) {
+// splitCPUs gives the last n CPUs this process may run on to the collector and the others to
+// the testbed; ok is false with fewer than n+1 (the testbed needs one at least).
+func splitCPUs(n int) (cpuSplit, bool) {
 	var all unix.CPUSet
-	if err := unix.SchedGetaffinity(0, &all); err != nil || all.Count() < 2 {
+	if err := unix.SchedGetaffinity(0, &all); err != nil || n < 1 || all.Count() < n+1 {
 		return cpuSplit{}, false
 	}
 	cpus := cpuList(&all)
-	return cpuSplit{collector: cpus[len(cpus)-1], testbed: cpus[:len(cpus)-1]}, true
+	return cpuSplit{collector: cpus[len(cpus)-n:], testbed: cpus[:len(cpus)-n]}, true
 }
 
-// startOnCPU starts cmd bound to cpu. A child inherits the affinity of the thread that forks it,
-// so the forking thread is bound for the time of the fork: the collector runs on cpu from its
-// first instruction, before its runtime starts threads of its own.
-func startOnCPU(cmd *exec.Cmd, cpu int) error {
+// startOnCPUs starts cmd bound to cpus. A child inherits the affinity of the thread that forks
+// it, so the forking thread is bound for the time of the fork: the collector runs on cpus from
+// its first instruction, before its runtime starts threads of its own.
+func startOnCPUs(cmd *exec.Cmd, cpus []int) error {
 	runtime.LockOSThread()
-	var orig, one unix.CPUSet
+	var orig, set unix.CPUSet
 	if err := unix.SchedGetaffinity(0, &orig); err != nil {
 		runtime.UnlockOSThread()
 		return fmt.Errorf("cannot read the CPU affinity: %w", err)
 	}
-	one.Set(cpu)
-	if err := unix.SchedSetaffinity(0, &one); err != nil {
+	for _, c := range cpus {
+		set.Set(c)
+	}
+	if err := unix.SchedSetaffinity(0, &set); err != nil {
 		runtime.UnlockOSThread()
-		return fmt.Errorf("cannot bind to CPU %d: %w", cpu, err)
+		return fmt.Errorf("cannot bind to CPU(s) %v: %w", cpus, err)
 	}
 	startErr := cmd.Start()
 	if err := unix.SchedSetaffinity(0, &orig); err != nil {

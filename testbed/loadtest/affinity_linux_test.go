@@ -15,7 +15,7 @@ func TestStartOnCPUBindsTheChildNotTheTestbed(t *testing.T) {
 	require.NoError(t, err)
 	cpu := before[len(before)-1]
 	cmd := exec.Command("sleep", "30")
-	require.NoError(t, startOnCPU(cmd, cpu))
+	require.NoError(t, startOnCPUs(cmd, []int{cpu}))
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 
 	got, err := cpusOf(cmd.Process.Pid)
@@ -54,12 +54,29 @@ func TestBindProcessBindsEveryThreadAndRestores(t *testing.T) {
 func TestSplitCPUsLeavesTheTestbedTheRest(t *testing.T) {
 	all, err := cpusOf(0)
 	require.NoError(t, err)
-	split, ok := splitCPUs()
-	if len(all) < 2 {
-		require.False(t, ok)
-		return
+	for n := 1; n <= len(all); n++ {
+		split, ok := splitCPUs(n)
+		if len(all) < n+1 {
+			require.False(t, ok, "%d CPUs for the collector leave none to the testbed", n)
+			continue
+		}
+		require.True(t, ok)
+		require.Equal(t, all[len(all)-n:], split.collector)
+		require.Equal(t, all[:len(all)-n], split.testbed)
 	}
-	require.True(t, ok)
-	require.Equal(t, all[len(all)-1], split.collector)
-	require.Equal(t, all[:len(all)-1], split.testbed)
+	_, ok := splitCPUs(0)
+	require.False(t, ok)
+}
+
+func TestStartOnCPUsBindsTheChildToTheSet(t *testing.T) {
+	all, err := cpusOf(0)
+	require.NoError(t, err)
+	want := all[max(len(all)-2, 0):]
+	cmd := exec.Command("sleep", "30")
+	require.NoError(t, startOnCPUs(cmd, want))
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+
+	got, err := cpusOf(cmd.Process.Pid)
+	require.NoError(t, err)
+	require.Equal(t, want, got)
 }

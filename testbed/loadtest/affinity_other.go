@@ -9,9 +9,9 @@ import (
 
 var errNoAffinity = errors.New("CPU affinity is only set on Linux")
 
-func splitCPUs() (cpuSplit, bool) { return cpuSplit{}, false }
+func splitCPUs(int) (cpuSplit, bool) { return cpuSplit{}, false }
 
-func startOnCPU(*exec.Cmd, int) error { return errNoAffinity }
+func startOnCPUs(*exec.Cmd, []int) error { return errNoAffinity }
 
 func bindProcess([]int) (func(), error) { return nil, errNoAffinity }
 

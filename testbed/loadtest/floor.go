@@ -47,7 +47,7 @@ func eachRound(ctx context.Context, p Probe, pc ProbeCollectors, pool *Pool, res
 
 func floorRun(ctx context.Context, p Probe, c Collector, pool *Pool, o Options, run *ProbeRun) error {
 	label := fmt.Sprintf("%s-%s-%d-r%d", p.Name, c.Name, pool.Shape.Series(), run.Round)
-	s, err := startSolo(ctx, c, o, label, probeEnv(p), p.PinCPU)
+	s, err := startSolo(ctx, c, o, label, probeEnv(p), p.pinned())
 	if err != nil {
 		return err
 	}

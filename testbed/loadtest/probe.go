@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 )
@@ -39,9 +40,10 @@ type solo struct {
 }
 
 // startSolo starts c with fresh endpoints (and a pprof endpoint, used by configs that enable the
-// pprof extension), waits until it serves health and metrics, and starts its RSS watch. With pin,
-// the collector runs alone on one CPU and the testbed on the others until stop (see cpuSplit).
-func startSolo(ctx context.Context, c Collector, o Options, label string, env soloEnv, pin bool) (*solo, error) {
+// pprof extension), waits until it serves health and metrics, and starts its RSS watch. With pin
+// above 0, the collector runs alone on that many CPUs and the testbed on the others until stop
+// (see cpuSplit).
+func startSolo(ctx context.Context, c Collector, o Options, label string, env soloEnv, pin int) (*solo, error) {
 	ep, err := newEndpoints()
 	if err != nil {
 		return nil, err
@@ -59,30 +61,30 @@ func startSolo(ctx context.Context, c Collector, o Options, label string, env so
 		all[k] = v
 	}
 	logPath := filepath.Join(o.RawDir, label+".log")
-	split, pinned := splitCPUs()
-	cpu := -1
-	if pin && pinned {
-		cpu = split.collector
+	split, pinned := splitCPUs(pin)
+	var cpus []int
+	if pin > 0 && pinned {
+		cpus = split.collector
 	}
-	proc, err := startCollector(c, all, logPath, cpu)
+	proc, err := startCollector(c, all, logPath, cpus)
 	if err != nil {
 		return nil, err
 	}
 	s := &solo{c: c, ep: ep, proc: proc}
-	if cpu >= 0 {
+	if len(cpus) > 0 {
 		if s.unbind, err = bindProcess(split.testbed); err != nil {
 			stopErr := proc.StopWithin(probeStopGrace)
 			return nil, errors.Join(err, stopErr)
 		}
 		got, err := cpusOf(proc.cmd.Process.Pid)
-		if err != nil || len(got) != 1 || got[0] != cpu {
+		if err != nil || !slices.Equal(got, cpus) {
 			s.unbind()
 			stopErr := proc.StopWithin(probeStopGrace)
-			return nil, errors.Join(fmt.Errorf("%s is not bound to CPU %d (its CPUs: %v)", c.Name, cpu, got), err, stopErr)
+			return nil, errors.Join(fmt.Errorf("%s is not bound to CPU(s) %s (its CPUs: %v)", c.Name, joinInts(cpus), got), err, stopErr)
 		}
-		s.placement = fmt.Sprintf("alone on CPU %d, the testbed on CPU(s) %s", cpu, joinInts(split.testbed))
-	} else if pin {
-		s.placement = "not pinned (fewer than two CPUs, or not Linux): it shared the CPUs with the testbed"
+		s.placement = fmt.Sprintf("alone on CPU(s) %s, the testbed on CPU(s) %s", joinInts(cpus), joinInts(split.testbed))
+	} else if pin > 0 {
+		s.placement = fmt.Sprintf("not pinned (fewer than %d CPUs, or not Linux): it shared the CPUs with the testbed", pin+1)
 	}
 	s.watch = newRSSWatch(proc, o.SampleInterval, o.RSSCap)
 	ready := NewScraper(5 * time.Second)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -23,6 +24,9 @@ const (
 	ProbeFloor ProbeKind = "floor"
 	// ProbeStaleness drains a Kafka backlog of small messages and measures how late flushes are.
 	ProbeStaleness ProbeKind = "staleness"
+	// ProbeScaling is ProbeFloor with the stock twin as a third side, at one GOMAXPROCS of the
+	// scaling plan (scaling.go).
+	ProbeScaling ProbeKind = "scaling"
 )
 
 // Probe is one scenario of the memory and overload plan.
@@ -50,10 +54,12 @@ type Probe struct {
 	ScrapeEvery time.Duration `json:"scrape_every_ns,omitempty"`
 	// GOMAXPROCS overrides the collectors' scheduler width ("1" for the floor).
 	GOMAXPROCS string `json:"gomaxprocs,omitempty"`
-	// PinCPU runs each collector alone on one CPU and the testbed (load generator, scrapers) on
-	// the others, so the probe measures what the collector spends, not its share of contested
-	// CPUs. Use it with GOMAXPROCS "1".
+	// PinCPU runs each collector alone on as many CPUs as its GOMAXPROCS (one when unset) and the
+	// testbed (load generator, scrapers) on the others, so the probe measures what the collector
+	// spends, not its share of contested CPUs.
 	PinCPU bool `json:"pin_cpu,omitempty"`
+	// Concurrency overrides the run's OTLP requests in flight; 0 keeps it.
+	Concurrency int `json:"concurrency,omitempty"`
 	// SpansPerRequest sizes the requests or Kafka messages.
 	SpansPerRequest int `json:"spans_per_request"`
 	// Backlog is the spans written to the topic before the collector starts (ProbeStaleness).
@@ -69,6 +75,18 @@ type Probe struct {
 // DefaultFloorRounds is the floor probe's rounds when MemoryPlanConfig.FloorRounds is 0: the
 // least that has a median which one disturbed phase cannot move.
 const DefaultFloorRounds = 3
+
+// pinned returns the CPUs a collector of p runs alone on: 0 without PinCPU, else its GOMAXPROCS
+// (1 when unset or not a number).
+func (p Probe) pinned() int {
+	if !p.PinCPU {
+		return 0
+	}
+	if n, err := strconv.Atoi(p.GOMAXPROCS); err == nil && n > 0 {
+		return n
+	}
+	return 1
+}
 
 // rounds returns p.Rounds, at least 1.
 func (p Probe) rounds() int {
@@ -135,8 +153,12 @@ func MemoryPlan(c MemoryPlanConfig) []Probe {
 // Title describes a probe in one line.
 func (p Probe) Title() string {
 	t := p.title()
-	if p.PinCPU {
-		t += fmt.Sprintf("; each collector (GOMAXPROCS=%s) alone on one CPU, the load generator and scrapers on the others", p.GOMAXPROCS)
+	if n := p.pinned(); n > 0 {
+		cpus := "one CPU"
+		if n > 1 {
+			cpus = fmt.Sprintf("%d CPUs", n)
+		}
+		t += fmt.Sprintf("; each collector (GOMAXPROCS=%s) alone on %s, the load generator and scrapers on the others", p.GOMAXPROCS, cpus)
 	}
 	return t
 }
@@ -160,6 +182,10 @@ func (p Probe) title() string {
 	case ProbeFloor:
 		return fmt.Sprintf("decode floor against our RED path, GOMAXPROCS=%s, max OTLP rate, %s per collector and shape in each of %d round(s), "+
 			"in the order %s on odd rounds, reversed on even ones", p.GOMAXPROCS, p.Window, p.rounds(), strings.Join(p.Sides, ", "))
+	case ProbeScaling:
+		return fmt.Sprintf("GOMAXPROCS=%s, max OTLP rate (%d requests in flight) at %s, %s per collector and shape after a warm-up of %s, "+
+			"%d round(s) in the order %s, reversed on even rounds", p.GOMAXPROCS, p.Concurrency, shapeList(p.Shapes), p.Window, p.Warmup,
+			p.rounds(), strings.Join(p.Sides, ", "))
 	case ProbeStaleness:
 		return fmt.Sprintf("Kafka backlog of %s spans in messages of %d, %s, flush every %s", humanCount(float64(p.Backlog)),
 			p.SpansPerRequest, p.Shapes[0], p.FlushInterval)
@@ -198,13 +224,16 @@ func RunProbe(ctx context.Context, p Probe, pc ProbeCollectors, pools *Pools, o 
 	if p.FlushInterval > 0 {
 		o.FlushInterval = p.FlushInterval
 	}
+	if p.Concurrency > 0 {
+		o.Concurrency = p.Concurrency
+	}
 	var err error
 	switch p.Kind {
 	case ProbeMemory:
 		err = runMemory(ctx, p, pc, pools, o, res)
 	case ProbeScrapeLoad:
 		err = runScrapeLoad(ctx, p, pc, pools, o, res)
-	case ProbeFloor:
+	case ProbeFloor, ProbeScaling:
 		err = runFloor(ctx, p, pc, pools, o, res)
 	case ProbeStaleness:
 		err = runStaleness(ctx, p, pc, pools, o, res)

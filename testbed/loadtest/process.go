@@ -42,11 +42,11 @@ type Process struct {
 // StartCollector runs c as a child process with env added to this process's environment,
 // GOMAXPROCS pinned, and its output written to logPath.
 func StartCollector(c Collector, env map[string]string, logPath string) (*Process, error) {
-	return startCollector(c, env, logPath, -1)
+	return startCollector(c, env, logPath, nil)
 }
 
-// startCollector is StartCollector, with the process bound to cpu unless cpu is negative.
-func startCollector(c Collector, env map[string]string, logPath string, cpu int) (*Process, error) {
+// startCollector is StartCollector, with the process bound to cpus unless there are none.
+func startCollector(c Collector, env map[string]string, logPath string, cpus []int) (*Process, error) {
 	logFile, err := os.Create(logPath)
 	if err != nil {
 		return nil, fmt.Errorf("cannot create collector log %q: %w", logPath, err)
@@ -64,8 +64,8 @@ func startCollector(c Collector, env map[string]string, logPath string, cpu int)
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile
 	start := cmd.Start
-	if cpu >= 0 {
-		start = func() error { return startOnCPU(cmd, cpu) }
+	if len(cpus) > 0 {
+		start = func() error { return startOnCPUs(cmd, cpus) }
 	}
 	if err := start(); err != nil {
 		logFile.Close()

@@ -28,7 +28,7 @@ func runScrapeLoad(ctx context.Context, p Probe, pc ProbeCollectors, pools *Pool
 }
 
 func scrapeLoadRun(ctx context.Context, p Probe, c Collector, pool *Pool, o Options, run *ProbeRun) error {
-	s, err := startSolo(ctx, c, o, p.Name+"-"+c.Name, probeEnv(p), p.PinCPU)
+	s, err := startSolo(ctx, c, o, p.Name+"-"+c.Name, probeEnv(p), p.pinned())
 	if err != nil {
 		return err
 	}

@@ -68,7 +68,7 @@ func stalenessRun(ctx context.Context, p Probe, c Collector, o Options, written 
 	for k, v := range kafkaEnv {
 		env[k] = v
 	}
-	s, err := startSolo(ctx, c, o, p.Name+"-"+c.Name, env, p.PinCPU)
+	s, err := startSolo(ctx, c, o, p.Name+"-"+c.Name, env, p.pinned())
 	if err != nil {
 		return err
 	}

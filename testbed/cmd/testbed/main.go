@@ -61,6 +61,11 @@ type flags struct {
 	floorConfig   string
 	oursMemConfig string
 	floorRounds   int
+
+	scaling       bool
+	procs         string
+	scalingRounds int
+	scaling1M     bool
 }
 
 func main() {
@@ -97,6 +102,10 @@ func main() {
 	flag.StringVar(&f.floorConfig, "floor-config", "configs/floor.yaml", "probes: the decode-floor config (OTLP receiver → sampled debug exporter)")
 	flag.StringVar(&f.oursMemConfig, "ours-memory-config", "configs/ours-memory.yaml", "probes: our config for the million-series probe (series caps lifted, pprof extension)")
 	flag.IntVar(&f.floorRounds, "floor-rounds", loadtest.DefaultFloorRounds, "probes: rounds of the floor probe per shape, the floor and ours alternating; the report takes medians over them")
+	flag.BoolVar(&f.scaling, "scaling", false, "run the scaling plan (make testbed-scaling) instead of the comparison scenarios: floor, ours and stock at each -procs; writes <out>/SCALING.md")
+	flag.StringVar(&f.procs, "procs", "", "scaling: GOMAXPROCS values, comma-separated, each collector pinned to that many CPUs (default those of 1,2,4,8 that leave one CPU to the load generator)")
+	flag.IntVar(&f.scalingRounds, "scaling-rounds", 1, "scaling: rounds per width and shape, the sides interleaved; the report takes medians over them")
+	flag.BoolVar(&f.scaling1M, "scaling-1m", false, "scaling: add the million-series shape at each width (memory-heavy: stock passes 20 GB; -rss-cap-mib caps it)")
 	flag.Parse()
 	log.SetFlags(log.Ltime)
 
@@ -105,6 +114,9 @@ func main() {
 	runner := run
 	if f.memory {
 		runner = runMemory
+	}
+	if f.scaling {
+		runner = runScaling
 	}
 	failures, err := runner(ctx, f)
 	if err != nil {

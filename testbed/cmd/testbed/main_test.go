@@ -79,3 +79,36 @@ func TestSelectProbes(t *testing.T) {
 	_, err = selectProbes(f)
 	require.Error(t, err)
 }
+
+func TestSelectScaling(t *testing.T) {
+	f := flags{flushInterval: 15 * time.Second, phase: 15 * time.Second, concurrency: 4, scalingRounds: 1}
+	plan, err := selectScaling(f, 2)
+	require.NoError(t, err)
+	require.Len(t, plan, 1, "a 2-CPU host leaves one CPU to the load generator")
+	assert.Equal(t, "1", plan[0].GOMAXPROCS)
+
+	plan, err = selectScaling(f, 16)
+	require.NoError(t, err)
+	require.Len(t, plan, 4)
+	for i, want := range []string{"1", "2", "4", "8"} {
+		assert.Equal(t, want, plan[i].GOMAXPROCS)
+		assert.Len(t, plan[i].Shapes, 2)
+		assert.Equal(t, 15*time.Second, plan[i].Window)
+	}
+
+	f.procs, f.scaling1M, f.scalingRounds = "1,2", true, 3
+	plan, err = selectScaling(f, 2)
+	require.NoError(t, err)
+	require.Len(t, plan, 2, "-procs overrides what the host's CPUs suggest")
+	assert.Equal(t, "2", plan[1].GOMAXPROCS)
+	assert.Equal(t, 8, plan[1].Concurrency)
+	assert.Equal(t, 3, plan[1].Rounds)
+	assert.Equal(t, loadtest.Shape1M, plan[1].Shapes[2])
+
+	f.procs = "1,x"
+	_, err = selectScaling(f, 2)
+	require.ErrorContains(t, err, "-procs")
+	f.procs, f.scalingRounds = "", 0
+	_, err = selectScaling(f, 2)
+	require.ErrorContains(t, err, "-scaling-rounds")
+}

@@ -1,0 +1,85 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"os"
+	"path/filepath"
+	"runtime"
+	"time"
+
+	"github.com/otelcol-red/otelcol-red/testbed/loadtest"
+)
+
+// selectScaling returns the scaling plan the flags ask for on a host with cpus CPUs.
+func selectScaling(f flags, cpus int) ([]loadtest.Probe, error) {
+	if f.scalingRounds < 1 {
+		return nil, fmt.Errorf("-scaling-rounds must be 1 or more, got %d", f.scalingRounds)
+	}
+	procs := loadtest.DefaultScalingProcs(cpus)
+	if f.procs != "" {
+		var err error
+		if procs, err = loadtest.ParseProcs(f.procs); err != nil {
+			return nil, err
+		}
+	}
+	return loadtest.ScalingPlan(loadtest.ScalingPlanConfig{
+		Procs: procs, FlushInterval: f.flushInterval, Phase: f.phase, Rounds: f.scalingRounds,
+		Concurrency: f.concurrency, With1M: f.scaling1M,
+	}), nil
+}
+
+// runScaling runs the scaling plan and writes <out>/SCALING.md and the raw JSON. It fails when a
+// width or a run could not be measured; a collector killed over the RSS cap is a result.
+func runScaling(ctx context.Context, f flags) ([]string, error) {
+	plan, err := selectScaling(f, runtime.NumCPU())
+	if err != nil {
+		return nil, err
+	}
+	rawDir := filepath.Join(f.out, "raw")
+	if err := os.MkdirAll(rawDir, 0o755); err != nil {
+		return nil, err
+	}
+	pc := loadtest.ProbeCollectors{
+		Ours:  loadtest.Collector{Name: "ours", Binary: f.oursBin, Config: f.oursConfig},
+		Stock: loadtest.Collector{Name: "stock", Binary: f.stockBin, Config: f.stockConfig},
+		Floor: loadtest.Collector{Name: "floor", Binary: f.oursBin, Config: f.floorConfig},
+	}
+	if err := checkCollectors(pc.Ours, pc.Stock, pc.Floor); err != nil {
+		return nil, err
+	}
+	o := f.options(rawDir)
+	o.RSSCap = uint64(f.rssCapMiB) << 20
+	report := &loadtest.ScalingReport{
+		Start: time.Now().UTC(), Machine: loadtest.ReadMachine(), RSSCapMiB: float64(f.rssCapMiB), FlushInterval: f.flushInterval,
+	}
+	var failures []string
+	pools := &loadtest.Pools{}
+	for _, p := range plan {
+		log.Printf("%s: %s", p.Name, p.Title())
+		res := loadtest.RunProbe(ctx, p, pc, pools, o)
+		report.Results = append(report.Results, res)
+		if res.Error != "" {
+			failures = append(failures, fmt.Sprintf("%s: %s", p.Name, res.Error))
+		}
+		for _, r := range res.Runs {
+			if r.Error != "" {
+				failures = append(failures, fmt.Sprintf("%s/%s: %s", p.Name, r.Label(), r.Error))
+			}
+			log.Printf("%s/%s: %s", p.Name, r.Label(), loadtest.RunSummary(r))
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	path := filepath.Join(f.out, "SCALING.md")
+	if err := writeMarkdown(path, report.WriteMarkdown); err != nil {
+		return failures, err
+	}
+	log.Printf("wrote %s", path)
+	if err := writeJSON(filepath.Join(rawDir, "scaling-run-"+report.Start.Format("20060102T150405Z")+".json"), report); err != nil {
+		return failures, err
+	}
+	return failures, ctx.Err()
+}

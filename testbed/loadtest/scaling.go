@@ -1,0 +1,294 @@
+package loadtest
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The scaling plan runs the decode floor, ours and the stock twin at several scheduler widths
+// (GOMAXPROCS), one collector at a time on the same pre-encoded requests, each pinned to as many
+// CPUs as its GOMAXPROCS with the load generator on the others. It is the floor probe (floor.go)
+// with a third side and one probe per width, so a width's three sides see the same host state
+// within a round and the report can set ours against both the decode-bound maximum and stock.
+
+// ScalingProcs are the widths the scaling plan knows; a host runs those it has CPUs for.
+var ScalingProcs = []int{1, 2, 4, 8}
+
+// DefaultScalingProcs returns the ScalingProcs that leave at least one of cpus to the load
+// generator, and 1 at least.
+func DefaultScalingProcs(cpus int) []int {
+	var out []int
+	for _, n := range ScalingProcs {
+		if n <= cpus-1 {
+			out = append(out, n)
+		}
+	}
+	if len(out) == 0 {
+		out = []int{1}
+	}
+	return out
+}
+
+// ParseProcs reads a list of widths like "1,2,4,8": each a positive integer, no repeats, run in
+// the order given.
+func ParseProcs(s string) ([]int, error) {
+	var out []int
+	for f := range strings.SplitSeq(s, ",") {
+		f = strings.TrimSpace(f)
+		n, err := strconv.Atoi(f)
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("-procs: %q is not a positive number of CPUs", f)
+		}
+		if slices.Contains(out, n) {
+			return nil, fmt.Errorf("-procs: %d is listed twice", n)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// ScalingPlanConfig sizes the scaling plan.
+type ScalingPlanConfig struct {
+	// Procs are the GOMAXPROCS values, one probe each, in this order.
+	Procs []int
+	// FlushInterval is the run's flush interval; the warm-up is one flush and 5 s.
+	FlushInterval time.Duration
+	// Phase is the measured window per collector and shape.
+	Phase time.Duration
+	// Rounds is how many times each side runs per width and shape (0: 1).
+	Rounds int
+	// Concurrency is the OTLP requests in flight at GOMAXPROCS 1; a width N gets N times as
+	// many, so that a wider collector is not left waiting for requests.
+	Concurrency int
+	// With1M adds the million-series shape (Shape1M) after the 1k and 100k ones.
+	With1M bool
+}
+
+// ScalingPlan returns one probe per width: floor, ours and stock at max rate, each shape in turn.
+func ScalingPlan(c ScalingPlanConfig) []Probe {
+	shapes := []Shape{Shape1k, Shape100k}
+	if c.With1M {
+		shapes = append(shapes, Shape1M)
+	}
+	out := make([]Probe, 0, len(c.Procs))
+	for _, n := range c.Procs {
+		out = append(out, Probe{
+			Name: fmt.Sprintf("scaling-gomaxprocs-%d", n), Kind: ProbeScaling, Shapes: shapes,
+			Sides: []string{"floor", "ours", "stock"}, Window: c.Phase, Warmup: c.FlushInterval + 5*time.Second,
+			GOMAXPROCS: strconv.Itoa(n), PinCPU: true, SpansPerRequest: 1000, Rounds: max(c.Rounds, 1),
+			Concurrency: max(c.Concurrency, 1) * n,
+		})
+	}
+	return out
+}
+
+// shapeList writes shapes as "1k series, 100k series".
+func shapeList(shapes []Shape) string {
+	s := make([]string, len(shapes))
+	for i, sh := range shapes {
+		s[i] = sh.String()
+	}
+	return strings.Join(s, ", ")
+}
+
+// ScalingRow is one width and shape of the scaling plan over its rounds.
+type ScalingRow struct {
+	Procs  int `json:"gomaxprocs"`
+	Series int `json:"series"`
+	// Sides are floor, ours and stock (those with runs).
+	Sides map[string]ScalingSide `json:"sides"`
+	// OursFloor and OursStock are ours' median spans/s over the floor's and stock's; 0 when a
+	// side has no measured run.
+	OursFloor float64 `json:"ours_floor"`
+	OursStock float64 `json:"ours_stock"`
+	// FloorCost and StockCost are the floor's and stock's median CPU µs per span over ours': the
+	// same comparison in CPU per span, which does not depend on whether the load generator kept
+	// a collector saturated (a rate does); 0 when a side has no measured run.
+	FloorCost float64 `json:"floor_cost"`
+	StockCost float64 `json:"stock_cost"`
+	// Placement is where the runs of this row ran (the first run's; every run of a width asks
+	// for the same split).
+	Placement string `json:"placement,omitempty"`
+}
+
+// ScalingSide is one collector at one width and shape.
+type ScalingSide struct {
+	// Runs counts the runs that measured a phase with spans and CPU; Killed those the RSS cap
+	// ended.
+	Runs             int    `json:"runs"`
+	Killed           int    `json:"killed"`
+	SpansPerSec      Spread `json:"spans_per_sec"`
+	CPUPercent       Spread `json:"cpu_percent"`
+	CPUMicrosPerSpan Spread `json:"cpu_us_per_span"`
+	RSSMaxMiB        Spread `json:"rss_max_mib"`
+}
+
+// SummarizeScaling turns the scaling probes' runs into rows, width by width in the order they
+// ran and shape by shape within one. A run whose phase has no spans or no CPU counts only as
+// killed (when it was).
+func SummarizeScaling(results []*ProbeResult) []ScalingRow {
+	var rows []ScalingRow
+	for _, res := range results {
+		procs, _ := strconv.Atoi(res.Probe.GOMAXPROCS)
+		type acc struct{ rate, cpu, cost, rss []float64 }
+		var order []int
+		bySeries := map[int]map[string]*acc{}
+		killed := map[int]map[string]int{}
+		placement := map[int]string{}
+		for _, run := range res.Runs {
+			if _, ok := bySeries[run.Series]; !ok {
+				order = append(order, run.Series)
+				bySeries[run.Series], killed[run.Series] = map[string]*acc{}, map[string]int{}
+				placement[run.Series] = run.Placement
+			}
+			if run.Killed != nil {
+				killed[run.Series][run.Collector]++
+			}
+			if len(run.Phases) == 0 || run.Phases[0].SpansPerSec <= 0 || run.Phases[0].CPUPercent <= 0 {
+				continue
+			}
+			ph := run.Phases[0]
+			a := bySeries[run.Series][run.Collector]
+			if a == nil {
+				a = &acc{}
+				bySeries[run.Series][run.Collector] = a
+			}
+			a.rate = append(a.rate, ph.SpansPerSec)
+			a.cpu = append(a.cpu, ph.CPUPercent)
+			a.cost = append(a.cost, cpuPerSpan(ph)*1e6)
+			a.rss = append(a.rss, run.RSSMaxMiB)
+		}
+		for _, series := range order {
+			row := ScalingRow{Procs: procs, Series: series, Sides: map[string]ScalingSide{}, Placement: placement[series]}
+			for _, side := range res.Probe.Sides {
+				a := bySeries[series][side]
+				if a == nil {
+					a = &acc{}
+				}
+				row.Sides[side] = ScalingSide{Runs: len(a.rate), Killed: killed[series][side], SpansPerSec: spreadOf(a.rate),
+					CPUPercent: spreadOf(a.cpu), CPUMicrosPerSpan: spreadOf(a.cost), RSSMaxMiB: spreadOf(a.rss)}
+			}
+			row.OursFloor = rateRatio(row.Sides["ours"], row.Sides["floor"])
+			row.OursStock = rateRatio(row.Sides["ours"], row.Sides["stock"])
+			row.FloorCost = costRatio(row.Sides["floor"], row.Sides["ours"])
+			row.StockCost = costRatio(row.Sides["stock"], row.Sides["ours"])
+			rows = append(rows, row)
+		}
+	}
+	return rows
+}
+
+// rateRatio is a's median spans/s over b's, 0 when either has no run.
+func rateRatio(a, b ScalingSide) float64 {
+	if a.Runs == 0 || b.Runs == 0 || b.SpansPerSec.Median == 0 {
+		return 0
+	}
+	return a.SpansPerSec.Median / b.SpansPerSec.Median
+}
+
+// costRatio is a's median CPU µs per span over b's, 0 when either has no run.
+func costRatio(a, b ScalingSide) float64 {
+	if a.Runs == 0 || b.Runs == 0 || b.CPUMicrosPerSpan.Median == 0 {
+		return 0
+	}
+	return a.CPUMicrosPerSpan.Median / b.CPUMicrosPerSpan.Median
+}
+
+// ScalingReport is a run of the scaling plan.
+type ScalingReport struct {
+	Start         time.Time      `json:"start"`
+	Machine       Machine        `json:"machine"`
+	RSSCapMiB     float64        `json:"rss_cap_mib"`
+	FlushInterval time.Duration  `json:"flush_interval_ns"`
+	Results       []*ProbeResult `json:"results"`
+	// Rows is SummarizeScaling of Results, filled by WriteMarkdown.
+	Rows []ScalingRow `json:"rows"`
+}
+
+// scalingSides is the column order of the report.
+var scalingSides = []string{"floor", "ours", "stock"}
+
+// WriteMarkdown writes SCALING.md: the summary table per width and shape, then every run.
+func (r *ScalingReport) WriteMarkdown(w io.Writer) error {
+	r.Rows = SummarizeScaling(r.Results)
+	b := bufio.NewWriter(w)
+	m := r.Machine
+	fmt.Fprintf(b, "# testbed: scaling with GOMAXPROCS\n\n")
+	fmt.Fprintf(b, "Run started %s on %d CPUs (%s), %.1f GiB, %s. The decode floor (OTLP receiver → a debug exporter "+
+		"sampling one batch in a million), ours and the stock twin run one at a time, each a fresh collector, at max OTLP "+
+		"rate on the same pre-encoded requests, with GOMAXPROCS=N and pinned alone to N CPUs, the load generator on the "+
+		"others (where the host has fewer than N+1 CPUs the run is not pinned and shares them; see the placement). "+
+		"Each run has a warm-up (one flush and 5 s) before its measured phase. A collector is killed when its RSS passes "+
+		"%.0f MiB. Flush interval %s.\n\n", r.Start.Format(time.RFC3339), m.CPUs, orUnknown(m.CPUModel), m.MemGiB, m.OS,
+		r.RSSCapMiB, r.FlushInterval)
+	b.WriteString("Medians over the rounds (one run per side and round). spans/s is what each collector acknowledged in its " +
+		"phase; ours ÷ floor and ours ÷ stock are ratios of those medians; CPU µs/span is the collector's CPU time over the " +
+		"spans, and floor ÷ ours and stock ÷ ours the ratios of its medians (they do not depend on whether the generator " +
+		"kept a collector busy, a rate does: a CPU % well under N × 100 means the collector waited for load); RSS is the " +
+		"largest reading of the run.\n\n")
+	b.WriteString("| GOMAXPROCS | series | spans/s floor / ours / stock | ours ÷ floor | ours ÷ stock | CPU µs/span floor / ours / stock | CPU/span floor ÷ ours | CPU/span stock ÷ ours | CPU % floor / ours / stock | RSS max MiB floor / ours / stock |\n|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, row := range r.Rows {
+		fmt.Fprintf(b, "| %d | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", row.Procs, humanCount(float64(row.Series)),
+			sideCells(row, "%.0f", func(s ScalingSide) Spread { return s.SpansPerSec }),
+			ratioCell(row.OursFloor, ""), ratioCell(row.OursStock, ""),
+			sideCells(row, "%.3f", func(s ScalingSide) Spread { return s.CPUMicrosPerSpan }),
+			ratioCell(row.FloorCost, ""), ratioCell(row.StockCost, ""),
+			sideCells(row, "%.0f", func(s ScalingSide) Spread { return s.CPUPercent }),
+			sideCells(row, "%.0f", func(s ScalingSide) Spread { return s.RSSMaxMiB }))
+	}
+	b.WriteString("\n")
+	for _, row := range r.Rows {
+		if row.Placement != "" {
+			fmt.Fprintf(b, "- GOMAXPROCS=%d, %s: %s\n", row.Procs, humanCount(float64(row.Series)), row.Placement)
+		}
+	}
+	b.WriteString("\n## Every run\n\n| GOMAXPROCS | series | round | collector | spans/s | CPU % | CPU µs/span | RSS max (MiB) | load average | note |\n|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, res := range r.Results {
+		for _, run := range res.Runs {
+			var ph Phase
+			if len(run.Phases) > 0 {
+				ph = run.Phases[0]
+			}
+			var notes []string
+			if run.Killed != nil {
+				notes = append(notes, fmt.Sprintf("killed at %.2f GiB RSS after %.0f s", run.Killed.RSSMiB/1024, run.Killed.At))
+			}
+			if run.Error != "" {
+				notes = append(notes, "error: "+run.Error)
+			}
+			fmt.Fprintf(b, "| %s | %s | %d | %s | %.0f | %.0f | %.3f | %.0f | %.2f | %s |\n", res.Probe.GOMAXPROCS,
+				humanCount(float64(run.Series)), run.Round, run.Collector, ph.SpansPerSec, ph.CPUPercent, cpuPerSpan(ph)*1e6,
+				run.RSSMaxMiB, run.LoadAverage, strings.Join(notes, "; "))
+		}
+		if res.Error != "" {
+			fmt.Fprintf(b, "\n**GOMAXPROCS=%s not fully measured:** %s\n", res.Probe.GOMAXPROCS, res.Error)
+		}
+	}
+	return b.Flush()
+}
+
+// sideCells writes one figure of the floor, ours and stock as "a / b / c", "-" for a side without
+// a run, "killed" for one the RSS cap ended before it measured anything and "(killed)" after the
+// figure of one it ended during the phase.
+func sideCells(row ScalingRow, format string, figure func(ScalingSide) Spread) string {
+	cells := make([]string, len(scalingSides))
+	for i, name := range scalingSides {
+		s := row.Sides[name]
+		switch {
+		case s.Runs > 0 && s.Killed > 0:
+			cells[i] = fmt.Sprintf(format+" (killed)", figure(s).Median)
+		case s.Runs > 0:
+			cells[i] = fmt.Sprintf(format, figure(s).Median)
+		case s.Killed > 0:
+			cells[i] = "killed"
+		default:
+			cells[i] = "-"
+		}
+	}
+	return strings.Join(cells, " / ")
+}

@@ -1,0 +1,130 @@
+package loadtest
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestParseProcs(t *testing.T) {
+	got, err := ParseProcs("1,2, 4,8")
+	require.NoError(t, err)
+	assert.Equal(t, []int{1, 2, 4, 8}, got)
+	got, err = ParseProcs("4,1")
+	require.NoError(t, err)
+	assert.Equal(t, []int{4, 1}, got, "the order given is the order run")
+
+	for _, bad := range []string{"", "0", "-1", "two", "1,,2", "2,2"} {
+		_, err := ParseProcs(bad)
+		require.ErrorContains(t, err, "-procs", "%q", bad)
+	}
+}
+
+func TestDefaultScalingProcs(t *testing.T) {
+	tests := []struct {
+		cpus int
+		want []int
+	}{
+		{cpus: 1, want: []int{1}},
+		{cpus: 2, want: []int{1}},
+		{cpus: 3, want: []int{1, 2}},
+		{cpus: 8, want: []int{1, 2, 4}},
+		{cpus: 9, want: []int{1, 2, 4, 8}},
+		{cpus: 64, want: []int{1, 2, 4, 8}},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, DefaultScalingProcs(tt.cpus), "%d CPUs", tt.cpus)
+	}
+}
+
+func TestScalingPlan(t *testing.T) {
+	plan := ScalingPlan(ScalingPlanConfig{Procs: []int{2, 1}, FlushInterval: 15 * time.Second, Phase: 20 * time.Second, Concurrency: 4})
+	require.Len(t, plan, 2)
+	for i, n := range []int{2, 1} {
+		p := plan[i]
+		assert.Equal(t, ProbeScaling, p.Kind)
+		assert.Equal(t, []string{"floor", "ours", "stock"}, p.Sides)
+		assert.Equal(t, []Shape{Shape1k, Shape100k}, p.Shapes)
+		assert.Equal(t, n, p.pinned(), "pinned to as many CPUs as its GOMAXPROCS")
+		assert.Equal(t, 4*n, p.Concurrency)
+		assert.Equal(t, 1, p.Rounds)
+		assert.Equal(t, 20*time.Second, p.Window)
+		assert.Equal(t, 20*time.Second, p.Warmup)
+	}
+	assert.Equal(t, "scaling-gomaxprocs-2", plan[0].Name)
+	assert.Contains(t, plan[0].Title(), "alone on 2 CPUs")
+	assert.Contains(t, plan[1].Title(), "alone on one CPU")
+
+	plan = ScalingPlan(ScalingPlanConfig{Procs: []int{4}, With1M: true, Rounds: 3})
+	assert.Equal(t, []Shape{Shape1k, Shape100k, Shape1M}, plan[0].Shapes)
+	assert.Equal(t, 3, plan[0].Rounds)
+	assert.Equal(t, 4, plan[0].Concurrency, "one request in flight per CPU at least")
+}
+
+func TestProbePinned(t *testing.T) {
+	assert.Equal(t, 0, Probe{GOMAXPROCS: "4"}.pinned())
+	assert.Equal(t, 4, Probe{GOMAXPROCS: "4", PinCPU: true}.pinned())
+	assert.Equal(t, 1, Probe{PinCPU: true}.pinned())
+	assert.Equal(t, 1, Probe{GOMAXPROCS: "x", PinCPU: true}.pinned())
+}
+
+// scalingRun is a run with one phase of spans/s at cpu %.
+func scalingRun(collector string, series, round int, rate, cpu, rss float64) ProbeRun {
+	return ProbeRun{Collector: collector, Series: series, Round: round, RSSMaxMiB: rss, Placement: "alone on CPU(s) 1",
+		Phases: []Phase{{Name: "max rate", SpansPerSec: rate, CPUPercent: cpu}}}
+}
+
+func TestSummarizeScaling(t *testing.T) {
+	res := &ProbeResult{Probe: Probe{Kind: ProbeScaling, GOMAXPROCS: "2", Sides: []string{"floor", "ours", "stock"}}, Runs: []ProbeRun{
+		scalingRun("floor", 1000, 1, 400_000, 200, 100),
+		scalingRun("ours", 1000, 1, 300_000, 200, 150),
+		scalingRun("stock", 1000, 1, 100_000, 200, 300),
+		scalingRun("stock", 1000, 2, 150_000, 180, 310),
+		scalingRun("ours", 1000, 2, 320_000, 190, 160),
+		scalingRun("floor", 1000, 2, 420_000, 190, 110),
+		scalingRun("floor", 100_000, 1, 380_000, 200, 120),
+		scalingRun("ours", 100_000, 1, 200_000, 200, 400),
+		{Collector: "stock", Series: 100_000, Round: 1, Killed: &Sample{RSSMiB: 11_000, At: 30}},
+	}}
+	rows := SummarizeScaling([]*ProbeResult{res})
+	require.Len(t, rows, 2)
+
+	r := rows[0]
+	assert.Equal(t, 2, r.Procs)
+	assert.Equal(t, 1000, r.Series)
+	assert.Equal(t, "alone on CPU(s) 1", r.Placement)
+	assert.Equal(t, 2, r.Sides["ours"].Runs)
+	assert.InDelta(t, 310_000, r.Sides["ours"].SpansPerSec.Median, 1e-6)
+	assert.InDelta(t, 410_000, r.Sides["floor"].SpansPerSec.Median, 1e-6)
+	assert.InDelta(t, 125_000, r.Sides["stock"].SpansPerSec.Median, 1e-6)
+	assert.InDelta(t, 310_000.0/410_000, r.OursFloor, 1e-9)
+	assert.InDelta(t, 310_000.0/125_000, r.OursStock, 1e-9)
+	// 200 % over 400k spans/s is 5 µs per span; 190 % over 420k is 4.52 µs.
+	assert.InDelta(t, (5+190.0/100/420_000*1e6)/2, r.Sides["floor"].CPUMicrosPerSpan.Median, 1e-9)
+	assert.InDelta(t, 155, r.Sides["ours"].RSSMaxMiB.Median, 1e-9)
+	oursCost := (200.0/100/300_000 + 190.0/100/320_000) / 2 * 1e6
+	assert.InDelta(t, r.Sides["floor"].CPUMicrosPerSpan.Median/oursCost, r.FloorCost, 1e-9)
+	stockCost := (200.0/100/100_000 + 180.0/100/150_000) / 2 * 1e6
+	assert.InDelta(t, stockCost/oursCost, r.StockCost, 1e-9)
+
+	r = rows[1]
+	assert.Equal(t, 100_000, r.Series)
+	assert.Equal(t, 0, r.Sides["stock"].Runs)
+	assert.Equal(t, 1, r.Sides["stock"].Killed)
+	assert.InDelta(t, 0, r.OursStock, 0, "no ratio against a side that measured nothing")
+	assert.InDelta(t, 0, r.StockCost, 0)
+	assert.InDelta(t, 200_000.0/380_000, r.OursFloor, 1e-9)
+
+	var b bytes.Buffer
+	report := &ScalingReport{Start: time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC), Machine: Machine{CPUs: 2}, RSSCapMiB: 10240,
+		FlushInterval: 15 * time.Second, Results: []*ProbeResult{res}}
+	require.NoError(t, report.WriteMarkdown(&b))
+	md := b.String()
+	assert.Contains(t, md, "| 2 | 1k | 410000 / 310000 / 125000 | 0.756 | 2.480 |")
+	assert.Contains(t, md, "| 2 | 100k | 380000 / 200000 / killed | 0.526 | - |")
+	assert.Contains(t, md, "killed at 10.74 GiB RSS after 30 s")
+	assert.Len(t, report.Rows, 2)
+}
