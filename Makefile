@@ -54,10 +54,14 @@ unit:
 prometheus3:
 	scripts/prometheus3.sh install >/dev/null
 
-## rules: promtool checks and unit-tests the Prometheus rules in deploy/prometheus
+## rules: promtool checks and unit-tests the Prometheus rules in deploy/prometheus: the classic
+## histogram tests with Debian's Prometheus 2.42 (the oldest the rules support), the native
+## histogram tests with Prometheus 3's promtool (scripts/prometheus3.sh builds it once, minutes cold)
 rules:
 	scripts/prometheus.sh promtool check rules deploy/prometheus/rules.yaml
 	cd deploy/prometheus && ../../scripts/prometheus.sh promtool test rules rules_test.yaml
+	scripts/prometheus3.sh promtool check rules deploy/prometheus/rules.yaml
+	cd deploy/prometheus && ../../scripts/prometheus3.sh promtool test rules rules_test.yaml rules-native_test.yaml
 
 integration: build stock-twin prometheus3
 	$(GO) test $(INTEGRATION) ./...

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -142,4 +143,43 @@ func TestDashboardUsesRecordedRules(t *testing.T) {
 		}
 	}
 	assert.Greater(t, used, 5, "the RED panels read recorded aggregates")
+}
+
+// nativeForm rewrites a classic-histogram query into the same query over native histograms:
+// the histogram is one series (no `_bucket` suffix, no `le` label), and its recorded rate drops
+// `le` from the level of its name.
+var nativeForm = strings.NewReplacer(
+	"service_name_span_kind_le:traces_span_metrics_duration_milliseconds_bucket:", "service_name_span_kind:traces_span_metrics_duration_milliseconds:",
+	"traces_span_metrics_duration_milliseconds_bucket", "traces_span_metrics_duration_milliseconds",
+	", le)", ")",
+)
+
+// TestDashboardLatencyReadsBothHistogramForms: every latency query is `classic or native`, the
+// native half the classic half rewritten (same quantile, grouping and filters), so the panels
+// draw from a Prometheus storing either form and the two halves cannot drift apart.
+func TestDashboardLatencyReadsBothHistogramForms(t *testing.T) {
+	d := load(t)
+	latency := 0
+	var walk func([]panel)
+	walk = func(ps []panel) {
+		for _, p := range ps {
+			walk(p.Panels)
+			for _, tg := range p.Targets {
+				if !strings.Contains(tg.Expr, "traces_span_metrics_duration_milliseconds") {
+					continue
+				}
+				latency++
+				halves := strings.Split(tg.Expr, "\nor\n")
+				require.Len(t, halves, 2, "%q %s is `classic\\nor\\nnative`: %s", p.Title, tg.RefID, tg.Expr)
+				classic, native := halves[0], halves[1]
+				assert.Contains(t, classic, "traces_span_metrics_duration_milliseconds_bucket", "%q %s classic half", p.Title, tg.RefID)
+				assert.Contains(t, classic, ", le)", "%q %s classic half keeps le", p.Title, tg.RefID)
+				assert.NotContains(t, native, "_bucket", "%q %s native half", p.Title, tg.RefID)
+				assert.NotContains(t, native, "le)", "%q %s native half", p.Title, tg.RefID)
+				assert.Equal(t, nativeForm.Replace(classic), native, "%q %s native half is the classic half's rewrite", p.Title, tg.RefID)
+			}
+		}
+	}
+	walk(d.Panels)
+	assert.GreaterOrEqual(t, latency, 4, "p50, p95, p99 and p99 with exemplars")
 }
