@@ -50,14 +50,14 @@ unit:
 	cd testbed && $(GO) test -race -count=1 ./...
 	cd deploy && $(GO) test -race -count=1 ./...
 
-## prometheus3: build Prometheus 3 once (native histograms; ~8 min cold), before the tests that start it
+## prometheus3: build Prometheus 3 and its promtool once (native histograms; ~9 min cold), before the tests that use them
 prometheus3:
 	scripts/prometheus3.sh install >/dev/null
 
 ## rules: promtool checks and unit-tests the Prometheus rules in deploy/prometheus: the classic
 ## histogram tests with Debian's Prometheus 2.42 (the oldest the rules support), the native
-## histogram tests with Prometheus 3's promtool (scripts/prometheus3.sh builds it once, minutes cold)
-rules:
+## histogram tests with Prometheus 3's promtool (built with the server by make prometheus3)
+rules: prometheus3
 	scripts/prometheus.sh promtool check rules deploy/prometheus/rules.yaml
 	cd deploy/prometheus && ../../scripts/prometheus.sh promtool test rules rules_test.yaml
 	scripts/prometheus3.sh promtool check rules deploy/prometheus/rules.yaml

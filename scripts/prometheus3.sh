@@ -5,8 +5,8 @@
 # not embedded that way, the API and scraping are all the tests use).
 #   PROM_CONFIG=scrape.yml scripts/prometheus3.sh start   (a fresh TSDB at every start)
 #   scripts/prometheus3.sh stop|status|install
-#   scripts/prometheus3.sh promtool ARGS...   (Prometheus 3's promtool, built once beside it: its
-#                                              rule tests read native histogram series, 2.42's do not)
+#   scripts/prometheus3.sh promtool ARGS...   (Prometheus 3's promtool, built with it: its rule
+#                                              tests read native histogram series, 2.42's do not)
 source "$(dirname "$0")/lib.sh"
 
 # v0.316.0 of github.com/prometheus/prometheus is Prometheus 3.x.
@@ -17,26 +17,18 @@ BIN=$DIR/bin-$VERSION/prometheus
 PROMTOOL=$DIR/bin-$VERSION/promtool
 PIDFILE=$DIR/prometheus.pid
 
+# install builds the server and promtool in one go command, which compiles what they share once
+# and both in parallel.
 install() {
-  [ -x "$BIN" ] && return 0
+  [ -x "$BIN" ] && [ -x "$PROMTOOL" ] && return 0
   command -v go >/dev/null || die "go is required to build Prometheus 3"
-  log "building Prometheus 3 ($VERSION) from its Go module, once"
+  log "building Prometheus 3 ($VERSION) and its promtool from the Go module, once"
   mkdir -p "$(dirname "$BIN")"
-  GOBIN=$(dirname "$BIN") CGO_ENABLED=0 go install "github.com/prometheus/prometheus/cmd/prometheus@$VERSION" >&2 ||
-    die "go install github.com/prometheus/prometheus/cmd/prometheus@$VERSION failed"
-  [ -x "$BIN" ] || die "$BIN missing after go install"
-}
-
-# promtool is a separate command of the same module: a few more minutes cold, nothing more when
-# the module and build caches are warm from the server's build.
-install_promtool() {
-  [ -x "$PROMTOOL" ] && return 0
-  command -v go >/dev/null || die "go is required to build Prometheus 3's promtool"
-  log "building Prometheus 3's promtool ($VERSION) from its Go module, once"
-  mkdir -p "$(dirname "$PROMTOOL")"
-  GOBIN=$(dirname "$PROMTOOL") CGO_ENABLED=0 go install "github.com/prometheus/prometheus/cmd/promtool@$VERSION" >&2 ||
-    die "go install github.com/prometheus/prometheus/cmd/promtool@$VERSION failed"
-  [ -x "$PROMTOOL" ] || die "$PROMTOOL missing after go install"
+  GOBIN=$(dirname "$BIN") CGO_ENABLED=0 go install \
+    "github.com/prometheus/prometheus/cmd/prometheus@$VERSION" \
+    "github.com/prometheus/prometheus/cmd/promtool@$VERSION" >&2 ||
+    die "go install of github.com/prometheus/prometheus/cmd/{prometheus,promtool}@$VERSION failed"
+  [ -x "$BIN" ] && [ -x "$PROMTOOL" ] || die "$BIN or $PROMTOOL missing after go install"
 }
 
 ready() { curl -fsS "http://127.0.0.1:$PORT/-/ready"; }
@@ -66,6 +58,6 @@ case "${1:-}" in
   start) start ;;
   stop) stop ;;
   status) pid_alive "$PIDFILE" && ready ;;
-  promtool) shift; install_promtool; "$PROMTOOL" "$@" ;;
+  promtool) shift; install; "$PROMTOOL" "$@" ;;
   *) die "usage: $0 install|start|stop|status|promtool ARGS..." ;;
 esac
