@@ -23,6 +23,8 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/otelcol-red/otelcol-red/internal/testservice"
 )
 
@@ -116,6 +118,21 @@ func parsePromValue(v any) float64 {
 
 // promAPI is a client of Prometheus' HTTP API.
 type promAPI struct{ base string }
+
+// startPrometheus starts the Prometheus of scripts/<script>.sh ("prometheus" for Debian's 2.42,
+// "prometheus3") with config as its prometheus.yml, stopped when the test ends.
+func startPrometheus(t *testing.T, script, config string) promAPI {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "prometheus.yml")
+	require.NoError(t, os.WriteFile(path, []byte(config), 0o600))
+	t.Setenv("PROM_CONFIG", path)
+	return promAPI{base: "http://" + testservice.Start(t, script)}
+}
+
+// scrapeTarget is the host:port of a /metrics URL, as a static_configs target.
+func scrapeTarget(metricsURL string) string {
+	return strings.TrimSuffix(strings.TrimPrefix(metricsURL, "http://"), "/metrics")
+}
 
 func (p promAPI) get(path string, params url.Values, out any) error {
 	tr := &http.Transport{DisableKeepAlives: true}

@@ -121,11 +121,9 @@ func TestDashboardOnRealPrometheus(t *testing.T) {
 	t.Setenv("HOTSPOT_BURST", fmt.Sprint(deployRedisBurst))
 	g := startGateway(t, broker, topic, "deploy-red", deployOverlay)
 
-	metricsTarget := strings.TrimSuffix(strings.TrimPrefix(g.metricsURL, "http://"), "/metrics")
-	telemetryTarget := strings.TrimSuffix(strings.TrimPrefix(g.telemetryURL, "http://"), "/metrics")
+	metricsTarget := scrapeTarget(g.metricsURL)
 	rules := filepath.Join(testservice.Root(), "deploy", "prometheus", "rules.yaml")
-	promCfg := filepath.Join(t.TempDir(), "prometheus.yml")
-	require.NoError(t, os.WriteFile(promCfg, []byte(fmt.Sprintf(`global:
+	prom := startPrometheus(t, "prometheus", fmt.Sprintf(`global:
   scrape_interval: 1s
   evaluation_interval: 1s
 rule_files: [%q]
@@ -134,9 +132,7 @@ scrape_configs:
     static_configs: [{targets: [%q]}]
   - job_name: otelcol-red-telemetry
     static_configs: [{targets: [%q]}]
-`, rules, metricsTarget, telemetryTarget)), 0o600))
-	t.Setenv("PROM_CONFIG", promCfg)
-	prom := promAPI{base: "http://" + testservice.Start(t, "prometheus")}
+`, rules, metricsTarget, scrapeTarget(g.telemetryURL)))
 
 	producer, err := datasenders.NewKafkaProducer([]string{broker}, topic)
 	require.NoError(t, err)

@@ -5,9 +5,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -18,8 +15,6 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric/pmetricotlp"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
-
-	"github.com/otelcol-red/otelcol-red/internal/testservice"
 )
 
 // awkwardOverlay lets configs/default.yaml take OTLP metrics into cachedprom beside the RED
@@ -124,17 +119,13 @@ func TestAwkwardMetricsScrapedByPrometheus(t *testing.T) {
 	assert.Equal(t, 2.0, hist, "histogram x keeps its count")
 	assert.Equal(t, 1, n)
 
-	promCfg := filepath.Join(t.TempDir(), "prometheus.yml")
-	target := strings.TrimSuffix(strings.TrimPrefix(metricsURL, "http://"), "/metrics")
-	require.NoError(t, os.WriteFile(promCfg, []byte(fmt.Sprintf(`global:
+	prom := startPrometheus(t, "prometheus", fmt.Sprintf(`global:
   scrape_interval: 1s
 scrape_configs:
   - job_name: awkward
     honor_labels: true
     static_configs: [{targets: [%q]}]
-`, target)), 0o600))
-	t.Setenv("PROM_CONFIG", promCfg)
-	prom := promAPI{base: "http://" + testservice.Start(t, "prometheus")}
+`, scrapeTarget(metricsURL)))
 
 	var up []promSample
 	require.True(t, waitFor(60*time.Second, func() bool {

@@ -5,7 +5,6 @@ package e2e
 import (
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -34,9 +33,7 @@ func TestDashboardLatencyOnNativeHistograms(t *testing.T) {
 	StartCollector(t, configPath("native-histograms.yaml"), env)
 
 	rules := filepath.Join(testservice.Root(), "deploy", "prometheus", "rules.yaml")
-	promCfg := filepath.Join(t.TempDir(), "prometheus.yml")
-	target := strings.TrimSuffix(strings.TrimPrefix(metricsURL, "http://"), "/metrics")
-	require.NoError(t, os.WriteFile(promCfg, []byte(fmt.Sprintf(`global:
+	prom := startPrometheus(t, "prometheus3", fmt.Sprintf(`global:
   scrape_interval: 1s
   evaluation_interval: 1s
 rule_files: [%q]
@@ -44,9 +41,7 @@ scrape_configs:
   - job_name: red
     scrape_native_histograms: true
     static_configs: [{targets: [%q]}]
-`, rules, target)), 0o600))
-	t.Setenv("PROM_CONFIG", promCfg)
-	prom := promAPI{base: "http://" + testservice.Start(t, "prometheus3")}
+`, rules, scrapeTarget(metricsURL)))
 
 	// rate() needs the histograms to grow between scrapes: a first wave makes the series exist,
 	// a second (the same durations: sendKnownDurations is seeded) is the increase the panels see.

@@ -7,10 +7,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"sort"
-	"strings"
 	"testing"
 	"time"
 
@@ -20,8 +17,6 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
-
-	"github.com/otelcol-red/otelcol-red/internal/testservice"
 )
 
 // TestNativeHistogramsInPrometheus3 runs configs/native-histograms.yaml and a real Prometheus 3
@@ -33,17 +28,13 @@ func TestNativeHistogramsInPrometheus3(t *testing.T) {
 	env, metricsURL := defaultEnv(t)
 	StartCollector(t, configPath("native-histograms.yaml"), env)
 
-	promCfg := filepath.Join(t.TempDir(), "prometheus.yml")
-	target := strings.TrimSuffix(strings.TrimPrefix(metricsURL, "http://"), "/metrics")
-	require.NoError(t, os.WriteFile(promCfg, []byte(fmt.Sprintf(`global:
+	prom := startPrometheus(t, "prometheus3", fmt.Sprintf(`global:
   scrape_interval: 1s
 scrape_configs:
   - job_name: red
     scrape_native_histograms: true
     static_configs: [{targets: [%q]}]
-`, target)), 0o600))
-	t.Setenv("PROM_CONFIG", promCfg)
-	prom := promAPI{base: "http://" + testservice.Start(t, "prometheus3")}
+`, scrapeTarget(metricsURL)))
 
 	durations := sendKnownDurations(t, env["OTLP_GRPC_ENDPOINT"])
 	const sel = `traces_span_metrics_duration_milliseconds{service_name="native"}`
