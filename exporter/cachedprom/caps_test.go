@@ -155,6 +155,31 @@ func TestMaxSeriesOverflowKeepsTotals(t *testing.T) {
 	}
 }
 
+// TestOverflowCountedBeforeItIsServed: the render that first shows an
+// overflow series is preceded by the telemetry counting the points in it,
+// even when the once-per-interval log line is not due yet, so a client that
+// sees the overflow series and then reads own telemetry never finds 0.
+func TestOverflowCountedBeforeItIsServed(t *testing.T) {
+	cfg := createDefaultConfig().(*Config)
+	cfg.MaxSeries = 2
+	clock := clockwork.NewFakeClockAt(testBase)
+	set := exportertest.NewNopSettings(metadata.Type)
+	tel := componenttest.NewTelemetry()
+	t.Cleanup(func() { require.NoError(t, tel.Shutdown(context.Background())) })
+	set.TelemetrySettings = tel.NewTelemetrySettings()
+	e, err := newExporter(cfg, set, clock)
+	require.NoError(t, err)
+	st := e.newSchedule(clock.Now())
+	e.step(clock.Now(), st) // the log line of this interval is written
+	require.NoError(t, e.ConsumeMetrics(context.Background(), redBatch(true, testBase, testBase.Add(time.Second), 3, "a", "b", "c")))
+	clock.Advance(e.renderSettle)
+	e.step(clock.Now(), st)
+	require.Less(t, clock.Now().Sub(st.lastLog), cfg.RenderInterval, "the next log line is not due")
+	require.Contains(t, textOf(t, e.snapshot.Load()), `traces_span_metrics_calls_total{otel_metric_overflow="true"} 3`)
+	assert.Equal(t, int64(2), counterValue(t, tel, "otelcol_exporter_cachedprom_adjusted_points", "overflow"),
+		"calls and duration of span c")
+}
+
 // TestTypedAttributesMerge: two OTLP series differing only in an attribute's
 // type (int 200, string "200") render to one Prometheus series, which must
 // count both.

@@ -211,6 +211,7 @@ func (e *cachedExporter) renderLoop() {
 type schedule struct {
 	start, nextSweep, nextRender, lastLog time.Time
 	sweepEvery                            time.Duration
+	unlogged                              [numEvents]int64 // counted, not yet logged
 }
 
 func (e *cachedExporter) newSchedule(now time.Time) *schedule {
@@ -233,7 +234,8 @@ func (e *cachedExporter) step(now time.Time, st *schedule) (settleIn time.Durati
 	}
 	if now.Sub(st.lastLog) >= e.cfg.RenderInterval {
 		st.lastLog = now
-		e.logEvents()
+		e.countEvents(st)
+		e.logEvents(st)
 	}
 	neverRendered := e.snapshot.Load() == nil
 	due := neverRendered && now.Sub(st.start) >= e.firstRenderWait
@@ -250,6 +252,9 @@ func (e *cachedExporter) step(now time.Time, st *schedule) (settleIn time.Durati
 	if !due || now.Before(st.nextRender) {
 		return 0
 	}
+	// Counted before the render: a snapshot showing an overflow series
+	// never comes before the telemetry counting what went into it.
+	e.countEvents(st)
 	work := e.renderNow()
 	// Idle at least as long as the render's processor time: at most half
 	// a core on average, also when a large body was compressed on several.
@@ -276,12 +281,22 @@ func (e *cachedExporter) renderNow() time.Duration {
 	return max(took, took-e.renderer.waited+e.renderer.work)
 }
 
-// logEvents records what ingest counted since the last call in own
-// telemetry, and logs a warning for points folded into overflow series or
-// dropped: at most one line per render_interval, never one per point.
-func (e *cachedExporter) logEvents() {
+// countEvents records what ingest counted since the last call in own
+// telemetry, and keeps it for the next log line.
+func (e *cachedExporter) countEvents(st *schedule) {
 	ev := e.store.takeEvents()
 	e.telemetry.recordEvents(ev)
+	for k, n := range ev {
+		st.unlogged[k] += n
+	}
+}
+
+// logEvents logs a warning for points counted since the last line that were
+// folded into overflow series or dropped: at most one line per
+// render_interval, never one per point.
+func (e *cachedExporter) logEvents(st *schedule) {
+	ev := st.unlogged
+	st.unlogged = [numEvents]int64{}
 	if n := ev[eventOverflow]; n > 0 {
 		e.logger.Warn("max_series reached: data points of new series were added to the overflow series (otel_metric_overflow=\"true\")",
 			zap.Int("max_series", e.cfg.MaxSeries),
