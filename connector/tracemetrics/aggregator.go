@@ -6,9 +6,9 @@ import (
 
 	"github.com/jonboulle/clockwork"
 
-	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/hash"
-	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/intake"
-	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/sampling"
+	"github.com/otelcol-red/otelcol-red/internal/hash"
+	"github.com/otelcol-red/otelcol-red/internal/intake"
+	"github.com/otelcol-red/otelcol-red/internal/sampling"
 )
 
 // aggregator is the single consumer of the intake ring. It alone owns the series tables and

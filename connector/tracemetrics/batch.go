@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 	"unsafe"
 
-	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/sampling"
+	"github.com/otelcol-red/otelcol-red/internal/sampling"
 )
 
 // deltaBatch is what one ConsumeTraces call hands to the aggregator: the call's spans reduced

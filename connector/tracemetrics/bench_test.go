@@ -30,7 +30,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
-	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/hash"
+	"github.com/otelcol-red/otelcol-red/internal/hash"
 )
 
 // Benchmarks run spanmetrics v0.145.0 and tracemetrics side by side on identical input, in the

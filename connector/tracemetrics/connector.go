@@ -11,7 +11,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.uber.org/zap"
 
-	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/intake"
+	"github.com/otelcol-red/otelcol-red/internal/intake"
 )
 
 var errShutdown = errors.New("tracemetrics connector is shut down")

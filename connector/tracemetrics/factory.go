@@ -13,8 +13,8 @@ import (
 	"go.opentelemetry.io/collector/connector"
 	"go.opentelemetry.io/collector/consumer"
 
-	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/hash"
 	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/metadata"
+	"github.com/otelcol-red/otelcol-red/internal/hash"
 )
 
 // Defaults. spanmetrics' defaults are kept as they are; ours are chosen in README.md.

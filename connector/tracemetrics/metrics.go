@@ -10,8 +10,8 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
-	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/intake"
 	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/metadata"
+	"github.com/otelcol-red/otelcol-red/internal/intake"
 )
 
 // telemetry is the connector's own telemetry. The hot paths only touch atomics; the OTel

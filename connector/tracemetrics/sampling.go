@@ -8,7 +8,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
-	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/sampling"
+	"github.com/otelcol-red/otelcol-red/internal/sampling"
 )
 
 // SamplingConfig configures sampling weights: a span kept by a probabilistic sampler stands

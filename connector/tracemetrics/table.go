@@ -3,7 +3,7 @@ package tracemetrics // import "github.com/otelcol-red/otelcol-red/connector/tra
 import (
 	"bytes"
 
-	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/hash"
+	"github.com/otelcol-red/otelcol-red/internal/hash"
 )
 
 // seriesTable holds the identity of every series of one family: the hash index, and per id

@@ -28,7 +28,7 @@
 // being processed): a producer whose item would pass the bound waits like one that finds the ring
 // full. Without it, producers on many cores that outpace the one consumer fill the ring with its
 // capacity in large items, and the memory of an instance grows with its cores.
-package intake // import "github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/intake"
+package intake // import "github.com/otelcol-red/otelcol-red/internal/intake"
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package intake // import "github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/intake"
+package intake // import "github.com/otelcol-red/otelcol-red/internal/intake"
 
 import (
 	"runtime"

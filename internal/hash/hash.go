@@ -6,7 +6,7 @@
 // maps those 64-bit hashes to uint32 ids in flat slices — no pointers for the GC to scan, no
 // string keys. It does not decide equality: several ids may share a hash, and callers compare
 // the canonical key bytes they keep for each id (collisions are handled exactly).
-package hash // import "github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/hash"
+package hash // import "github.com/otelcol-red/otelcol-red/internal/hash"
 
 import "hash/maphash"
 

@@ -4,7 +4,7 @@
 // because it runs for every span of the connector's hot path.
 //
 // https://opentelemetry.io/docs/specs/otel/trace/tracestate-probability-sampling/
-package sampling // import "github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/sampling"
+package sampling // import "github.com/otelcol-red/otelcol-red/internal/sampling"
 
 import (
 	"math"
