@@ -24,7 +24,7 @@ func BenchmarkKey(b *testing.B) {
 func BenchmarkGrouping(b *testing.B) {
 	cfg := testConfig()
 	cfg.HotKeys.Keys = []StaticHotKey{{Key: "svc-0", Fanout: 4}}
-	g := newGrouping(newKeyer(cfg), newHotKeys(cfg.HotKeys))
+	g := newGrouping(cfg, newHotKeys(cfg.HotKeys))
 	td := ptrace.NewTraces()
 	for i := 0; i < 120; i++ {
 		n := 3

@@ -15,6 +15,8 @@ import (
 const (
 	encodingProto = "otlp_proto"
 	encodingJSON  = "otlp_json"
+	keyByResource = "resource"
+	keyByTraceID  = "trace_id"
 	// maxFanout bounds fan-out: a key spread over more partitions than a
 	// topic usually has brings back the copies affinity removes.
 	maxFanout = 256
@@ -59,6 +61,20 @@ type Config struct {
 
 	// HotKeys spreads keys too busy for one partition over several.
 	HotKeys HotKeysConfig `mapstructure:"hot_keys"`
+
+	// KeyBy chooses what shares a partition. "resource" (default): the
+	// spans of one partition_by key, so a service's series stay on one
+	// gateway. "trace_id": the spans of one trace, whichever agent sends
+	// them, spread over trace_id_buckets partitions; this is what a graph
+	// tier needs, where the client and server spans of one call must meet
+	// in one connector (configs/agent.yaml's graph topic). partition_by,
+	// fallback_key and hot_keys do not apply to "trace_id".
+	KeyBy string `mapstructure:"key_by"`
+	// TraceIDBuckets is, with key_by: trace_id, the number of records a
+	// request is split into by trace ID, each going to its own partition.
+	// Default 16, from 2 to 256: set it to the topic's partition count (or
+	// a multiple of it) so every partition gets an even share.
+	TraceIDBuckets int `mapstructure:"trace_id_buckets"`
 }
 
 // HotKeysConfig configures hot key detection and fan-out.
@@ -122,6 +138,18 @@ func (c *Config) Validate() error {
 		}
 	}
 	h := c.HotKeys
+	switch c.KeyBy {
+	case keyByResource:
+	case keyByTraceID:
+		if c.TraceIDBuckets < 2 || c.TraceIDBuckets > maxFanout {
+			errs = errors.Join(errs, fmt.Errorf("trace_id_buckets must be between 2 and %d, got %d", maxFanout, c.TraceIDBuckets))
+		}
+		if h.SpansPerSecond > 0 || len(h.Keys) > 0 {
+			errs = errors.Join(errs, errors.New("hot_keys does not apply with key_by: trace_id (every trace is already spread over trace_id_buckets partitions)"))
+		}
+	default:
+		errs = errors.Join(errs, fmt.Errorf("key_by must be %q or %q, got %q", keyByResource, keyByTraceID, c.KeyBy))
+	}
 	if h.SpansPerSecond < 0 {
 		errs = errors.Join(errs, errors.New("hot_keys.spans_per_second must not be negative"))
 	}

@@ -36,6 +36,11 @@ func TestLoadConfig(t *testing.T) {
 		Keys: []StaticHotKey{{Key: "shop|checkout", Fanout: 8}},
 	}
 
+	graph := createDefaultConfig().(*Config)
+	graph.Topic = "otlp_graph_spans"
+	graph.KeyBy = keyByTraceID
+	graph.TraceIDBuckets = 24
+
 	tests := []struct {
 		id           component.ID
 		expected     component.Config
@@ -43,6 +48,7 @@ func TestLoadConfig(t *testing.T) {
 	}{
 		{id: component.NewID(metadata.Type), expected: createDefaultConfig()},
 		{id: component.NewIDWithName(metadata.Type, "full"), expected: full},
+		{id: component.NewIDWithName(metadata.Type, "graph"), expected: graph},
 		{id: component.NewIDWithName(metadata.Type, "invalid_encoding"), errorMessage: []string{`encoding must be "otlp_proto" or "otlp_json", got "zipkin_proto"`}},
 		{id: component.NewIDWithName(metadata.Type, "empty_partition_by"), errorMessage: []string{"partition_by must name at least one resource attribute"}},
 		{id: component.NewIDWithName(metadata.Type, "invalid_hot_keys"), errorMessage: []string{
@@ -55,6 +61,11 @@ func TestLoadConfig(t *testing.T) {
 			"hot_keys.keys[1].fanout must be between 2 and 256, got 300",
 		}},
 		{id: component.NewIDWithName(metadata.Type, "kerberos"), errorMessage: []string{"auth.kerberos is not supported"}},
+		{id: component.NewIDWithName(metadata.Type, "invalid_key_by"), errorMessage: []string{`key_by must be "resource" or "trace_id", got "span_id"`}},
+		{id: component.NewIDWithName(metadata.Type, "trace_id_with_hot_keys"), errorMessage: []string{
+			"trace_id_buckets must be between 2 and 256, got 1",
+			"hot_keys does not apply with key_by: trace_id",
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.id.String(), func(t *testing.T) {

@@ -47,7 +47,7 @@ func newExporter(cfg *Config, set exporter.Settings, clock clockwork.Clock) (*af
 		m := &ptrace.ProtoMarshaler{}
 		e.marshal = m.MarshalTraces
 	}
-	e.groupings.New = func() any { return newGrouping(newKeyer(cfg), e.hot) }
+	e.groupings.New = func() any { return newGrouping(cfg, e.hot) }
 	t, err := newTelemetry(set.TelemetrySettings, e.hot)
 	if err != nil {
 		return nil, err
@@ -113,10 +113,16 @@ func (e *affinityExporter) ConsumeTraces(ctx context.Context, td ptrace.Traces) 
 	e.telemetry.recordKeying(ctx, g.fallbackSpans, g.cutKeys)
 
 	var records []*kgo.Record
-	var normalRecords, normalSpans, hotRecords, hotSpans int
+	var sent [numKeyClasses]struct{ records, spans int }
 	for gi := range g.groups {
 		grp := &g.groups[gi]
-		hot := len(grp.subs) > 1
+		class := classNormal
+		switch {
+		case g.traceBuckets > 0:
+			class = classTraceID
+		case len(grp.subs) > 1:
+			class = classHot
+		}
 		for sub, t := range grp.subs {
 			if t == (ptrace.Traces{}) {
 				continue
@@ -126,14 +132,11 @@ func (e *affinityExporter) ConsumeTraces(ctx context.Context, td ptrace.Traces) 
 				return consumererror.NewPermanent(fmt.Errorf("cannot marshal traces for key %q: %w", grp.key, err))
 			}
 			r := &kgo.Record{Key: []byte(grp.key), Value: value}
-			if hot {
+			if len(grp.subs) > 1 {
 				r.Context = &subRecordContext{Context: ctx, sub: sub}
-				hotRecords++
-				hotSpans += grp.spans[sub]
-			} else {
-				normalRecords++
-				normalSpans += grp.spans[sub]
 			}
+			sent[class].records++
+			sent[class].spans += grp.spans[sub]
 			records = append(records, r)
 		}
 	}
@@ -150,11 +153,10 @@ func (e *affinityExporter) ConsumeTraces(ctx context.Context, td ptrace.Traces) 
 		}
 		return err
 	}
-	if normalRecords > 0 {
-		e.telemetry.recordSent(ctx, false, normalRecords, normalSpans)
-	}
-	if hotRecords > 0 {
-		e.telemetry.recordSent(ctx, true, hotRecords, hotSpans)
+	for class, n := range sent {
+		if n.records > 0 {
+			e.telemetry.recordSent(ctx, keyClass(class), n.records, n.spans)
+		}
 	}
 	return nil
 }

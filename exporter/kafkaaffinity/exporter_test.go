@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/exporter/exportertest"
+	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 )
 
@@ -90,6 +91,54 @@ func TestExporterWritesOneRecordPerKey(t *testing.T) {
 	assert.Len(t, recs, 6, "a, b, _unkeyed and three hot sub-records")
 	assert.Equal(t, map[string]int{"a": 3, "b": 2, "_unkeyed": 1, "hot": 30}, spans)
 	assert.Len(t, hotParts, 3, "the hot key's sub-records take three partitions")
+}
+
+// TestExporterKeysByTraceID: with key_by: trace_id, the spans of one trace
+// share a partition whichever service (and so whichever request) carried
+// them, and trace_id_buckets equal to the partition count use every
+// partition once.
+func TestExporterKeysByTraceID(t *testing.T) {
+	c := fakeCluster(t)
+	cfg := testConfig()
+	cfg.Brokers = c.ListenAddrs()
+	cfg.KeyBy = keyByTraceID
+	cfg.TraceIDBuckets = testPartitions
+	exp, err := newExporter(cfg, exportertest.NewNopSettings(NewFactory().Type()), clockwork.NewRealClock())
+	require.NoError(t, err)
+	require.NoError(t, exp.Start(context.Background(), componenttest.NewNopHost()))
+	defer func() { require.NoError(t, exp.Shutdown(context.Background())) }()
+
+	// Two agents: the client spans of 120 traces in one request, their
+	// server spans in another.
+	client, server := ptrace.NewTraces(), ptrace.NewTraces()
+	addResource(client, "frontend", 240, 120)
+	addResource(server, "backend", 120, 120)
+	require.NoError(t, exp.ConsumeTraces(context.Background(), client))
+	require.NoError(t, exp.ConsumeTraces(context.Background(), server))
+
+	recs := readAll(t, cfg.Brokers, client.SpanCount()+server.SpanCount())
+	where := map[pcommon.TraceID]int32{}
+	parts := map[int32]int{}
+	for _, r := range recs {
+		assert.Equal(t, traceIDKey, r.key)
+		parts[r.partition]++
+		rss := r.traces.ResourceSpans()
+		for i := 0; i < rss.Len(); i++ {
+			spans := rss.At(i).ScopeSpans().At(0).Spans()
+			for j := 0; j < spans.Len(); j++ {
+				id := spans.At(j).TraceID()
+				if p, ok := where[id]; ok {
+					require.Equal(t, p, r.partition, "trace %v on two partitions", id)
+				}
+				where[id] = r.partition
+			}
+		}
+	}
+	assert.Len(t, where, 120)
+	assert.Len(t, parts, testPartitions, "every partition")
+	for p, n := range parts {
+		assert.Equal(t, 2, n, "partition %d: one record per request", p)
+	}
 }
 
 func TestExporterJSON(t *testing.T) {

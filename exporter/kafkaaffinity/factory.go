@@ -42,6 +42,9 @@ const (
 	// defaultMaxTrackedKeys bounds the rate tracker; keys beyond it are never
 	// detected as hot (counted) but are still keyed and sent.
 	defaultMaxTrackedKeys = 10_000
+	// defaultTraceIDBuckets matches a topic of 16 partitions; a graph topic
+	// is usually sized like the spans topic.
+	defaultTraceIDBuckets = 16
 )
 
 // NewFactory creates the kafkaaffinity exporter factory.
@@ -64,6 +67,8 @@ func createDefaultConfig() component.Config {
 		PartitionBy:      []string{defaultPartitionBy},
 		FallbackKey:      defaultFallbackKey,
 		MaxKeyBytes:      defaultMaxKeyBytes,
+		KeyBy:            keyByResource,
+		TraceIDBuckets:   defaultTraceIDBuckets,
 		HotKeys: HotKeysConfig{
 			Interval:       defaultHotInterval,
 			Fanout:         defaultHotFanout,

@@ -19,17 +19,29 @@ type recordGroup struct {
 // exactly one group; a hot key's ResourceSpans is split by trace ID, so each
 // span goes to exactly one sub-key and a trace never spans two.
 type grouping struct {
-	keyer  *keyer
-	hot    *hotKeys
-	index  map[string]int
-	groups []recordGroup
+	keyer *keyer
+	hot   *hotKeys
+	// traceBuckets, when not 0, is key_by: trace_id: every span goes to
+	// sub-key traceID mod traceBuckets of one key, traceIDKey.
+	traceBuckets int
+	index        map[string]int
+	groups       []recordGroup
 	// counts for telemetry
 	fallbackSpans int
 	cutKeys       int
 }
 
-func newGrouping(k *keyer, h *hotKeys) *grouping {
-	return &grouping{keyer: k, hot: h, index: map[string]int{}}
+// traceIDKey is the one record key of key_by: trace_id. Sub-key i goes i
+// partitions after this key's own, so trace_id_buckets sub-keys cover that
+// many partitions, each once.
+const traceIDKey = "trace_id"
+
+func newGrouping(cfg *Config, h *hotKeys) *grouping {
+	g := &grouping{keyer: newKeyer(cfg), hot: h, index: map[string]int{}}
+	if cfg.KeyBy == keyByTraceID {
+		g.traceBuckets = cfg.TraceIDBuckets
+	}
+	return g
 }
 
 func (g *grouping) reset() {
@@ -41,6 +53,13 @@ func (g *grouping) reset() {
 
 func (g *grouping) add(td ptrace.Traces) {
 	rss := td.ResourceSpans()
+	if g.traceBuckets > 0 {
+		grp := g.group([]byte(traceIDKey), g.traceBuckets)
+		for i := 0; i < rss.Len(); i++ {
+			g.splitByTrace(grp, rss.At(i))
+		}
+		return
+	}
 	for i := 0; i < rss.Len(); i++ {
 		rs := rss.At(i)
 		n := spanCount(rs)
@@ -51,15 +70,7 @@ func (g *grouping) add(td ptrace.Traces) {
 		case keyCut:
 			g.cutKeys++
 		}
-		fanout := g.hot.observe(key, n)
-		gi, ok := g.index[string(key)]
-		if !ok {
-			gi = len(g.groups)
-			s := string(key)
-			g.groups = append(g.groups, recordGroup{key: s, subs: make([]ptrace.Traces, fanout), spans: make([]int, fanout)})
-			g.index[s] = gi
-		}
-		grp := &g.groups[gi]
+		grp := g.group(key, g.hot.observe(key, n))
 		// The width is fixed when the key is first seen in the request, so a
 		// tick in the middle of a request never moves a trace.
 		if len(grp.subs) == 1 {
@@ -70,6 +81,19 @@ func (g *grouping) add(td ptrace.Traces) {
 		}
 		g.splitByTrace(grp, rs)
 	}
+}
+
+// group returns the request's group of key, made with fanout sub-keys when
+// the key is first seen in the request.
+func (g *grouping) group(key []byte, fanout int) *recordGroup {
+	gi, ok := g.index[string(key)]
+	if !ok {
+		gi = len(g.groups)
+		s := string(key)
+		g.groups = append(g.groups, recordGroup{key: s, subs: make([]ptrace.Traces, fanout), spans: make([]int, fanout)})
+		g.index[s] = gi
+	}
+	return &g.groups[gi]
 }
 
 func (grp *recordGroup) sub(i int) ptrace.Traces {

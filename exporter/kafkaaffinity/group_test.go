@@ -13,7 +13,7 @@ import (
 func TestGroupingKeepsEverySpanOnce(t *testing.T) {
 	cfg := testConfig()
 	cfg.HotKeys.Keys = []StaticHotKey{{Key: "hot", Fanout: 4}}
-	g := newGrouping(newKeyer(cfg), newHotKeys(cfg.HotKeys))
+	g := newGrouping(cfg, newHotKeys(cfg.HotKeys))
 
 	td := ptrace.NewTraces()
 	addResource(td, "a", 3, 3)
@@ -73,7 +73,7 @@ func TestGroupingFansOutDetectedKey(t *testing.T) {
 	cfg.HotKeys.SpansPerSecond = 10
 	cfg.HotKeys.Fanout = 3
 	h := newHotKeys(cfg.HotKeys)
-	g := newGrouping(newKeyer(cfg), h)
+	g := newGrouping(cfg, h)
 
 	td := ptrace.NewTraces()
 	addResource(td, "busy", 30, 30)

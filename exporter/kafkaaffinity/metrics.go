@@ -20,22 +20,25 @@ type telemetry struct {
 	cutKeys       metric.Int64Counter
 	registration  metric.Registration
 
-	normal, hot metric.AddOption
+	classes [numKeyClasses]metric.AddOption
 }
 
 func newTelemetry(set component.TelemetrySettings, hk *hotKeys) (*telemetry, error) {
 	t := &telemetry{
-		normal: metric.WithAttributeSet(attribute.NewSet(attribute.String("class", "normal"))),
-		hot:    metric.WithAttributeSet(attribute.NewSet(attribute.String("class", "hot"))),
+		classes: [numKeyClasses]metric.AddOption{
+			classNormal:  metric.WithAttributeSet(attribute.NewSet(attribute.String("class", "normal"))),
+			classHot:     metric.WithAttributeSet(attribute.NewSet(attribute.String("class", "hot"))),
+			classTraceID: metric.WithAttributeSet(attribute.NewSet(attribute.String("class", "trace_id"))),
+		},
 	}
 	meter := set.MeterProvider.Meter(metadata.ScopeName)
 	var errs, err error
 	t.records, err = meter.Int64Counter("otelcol_exporter_kafkaaffinity_records",
-		metric.WithDescription("Records acknowledged by Kafka, by key class (normal, hot)."),
+		metric.WithDescription("Records acknowledged by Kafka, by key class (normal, hot, trace_id)."),
 		metric.WithUnit("{record}"))
 	errs = errors.Join(errs, err)
 	t.spans, err = meter.Int64Counter("otelcol_exporter_kafkaaffinity_spans",
-		metric.WithDescription("Spans in records acknowledged by Kafka, by key class (normal, hot)."),
+		metric.WithDescription("Spans in records acknowledged by Kafka, by key class (normal, hot, trace_id)."),
 		metric.WithUnit("{span}"))
 	errs = errors.Join(errs, err)
 	t.fallbackSpans, err = meter.Int64Counter("otelcol_exporter_kafkaaffinity_fallback_spans",
@@ -64,11 +67,19 @@ func newTelemetry(set component.TelemetrySettings, hk *hotKeys) (*telemetry, err
 	return t, err
 }
 
-func (t *telemetry) recordSent(ctx context.Context, hot bool, records, spans int) {
-	opt := t.normal
-	if hot {
-		opt = t.hot
-	}
+// keyClass is how a record was keyed, the class attribute of the records and
+// spans counters.
+type keyClass int
+
+const (
+	classNormal  keyClass = iota // one record per partition_by key
+	classHot                     // a hot key's sub-record
+	classTraceID                 // a trace_id bucket's record (key_by: trace_id)
+	numKeyClasses
+)
+
+func (t *telemetry) recordSent(ctx context.Context, class keyClass, records, spans int) {
+	opt := t.classes[class]
 	t.records.Add(ctx, int64(records), opt)
 	t.spans.Add(ctx, int64(spans), opt)
 }
