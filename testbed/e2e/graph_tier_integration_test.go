@@ -1,0 +1,211 @@
+//go:build integration
+
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+)
+
+// The calls of TestGraphTierPairsAcrossServiceKeys: services gt00 … gt19, call i from service
+// i mod 20 to service (7i+3) mod 20 (never itself), every 5th answered with an error.
+const (
+	gtServices   = 20
+	gtCalls      = 2000
+	gtPerRequest = 200
+	gtErrorEvery = 5
+	gtPartitions = 4
+)
+
+func gtService(i int) string { return fmt.Sprintf("gt%02d", i) }
+
+// gtEdge is the (client, server) pair of call i.
+func gtEdge(i int) (client, server string) {
+	return gtService(i % gtServices), gtService((7*i + 3) % gtServices)
+}
+
+// gtTraces returns calls [first, first+n): the client side (the caller's root SERVER span and its
+// CLIENT span) and the server side (the callee's SERVER span), one ResourceSpans per span so that
+// the agent's spans topic keys every span by its own service; and an INTERNAL span of the caller.
+func gtTraces(run byte, first, n int) (clientSide, serverSide ptrace.Traces) {
+	clientSide, serverSide = ptrace.NewTraces(), ptrace.NewTraces()
+	scope := func(td ptrace.Traces, service string) ptrace.ScopeSpans {
+		rs := td.ResourceSpans().AppendEmpty()
+		rs.Resource().Attributes().PutStr("service.name", service)
+		return rs.ScopeSpans().AppendEmpty()
+	}
+	now := time.Now()
+	for i := first; i < first+n; i++ {
+		c, s := gtEdge(i)
+		var trace pcommon.TraceID
+		trace[0], trace[1] = 0x97, run
+		copy(trace[8:], strconv.AppendInt(nil, int64(i), 16))
+		id := func(k byte) pcommon.SpanID { return pcommon.SpanID{0x97, k, byte(i >> 8), byte(i)} }
+		sgSpan(scope(clientSide, c), ptrace.SpanKindServer, trace, id(1), pcommon.SpanID{}, now, 30*time.Millisecond, false)
+		sgSpan(scope(clientSide, c), ptrace.SpanKindClient, trace, id(2), id(1), now, 20*time.Millisecond, false)
+		// Never part of an edge: the agent keeps it off the graph topic.
+		sgSpan(scope(clientSide, c), ptrace.SpanKindInternal, trace, id(4), id(1), now, time.Millisecond, false)
+		sgSpan(scope(serverSide, s), ptrace.SpanKindServer, trace, id(3), id(2), now, 10*time.Millisecond, i%gtErrorEvery == 0)
+	}
+	return clientSide, serverSide
+}
+
+// agentGraphOverlay is configs/agent-graph.yaml writing to topic with buckets trace-ID buckets.
+func agentGraphOverlay(t *testing.T, topic string, buckets int) string {
+	t.Helper()
+	b, err := os.ReadFile(configPath("agent-graph.yaml"))
+	require.NoError(t, err)
+	s := strings.ReplaceAll(string(b), "${env:KAFKA_GRAPH_TOPIC:-otlp_graph_spans}", topic)
+	return strings.ReplaceAll(s, "${env:KAFKA_GRAPH_BUCKETS:-16}", strconv.Itoa(buckets))
+}
+
+// startGraphGateway runs configs/graph-gateway.yaml reading topic in consumer group group.
+func startGraphGateway(t *testing.T, broker, topic, group string) *gateway {
+	t.Helper()
+	metrics, telemetry := freeAddr(t), freeAddr(t)
+	env := map[string]string{
+		"KAFKA_BROKERS":          broker,
+		"KAFKA_GRAPH_TOPIC":      topic,
+		"KAFKA_GRAPH_GROUP":      group,
+		"METRICS_ENDPOINT":       metrics,
+		"HEALTH_ENDPOINT":        freeAddr(t),
+		"TELEMETRY_PORT":         portOf(telemetry),
+		"METRICS_FLUSH_INTERVAL": "1s",
+	}
+	return &gateway{
+		Collector:    StartCollector(t, configPath("graph-gateway.yaml"), env),
+		metricsURL:   "http://" + metrics + "/metrics",
+		telemetryURL: "http://" + telemetry + "/metrics",
+	}
+}
+
+// TestGraphTierPairsAcrossServiceKeys sends 2000 calls between 20 services through
+// configs/agent.yaml with the configs/agent-graph.yaml overlay, the callee's spans in one request
+// and the caller's in the next, and reads the service graph from two graph gateways
+// (configs/graph-gateway.yaml) in one consumer group:
+//   - on the graph topic, keyed by trace ID, both spans of every call reach the same gateway, so
+//     the requests and failures per edge, summed over the gateways, are exactly the calls sent;
+//   - on the spans topic, keyed by service, the two spans of a call land on the gateways of their
+//     two services, so a large share of the calls is never paired: why the tier has its own topic.
+func TestGraphTierPairsAcrossServiceKeys(t *testing.T) {
+	broker := startKafka(t)
+	for _, tc := range []struct {
+		name      string
+		byTraceID bool
+	}{
+		{"graph topic by trace ID", true},
+		{"spans topic by service", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			suffix := "service"
+			if tc.byTraceID {
+				suffix = "trace"
+			}
+			spansTopic, graphTopic := "gt-spans-"+suffix, "gt-graph-"+suffix
+			createTopic(t, spansTopic, gtPartitions)
+			createTopic(t, graphTopic, gtPartitions)
+			read := spansTopic
+			if tc.byTraceID {
+				read = graphTopic
+			}
+			gws := []*gateway{
+				startGraphGateway(t, broker, read, "gt-"+suffix),
+				startGraphGateway(t, broker, read, "gt-"+suffix),
+			}
+			requireAllAssigned(t, read, gws)
+			ag := startAgent(t, broker, spansTopic, agentGraphOverlay(t, graphTopic, gtPartitions))
+			sender := newESOTLPSender(t, ag.otlpHTTP)
+
+			want, wantFailed := map[[2]string]int{}, map[[2]string]int{}
+			var run byte = 1
+			if tc.byTraceID {
+				run = 2
+			}
+			for first := 0; first < gtCalls; first += gtPerRequest {
+				clientSide, serverSide := gtTraces(run, first, gtPerRequest)
+				require.NoError(t, sender.send(serverSide))
+				require.NoError(t, sender.send(clientSide))
+				for i := first; i < first+gtPerRequest; i++ {
+					c, s := gtEdge(i)
+					want[[2]string{c, s}]++
+					if i%gtErrorEvery == 0 {
+						wantFailed[[2]string{c, s}]++
+					}
+				}
+			}
+
+			// Requests between the services, summed over the gateways, per edge.
+			edges := func() (requests, failed map[[2]string]int, err error) {
+				requests, failed = map[[2]string]int{}, map[[2]string]int{}
+				for _, g := range gws {
+					fams, err := scrape(g.metricsURL)
+					if err != nil {
+						return nil, nil, err
+					}
+					for family, into := range map[string]map[[2]string]int{
+						"traces_service_graph_request_total":        requests,
+						"traces_service_graph_request_failed_total": failed,
+					} {
+						for _, m := range fams[family].GetMetric() {
+							l := map[string]string{}
+							for _, lp := range m.GetLabel() {
+								l[lp.GetName()] = lp.GetValue()
+							}
+							if strings.HasPrefix(l["client"], "gt") && strings.HasPrefix(l["server"], "gt") {
+								into[[2]string{l["client"], l["server"]}] += int(m.GetCounter().GetValue())
+							}
+						}
+					}
+				}
+				return requests, failed, nil
+			}
+			sum := func(m map[[2]string]int) (n int) {
+				for _, v := range m {
+					n += v
+				}
+				return n
+			}
+			if tc.byTraceID {
+				paired := 0
+				ok := waitFor(2*time.Minute, func() bool {
+					requests, _, err := edges()
+					paired = sum(requests)
+					return err == nil && paired >= gtCalls
+				})
+				require.True(t, ok, "paired requests: %d of %d", paired, gtCalls)
+				// One more flush: nothing beyond the calls sent comes.
+				time.Sleep(2 * time.Second)
+				requests, failed, err := edges()
+				require.NoError(t, err)
+				require.Equal(t, want, requests, "requests per edge, summed over the gateways")
+				require.Equal(t, wantFailed, failed, "failed requests per edge")
+				t.Logf("%d calls on %d edges paired exactly over %d graph gateways", sum(requests), len(requests), len(gws))
+
+				// The agent wrote every span to the spans topic and only the edge spans (not the
+				// INTERNAL ones) to the graph topic.
+				own := Scrape(t, ag.telemetryURL)
+				spans := "otelcol_exporter_kafkaaffinity_spans_total"
+				byService, _ := SumSeries(own, spans, map[string]string{"class": "normal"})
+				byTrace, _ := SumSeries(own, spans, map[string]string{"class": "trace_id"})
+				require.Equal(t, float64(4*gtCalls), byService, "spans on the spans topic")
+				require.Equal(t, float64(3*gtCalls), byTrace, "spans on the graph topic")
+				return
+			}
+			// By service: wait until the unpaired halves expired (store ttl 10 s) and the gateways
+			// flushed, then count what was paired.
+			time.Sleep(15 * time.Second)
+			requests, _, err := edges()
+			require.NoError(t, err)
+			t.Logf("spans topic keyed by service: %d of %d calls paired", sum(requests), gtCalls)
+			require.Less(t, sum(requests), gtCalls*9/10, "calls paired when the two spans go to the gateways of their services")
+		})
+	}
+}
