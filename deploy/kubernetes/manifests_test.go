@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -35,6 +36,7 @@ type manifests struct {
 	configMaps   map[string]*corev1.ConfigMap
 	services     []*corev1.Service
 	statefulSets []*appsv1.StatefulSet
+	deployments  []*appsv1.Deployment
 	daemonSets   []*appsv1.DaemonSet
 	hpas         []*autoscalingv2.HorizontalPodAutoscaler
 	pdbs         []*policyv1.PodDisruptionBudget
@@ -55,6 +57,8 @@ func newObject(apiVersion, kind string) any {
 		return &corev1.Service{}
 	case "apps/v1 StatefulSet":
 		return &appsv1.StatefulSet{}
+	case "apps/v1 Deployment":
+		return &appsv1.Deployment{}
 	case "apps/v1 DaemonSet":
 		return &appsv1.DaemonSet{}
 	case "autoscaling/v2 HorizontalPodAutoscaler":
@@ -105,6 +109,8 @@ func loadManifests(t *testing.T) *manifests {
 				m.services = append(m.services, o)
 			case *appsv1.StatefulSet:
 				m.statefulSets = append(m.statefulSets, o)
+			case *appsv1.Deployment:
+				m.deployments = append(m.deployments, o)
 			case *appsv1.DaemonSet:
 				m.daemonSets = append(m.daemonSets, o)
 			case *autoscalingv2.HorizontalPodAutoscaler:
@@ -140,6 +146,9 @@ func (m *manifests) workloads() []workload {
 	for _, s := range m.statefulSets {
 		w = append(w, workload{"StatefulSet " + s.Name, s.Spec.Template})
 	}
+	for _, d := range m.deployments {
+		w = append(w, workload{"Deployment " + d.Name, d.Spec.Template})
+	}
 	for _, d := range m.daemonSets {
 		w = append(w, workload{"DaemonSet " + d.Name, d.Spec.Template})
 	}
@@ -149,11 +158,13 @@ func (m *manifests) workloads() []workload {
 func TestManifestsParseIntoAPITypes(t *testing.T) {
 	m := loadManifests(t)
 	require.Len(t, m.statefulSets, 1, "the gateway StatefulSet")
+	require.Len(t, m.deployments, 1, "the graph gateway Deployment")
 	require.Len(t, m.daemonSets, 1, "the agent DaemonSet")
-	require.Len(t, m.hpas, 1)
-	require.Len(t, m.pdbs, 1)
+	require.Len(t, m.hpas, 2, "gateways and graph gateways")
+	require.Len(t, m.pdbs, 2, "gateways and graph gateways")
 	require.Len(t, m.podMonitors, 1)
 	require.Contains(t, m.configMaps, "otelcol-red-gateway")
+	require.Contains(t, m.configMaps, "otelcol-red-graph-gateway")
 	require.Contains(t, m.configMaps, "otelcol-red-agent")
 	require.Len(t, m.namespaces, 1)
 	ns := m.namespaces[0].Name
@@ -242,59 +253,99 @@ func envValue(c corev1.Container, name string) string {
 	return ""
 }
 
+// checkScaledTier checks the objects around a tier of interchangeable Kafka consumers (gateways,
+// graph gateways): the workload's selector, its headless Service, its HPA and PDB select its pods
+// and no other workload's, and the PodMonitor and the scrape annotations reach its metrics port.
+// It returns the container ports by name.
+func checkScaledTier(t *testing.T, m *manifests, kind, name string, selector *metav1.LabelSelector, pod corev1.PodTemplateSpec, serviceName string) map[string]int32 {
+	t.Helper()
+	podLabels := labels.Set(pod.Labels)
+	sel, err := metaSelector(selector.MatchLabels)
+	require.NoError(t, err)
+	assert.True(t, sel.Matches(podLabels), "%s selector matches its pods", name)
+	// Pods of every other workload: a selector of this tier must match none of them.
+	var others []workload
+	for _, w := range m.workloads() {
+		if w.name != kind+" "+name {
+			others = append(others, w)
+		}
+	}
+	require.Len(t, others, len(m.workloads())-1, "%s %s is among the workloads", kind, name)
+	selectsOnlyThis := func(what string, s labels.Selector) {
+		t.Helper()
+		assert.True(t, s.Matches(podLabels), "%s selects the pods of %s", what, name)
+		for _, o := range others {
+			assert.False(t, s.Matches(labels.Set(o.pod.Labels)), "%s selects the pods of %s too", what, o.name)
+		}
+	}
+
+	var svc *corev1.Service
+	for _, s := range m.services {
+		if s.Name == serviceName {
+			svc = s
+		}
+	}
+	require.NotNil(t, svc, "Service %s", serviceName)
+	// Every pod is scraped (a tier's counters are summed over its pods): one DNS record per pod,
+	// not a virtual IP that hands each scrape to one pod.
+	assert.Equal(t, corev1.ClusterIPNone, svc.Spec.ClusterIP, "Service %s is headless", serviceName)
+	selectsOnlyThis("Service "+svc.Name, labels.SelectorFromSet(svc.Spec.Selector))
+	containerPorts := map[string]int32{}
+	for _, c := range pod.Spec.Containers {
+		for _, p := range c.Ports {
+			containerPorts[p.Name] = p.ContainerPort
+		}
+	}
+	for _, p := range svc.Spec.Ports {
+		_, ok := containerPorts[p.TargetPort.String()]
+		assert.True(t, ok, "Service %s port %s targets a container port", svc.Name, p.Name)
+	}
+
+	var hpas []*autoscalingv2.HorizontalPodAutoscaler
+	for _, h := range m.hpas {
+		if h.Spec.ScaleTargetRef.Kind == kind && h.Spec.ScaleTargetRef.Name == name {
+			hpas = append(hpas, h)
+		}
+	}
+	require.Len(t, hpas, 1, "one HPA scales %s %s", kind, name)
+	hpa := hpas[0]
+	require.Len(t, hpa.Spec.Metrics, 1)
+	require.NotNil(t, hpa.Spec.Metrics[0].Resource)
+	assert.Equal(t, corev1.ResourceCPU, hpa.Spec.Metrics[0].Resource.Name, "HPA %s scales on CPU", hpa.Name)
+	require.NotNil(t, hpa.Spec.MinReplicas)
+	assert.GreaterOrEqual(t, *hpa.Spec.MinReplicas, int32(2), "HPA %s: two pods at least, so the PDB lets one go", hpa.Name)
+
+	var pdbs int
+	for _, pdb := range m.pdbs {
+		s, err := metaSelector(pdb.Spec.Selector.MatchLabels)
+		require.NoError(t, err)
+		if s.Matches(podLabels) {
+			pdbs++
+			selectsOnlyThis("PDB "+pdb.Name, s)
+		}
+	}
+	assert.Equal(t, 1, pdbs, "one PDB covers %s", name)
+
+	pm := m.podMonitors[0]
+	pmSel, err := metaSelector(pm.Spec.Selector.MatchLabels)
+	require.NoError(t, err)
+	assert.True(t, pmSel.Matches(podLabels), "PodMonitor selects the pods of %s", name)
+	for _, e := range pm.Spec.PodMetricsEndpoints {
+		require.NotNil(t, e.Port)
+		_, ok := containerPorts[*e.Port]
+		assert.True(t, ok, "PodMonitor port %s is a port of %s", *e.Port, name)
+	}
+	require.Contains(t, containerPorts, "metrics")
+	assert.Equal(t, fmt.Sprint(containerPorts["metrics"]), pod.Annotations["prometheus.io/port"], "%s: prometheus.io/port is the metrics port", name)
+	return containerPorts
+}
+
 // TestGatewayTier checks that the objects around the StatefulSet select it and that its queue
 // directory is on the claimed volume.
 func TestGatewayTier(t *testing.T) {
 	m := loadManifests(t)
 	sts := m.statefulSets[0]
-	podLabels := labels.Set(sts.Spec.Template.Labels)
-
-	sel, err := metaSelector(sts.Spec.Selector.MatchLabels)
-	require.NoError(t, err)
-	assert.True(t, sel.Matches(podLabels), "StatefulSet selector matches its pods")
-
-	var governing *corev1.Service
-	for _, s := range m.services {
-		if s.Name == sts.Spec.ServiceName {
-			governing = s
-		}
-	}
-	require.NotNil(t, governing, "serviceName %s names a Service", sts.Spec.ServiceName)
-	assert.Equal(t, corev1.ClusterIPNone, governing.Spec.ClusterIP, "the governing Service is headless")
-	assert.True(t, labels.SelectorFromSet(governing.Spec.Selector).Matches(podLabels), "Service selects the gateways")
-	containerPorts := map[string]int32{}
-	for _, c := range sts.Spec.Template.Spec.Containers {
-		for _, p := range c.Ports {
-			containerPorts[p.Name] = p.ContainerPort
-		}
-	}
-	for _, p := range governing.Spec.Ports {
-		_, ok := containerPorts[p.TargetPort.String()]
-		assert.True(t, ok, "Service port %s targets a container port", p.Name)
-	}
-
-	hpa := m.hpas[0]
-	assert.Equal(t, "StatefulSet", hpa.Spec.ScaleTargetRef.Kind)
-	assert.Equal(t, sts.Name, hpa.Spec.ScaleTargetRef.Name)
-	require.Len(t, hpa.Spec.Metrics, 1)
-	assert.Equal(t, corev1.ResourceCPU, hpa.Spec.Metrics[0].Resource.Name, "HPA scales on CPU")
-	require.NotNil(t, hpa.Spec.MinReplicas)
-	assert.GreaterOrEqual(t, *hpa.Spec.MinReplicas, int32(2), "two gateways at least, so the PDB lets one go")
-
-	pdbSel, err := metaSelector(m.pdbs[0].Spec.Selector.MatchLabels)
-	require.NoError(t, err)
-	assert.True(t, pdbSel.Matches(podLabels), "PDB selects the gateways")
-
-	pm := m.podMonitors[0]
-	pmSel, err := metaSelector(pm.Spec.Selector.MatchLabels)
-	require.NoError(t, err)
-	assert.True(t, pmSel.Matches(podLabels), "PodMonitor selects the gateways")
-	for _, e := range pm.Spec.PodMetricsEndpoints {
-		require.NotNil(t, e.Port)
-		_, ok := containerPorts[*e.Port]
-		assert.True(t, ok, "PodMonitor port %s is a gateway port", *e.Port)
-	}
-	assert.Equal(t, "9464", sts.Spec.Template.Annotations["prometheus.io/port"])
+	containerPorts := checkScaledTier(t, m, "StatefulSet", sts.Name, sts.Spec.Selector, sts.Spec.Template, sts.Spec.ServiceName)
 	assert.Equal(t, int32(9464), containerPorts["metrics"])
 
 	// The Elasticsearch queue directory is the mount of a volume claim.
@@ -313,6 +364,66 @@ func TestGatewayTier(t *testing.T) {
 	require.NotNil(t, sts.Spec.Template.Spec.SecurityContext.FSGroup, "the volume must be writable by user 10001")
 }
 
+// Partitions per graph gateway the sizing asks for (README.md here, "Sizing"): enough that a
+// rebalance moves small pieces, few enough that a gateway is not idle.
+const (
+	minGraphPartitionsPerGateway = 2
+	maxGraphPartitionsPerGateway = 8
+)
+
+// TestGraphGatewayTier checks the graph gateways' Deployment and the objects around it, and that
+// they read the topic the agents write the edge spans to, with the partitions the agents key by.
+func TestGraphGatewayTier(t *testing.T) {
+	m := loadManifests(t)
+	require.Len(t, m.deployments, 1)
+	d := m.deployments[0]
+	containerPorts := checkScaledTier(t, m, "Deployment", d.Name, d.Spec.Selector, d.Spec.Template, d.Name)
+	c := d.Spec.Template.Spec.Containers[0]
+	assert.Equal(t, int32(9465), containerPorts["metrics"], "graph-gateway.yaml serves on 9465")
+	assert.Equal(t, "$(POD_IP):9465", envValue(c, "METRICS_ENDPOINT"))
+
+	// No disk: nothing but ConfigMaps is mounted (a Deployment's pods share no claim).
+	for _, v := range d.Spec.Template.Spec.Volumes {
+		assert.NotNil(t, v.ConfigMap, "graph gateway volume %s: only configuration is mounted", v.Name)
+	}
+
+	agent := m.daemonSets[0].Spec.Template.Spec.Containers[0]
+	topic := envValue(agent, "KAFKA_GRAPH_TOPIC")
+	require.NotEmpty(t, topic, "the agents set KAFKA_GRAPH_TOPIC")
+	assert.Equal(t, topic, envValue(c, "KAFKA_GRAPH_TOPIC"), "graph gateways read the agents' graph topic")
+	assert.NotEmpty(t, envValue(c, "KAFKA_GRAPH_GROUP"))
+	assert.NotEqual(t, envValue(m.statefulSets[0].Spec.Template.Spec.Containers[0], "KAFKA_GROUP"), envValue(c, "KAFKA_GRAPH_GROUP"), "graph gateways have a consumer group of their own")
+	assert.Equal(t, envValue(agent, "KAFKA_BROKERS"), envValue(c, "KAFKA_BROKERS"))
+
+	// The graph topic has as many partitions as the agents' trace ID buckets; each graph gateway
+	// reads 2 to 8 of them.
+	buckets, err := strconv.Atoi(envValue(agent, "KAFKA_GRAPH_BUCKETS"))
+	require.NoError(t, err, "the agents set KAFKA_GRAPH_BUCKETS")
+	var hpa *autoscalingv2.HorizontalPodAutoscaler
+	for _, h := range m.hpas {
+		if h.Spec.ScaleTargetRef.Name == d.Name {
+			hpa = h
+		}
+	}
+	require.NotNil(t, hpa)
+	assert.LessOrEqual(t, int(hpa.Spec.MaxReplicas)*minGraphPartitionsPerGateway, buckets, "maxReplicas %d leaves %d partitions per graph gateway at least", hpa.Spec.MaxReplicas, minGraphPartitionsPerGateway)
+	assert.GreaterOrEqual(t, int(*hpa.Spec.MinReplicas)*maxGraphPartitionsPerGateway, buckets, "minReplicas %d leaves %d partitions per graph gateway at most", *hpa.Spec.MinReplicas, maxGraphPartitionsPerGateway)
+	require.NotNil(t, d.Spec.Replicas)
+	assert.GreaterOrEqual(t, *d.Spec.Replicas, *hpa.Spec.MinReplicas)
+	assert.LessOrEqual(t, *d.Spec.Replicas, hpa.Spec.MaxReplicas)
+}
+
+// TestAgentsFeedTheGateways: the agents write the spans topic the gateways read.
+func TestAgentsFeedTheGateways(t *testing.T) {
+	m := loadManifests(t)
+	agent := m.daemonSets[0].Spec.Template.Spec.Containers[0]
+	gateway := m.statefulSets[0].Spec.Template.Spec.Containers[0]
+	require.NotEmpty(t, envValue(agent, "KAFKA_TOPIC"))
+	assert.Equal(t, envValue(agent, "KAFKA_TOPIC"), envValue(gateway, "KAFKA_TOPIC"))
+	assert.Equal(t, envValue(agent, "KAFKA_BROKERS"), envValue(gateway, "KAFKA_BROKERS"))
+	assert.NotEqual(t, envValue(agent, "KAFKA_TOPIC"), envValue(agent, "KAFKA_GRAPH_TOPIC"), "the graph topic is keyed by trace ID, the spans topic by service")
+}
+
 func metaSelector(m map[string]string) (labels.Selector, error) {
 	if len(m) == 0 {
 		return nil, fmt.Errorf("empty selector")
@@ -320,15 +431,58 @@ func metaSelector(m map[string]string) (labels.Selector, error) {
 	return labels.SelectorFromSet(m), nil
 }
 
-// TestGatewayConfigIsTheShippedOne: the ConfigMap carries configs/kafka-gateway.yaml as it is, so
-// the cluster runs the configuration the repository tests.
-func TestGatewayConfigIsTheShippedOne(t *testing.T) {
+// TestConfigMapsCarryTheShippedConfigs: the ConfigMaps carry the repository's configs as they
+// are, so the cluster runs the configuration the repository tests; what differs in a cluster is
+// in each ConfigMap's kubernetes.yaml overlay.
+func TestConfigMapsCarryTheShippedConfigs(t *testing.T) {
 	m := loadManifests(t)
-	shipped, err := os.ReadFile(filepath.Join("..", "..", "configs", "kafka-gateway.yaml"))
-	require.NoError(t, err)
-	got := m.configMaps["otelcol-red-gateway"].Data["gateway.yaml"]
-	assert.True(t, bytes.Equal(shipped, []byte(got)),
-		"deploy/kubernetes/gateway-configmap.yaml gateway.yaml differs from configs/kafka-gateway.yaml: copy the file into the ConfigMap")
+	for _, tc := range []struct{ configMap, key, shipped string }{
+		{"otelcol-red-gateway", "gateway.yaml", "kafka-gateway.yaml"},
+		{"otelcol-red-agent", "agent.yaml", "agent.yaml"},
+		{"otelcol-red-agent", "agent-graph.yaml", "agent-graph.yaml"},
+		{"otelcol-red-graph-gateway", "graph-gateway.yaml", "graph-gateway.yaml"},
+	} {
+		t.Run(tc.configMap+"/"+tc.key, func(t *testing.T) {
+			shipped, err := os.ReadFile(filepath.Join("..", "..", "configs", tc.shipped))
+			require.NoError(t, err)
+			cm, ok := m.configMaps[tc.configMap]
+			require.True(t, ok, "ConfigMap %s", tc.configMap)
+			got, ok := cm.Data[tc.key]
+			require.True(t, ok, "ConfigMap %s has no key %s", tc.configMap, tc.key)
+			assert.True(t, bytes.Equal(shipped, []byte(got)),
+				"ConfigMap %s key %s differs from configs/%s: copy the file into the ConfigMap", tc.configMap, tc.key, tc.shipped)
+		})
+	}
+}
+
+// TestOverlayIsLoadedLast: each container loads the shipped configs of its ConfigMap, each once,
+// in the order they are written, then kubernetes.yaml, which must come last to win the merge.
+func TestOverlayIsLoadedLast(t *testing.T) {
+	m := loadManifests(t)
+	for _, w := range m.workloads() {
+		for _, c := range w.pod.Spec.Containers {
+			var keys []string
+			for _, a := range c.Args {
+				if p, ok := strings.CutPrefix(a, "--config="); ok {
+					keys = append(keys, filepath.Base(p))
+				}
+			}
+			require.GreaterOrEqual(t, len(keys), 2, "%s/%s: a shipped config and the overlay", w.name, c.Name)
+			assert.Equal(t, "kubernetes.yaml", keys[len(keys)-1], "%s/%s: the overlay is the last --config", w.name, c.Name)
+			var cm *corev1.ConfigMap
+			for _, v := range w.pod.Spec.Volumes {
+				if v.ConfigMap != nil {
+					cm = m.configMaps[v.ConfigMap.Name]
+				}
+			}
+			require.NotNil(t, cm, "%s: a ConfigMap volume", w.name)
+			var want []string
+			for k := range cm.Data {
+				want = append(want, k)
+			}
+			assert.ElementsMatch(t, want, keys, "%s/%s: every key of ConfigMap %s is loaded once", w.name, c.Name, cm.Name)
+		}
+	}
 }
 
 // TestMountedConfigsExist: every --config a container is started with is a key of a ConfigMap
@@ -429,6 +583,41 @@ func TestConfigWritesGoToVolumes(t *testing.T) {
 		}
 	}
 	assert.Positive(t, dirs, "the gateway config keeps its queue in a directory")
+}
+
+// configListenEndpoint matches an `endpoint: ${env:NAME:-default}` key whose default is a bare
+// host:port: a server the collector opens (OTLP receivers, health, /metrics), not a URL it calls.
+var configListenEndpoint = regexp.MustCompile(`(?m)^\s*endpoint:\s*\$\{env:([A-Za-z_][A-Za-z0-9_]*):-([^}/]+:\d+)\}\s*$`)
+
+// TestEndpointsListenOnThePodIP: every server a mounted config opens is moved off the image's
+// 127.0.0.1 default onto the pod's IP by the container's environment, on a declared container
+// port, so probes, scrapes and (agents) the applications' OTLP reach it.
+func TestEndpointsListenOnThePodIP(t *testing.T) {
+	m := loadManifests(t)
+	endpoints := 0
+	for _, w := range m.workloads() {
+		for _, c := range w.pod.Spec.Containers {
+			ports := map[string]bool{}
+			for _, p := range c.Ports {
+				ports[fmt.Sprint(p.ContainerPort)] = true
+			}
+			for arg, content := range mountedConfigFiles(t, m, w.pod.Spec, c) {
+				for _, match := range configListenEndpoint.FindAllStringSubmatch(stripComments(content), -1) {
+					endpoints++
+					v := envValue(c, match[1])
+					if !assert.NotEmpty(t, v, "%s/%s: %s listens on %s unless %s is set", w.name, c.Name, arg, match[2], match[1]) {
+						continue
+					}
+					host, port, ok := strings.Cut(v, ":")
+					require.True(t, ok, "%s/%s: %s=%s is host:port", w.name, c.Name, match[1], v)
+					assert.Equal(t, "$(POD_IP)", host, "%s/%s: %s", w.name, c.Name, match[1])
+					assert.True(t, ports[port], "%s/%s: %s=%s is on a container port", w.name, c.Name, match[1], v)
+				}
+			}
+		}
+	}
+	// Gateway: metrics and health; graph gateway: the same; agent: OTLP gRPC, OTLP HTTP, health.
+	assert.GreaterOrEqual(t, endpoints, 7)
 }
 
 // queueBytesPerSpan is the disk budget per queued span the claim is checked against: a span of
