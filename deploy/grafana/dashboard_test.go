@@ -30,7 +30,21 @@ type panel struct {
 		RefID      string          `json:"refId"`
 		Expr       string          `json:"expr"`
 		Datasource json.RawMessage `json:"datasource"`
+		Format     string          `json:"format"`
+		Instant    bool            `json:"instant"`
 	} `json:"targets"`
+	Transformations []struct {
+		ID      string         `json:"id"`
+		Options map[string]any `json:"options"`
+	} `json:"transformations"`
+	FieldConfig struct {
+		Overrides []struct {
+			Matcher struct {
+				ID      string `json:"id"`
+				Options string `json:"options"`
+			} `json:"matcher"`
+		} `json:"overrides"`
+	} `json:"fieldConfig"`
 }
 
 type dashboard struct {
