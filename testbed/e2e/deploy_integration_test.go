@@ -43,16 +43,31 @@ const (
 )
 
 // deployOverlay is merged over configs/kafka-gateway.yaml (after gatewayOverlay): a series cap
-// low enough that the "ids" service overflows, exemplars on, and OpenMetrics so they are served.
+// low enough that the "ids" service overflows, exemplars on, and OpenMetrics so they are served;
+// and the service graph of the same spans on the same /metrics, for the dashboard's Service graph
+// row (a graph gateway serves the same series): root SERVER spans (every SERVER span here) become
+// edges from "user", the
+// Redis CLIENT spans edges to the virtual node "redis", once their 1 s in the store is over.
 const deployOverlay = `
 connectors:
   tracemetrics:
     max_series: 100
     exemplars:
       enabled: true
+  servicegraph:
+    metrics_flush_interval: 1s
+    store:
+      ttl: 1s
+      max_items: 100000
 exporters:
   cachedprom:
     enable_open_metrics: true
+service:
+  pipelines:
+    traces/in:
+      exporters: [tracemetrics, hotspotfilter, servicegraph]
+    metrics/red:
+      receivers: [tracemetrics, hotspotfilter, servicegraph]
 `
 
 // deployBatch is one message of the traffic above; seq keeps trace IDs and new span names unique.
@@ -305,6 +320,34 @@ scrape_configs:
 	assert.Equal(t, "POST /pay", res[0].Metric["span_name"])
 	near(10.0/80.0, res[0].value()/byName["checkout GET /cart"], 0.03, "POST /pay errors ÷ GET /cart calls")
 
+	// Service graph row: checkout and cart are called by "user" (root SERVER spans), cart calls
+	// Redis; checkout fails 10 of its 100 calls, 20 of which last 300 ms and 80 last 30 ms.
+	edges := func(ref string) map[string]float64 {
+		res, err := prom.query(exprOf("Service graph edges", ref, all))
+		require.NoError(t, err)
+		out := map[string]float64{}
+		for _, s := range res {
+			out[s.Metric["client"]+"→"+s.Metric["server"]] = s.value()
+		}
+		return out
+	}
+	reqs := edges("A")
+	near(100.0/40.0, reqs["user→checkout"]/reqs["user→cart"], 0.03, "user→checkout ÷ user→cart requests")
+	near(1, reqs["cart→redis"]/reqs["user→cart"], 0.03, "cart→redis ÷ user→cart requests")
+	near(rate["checkout"], reqs["user→checkout"], 0.05, "user→checkout requests ÷ checkout's RED rate")
+	failedShare := edges("B")
+	near(0.1, failedShare["user→checkout"], 0.03, "user→checkout failed share")
+	assert.Equal(t, 0.0, failedShare["user→cart"], "user→cart failed share")
+	// p95 in the (0.2, 0.4] s bucket: 15 of its 20 spans in.
+	near(0.2+0.2*15.0/20, edges("C")["user→checkout"], 0.03, "user→checkout p95 server latency (s)")
+	res, err = prom.query(exprOf("Service map", "edges", all))
+	require.NoError(t, err)
+	mapEdges := map[string]bool{}
+	for _, s := range res {
+		mapEdges[s.Metric["source"]+"→"+s.Metric["target"]] = true
+	}
+	assert.Equal(t, map[string]bool{"user→checkout": true, "user→cart": true, "user→ids": true, "cart→redis": true}, mapEdges, "service map edges")
+
 	// Collector row.
 	accepted := byLabel("Ingest rate", "A", all, "receiver")
 	assert.Greater(t, accepted["kafka"], 0.0, "spans accepted by the kafka receiver")
@@ -317,11 +360,12 @@ scrape_configs:
 		assert.GreaterOrEqual(t, v, float64(deployMaxSeries), "tracemetrics series on %s: at the cap", inst)
 		assert.LessOrEqual(t, v, float64(deployMaxSeries)+10, "tracemetrics series on %s: at most the cap and the overflow series", inst)
 	}
-	// cachedprom holds one label set per RED series (calls and duration share it), and its own cap
-	// (the default) is far away: the same band as tracemetrics, nothing of its own overflows.
+	// cachedprom holds one label set per RED series (calls and duration share it) and the service
+	// graph's few (4 edges, a failed and a total label set each at most, and the flush's own), and
+	// its own cap (the default) is far away: nothing of its own overflows.
 	for inst, v := range byLabel("Series", "B", all, "instance") {
 		assert.GreaterOrEqual(t, v, float64(deployMaxSeries), "cachedprom label sets on %s: one per RED series", inst)
-		assert.LessOrEqual(t, v, float64(deployMaxSeries)+10, "cachedprom label sets on %s: one per RED series", inst)
+		assert.LessOrEqual(t, v, float64(deployMaxSeries)+10+10, "cachedprom label sets on %s: one per RED series and edge", inst)
 	}
 	for inst, v := range byLabel("Overflow and dropped points", "A", all, "instance") {
 		near(deployNewNames/deployBatchEvery.Seconds(), v, 0.5, "overflow spans/s on "+inst)
