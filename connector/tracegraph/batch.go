@@ -1,6 +1,7 @@
 package tracegraph // import "github.com/otelcol-red/otelcol-red/connector/tracegraph"
 
 import (
+	"sync/atomic"
 	"unsafe"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -95,4 +96,39 @@ func (b *halfBatch) bytes(t text) []byte {
 		return nil
 	}
 	return b.arena[t.off : t.off+t.n]
+}
+
+// maxHint caps sizeHints: one huge request must not make every pooled batch huge.
+const maxHint = 1 << 14
+
+// sizeHints are the largest lengths a batch has needed, shared by the producers. Batches
+// circulate through a FIFO free list, so each would otherwise grow by doubling until it had met
+// the largest request itself (allocations long after warm-up); a batch below the hints grows to
+// them at once, in one allocation per buffer, before it reduces anything.
+type sizeHints struct{ halves, dims, arena atomic.Int64 }
+
+// fit grows b's buffers to the hints.
+func (h *sizeHints) fit(b *halfBatch) {
+	if n := int(h.halves.Load()); cap(b.halves) < n {
+		b.halves = make([]half, 0, n)
+	}
+	if n := int(h.dims.Load()); cap(b.dims) < n {
+		b.dims = make([]text, 0, n)
+	}
+	if n := int(h.arena.Load()); cap(b.arena) < n {
+		b.arena = make([]byte, 0, n)
+	}
+}
+
+// raise records what b needed.
+func (h *sizeHints) raise(b *halfBatch) {
+	raiseTo(&h.halves, len(b.halves))
+	raiseTo(&h.dims, len(b.dims))
+	raiseTo(&h.arena, len(b.arena))
+}
+
+func raiseTo(h *atomic.Int64, n int) {
+	v := int64(min(n, maxHint))
+	for cur := h.Load(); v > cur && !h.CompareAndSwap(cur, v); cur = h.Load() {
+	}
 }

@@ -33,6 +33,7 @@ type connectorImp struct {
 	p       *plan
 	clock   clockwork.Clock
 	reducer reducer
+	hints   sizeHints
 	q       *intake.Queue[halfBatch]
 	free    *intake.FreeList[halfBatch]
 	gate    intake.Gate
@@ -129,7 +130,9 @@ func (c *connectorImp) ConsumeTraces(ctx context.Context, td ptrace.Traces) erro
 	if b == nil {
 		b = new(halfBatch)
 	}
+	c.hints.fit(b)
 	c.reducer.reduce(b, td)
+	c.hints.raise(b)
 	if len(b.halves) == 0 && b.spans == 0 {
 		b.reset()
 		c.free.Put(b)

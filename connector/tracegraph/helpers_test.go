@@ -1,6 +1,7 @@
 package tracegraph
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -212,4 +213,21 @@ func sortedKeys(m map[string]point) []string {
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+// settle returns once the aggregator has applied every batch queued so far. A sleeping
+// aggregator wakes when the batch it armed for is complete, so settle completes it with empty
+// batches (from the pool, as a producer's would be), as a quiet producer's next calls would.
+func (c *connectorImp) settle() {
+	for c.q.Len() > 0 || c.q.HeldBytes() > 0 {
+		for range c.agg.wakeItems {
+			b := c.free.Get()
+			if b == nil {
+				b = new(halfBatch)
+			}
+			c.hints.fit(b) // it joins the pool: as large as a producer's
+			_ = c.q.Put(context.Background(), b)
+		}
+		time.Sleep(50 * time.Microsecond)
+	}
 }
