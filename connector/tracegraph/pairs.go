@@ -46,8 +46,9 @@ func (e *edge) complete() bool { return e.client != 0 && e.server != 0 }
 // pairTable holds the edges waiting for their other half, keyed by trace ID and the client's
 // span ID, bounded in number (store.max_items) and age (store.ttl). Owned by the aggregator.
 //
-// A waiting edge costs unsafe.Sizeof(edge{}) = 96 bytes, 8 per configured dimension (two ids),
-// and a 16-byte index slot at a load of 3/4 or less (README.md, "The store").
+// A waiting edge costs its record (TestWaitingEdgeSize), 8 bytes per configured dimension (two
+// ids) and a 16-byte index slot at a load of 3/4 or less; README.md ("The store") has the
+// measured total.
 type pairTable struct {
 	index   hash.Index
 	edges   []edge
