@@ -1,6 +1,7 @@
 package tracegraph // import "github.com/otelcol-red/otelcol-red/connector/tracegraph"
 
 import (
+	"math"
 	"time"
 
 	"github.com/jonboulle/clockwork"
@@ -118,7 +119,7 @@ func (a *aggregator) run(t tickers) {
 		cleanDue = cleanDue || fired(cleanC)
 		now := a.clock.Now().UnixNano()
 		if expireDue {
-			a.expire(now)
+			a.expireBefore(now, now)
 			expireDue = false
 		}
 		if cleanDue {
@@ -136,7 +137,7 @@ func (a *aggregator) run(t tickers) {
 // is lost with the process, so it counts as it would have at its ttl) and flushes a last time.
 func (a *aggregator) finish() {
 	a.drain()
-	a.expireBefore(int64(^uint64(0) >> 1))
+	a.expireBefore(math.MaxInt64, a.clock.Now().UnixNano())
 	a.fl.flush(a, true)
 }
 
@@ -236,11 +237,10 @@ func (a *aggregator) merge(e *edge, dims []uint32, b *halfBatch, h *half) {
 	}
 }
 
-// expire expires the edges waiting since before now - ttl.
-func (a *aggregator) expire(now int64) { a.expireBefore(now) }
-
-func (a *aggregator) expireBefore(now int64) {
-	for id := a.pairs.oldest; id >= 0 && a.pairs.edges[id].expires <= now; id = a.pairs.oldest {
+// expireBefore expires the waiting edges whose ttl ends by deadline; what they record is
+// stamped now.
+func (a *aggregator) expireBefore(deadline, now int64) {
+	for id := a.pairs.oldest; id >= 0 && a.pairs.edges[id].expires <= deadline; id = a.pairs.oldest {
 		a.expireEdge(id, now)
 	}
 	a.tel.pending.Store(int64(a.pairs.n))

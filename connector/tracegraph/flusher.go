@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/lightstep/go-expohisto/structure"
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -29,7 +30,7 @@ type flusher struct {
 	next   consumer.Metrics
 	logger *zap.Logger
 	tel    *telemetry
-	clock  interface{ Now() time.Time }
+	clock  clockwork.Clock
 	start  pcommon.Timestamp
 	// out has room for one flush: when the sender is still busy with the previous one, the
 	// flush is skipped (counted); the next carries the same cumulative totals and more.
@@ -39,7 +40,7 @@ type flusher struct {
 	serverKeys, clientKeys []string // client_<dimension>, server_<dimension>
 }
 
-func newFlusher(p *plan, next consumer.Metrics, logger *zap.Logger, tel *telemetry, clock interface{ Now() time.Time }) *flusher {
+func newFlusher(p *plan, next consumer.Metrics, logger *zap.Logger, tel *telemetry, clock clockwork.Clock) *flusher {
 	f := &flusher{
 		p: p, next: next, logger: logger, tel: tel, clock: clock,
 		out:  make(chan pmetric.Metrics, 1),
@@ -69,7 +70,7 @@ func (f *flusher) run() {
 func (f *flusher) flush(a *aggregator, final bool) {
 	t0 := time.Now()
 	md, points := f.build(a)
-	f.tel.recordFlush(time.Since(t0), points)
+	f.tel.recordFlush(time.Since(t0))
 	if final {
 		if points > 0 {
 			f.out <- md

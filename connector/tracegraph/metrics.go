@@ -89,7 +89,7 @@ func newTelemetry(set component.TelemetrySettings, q *intake.Queue[halfBatch]) (
 	return t, err
 }
 
-func (t *telemetry) recordFlush(d time.Duration, _ int) {
+func (t *telemetry) recordFlush(d time.Duration) {
 	if t.flushDuration != nil {
 		t.flushDuration.Record(context.Background(), d.Seconds())
 	}
