@@ -56,7 +56,7 @@ type halfBatch struct {
 	dims []text
 	// arena holds every string of the batch.
 	arena []byte
-	// spans counts the spans reduced, edges or not.
+	// spans counts the spans of the request, edges or not, skipped resources included.
 	spans int
 	// invalidWeights counts spans whose sampling threshold was invalid (counted 1).
 	invalidWeights int

@@ -19,16 +19,18 @@ func (r reducer) reduce(b *halfBatch, td ptrace.Traces) {
 	rss := td.ResourceSpans()
 	for i := 0; i < rss.Len(); i++ {
 		rs := rss.At(i)
+		sss := rs.ScopeSpans()
+		for j := 0; j < sss.Len(); j++ {
+			b.spans += sss.At(j).Spans().Len()
+		}
 		res := rs.Resource().Attributes()
 		sv, ok := res.Get("service.name")
 		if !ok {
 			continue
 		}
 		service := b.appendValue(sv)
-		sss := rs.ScopeSpans()
 		for j := 0; j < sss.Len(); j++ {
 			spans := sss.At(j).Spans()
-			b.spans += spans.Len()
 			for k := 0; k < spans.Len(); k++ {
 				r.reduceSpan(b, spans.At(k), service, res)
 			}
