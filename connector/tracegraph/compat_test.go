@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/open-telemetry/opentelemetry-collector-contrib/connector/servicegraphconnector"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
@@ -167,4 +168,22 @@ func requireSamePoints(t *testing.T, want, got pmetric.Metrics) {
 	require.Positive(t, database)
 	require.Positive(t, messaging)
 	t.Logf("%d series, %d failed requests, %d virtual, %d database, %d messaging series", total, failed, virtual, database, messaging)
+}
+
+// TestHashCollisionsAreExact runs tracegraph on the same input with a hash that puts every
+// pair key and every series key in one bucket: keys are compared, so nothing merges and the
+// output is the same.
+func TestHashCollisionsAreExact(t *testing.T) {
+	_, cfg := compatConfigs()
+	cfg.Dimensions = []string{"http.method", "region"}
+	input := newCallGraph(9).traces(150)
+	want := runTracegraph(t, cfg, input)
+
+	sink := &consumertest.MetricsSink{}
+	c, err := newConnector(settings(metadata.Type).TelemetrySettings, cfg, sink, clockwork.NewRealClock())
+	require.NoError(t, err)
+	collide := func([]byte) uint64 { return 42 }
+	c.agg.pairs.keyHash, c.agg.series.keyHash = collide, collide
+	got := runConnector(t, c, sink, input, func() {})
+	requireSamePoints(t, want, got)
 }
