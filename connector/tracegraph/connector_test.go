@@ -192,3 +192,34 @@ func TestIdleSeriesRemoved(t *testing.T) {
 	_, kept := c.agg.in.ids["old"]
 	require.False(t, kept, "the expired series' service name was swept")
 }
+
+// Producers on several goroutines, through a ring small enough to fill, give the same totals as
+// one: the halves of a call meet whichever goroutine brought them (run under -race too).
+func TestConcurrentProducers(t *testing.T) {
+	input := newCallGraph(11).traces(300)
+	mod := func(cfg *Config) {
+		cfg.Dimensions = []string{"http.method"}
+		cfg.MetricsFlushInterval = ptr(5 * time.Millisecond)
+		cfg.RingSize = 8 // full rings: producers wait for room
+	}
+	serial, serialSink := startTracegraph(t, mod)
+	consume(t, serial, input...)
+	require.NoError(t, serial.Shutdown(context.Background()))
+
+	c, sink := startTracegraph(t, mod)
+	const producers = 4
+	done := make(chan struct{})
+	for p := range producers {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for i := p; i < len(input); i += producers {
+				assert.NoError(t, c.ConsumeTraces(context.Background(), input[i]))
+			}
+		}()
+	}
+	for range producers {
+		<-done
+	}
+	require.NoError(t, c.Shutdown(context.Background()))
+	requireSamePoints(t, lastFlush(t, serialSink), lastFlush(t, sink))
+}
