@@ -15,6 +15,7 @@ import (
 	servicegraphconnector "github.com/open-telemetry/opentelemetry-collector-contrib/connector/servicegraphconnector"
 	forwardconnector "go.opentelemetry.io/collector/connector/forwardconnector"
 	tracemetrics "github.com/otelcol-red/otelcol-red/connector/tracemetrics"
+	tracegraph "github.com/otelcol-red/otelcol-red/connector/tracegraph"
 	hotspotfilter "github.com/otelcol-red/otelcol-red/connector/hotspotfilter"
 	otlpexporter "go.opentelemetry.io/collector/exporter/otlpexporter"
 	otlphttpexporter "go.opentelemetry.io/collector/exporter/otlphttpexporter"
@@ -135,6 +136,7 @@ func components() (otelcol.Factories, error) {
 		servicegraphconnector.NewFactory(),
 		forwardconnector.NewFactory(),
 		tracemetrics.NewFactory(),
+		tracegraph.NewFactory(),
 		hotspotfilter.NewFactory(),
 	)
 	if err != nil {
@@ -145,6 +147,7 @@ func components() (otelcol.Factories, error) {
 		servicegraphconnector.NewFactory().Type(): "github.com/open-telemetry/opentelemetry-collector-contrib/connector/servicegraphconnector v0.145.0",
 		forwardconnector.NewFactory().Type(): "go.opentelemetry.io/collector/connector/forwardconnector v0.145.0",
 		tracemetrics.NewFactory().Type(): "github.com/otelcol-red/otelcol-red v0.0.0",
+		tracegraph.NewFactory().Type(): "github.com/otelcol-red/otelcol-red v0.0.0",
 		hotspotfilter.NewFactory().Type(): "github.com/otelcol-red/otelcol-red v0.0.0",
 	})
 

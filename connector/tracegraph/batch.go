@@ -1,0 +1,134 @@
+package tracegraph // import "github.com/otelcol-red/otelcol-red/connector/tracegraph"
+
+import (
+	"sync/atomic"
+	"unsafe"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+)
+
+// side says which end of a call a half edge describes.
+type side uint8
+
+const (
+	clientSide side = iota // CLIENT or PRODUCER span, keyed by its own span ID
+	serverSide             // SERVER or CONSUMER span, keyed by its parent span ID
+)
+
+// connection is an edge's connection_type.
+type connection uint8
+
+const (
+	connUnknown connection = iota
+	connMessaging
+	connDatabase
+	connVirtual
+)
+
+var connectionNames = [...]string{connUnknown: "", connMessaging: "messaging_system", connDatabase: "database", connVirtual: "virtual_node"}
+
+// text is a string written into a batch's arena: bytes [off, off+n). n == absent: no value.
+type text struct{ off, n uint32 }
+
+const absent = ^uint32(0)
+
+// half is one span's end of an edge, as a producer hands it over: fixed size, no pointers, its
+// strings in the batch's arena.
+type half struct {
+	trace   pcommon.TraceID
+	span    pcommon.SpanID // the client span's ID; for a server span, its parent's
+	side    side
+	conn    connection // connMessaging for PRODUCER/CONSUMER, connDatabase for a database call
+	failed  bool
+	latency float64 // in the metrics' unit
+	weight  float64 // adjusted count, 1 without sampling information
+	service text
+	peer    text // client only: the first virtual_node_peer_attributes value found
+	db      text // client only: the database name that makes it a database edge
+	dims    uint32
+}
+
+// halfBatch is what one ConsumeTraces call hands to the aggregator. Its slices keep their
+// capacity when it is recycled through the free list, so a warm steady state allocates nothing.
+type halfBatch struct {
+	halves []half
+	// dims holds len(plan.dims) values per half, from half.dims.
+	dims []text
+	// arena holds every string of the batch.
+	arena []byte
+	// spans counts the spans of the request, edges or not, skipped resources included.
+	spans int
+	// invalidWeights counts spans whose sampling threshold was invalid (counted 1).
+	invalidWeights int
+	// held is the footprint PutSized counted, returned with Release.
+	held int64
+
+	// lastTS memoizes the last tracestate parsed: a sampler writes the same one on every span.
+	lastTS     string
+	lastWeight float64
+	lastValid  bool
+}
+
+func (b *halfBatch) reset() {
+	b.halves = b.halves[:0]
+	b.dims = b.dims[:0]
+	b.arena = b.arena[:0]
+	b.spans, b.invalidWeights, b.held = 0, 0, 0
+	b.lastTS = ""
+}
+
+// footprint is the bytes the batch retains, for the ring's and the free list's byte bounds.
+func (b *halfBatch) footprint() int64 {
+	return int64(cap(b.halves))*int64(unsafe.Sizeof(half{})) +
+		int64(cap(b.dims))*int64(unsafe.Sizeof(text{})) + int64(cap(b.arena))
+}
+
+// appendText writes s into the arena.
+func (b *halfBatch) appendText(s string) text {
+	t := text{off: uint32(len(b.arena)), n: uint32(len(s))}
+	b.arena = append(b.arena, s...)
+	return t
+}
+
+// bytes returns t's bytes (nil when absent); valid until the batch is reset.
+func (b *halfBatch) bytes(t text) []byte {
+	if t.n == absent {
+		return nil
+	}
+	return b.arena[t.off : t.off+t.n]
+}
+
+// maxHint caps sizeHints: one huge request must not make every pooled batch huge.
+const maxHint = 1 << 14
+
+// sizeHints are the largest lengths a batch has needed, shared by the producers. Batches
+// circulate through a FIFO free list, so each would otherwise grow by doubling until it had met
+// the largest request itself (allocations long after warm-up); a batch below the hints grows to
+// them at once, in one allocation per buffer, before it reduces anything.
+type sizeHints struct{ halves, dims, arena atomic.Int64 }
+
+// fit grows b's buffers to the hints.
+func (h *sizeHints) fit(b *halfBatch) {
+	if n := int(h.halves.Load()); cap(b.halves) < n {
+		b.halves = make([]half, 0, n)
+	}
+	if n := int(h.dims.Load()); cap(b.dims) < n {
+		b.dims = make([]text, 0, n)
+	}
+	if n := int(h.arena.Load()); cap(b.arena) < n {
+		b.arena = make([]byte, 0, n)
+	}
+}
+
+// raise records what b needed.
+func (h *sizeHints) raise(b *halfBatch) {
+	raiseTo(&h.halves, len(b.halves))
+	raiseTo(&h.dims, len(b.dims))
+	raiseTo(&h.arena, len(b.arena))
+}
+
+func raiseTo(h *atomic.Int64, n int) {
+	v := int64(min(n, maxHint))
+	for cur := h.Load(); v > cur && !h.CompareAndSwap(cur, v); cur = h.Load() {
+	}
+}

@@ -1,0 +1,117 @@
+package tracegraph
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/open-telemetry/opentelemetry-collector-contrib/connector/servicegraphconnector"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/connector"
+	"go.opentelemetry.io/collector/consumer/consumertest"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/otelcol-red/otelcol-red/connector/tracegraph/internal/metadata"
+)
+
+// benchRequests packs the spans of generated call graphs (callGraph, one export per span) into
+// requests of about spansPerRequest spans each, as a collector's batch processor would.
+func benchRequests(traces, spansPerRequest int) ([]ptrace.Traces, int) {
+	exports := newCallGraph(7).traces(traces)
+	var out []ptrace.Traces
+	cur, total := ptrace.NewTraces(), 0
+	for _, e := range exports {
+		total += e.SpanCount()
+		e.ResourceSpans().MoveAndAppendTo(cur.ResourceSpans())
+		if cur.SpanCount() >= spansPerRequest {
+			out = append(out, cur)
+			cur = ptrace.NewTraces()
+		}
+	}
+	if cur.SpanCount() > 0 {
+		out = append(out, cur)
+	}
+	return out, total
+}
+
+// BenchmarkConsumeTraces runs servicegraph v0.145.0 and tracegraph on identical requests
+// (generated call graphs, ~200 spans per request; the same trace IDs recur, so pairs keep
+// completing and the stores stay bounded), serially and from GOMAXPROCS goroutines. Reported:
+// spans/s and allocs/span, tracegraph's including the aggregator's work (the timed region ends
+// when the aggregator has taken every span).
+func BenchmarkConsumeTraces(b *testing.B) {
+	requests, spans := benchRequests(2000, 200)
+	perRequest := float64(spans) / float64(len(requests))
+	for _, name := range []string{"servicegraph", "tracegraph"} {
+		for _, parallel := range []bool{false, true} {
+			mode := "serial"
+			if parallel {
+				mode = "parallel"
+			}
+			b.Run(fmt.Sprintf("%s/%s", name, mode), func(b *testing.B) {
+				c, drained := benchConnector(b, name)
+				ctx := context.Background()
+				// Warm up: every series and pooled batch exists.
+				for _, td := range requests {
+					require.NoError(b, c.ConsumeTraces(ctx, td))
+				}
+				drained()
+				var before, after runtime.MemStats
+				runtime.ReadMemStats(&before)
+				b.ResetTimer()
+				start := time.Now()
+				if parallel {
+					b.RunParallel(func(pb *testing.PB) {
+						i := 0
+						for pb.Next() {
+							if err := c.ConsumeTraces(ctx, requests[i%len(requests)]); err != nil {
+								b.Error(err)
+							}
+							i++
+						}
+					})
+				} else {
+					for i := 0; i < b.N; i++ {
+						require.NoError(b, c.ConsumeTraces(ctx, requests[i%len(requests)]))
+					}
+				}
+				drained()
+				elapsed := time.Since(start)
+				b.StopTimer()
+				runtime.ReadMemStats(&after)
+				n := float64(b.N) * perRequest
+				b.ReportMetric(n/elapsed.Seconds(), "spans/s")
+				// Every goroutine's allocations, per span, unrounded (allocs/op would round
+				// down per request).
+				b.ReportMetric(float64(after.Mallocs-before.Mallocs)/n, "allocs/span")
+				b.ReportMetric(float64(after.TotalAlloc-before.TotalAlloc)/n, "B/span")
+				require.NoError(b, c.Shutdown(ctx))
+			})
+		}
+	}
+}
+
+// benchConnector returns a started connector of the named kind and a function that returns
+// once it has processed everything consumed so far.
+func benchConnector(b *testing.B, name string) (connector.Traces, func()) {
+	sink := &consumertest.MetricsSink{}
+	ctx := context.Background()
+	if name == "servicegraph" {
+		f := servicegraphconnector.NewFactory()
+		cfg := f.CreateDefaultConfig().(*servicegraphconnector.Config)
+		cfg.Store.TTL, cfg.Store.MaxItems = defaultStoreTTL, defaultStoreMaxItems
+		c, err := f.CreateTracesToMetrics(ctx, settings(f.Type()), cfg, sink)
+		require.NoError(b, err)
+		require.NoError(b, c.Start(ctx, componenttest.NewNopHost()))
+		return c, func() {} // synchronous: ConsumeTraces returns when it is done
+	}
+	f := NewFactory()
+	c, err := f.CreateTracesToMetrics(ctx, settings(metadata.Type), f.CreateDefaultConfig(), sink)
+	require.NoError(b, err)
+	require.NoError(b, c.Start(ctx, componenttest.NewNopHost()))
+	imp := c.(*connectorImp)
+	return c, func() { imp.settle() }
+}

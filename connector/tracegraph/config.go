@@ -1,0 +1,143 @@
+package tracegraph // import "github.com/otelcol-red/otelcol-red/connector/tracegraph"
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"go.opentelemetry.io/collector/component"
+)
+
+// Config is the tracegraph configuration. Every servicegraph v0.145.0 key is accepted with the
+// same meaning, so a `servicegraph:` block renamed `tracegraph:` loads; the store's defaults are
+// ours (factory.go, README.md). Keys marked "ours" do not exist in servicegraph.
+type Config struct {
+	// LatencyHistogramBuckets are the explicit bounds of the request_server and request_client
+	// histograms. Empty: servicegraph's defaults, 2ms … 15s. Exclusive with
+	// ExponentialHistogramMaxSize.
+	LatencyHistogramBuckets []time.Duration `mapstructure:"latency_histogram_buckets"`
+
+	// ExponentialHistogramMaxSize, when positive, makes both latency histograms exponential with
+	// at most this many buckets. Default 0: explicit buckets.
+	ExponentialHistogramMaxSize int32 `mapstructure:"exponential_histogram_max_size"`
+
+	// Dimensions are span or resource attributes (the resource's value first, as servicegraph)
+	// added to every edge: as client_<name> from the client span, server_<name> from the server
+	// span. Default none.
+	Dimensions []string `mapstructure:"dimensions"`
+
+	// Store bounds the table of half edges waiting for their other span.
+	Store StoreConfig `mapstructure:"store"`
+
+	// CacheLoop is how often edge series not updated for SeriesExpiration are removed.
+	// 0: 1m (servicegraph's default).
+	CacheLoop time.Duration `mapstructure:"cache_loop"`
+
+	// StoreExpirationLoop is how often half edges older than store.ttl are expired.
+	// 0: 2s (servicegraph's default).
+	StoreExpirationLoop time.Duration `mapstructure:"store_expiration_loop"`
+
+	// VirtualNodePeerAttributes are the client span attributes, in priority order, that name
+	// the server of a client span whose server span never came (a virtual node). Unset:
+	// peer.service, db.name, db.system. An empty list turns virtual nodes off.
+	VirtualNodePeerAttributes []string `mapstructure:"virtual_node_peer_attributes"`
+
+	// VirtualNodeExtraLabel adds the virtual_node label ("client", "server" or "") to every
+	// series. Default false.
+	VirtualNodeExtraLabel bool `mapstructure:"virtual_node_extra_label"`
+
+	// MetricsFlushInterval is how often the cumulative edge metrics are sent. 0: after every
+	// drained round of input (servicegraph: after every ConsumeTraces). Unset: 60s.
+	MetricsFlushInterval *time.Duration `mapstructure:"metrics_flush_interval"`
+
+	// DatabaseNameAttributes are the attributes, in priority order, that make a client span a
+	// call to a database of that name (resource first, then span). Unset or empty: db.name.
+	DatabaseNameAttributes []string `mapstructure:"database_name_attributes"`
+
+	// MetricsTimestampOffset is subtracted from the data points' timestamps. Default 0.
+	MetricsTimestampOffset time.Duration `mapstructure:"metrics_timestamp_offset"`
+
+	// SeriesExpiration (ours) is how long an edge series may go without a request before it is
+	// removed. 0: 15m, the age servicegraph removes series at.
+	SeriesExpiration time.Duration `mapstructure:"series_expiration"`
+
+	// RingSize (ours) is the capacity of the intake ring, in batches (one per ConsumeTraces
+	// call); a full ring makes ConsumeTraces wait. Default 1024, rounded up to a power of two.
+	RingSize int `mapstructure:"ring_size"`
+
+	// Sampling (ours) weighs edges by the spans' adjusted counts.
+	Sampling SamplingConfig `mapstructure:"sampling"`
+}
+
+// StoreConfig bounds the half edges waiting for their other span.
+type StoreConfig struct {
+	// MaxItems is the most half edges held at once. When it is reached the oldest one is
+	// expired early (counted, and a virtual node edge where configured) to make room.
+	// Default 100000.
+	MaxItems int `mapstructure:"max_items"`
+	// TTL is how long a half edge waits for its other span. Default 10s.
+	TTL time.Duration `mapstructure:"ttl"`
+}
+
+// SamplingConfig configures sampling weights.
+type SamplingConfig struct {
+	// Weighted counts each edge by the adjusted count of its spans (the larger of the two, from
+	// a valid OpenTelemetry threshold `ot=th:…` in their W3C tracestate); spans without one
+	// count 1, as in servicegraph. false: every edge counts 1. Default true.
+	Weighted bool `mapstructure:"weighted"`
+}
+
+var _ component.Config = (*Config)(nil)
+
+// Validate checks the configuration; each error names its YAML key.
+func (c *Config) Validate() error {
+	var errs []error
+	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if c.ExponentialHistogramMaxSize < 0 {
+		add("exponential_histogram_max_size: can not be negative")
+	}
+	if len(c.LatencyHistogramBuckets) > 0 && c.ExponentialHistogramMaxSize > 0 {
+		add("latency_histogram_buckets: use either latency_histogram_buckets or exponential_histogram_max_size")
+	}
+	for i, b := range c.LatencyHistogramBuckets {
+		if i > 0 && b <= c.LatencyHistogramBuckets[i-1] {
+			add("latency_histogram_buckets[%d]: %v is not greater than the bucket before it", i, b)
+			break
+		}
+	}
+	seen := map[string]bool{}
+	for i, d := range c.Dimensions {
+		if d == "" {
+			add("dimensions[%d]: empty attribute name", i)
+		}
+		if seen[d] {
+			add("dimensions[%d]: %q is listed twice", i, d)
+		}
+		seen[d] = true
+	}
+	if c.Store.TTL <= 0 {
+		add("store.ttl: must be positive, got %v", c.Store.TTL)
+	}
+	if c.Store.MaxItems <= 0 {
+		add("store.max_items: must be positive, got %d", c.Store.MaxItems)
+	}
+	if c.CacheLoop < 0 {
+		add("cache_loop: can not be negative")
+	}
+	if c.StoreExpirationLoop < 0 {
+		add("store_expiration_loop: can not be negative")
+	}
+	if c.MetricsFlushInterval != nil && *c.MetricsFlushInterval < 0 {
+		add("metrics_flush_interval: can not be negative")
+	}
+	if c.MetricsTimestampOffset < 0 {
+		add("metrics_timestamp_offset: can not be negative")
+	}
+	if c.SeriesExpiration < 0 {
+		add("series_expiration: can not be negative")
+	}
+	if c.RingSize < 2 || c.RingSize > maxRingSize {
+		add("ring_size: must be between 2 and %d, got %d", maxRingSize, c.RingSize)
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,95 @@
+package tracegraph
+
+import (
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/confmap/confmaptest"
+	"go.opentelemetry.io/collector/confmap/xconfmap"
+
+	"github.com/otelcol-red/otelcol-red/connector/tracegraph/internal/metadata"
+)
+
+func ptr[T any](v T) *T { return &v }
+
+func TestLoadConfig(t *testing.T) {
+	cm, err := confmaptest.LoadConf(filepath.Join("testdata", "config.yaml"))
+	require.NoError(t, err)
+	def := func(mod func(*Config)) *Config {
+		c := createDefaultConfig().(*Config)
+		mod(c)
+		return c
+	}
+	tests := []struct {
+		id           string
+		expected     *Config
+		errorMessage string
+	}{
+		{id: "default", expected: def(func(*Config) {})},
+		{id: "servicegraph", expected: def(func(c *Config) {
+			c.LatencyHistogramBuckets = []time.Duration{100 * time.Millisecond, 250 * time.Millisecond, time.Second, 5 * time.Second, 10 * time.Second}
+			c.Dimensions = []string{"dimension-1", "dimension-2"}
+			c.Store = StoreConfig{TTL: time.Second, MaxItems: 10}
+			c.CacheLoop = 2 * time.Minute
+			c.StoreExpirationLoop = 5 * time.Second
+			c.VirtualNodePeerAttributes = []string{"db.name", "rpc.service"}
+			c.VirtualNodeExtraLabel = true
+			c.MetricsFlushInterval = ptr(30 * time.Second)
+			c.DatabaseNameAttributes = []string{"db.namespace", "db.name"}
+			c.MetricsTimestampOffset = 10 * time.Second
+		})},
+		{id: "exponential", expected: def(func(c *Config) { c.ExponentialHistogramMaxSize = 80 })},
+		{id: "ours", expected: def(func(c *Config) {
+			c.SeriesExpiration = 30 * time.Minute
+			c.RingSize = 4096
+			c.Sampling.Weighted = false
+		})},
+		{id: "both_histograms", errorMessage: "latency_histogram_buckets: use either"},
+		{id: "unsorted_buckets", errorMessage: "latency_histogram_buckets[1]: 100ms is not greater"},
+		{id: "bad_store", errorMessage: "store.ttl: must be positive"},
+		{id: "bad_store", errorMessage: "store.max_items: must be positive, got -1"},
+		{id: "negative_interval", errorMessage: "metrics_flush_interval: can not be negative"},
+		{id: "duplicate_dimension", errorMessage: `dimensions[1]: "a" is listed twice`},
+		{id: "bad_ring", errorMessage: "ring_size: must be between 2"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.id+"/"+tt.errorMessage, func(t *testing.T) {
+			cfg := createDefaultConfig()
+			sub, err := cm.Sub(component.NewIDWithName(metadata.Type, tt.id).String())
+			require.NoError(t, err)
+			require.NoError(t, sub.Unmarshal(cfg))
+			err = xconfmap.Validate(cfg)
+			if tt.errorMessage != "" {
+				require.ErrorContains(t, err, tt.errorMessage)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, tt.expected, cfg)
+		})
+	}
+}
+
+func TestPlanFollowsServicegraphDefaults(t *testing.T) {
+	c := createDefaultConfig().(*Config)
+	p := newPlan(c, gates{virtualNode: true})
+	require.Equal(t, defaultBoundsSeconds, p.bounds)
+	require.Equal(t, defaultPeerAttributes, p.peerAttrs)
+	require.Equal(t, defaultDatabaseNameAttributes, p.dbAttrs)
+	require.Equal(t, defaultFlushInterval, p.flushInterval)
+	require.Equal(t, "s", p.unit())
+
+	c.VirtualNodePeerAttributes = []string{}
+	c.MetricsFlushInterval = ptr(time.Duration(0))
+	c.LatencyHistogramBuckets = []time.Duration{1500 * time.Microsecond, time.Second}
+	p = newPlan(c, gates{virtualNode: true, legacyUnitMs: true})
+	require.Nil(t, p.peerAttrs, "an empty list turns virtual nodes off")
+	require.Zero(t, p.flushInterval)
+	require.Equal(t, []float64{1, 1000}, p.bounds, "ms bounds are whole milliseconds, as servicegraph's")
+	require.Equal(t, "ms", p.unit())
+
+	p = newPlan(createDefaultConfig().(*Config), gates{virtualNode: false})
+	require.Nil(t, p.peerAttrs, "the virtualNode gate off turns virtual nodes off")
+}

@@ -1,0 +1,248 @@
+package tracegraph // import "github.com/otelcol-red/otelcol-red/connector/tracegraph"
+
+import (
+	"context"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+	"github.com/lightstep/go-expohisto/structure"
+	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.uber.org/zap"
+)
+
+// Output names, as servicegraph v0.145.0 emits them.
+const (
+	scopeName          = "traces_service_graph"
+	metricTotal        = "traces_service_graph_request_total"
+	metricFailed       = "traces_service_graph_request_failed_total"
+	metricServer       = "traces_service_graph_request_server"
+	metricClient       = "traces_service_graph_request_client"
+	metricLegacyServer = "traces_service_graph_request_duration"
+)
+
+// flusher turns the series table into pmetric.Metrics on the aggregator's goroutine (a service
+// graph has few series: edges between services, not spans) and hands them to its own sender
+// goroutine, so a slow next consumer never holds up pairing, and pairing never waits for it.
+type flusher struct {
+	p      *plan
+	next   consumer.Metrics
+	logger *zap.Logger
+	tel    *telemetry
+	clock  clockwork.Clock
+	start  pcommon.Timestamp
+	// out has room for one flush: when the sender is still busy with the previous one, the
+	// flush is skipped (counted); the next carries the same cumulative totals and more.
+	out  chan pmetric.Metrics
+	done chan struct{}
+
+	serverKeys, clientKeys []string // client_<dimension>, server_<dimension>
+}
+
+func newFlusher(p *plan, next consumer.Metrics, logger *zap.Logger, tel *telemetry, clock clockwork.Clock) *flusher {
+	f := &flusher{
+		p: p, next: next, logger: logger, tel: tel, clock: clock,
+		out:  make(chan pmetric.Metrics, 1),
+		done: make(chan struct{}),
+	}
+	for _, d := range p.dims {
+		f.clientKeys = append(f.clientKeys, "client_"+d)
+		f.serverKeys = append(f.serverKeys, "server_"+d)
+	}
+	return f
+}
+
+// run sends what flush builds until the aggregator's final flush closes out.
+func (f *flusher) run() {
+	defer close(f.done)
+	for md := range f.out {
+		if err := f.next.ConsumeMetrics(context.Background(), md); err != nil {
+			f.tel.exportErrors.Add(1)
+			f.logger.Error("failed to send service graph metrics", zap.Error(err))
+		}
+		f.tel.flushes.Add(1)
+	}
+}
+
+// flush builds the metrics of every series and queues them for the sender; final waits for
+// room, sends and closes the queue. Aggregator goroutine only.
+func (f *flusher) flush(a *aggregator, final bool) {
+	t0 := time.Now()
+	md, points := f.build(a)
+	f.tel.recordFlush(time.Since(t0))
+	if final {
+		if points > 0 {
+			f.out <- md
+		}
+		close(f.out)
+		return
+	}
+	if points == 0 {
+		return
+	}
+	select {
+	case f.out <- md:
+	default:
+		f.tel.flushesSkipped.Add(1)
+	}
+}
+
+// build writes one data point per series and metric: request_total, request_failed_total
+// (failed series), and the server and client latency histograms, cumulative since start.
+func (f *flusher) build(a *aggregator) (pmetric.Metrics, int) {
+	md := pmetric.NewMetrics()
+	t := a.series
+	if t.live == 0 {
+		return md, 0
+	}
+	now := pcommon.NewTimestampFromTime(f.clock.Now().Add(-f.p.tsOffset))
+	sm := md.ResourceMetrics().AppendEmpty().ScopeMetrics().AppendEmpty()
+	sm.Scope().SetName(scopeName)
+	ms := sm.Metrics()
+	total := ms.AppendEmpty()
+	total.SetName(metricTotal)
+	totals := sumOf(total)
+	var failedTotals pmetric.NumberDataPointSlice
+	for id := range t.series {
+		if t.series[id].live && t.key(uint32(id))[keyFailed] == 1 {
+			failed := ms.AppendEmpty()
+			failed.SetName(metricFailed)
+			failedTotals = sumOf(failed)
+			break
+		}
+	}
+	server := ms.AppendEmpty()
+	server.SetName(metricServer)
+	if f.p.legacyNames {
+		server.SetName(metricLegacyServer)
+	}
+	server.SetUnit(f.p.unit())
+	var client pmetric.Metric
+	if !f.p.legacyNames {
+		client = ms.AppendEmpty()
+		client.SetName(metricClient)
+		client.SetUnit(f.p.unit())
+	}
+	hists := [2]pmetric.Metric{histServer: server, histClient: client}
+	for i, m := range hists {
+		if i == histClient && f.p.legacyNames {
+			continue
+		}
+		if f.p.bounds == nil {
+			m.SetEmptyExponentialHistogram().SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+		} else {
+			m.SetEmptyHistogram().SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+		}
+	}
+	attrs := pcommon.NewMap()
+	points := 0
+	for id := range t.series {
+		s := &t.series[id]
+		if !s.live {
+			continue
+		}
+		k := t.key(uint32(id))
+		f.attributes(a.in, k, attrs)
+		dp := totals.AppendEmpty()
+		f.stamp(dp, now)
+		dp.SetIntValue(int64(s.count))
+		attrs.CopyTo(dp.Attributes())
+		points++
+		if k[keyFailed] == 1 {
+			dp := failedTotals.AppendEmpty()
+			f.stamp(dp, now)
+			dp.SetIntValue(int64(s.count))
+			attrs.CopyTo(dp.Attributes())
+			points++
+		}
+		for which, m := range hists {
+			if which == histClient && f.p.legacyNames {
+				continue
+			}
+			h := s.latency[which]
+			if f.p.bounds == nil {
+				dp := m.ExponentialHistogram().DataPoints().AppendEmpty()
+				f.stamp(dp, now)
+				attrs.CopyTo(dp.Attributes())
+				expoPoint(t.expo[id][which], dp)
+			} else {
+				dp := m.Histogram().DataPoints().AppendEmpty()
+				f.stamp(dp, now)
+				attrs.CopyTo(dp.Attributes())
+				dp.SetCount(h.count)
+				dp.SetSum(h.sum)
+				dp.ExplicitBounds().FromRaw(f.p.bounds)
+				dp.BucketCounts().FromRaw(t.bucketCounts(uint32(id), which))
+			}
+			points++
+		}
+	}
+	return md, points
+}
+
+// stamped is what the data point types share for their timestamps.
+type stamped interface {
+	SetStartTimestamp(pcommon.Timestamp)
+	SetTimestamp(pcommon.Timestamp)
+}
+
+func (f *flusher) stamp(dp stamped, now pcommon.Timestamp) {
+	dp.SetStartTimestamp(f.start)
+	dp.SetTimestamp(now)
+}
+
+// attributes writes series key k's labels into m, in servicegraph's order: client, server,
+// connection_type, failed, the dimensions, virtual_node.
+func (f *flusher) attributes(in *interner, k []uint32, m pcommon.Map) {
+	m.Clear()
+	m.PutStr("client", in.str(k[keyClient]))
+	m.PutStr("server", in.str(k[keyServer]))
+	m.PutStr("connection_type", connectionNames[k[keyConn]])
+	m.PutBool("failed", k[keyFailed] == 1)
+	nd := len(f.p.dims)
+	for i := range nd {
+		if v := k[keyDims+i]; v != noValue {
+			m.PutStr(f.clientKeys[i], in.str(v))
+		}
+		if v := k[keyDims+nd+i]; v != noValue {
+			m.PutStr(f.serverKeys[i], in.str(v))
+		}
+	}
+	if f.p.virtualLabel {
+		m.PutStr("virtual_node", virtualLabelNames[k[keyLabel]])
+	}
+}
+
+func sumOf(m pmetric.Metric) pmetric.NumberDataPointSlice {
+	s := m.SetEmptySum()
+	s.SetIsMonotonic(true)
+	s.SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+	return s.DataPoints()
+}
+
+// expoPoint writes go-expohisto histogram x (nil: nothing observed) into dp, as servicegraph
+// does.
+func expoPoint(x *structure.Histogram[float64], dp pmetric.ExponentialHistogramDataPoint) {
+	if x == nil {
+		return
+	}
+	dp.SetCount(x.Count())
+	dp.SetSum(x.Sum())
+	if x.Count() != 0 {
+		dp.SetMin(x.Min())
+		dp.SetMax(x.Max())
+	}
+	dp.SetZeroCount(x.ZeroCount())
+	dp.SetScale(x.Scale())
+	for _, side := range []struct {
+		in  *structure.Buckets
+		out pmetric.ExponentialHistogramDataPointBuckets
+	}{{x.Positive(), dp.Positive()}, {x.Negative(), dp.Negative()}} {
+		side.out.SetOffset(side.in.Offset())
+		side.out.BucketCounts().EnsureCapacity(int(side.in.Len()))
+		for i := uint32(0); i < side.in.Len(); i++ {
+			side.out.BucketCounts().Append(side.in.At(i))
+		}
+	}
+}

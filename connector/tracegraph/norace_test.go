@@ -1,0 +1,5 @@
+//go:build !race
+
+package tracegraph
+
+const raceEnabled = false
