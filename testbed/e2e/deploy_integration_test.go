@@ -44,7 +44,7 @@ const (
 
 // deployOverlay is merged over configs/kafka-gateway.yaml (after gatewayOverlay): a series cap
 // low enough that the "ids" service overflows, exemplars on, and OpenMetrics so they are served;
-// and the service graph of the same spans on the same /metrics, for the dashboard's Service graph
+// and the service graph of the same spans (tracegraph) on the same /metrics, for the dashboard's Service graph
 // row (a graph gateway serves the same series): root SERVER spans (every SERVER span here) become
 // edges from "user", the
 // Redis CLIENT spans edges to the virtual node "redis", once their 1 s in the store is over.
@@ -54,7 +54,7 @@ connectors:
     max_series: 100
     exemplars:
       enabled: true
-  servicegraph:
+  tracegraph:
     metrics_flush_interval: 1s
     store:
       ttl: 1s
@@ -65,9 +65,9 @@ exporters:
 service:
   pipelines:
     traces/in:
-      exporters: [tracemetrics, hotspotfilter, servicegraph]
+      exporters: [tracemetrics, hotspotfilter, tracegraph]
     metrics/red:
-      receivers: [tracemetrics, hotspotfilter, servicegraph]
+      receivers: [tracemetrics, hotspotfilter, tracegraph]
 `
 
 // deployBatch is one message of the traffic above; seq keeps trace IDs and new span names unique.
