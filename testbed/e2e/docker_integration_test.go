@@ -170,6 +170,24 @@ func configDirs(t *testing.T, file string) []string {
 	return out
 }
 
+// overlayBase returns the config that the head comment of config path says it is merged over
+// ("Merged over configs/agent.yaml"), or "" for a config that runs alone.
+func overlayBase(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	for _, line := range strings.Split(string(b), "\n") {
+		if !strings.HasPrefix(line, "#") {
+			return ""
+		}
+		if _, rest, ok := strings.Cut(line, "Merged over configs/"); ok {
+			base, _, _ := strings.Cut(rest, " ")
+			return base
+		}
+	}
+	return ""
+}
+
 // TestDockerImageRunsEveryConfig checks the Dockerfile against every file in configs/.
 func TestDockerImageRunsEveryConfig(t *testing.T) {
 	root := testservice.Root()
@@ -219,7 +237,13 @@ func TestDockerImageRunsEveryConfig(t *testing.T) {
 				}
 				assert.True(t, inVolume, "%s writes to %s, outside every VOLUME %v: its data would die with the container", name, d, volumes)
 			}
-			cmd := exec.Command(binaryPath(t), "validate", "--config="+c)
+			args := []string{"validate", "--config=" + c}
+			// An overlay ("Merged over configs/<base>.yaml" at its head) runs after its base.
+			if base := overlayBase(t, c); base != "" {
+				args = []string{"validate", "--config=" + filepath.Join(root, "configs", base), "--config=" + c}
+				assert.Contains(t, section, "/etc/otelcol-red/"+base+" --config=/etc/otelcol-red/"+name, "the README's Docker section runs the overlay after its base")
+			}
+			cmd := exec.Command(binaryPath(t), args...)
 			cmd.Env = os.Environ()
 			for k, v := range env {
 				cmd.Env = append(cmd.Env, k+"="+v)
