@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"encoding/binary"
 	"fmt"
 	"os"
 	"strconv"
@@ -22,7 +23,8 @@ const (
 	gtCalls      = 2000
 	gtPerRequest = 200
 	gtErrorEvery = 5
-	gtPartitions = 4
+	gtPartitions = 12
+	gtGateways   = 3
 )
 
 func gtService(i int) string { return fmt.Sprintf("gt%02d", i) }
@@ -47,7 +49,8 @@ func gtTraces(run byte, first, n int) (clientSide, serverSide ptrace.Traces) {
 		c, s := gtEdge(i)
 		var trace pcommon.TraceID
 		trace[0], trace[1] = 0x97, run
-		copy(trace[8:], strconv.AppendInt(nil, int64(i), 16))
+		// Spread like random trace IDs (what the trace-ID buckets are made for).
+		binary.BigEndian.PutUint64(trace[8:], splitmix64(uint64(i)+uint64(run)<<32))
 		id := func(k byte) pcommon.SpanID { return pcommon.SpanID{0x97, k, byte(i >> 8), byte(i)} }
 		sgSpan(scope(clientSide, c), ptrace.SpanKindServer, trace, id(1), pcommon.SpanID{}, now, 30*time.Millisecond, false)
 		sgSpan(scope(clientSide, c), ptrace.SpanKindClient, trace, id(2), id(1), now, 20*time.Millisecond, false)
@@ -56,6 +59,14 @@ func gtTraces(run byte, first, n int) (clientSide, serverSide ptrace.Traces) {
 		sgSpan(scope(serverSide, s), ptrace.SpanKindServer, trace, id(3), id(2), now, 10*time.Millisecond, i%gtErrorEvery == 0)
 	}
 	return clientSide, serverSide
+}
+
+// splitmix64 mixes x into a well-spread 64-bit value (Steele, Lea and Flood's SplitMix64 finalizer).
+func splitmix64(x uint64) uint64 {
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ x>>30) * 0xbf58476d1ce4e5b9
+	x = (x ^ x>>27) * 0x94d049bb133111eb
+	return x ^ x>>31
 }
 
 // agentGraphOverlay is configs/agent-graph.yaml writing to topic with buckets trace-ID buckets.
@@ -89,8 +100,8 @@ func startGraphGateway(t *testing.T, broker, topic, group string) *gateway {
 
 // TestGraphTierPairsAcrossServiceKeys sends 2000 calls between 20 services through
 // configs/agent.yaml with the configs/agent-graph.yaml overlay, the callee's spans in one request
-// and the caller's in the next, and reads the service graph from two graph gateways
-// (configs/graph-gateway.yaml) in one consumer group:
+// and the caller's in the next, and reads the service graph from three graph gateways
+// (configs/graph-gateway.yaml) in one consumer group on 12 partitions:
 //   - on the graph topic, keyed by trace ID, both spans of every call reach the same gateway, so
 //     the requests and failures per edge, summed over the gateways, are exactly the calls sent;
 //   - on the spans topic, keyed by service, the two spans of a call land on the gateways of their
@@ -116,9 +127,9 @@ func TestGraphTierPairsAcrossServiceKeys(t *testing.T) {
 			if tc.byTraceID {
 				read = graphTopic
 			}
-			gws := []*gateway{
-				startGraphGateway(t, broker, read, "gt-"+suffix),
-				startGraphGateway(t, broker, read, "gt-"+suffix),
+			gws := make([]*gateway, gtGateways)
+			for i := range gws {
+				gws[i] = startGraphGateway(t, broker, read, "gt-"+suffix)
 			}
 			requireAllAssigned(t, read, gws)
 			ag := startAgent(t, broker, spansTopic, agentGraphOverlay(t, graphTopic, gtPartitions))
@@ -188,6 +199,16 @@ func TestGraphTierPairsAcrossServiceKeys(t *testing.T) {
 				require.Equal(t, want, requests, "requests per edge, summed over the gateways")
 				require.Equal(t, wantFailed, failed, "failed requests per edge")
 				t.Logf("%d calls on %d edges paired exactly over %d graph gateways", sum(requests), len(requests), len(gws))
+				// Each gateway holds the edges of the traces it reads: an edge's calls are spread
+				// over the gateways trace by trace, so its series exist on each, and only the sum
+				// is the edge (what the dashboard shows).
+				for i, g := range gws {
+					fams, err := scrape(g.metricsURL)
+					require.NoError(t, err)
+					held := len(fams["traces_service_graph_request_total"].GetMetric())
+					t.Logf("graph gateway %d: %d request_total series", i, held)
+					require.Positive(t, held, "graph gateway %d paired no call: the trace-ID buckets did not spread the calls", i)
+				}
 
 				// The agent wrote every span to the spans topic and only the edge spans (not the
 				// INTERNAL ones) to the graph topic.
