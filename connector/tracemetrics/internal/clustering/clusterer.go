@@ -85,16 +85,27 @@ func (c *Clusterer) Template(s *Scratch, svc, name string) (string, bool) {
 	snap := c.snapshotOf(s, svc)
 	s.out = s.out[:0]
 	edges := 0
+	merged := snap != nil && snap.merged != nil
 	for i := 0; i < len(name); {
-		w, end := nextEdge(name, i)
+		// nextEdge, with a note of whether the word has a decimal digit: every ID does, so
+		// most words are never looked at again.
+		w := i
+		for w < len(name) && separators[name[w]] {
+			w++
+		}
+		end, digit := w, false
+		for end < len(name) && !separators[name[end]] {
+			digit = digit || isDigit(name[end])
+			end++
+		}
 		word := name[w:end]
 		prefix := len(s.out)
 		s.out = append(s.out, name[i:w]...)
 		switch {
 		case len(word) == 0:
-		case edges > 0 && snap != nil && snap.merged != nil && snap.isMerged(c.seed, s.out[:prefix]):
+		case merged && edges > 0 && snap.isMerged(c.seed, s.out[:prefix]):
 			s.out = append(s.out, Wildcard...)
-		case isID(word):
+		case digit && isID(word):
 			s.out = append(s.out, ID...)
 		default:
 			s.out = append(s.out, word...)

@@ -43,7 +43,9 @@ const (
 	minBase64ID = 16
 )
 
-// isID reports whether word is an identifier, replaced by ID at once, without learning:
+// isID reports whether word is an identifier, replaced by ID at once, without learning. Each
+// kind has a decimal digit (a UUID without one is left to chance: (6/16)^32), which the
+// caller may check first:
 //
 //   - a number: digits, possibly with '.' between them and a leading sign ("12345", "3.5",
 //     "10.0.0.1");
@@ -85,7 +87,9 @@ func isUUID(w string) bool {
 	if len(w) != 36 {
 		return false
 	}
+	digit := false
 	for i := 0; i < len(w); i++ {
+		digit = digit || isDigit(w[i])
 		switch i {
 		case 8, 13, 18, 23:
 			if w[i] != '-' {
@@ -97,7 +101,7 @@ func isUUID(w string) bool {
 			}
 		}
 	}
-	return true
+	return digit
 }
 
 func isHexID(w string) bool {
