@@ -83,51 +83,66 @@ func (s *Scratch) Footprint() int64 {
 // grown.
 func (c *Clusterer) Template(s *Scratch, svc, name string) (string, bool) {
 	snap := c.snapshotOf(s, svc)
-	s.out = s.out[:0]
-	edges := 0
 	merged := snap != nil && snap.merged != nil
-	for i := 0; i < len(name); {
+	// s.out is the template up to name[copied:]: the name is copied in pieces, between the
+	// words replaced, not word by word (each piece is a memmove call).
+	s.out = s.out[:0]
+	copied, edges := 0, 0
+	for i := 0; i < len(name); edges++ {
 		// nextEdge, with a note of whether the word has a decimal digit: every ID does, so
 		// most words are never looked at again.
 		w := i
-		for w < len(name) && separators[name[w]] {
+		for w < len(name) && classes[name[w]]&classSep != 0 {
 			w++
 		}
-		end, digit := w, false
-		for end < len(name) && !separators[name[end]] {
-			digit = digit || isDigit(name[end])
+		end, cls := w, byte(0)
+		for end < len(name) {
+			k := classes[name[end]]
+			if k&classSep != 0 {
+				break
+			}
+			cls |= k
 			end++
 		}
-		word := name[w:end]
-		prefix := len(s.out)
-		s.out = append(s.out, name[i:w]...)
-		switch {
-		case len(word) == 0:
-		case merged && edges > 0 && snap.isMerged(c.seed, s.out[:prefix]):
-			s.out = append(s.out, Wildcard...)
-		case digit && isID(word):
-			s.out = append(s.out, ID...)
-		default:
-			s.out = append(s.out, word...)
-		}
-		edges++
+		digit := cls&classDigit != 0
+		start := i
 		i = end
+		if w == end {
+			continue
+		}
+		if merged && edges > 0 {
+			s.out = append(s.out, name[copied:start]...)
+			copied = start
+			if snap.isMerged(c.seed, s.out) {
+				s.out = append(append(s.out, name[start:w]...), Wildcard...)
+				copied = end
+				continue
+			}
+		}
+		if digit && isID(name[w:end]) {
+			s.out = append(append(s.out, name[copied:w]...), ID...)
+			copied = end
+		}
 	}
-	out := bytesString(s.out)
-	if len(s.out) <= MaxNameLen && edges <= maxEdges {
-		h := maphash.Bytes(c.seed, s.out)
-		if e := snapLookup(snap, h, s.out); e != nil {
+	out := name
+	if copied > 0 {
+		s.out = append(s.out, name[copied:]...)
+		out = bytesString(s.out)
+	}
+	if len(out) <= MaxNameLen && edges <= maxEdges {
+		h := maphash.String(c.seed, out)
+		if e := snapLookup(snap, h, out); e != nil {
 			if now := c.now.Load(); e.tmpl.lastSeen.Load() != now {
 				e.tmpl.lastSeen.Store(now)
 			}
 		} else {
-			s.addLearn(svc, s.out, h)
+			s.addLearn(svc, out, h)
 		}
 	}
-	return out, out != name
+	return out, copied > 0 && out != name
 }
 
-func snapLookup(snap *snapshot, h uint64, name []byte) *knownEntry {
+func snapLookup(snap *snapshot, h uint64, name string) *knownEntry {
 	if snap == nil {
 		return nil
 	}
@@ -147,7 +162,7 @@ func (c *Clusterer) snapshotOf(s *Scratch, svc string) *snapshot {
 	return s.slot.snap.Load()
 }
 
-func (s *Scratch) addLearn(svc string, name []byte, h uint64) {
+func (s *Scratch) addLearn(svc, name string, h uint64) {
 	if len(s.learn) >= LearnPerBatch {
 		return
 	}

@@ -73,10 +73,10 @@ func (l *learner) buildSnapshot(seed maphash.Seed, sv *service) *snapshot {
 }
 
 // lookup returns the template entry named name, or nil.
-func (s *snapshot) lookup(h uint64, name []byte) *knownEntry {
+func (s *snapshot) lookup(h uint64, name string) *knownEntry {
 	mask := uint64(len(s.known) - 1)
 	for i := h & mask; s.known[i].tmpl != nil; i = (i + 1) & mask {
-		if e := &s.known[i]; e.hash == h && e.name == bytesString(name) {
+		if e := &s.known[i]; e.hash == h && e.name == name {
 			return e
 		}
 	}

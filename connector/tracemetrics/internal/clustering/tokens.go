@@ -24,6 +24,25 @@ var separators = func() (t [256]bool) {
 	return t
 }()
 
+// classes has, per byte, classSep for separators and classDigit for decimal digits: the
+// producers' scan (Clusterer.Template) reads one table per byte.
+var classes = func() (t [256]byte) {
+	for c := range t {
+		if separators[c] {
+			t[c] |= classSep
+		}
+		if isDigit(byte(c)) {
+			t[c] |= classDigit
+		}
+	}
+	return t
+}()
+
+const (
+	classSep = 1 << iota
+	classDigit
+)
+
 // nextEdge splits the edge of name that starts at i: separator run [i, w), word [w, end).
 func nextEdge(name string, i int) (w, end int) {
 	w = i
