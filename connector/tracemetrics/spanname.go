@@ -17,8 +17,8 @@ import (
 
 // SpanNameConfig rewrites the span name the metrics are keyed by (the span.name attribute), so
 // that instrumentation that put a raw URL path or an ID in the span name does not make a series
-// per request. Both layers are off by default: the metrics then carry span names exactly as
-// spanmetrics does.
+// per request. All three layers are off by default: the metrics then carry span names exactly
+// as spanmetrics does.
 type SpanNameConfig struct {
 	// FromSemanticConventions names spans as the OpenTelemetry semantic conventions do when
 	// the span carries the low-cardinality attributes they name spans after (see README.md,
@@ -143,7 +143,8 @@ var renameLayerNames = [renameLayers]string{"semantic_conventions", "rule", "clu
 
 // spanNamer gives a span the name its series are keyed by. It is shared by every producer: the
 // configuration is immutable, and the rule cache and the counters are atomics, so producers
-// never take a lock for it nor share one with the aggregator.
+// never take a lock for it nor share one with the aggregator. Clustering's templates are
+// read the same way, from snapshots the aggregator publishes (clustering.go).
 //
 // The semantic conventions layer reads attributes the span already holds and writes the name
 // into the batch's scratch buffer: no allocation. Rules run regular expressions, whose

@@ -197,6 +197,25 @@ func TestTemplatesBoundedUnderChurn(t *testing.T) {
 	require.LessOrEqual(t, h.c.Templates(), int64(maxT+1+MaxServices))
 }
 
+// The templates of all services are bounded too: a service makes room among its own, and a
+// new service gets none while the bound is reached.
+func TestTemplatesBoundedAcrossServices(t *testing.T) {
+	h := newHarness(t, Config{MaxChildren: 50, MaxTemplatesPerService: 100})
+	h.c.l.maxTotal = 150
+	for i := range 1000 {
+		h.c.Template(&h.s, fmt.Sprintf("svc-%d", i%2), letters(i))
+		if len(h.s.learn) == LearnPerBatch {
+			h.learn()
+		}
+	}
+	h.learn()
+	require.EqualValues(t, 150, h.c.Templates())
+	h.send("late", "op")
+	require.EqualValues(t, 150, h.c.Templates())
+	require.NotContains(t, h.c.l.services, "late")
+	require.Equal(t, 150, h.c.l.services["svc-0"].count+h.c.l.services["svc-1"].count)
+}
+
 func countNodes(n *node) int {
 	c := 1
 	for _, ch := range n.children {

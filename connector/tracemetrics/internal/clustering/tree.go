@@ -16,7 +16,8 @@ import (
 // "getUser"), and a service with many operations must keep them apart.
 type learner struct {
 	maxChildren  int
-	maxTemplates int
+	maxTemplates int   // per service
+	maxTotal     int   // all services: MaxTemplates
 	expiration   int64 // seconds; 0: never
 	services     map[string]*service
 	servicesDiff bool       // a service was added or removed since the last publish
@@ -56,6 +57,7 @@ func newLearner(c Config) *learner {
 	return &learner{
 		maxChildren:  c.MaxChildren,
 		maxTemplates: c.MaxTemplatesPerService,
+		maxTotal:     MaxTemplates,
 		expiration:   int64(c.TemplateExpiration.Seconds()),
 		services:     map[string]*service{},
 	}
@@ -66,6 +68,9 @@ func newLearner(c Config) *learner {
 // that gets one child too many, and keeps a template where the walk ends.
 func (l *learner) learn(svc, name []byte, now int64) {
 	sv := l.services[string(svc)]
+	if l.held >= l.maxTotal && (sv == nil || sv.count == 0) {
+		return // room is made within a service, never taken from another
+	}
 	if sv == nil {
 		if len(l.services) >= MaxServices {
 			return
@@ -117,7 +122,7 @@ func (l *learner) learn(svc, name []byte, now int64) {
 	sv.count++
 	l.held++
 	l.markDirty(sv)
-	if sv.count > l.maxTemplates {
+	if sv.count > l.maxTemplates || l.held > l.maxTotal {
 		l.evict(sv, t)
 	}
 }
@@ -205,12 +210,12 @@ func (l *learner) rename(n *node, prefix []byte) {
 	}
 }
 
-// evict removes templates of sv, oldest learned first, until it holds maxTemplates; keep
-// (the template just learned) stays. A template seen since it was queued gets a second
+// evict removes templates of sv, oldest learned first, until it holds maxTemplates and all
+// services maxTotal; keep (the template just learned) stays. A template seen since it was queued gets a second
 // chance at the back of the queue, once per pass.
 func (l *learner) evict(sv *service, keep *template) {
 	passes := len(sv.order) - sv.head
-	for sv.count > l.maxTemplates && sv.head < len(sv.order) {
+	for (sv.count > l.maxTemplates || l.held > l.maxTotal) && sv.count > 1 && sv.head < len(sv.order) {
 		t := sv.order[sv.head]
 		sv.order[sv.head] = nil
 		sv.head++
