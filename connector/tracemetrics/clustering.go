@@ -18,8 +18,9 @@ import (
 type ClusteringConfig struct {
 	// Enabled turns clustering on. Default false.
 	Enabled bool `mapstructure:"enabled"`
-	// DryRun learns and counts the spans clustering would rename
-	// (dry_run_renamed_spans) but keys series by the names as they are. Default false.
+	// DryRun, with Enabled, learns and counts the spans clustering would rename
+	// (dry_run_renamed_spans) but keys series by the names as they are; without Enabled
+	// nothing runs. Default false.
 	DryRun bool `mapstructure:"dry_run"`
 	// MaxChildren is how many distinct words one position of a service's names keeps before
 	// they are merged into {*} (the first word, the operation, is never merged). Default 50.
