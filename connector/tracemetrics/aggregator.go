@@ -161,6 +161,7 @@ func (a *aggregator) drain() {
 			break
 		}
 		var spans int64
+		now := a.clock.Now().UnixNano()
 		for i, b := range a.drainBuf {
 			if i%flushCheckBatches == flushCheckBatches-1 {
 				// A full ring takes long to apply when the aggregator gets a small share
@@ -169,14 +170,17 @@ func (a *aggregator) drain() {
 				a.flushIfDue()
 			}
 			a.apply(b)
+			a.names.learnNames(&b.names, now)
 			spans += b.spans
 			a.q.Release(b.held)
 			b.reset()
 			a.free.Put(b)
 			a.drainBuf[i] = nil
 		}
-		// One atomic add per round, however many batches and spans it held.
+		// One atomic add per round, however many batches and spans it held; the templates
+		// learned from them are published once per round too.
 		a.tel.aggregatedSpans.Add(spans)
+		a.names.publishTemplates(false, now)
 		a.wakeItems = wakeItems(a.q.Cap(), int(a.hints.get(hintSeries)))
 		if len(a.drainBuf) < a.wakeItems {
 			break
@@ -464,6 +468,7 @@ func (a *aggregator) swap(spare *deltaBuffer, final bool) {
 	}
 	now := a.clock.Now().UnixNano()
 	a.expire(now, full)
+	a.names.publishTemplates(true, now)
 	if a.isDelta {
 		for i := range a.resources {
 			a.resources[i].touched = [maxFamilies]int32{}

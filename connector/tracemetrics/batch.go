@@ -95,7 +95,7 @@ func (b *deltaBatch) footprint() int64 {
 		int64(cap(b.obs))*int64(unsafe.Sizeof(observation{})) +
 		int64(cap(b.exemplars))*int64(unsafe.Sizeof(exemplar{})) +
 		int64(cap(b.arena)) + int64(cap(b.table))*4 + b.sorter.footprint() +
-		int64(cap(b.names.semconv)+cap(b.names.rule)) +
+		int64(cap(b.names.semconv)+cap(b.names.rule)) + b.names.cluster.Footprint() +
 		int64(cap(b.seriesW)+cap(b.obsW))*8
 }
 

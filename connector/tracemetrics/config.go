@@ -129,8 +129,10 @@ type Config struct {
 	// larger than the bound passes alone. 0 means the default, 64.
 	RingMemoryMiB int `mapstructure:"ring_memory_mib"`
 
-	// SpanName rewrites the span names the metrics are keyed by (spanname.go). Default: off,
-	// span names are used as they are.
+	// SpanName rewrites the span names the metrics are keyed by (spanname.go): semantic
+	// conventions, rules, and clustering (clustering.go; span_name.clustering: enabled false,
+	// dry_run false, max_children 50, max_templates_per_service 500, template_expiration 1h).
+	// Default: off, span names are used as they are.
 	SpanName SpanNameConfig `mapstructure:"span_name"`
 
 	// Sampling weighs spans by their adjusted count (sampling.go). Default: weighted.

@@ -71,6 +71,7 @@ func createDefaultConfig() component.Config {
 		RingSize:                 defaultRingSize,
 		RingMemoryMiB:            defaultRingMemoryMiB,
 		Sampling:                 SamplingConfig{Weighted: true},
+		SpanName:                 SpanNameConfig{Clustering: defaultClusteringConfig()},
 	}
 }
 

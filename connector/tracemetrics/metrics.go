@@ -60,7 +60,9 @@ func newTelemetry(set component.TelemetrySettings, q *intake.Queue[deltaBatch], 
 	skipped := counter("otelcol_connector_tracemetrics_flushes_skipped", "Flushes postponed because the previous one was still being sent.", "{flushes}")
 	refused := counter("otelcol_connector_tracemetrics_refused_spans", "Spans refused by ConsumeTraces (context done while the ring was full, or shut down).", "{spans}")
 	exportErrs := counter("otelcol_connector_tracemetrics_export_errors", "Flushes the next consumer returned an error for.", "{flushes}")
-	renamed := counter("otelcol_connector_tracemetrics_renamed_spans", "Spans whose name span_name rewrote for the metrics, by layer (semantic_conventions, rule); a span renamed by both counts in both.", "{spans}")
+	renamed := counter("otelcol_connector_tracemetrics_renamed_spans", "Spans whose name span_name rewrote for the metrics, by layer (semantic_conventions, rule, clustering); a span renamed by both semantic_conventions and rule counts in both.", "{spans}")
+	dryRenamed := counter("otelcol_connector_tracemetrics_dry_run_renamed_spans", "Spans span_name.clustering would have renamed, had dry_run been off.", "{spans}")
+	templates := gauge("otelcol_connector_tracemetrics_span_name_templates", "Span-name templates span_name.clustering holds, all services.", "{templates}")
 	invalidW := counter("otelcol_connector_tracemetrics_invalid_sampling_weights", "Spans whose tracestate threshold (ot=th) or sampling probability attribute was invalid, or inconsistent with ot=rv, and which were counted 1.", "{spans}")
 	var err error
 	t.flushDuration, err = m.Float64Histogram("otelcol_connector_tracemetrics_flush_duration",
@@ -88,7 +90,11 @@ func newTelemetry(set component.TelemetrySettings, q *intake.Queue[deltaBatch], 
 	// One series per configured layer, from 0, as for the limits.
 	var layerSets [renameLayers]metric.ObserveOption
 	if n := p.names; n != nil {
-		for k, on := range [renameLayers]bool{renamedBySemconv: n.semconv, renamedByRule: len(n.rules) > 0} {
+		for k, on := range [renameLayers]bool{
+			renamedBySemconv:    n.semconv,
+			renamedByRule:       len(n.rules) > 0,
+			renamedByClustering: n.clusters != nil && !n.dryRun,
+		} {
 			if on {
 				layerSets[k] = metric.WithAttributeSet(attribute.NewSet(attribute.String("layer", renameLayerNames[k])))
 			}
@@ -117,9 +123,15 @@ func newTelemetry(set component.TelemetrySettings, q *intake.Queue[deltaBatch], 
 				o.ObserveInt64(renamed, p.names.renamed[k].Load(), set)
 			}
 		}
+		if n := p.names; n != nil && n.clusters != nil {
+			o.ObserveInt64(templates, n.clusters.Templates())
+			if n.dryRun {
+				o.ObserveInt64(dryRenamed, n.dryRenamed.Load())
+			}
+		}
 		o.ObserveInt64(invalidW, t.invalidWeights.Load())
 		return nil
-	}, series, depth, aggregated, overflow, fullWaits, heldBytes, bytesWaits, lost, flushes, skipped, refused, exportErrs, renamed, invalidW)
+	}, series, depth, aggregated, overflow, fullWaits, heldBytes, bytesWaits, lost, flushes, skipped, refused, exportErrs, renamed, dryRenamed, templates, invalidW)
 	return t, err
 }
 

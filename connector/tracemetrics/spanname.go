@@ -11,12 +11,14 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/clustering"
 )
 
 // SpanNameConfig rewrites the span name the metrics are keyed by (the span.name attribute), so
 // that instrumentation that put a raw URL path or an ID in the span name does not make a series
-// per request. Both layers are off by default: the metrics then carry span names exactly as
-// spanmetrics does.
+// per request. All three layers are off by default: the metrics then carry span names exactly
+// as spanmetrics does.
 type SpanNameConfig struct {
 	// FromSemanticConventions names spans as the OpenTelemetry semantic conventions do when
 	// the span carries the low-cardinality attributes they name spans after (see README.md,
@@ -25,6 +27,9 @@ type SpanNameConfig struct {
 	// Rules rename spans by regular expression, after from_semantic_conventions; the first
 	// rule that applies to the span's service and matches its name wins. Default: none.
 	Rules []SpanNameRule `mapstructure:"rules"`
+	// Clustering learns templates for the names neither layer renamed (clustering.go).
+	// Default: off.
+	Clustering ClusteringConfig `mapstructure:"clustering"`
 	// prevent unkeyed literal initialization
 	_ struct{}
 }
@@ -51,6 +56,9 @@ func (c *SpanNameConfig) validate() error {
 		if _, err := compileNameRule(r); err != nil {
 			errs = append(errs, fmt.Errorf("span_name.rules[%d].%w", i, err))
 		}
+	}
+	if err := c.Clustering.validate(); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }
@@ -127,14 +135,16 @@ type nameRule struct {
 const (
 	renamedBySemconv = iota
 	renamedByRule
+	renamedByClustering
 	renameLayers
 )
 
-var renameLayerNames = [renameLayers]string{"semantic_conventions", "rule"}
+var renameLayerNames = [renameLayers]string{"semantic_conventions", "rule", "clustering"}
 
 // spanNamer gives a span the name its series are keyed by. It is shared by every producer: the
 // configuration is immutable, and the rule cache and the counters are atomics, so producers
-// never take a lock for it nor share one with the aggregator.
+// never take a lock for it nor share one with the aggregator. Clustering's templates are
+// read the same way, from snapshots the aggregator publishes (clustering.go).
 //
 // The semantic conventions layer reads attributes the span already holds and writes the name
 // into the batch's scratch buffer: no allocation. Rules run regular expressions, whose
@@ -152,6 +162,10 @@ type spanNamer struct {
 	seed    maphash.Seed
 	cache   []atomic.Pointer[nameEntry] // nameCacheSlots; nil without rules
 	renamed [renameLayers]atomic.Int64  // spans renamed, by layer (telemetry)
+
+	clusters   *clustering.Clusterer // nil without span_name.clustering (clustering.go)
+	dryRun     bool                  // clustering only counts
+	dryRenamed atomic.Int64          // spans clustering would have renamed (dry run)
 }
 
 // nameCacheSlots bounds the rule cache; names longer than nameCacheMaxLen are not cached (the
@@ -180,10 +194,11 @@ type nameEntry struct {
 // newSpanNamer returns nil when nothing renames spans: the reducer then reads span names as
 // they are, with one nil check per span.
 func newSpanNamer(c SpanNameConfig) *spanNamer {
-	if !c.FromSemanticConventions && len(c.Rules) == 0 {
+	if !c.FromSemanticConventions && len(c.Rules) == 0 && !c.Clustering.Enabled {
 		return nil
 	}
-	n := &spanNamer{semconv: c.FromSemanticConventions, seed: maphash.MakeSeed()}
+	n := &spanNamer{semconv: c.FromSemanticConventions, seed: maphash.MakeSeed(),
+		clusters: c.Clustering.clusterer(), dryRun: c.Clustering.DryRun}
 	for _, r := range c.Rules {
 		nr, err := compileNameRule(r)
 		if err != nil {
@@ -203,25 +218,29 @@ func newSpanNamer(c SpanNameConfig) *spanNamer {
 type nameScratch struct {
 	semconv, rule []byte
 	renamed       [renameLayers]int64
-	misses        uint64 // names that found their cache set full (nameCacheAdmit)
+	dryRun        int64
+	misses        uint64             // names that found their cache set full (nameCacheAdmit)
+	cluster       clustering.Scratch // the template built, and the names for the learner
 }
 
 // name returns the name span's series are keyed by. The result may point into s and is valid
 // until the next call with s: the caller copies it into the key.
 func (n *spanNamer) name(s *nameScratch, svc string, span ptrace.Span) string {
-	name := span.Name()
+	name, renamed := span.Name(), false
 	if n.semconv {
-		var ok bool
-		if s.semconv, ok = appendSemconvName(s.semconv[:0], span); ok {
+		if s.semconv, renamed = appendSemconvName(s.semconv[:0], span); renamed {
 			name = bytesString(s.semconv)
 			s.renamed[renamedBySemconv]++
 		}
 	}
 	if n.rules != nil && n.appliesTo(svc) {
 		if out, ok := n.ruleName(s, svc, name); ok {
-			name = out
+			name, renamed = out, true
 			s.renamed[renamedByRule]++
 		}
+	}
+	if n.clusters != nil && !renamed {
+		name = n.cluster(s, svc, name, span)
 	}
 	return name
 }
@@ -233,6 +252,10 @@ func (n *spanNamer) publish(s *nameScratch) {
 			n.renamed[i].Add(v)
 			s.renamed[i] = 0
 		}
+	}
+	if s.dryRun != 0 {
+		n.dryRenamed.Add(s.dryRun)
+		s.dryRun = 0
 	}
 }
 
