@@ -149,25 +149,34 @@ func wakeItems(ringCap, seriesPerBatch int) int {
 const flushCheckBatches = 16
 
 func (a *aggregator) drain() {
+	// tick: the flush timer fired and its flush waits for the first round drained after the
+	// tick was seen, which holds every batch queued before it (so every span whose
+	// ConsumeTraces returned before the tick is in that flush).
+	tick := false
 	for {
 		// Under sustained overload run's select, where the timer waits, is not reached again:
 		// every Drain here finds a full batch, and when one does not, Arm finds the next batch
 		// already queued and run drains again without sleeping. The flush would wait until
 		// the load drops. Looking at the timer at every round keeps flushes on time whatever
 		// the load, for one non-blocking receive per round.
-		a.flushIfDue()
+		if !tick {
+			tick = a.tickDue()
+		}
+		afterTick := tick // this round's Drain comes after the tick
 		a.drainBuf = a.q.Drain(a.drainBuf[:0])
 		if len(a.drainBuf) == 0 {
+			a.flushOrSwap(tick)
 			break
 		}
 		var spans int64
 		now := a.clock.Now().UnixNano()
 		for i, b := range a.drainBuf {
-			if i%flushCheckBatches == flushCheckBatches-1 {
+			if !tick && i%flushCheckBatches == flushCheckBatches-1 {
 				// A full ring takes long to apply when the aggregator gets a small share
 				// of the CPU (many busy receivers on few cores): look at the timer inside
-				// the round too.
-				a.flushIfDue()
+				// the round too. Its flush waits for the next round, at most one ring
+				// (ring_size batches, ring_memory_mib bytes) of work later.
+				tick = a.tickDue()
 			}
 			a.apply(b)
 			a.names.learnNames(&b.names, now)
@@ -181,8 +190,12 @@ func (a *aggregator) drain() {
 		// learned from them are published once per round too.
 		a.tel.aggregatedSpans.Add(spans)
 		a.names.publishTemplates(false, now)
+		a.flushOrSwap(afterTick)
+		if afterTick {
+			tick = false
+		}
 		a.wakeItems = wakeItems(a.q.Cap(), int(a.hints.get(hintSeries)))
-		if len(a.drainBuf) < a.wakeItems {
+		if len(a.drainBuf) < a.wakeItems && !tick {
 			break
 		}
 	}
@@ -434,14 +447,22 @@ func (a *aggregator) flush(final bool) {
 	a.swap(spare, final)
 }
 
-// flushIfDue flushes when the timer has fired, or when a postponed flush finds the flusher
-// back. It never waits.
-func (a *aggregator) flushIfDue() {
+// tickDue reports whether the flush timer has fired since the last look. It never waits.
+func (a *aggregator) tickDue() bool {
 	select {
 	case <-a.ticker.Chan():
+		return true
+	default:
+		return false
+	}
+}
+
+// flushOrSwap flushes when a tick was seen (due), else completes a flush that waits for the
+// flusher's spare buffer if it came back meanwhile.
+func (a *aggregator) flushOrSwap(due bool) {
+	if due {
 		a.flush(false)
 		return
-	default:
 	}
 	if a.flushDue {
 		select {
