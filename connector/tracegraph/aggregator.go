@@ -114,7 +114,13 @@ func (a *aggregator) run(t tickers) {
 		applied := a.drain()
 		// Under sustained load Arm keeps finding batches and the select above is not reached:
 		// look at the tickers on every round.
-		flushDue = flushDue || fired(flushC)
+		if !flushDue && fired(flushC) {
+			// The tick came during the round: batches queued before it may have come after
+			// the round's Drain. One more round takes them (at most one ring), so the flush
+			// holds every span whose ConsumeTraces returned before the tick.
+			flushDue = true
+			applied += a.drain()
+		}
 		expireDue = expireDue || fired(expireC)
 		cleanDue = cleanDue || fired(cleanC)
 		now := a.clock.Now().UnixNano()
