@@ -26,6 +26,14 @@ type telemetry struct {
 	exportErrors    atomic.Int64
 	invalidWeights  atomic.Int64 // added per batch by the aggregator
 
+	// By limit (overflowKind), written by the aggregator: promotions and demotions of
+	// cap_selection by traffic at each swap (selection.go), and the demand estimates
+	// published at each swap (demand.go).
+	promotedSeries [overflowKinds]atomic.Int64
+	demotedSeries  [overflowKinds]atomic.Int64
+	seriesDemand   [overflowKinds]atomic.Int64
+	overflowSeries [overflowKinds]atomic.Int64
+
 	flushDuration metric.Float64Histogram
 	flushPoints   metric.Int64Histogram
 	reg           metric.Registration
@@ -61,6 +69,10 @@ func newTelemetry(set component.TelemetrySettings, q *intake.Queue[deltaBatch], 
 	refused := counter("otelcol_connector_tracemetrics_refused_spans", "Spans refused by ConsumeTraces (context done while the ring was full, or shut down).", "{spans}")
 	exportErrs := counter("otelcol_connector_tracemetrics_export_errors", "Flushes the next consumer returned an error for.", "{flushes}")
 	renamed := counter("otelcol_connector_tracemetrics_renamed_spans", "Spans whose name span_name rewrote for the metrics, by layer (semantic_conventions, rule); a span renamed by both counts in both.", "{spans}")
+	demand := gauge("otelcol_connector_tracemetrics_series_demand", "Distinct series offered to a limit over about the last series_expiration (those it let in and those it refused), estimated: what it would hold without it; by the limit (its configuration key).", "{series}")
+	overflowSeries := gauge("otelcol_connector_tracemetrics_overflow_series", "Distinct series a limit refused (their spans went to an overflow series) over about the last series_expiration, estimated; by the limit.", "{series}")
+	promoted := counter("otelcol_connector_tracemetrics_promoted_series", "Refused series given their own series at a flush because they received more spans than one they replaced (cap_selection by traffic); by the limit.", "{series}")
+	demoted := counter("otelcol_connector_tracemetrics_demoted_series", "Series that gave up their place to a busier refused series at a flush (cap_selection by traffic); their later spans go to the overflow series; by the limit.", "{series}")
 	invalidW := counter("otelcol_connector_tracemetrics_invalid_sampling_weights", "Spans whose tracestate threshold (ot=th) or sampling probability attribute was invalid, or inconsistent with ot=rv, and which were counted 1.", "{spans}")
 	var err error
 	t.flushDuration, err = m.Float64Histogram("otelcol_connector_tracemetrics_flush_duration",
@@ -102,6 +114,12 @@ func newTelemetry(set component.TelemetrySettings, q *intake.Queue[deltaBatch], 
 		for k, set := range limitSets {
 			if set != nil {
 				o.ObserveInt64(overflow, t.overflowSpans[k].Load(), set)
+				o.ObserveInt64(demand, t.seriesDemand[k].Load(), set)
+				o.ObserveInt64(overflowSeries, t.overflowSeries[k].Load(), set)
+				if k != int(limitOverflow) && p.byTraffic {
+					o.ObserveInt64(promoted, t.promotedSeries[k].Load(), set)
+					o.ObserveInt64(demoted, t.demotedSeries[k].Load(), set)
+				}
 			}
 		}
 		o.ObserveInt64(fullWaits, int64(st.FullWaits))
@@ -119,7 +137,7 @@ func newTelemetry(set component.TelemetrySettings, q *intake.Queue[deltaBatch], 
 		}
 		o.ObserveInt64(invalidW, t.invalidWeights.Load())
 		return nil
-	}, series, depth, aggregated, overflow, fullWaits, heldBytes, bytesWaits, lost, flushes, skipped, refused, exportErrs, renamed, invalidW)
+	}, series, depth, aggregated, overflow, demand, overflowSeries, promoted, demoted, fullWaits, heldBytes, bytesWaits, lost, flushes, skipped, refused, exportErrs, renamed, invalidW)
 	return t, err
 }
 
