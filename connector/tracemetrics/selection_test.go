@@ -365,3 +365,45 @@ func TestSelectionKeepsTotalsExact(t *testing.T) {
 	}
 	require.Positive(t, demotions, "the random traffic re-ranked")
 }
+
+// A re-ranking reuses its scratch and sketches: once it has run at a size it allocates
+// nothing, while it promotes and demotes in every scope.
+func TestRerankAllocatesNothing(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts are not meaningful under the race detector")
+	}
+	c, _, _, _ := startOurs(t, map[string]any{"max_series_per_service": 20, "max_series": 50}, true)
+	var spans []selSpan
+	for s := range 4 {
+		for i := range 100 {
+			spans = append(spans, selSpan{svc: fmt.Sprintf("svc-%d", s), name: fmt.Sprintf("n-%d", i), ms: 1})
+		}
+	}
+	require.NoError(t, c.ConsumeTraces(context.Background(), selTraces(spans)))
+	require.NoError(t, c.Shutdown(context.Background()))
+	a := c.agg // stopped: its state can be driven from here
+	tab := a.tables[0]
+	run := func() {
+		for id := range tab.meta {
+			if m := &tab.meta[id]; m.keyLen > 0 && m.epoch == demotedEpoch {
+				a.restore(tab, &a.resources[m.res], uint32(id))
+			}
+		}
+		for svc := range a.svcRefs {
+			for i := range 30 {
+				h := uint64(svc*1000+i) * 0x9e3779b97f4a7c15
+				a.sel.count(0, uint32(svc), h, 5, serviceOverflow)
+				a.sel.count(0, uint32(svc), h+1, 5, globalOverflow)
+			}
+		}
+		a.epoch++ // as swap does: the empty active buffer is the interval that ended
+		a.sel.rerank(a, a.active)
+	}
+	a.epoch++
+	run()
+	run()
+	require.Zero(t, testing.AllocsPerRun(20, run))
+	// Read from the aggregator: the telemetry is unregistered once shut down.
+	require.Positive(t, a.tel.demotedSeries[serviceOverflow].Load(), "per-service scopes re-ranked")
+	require.Positive(t, a.tel.demotedSeries[globalOverflow].Load(), "the global scope re-ranked")
+}
