@@ -168,6 +168,9 @@ func TestCapOverflowKeepsKindAndStatus(t *testing.T) {
 					"metrics_flush_interval":  time.Second,
 					"dimensions":              dims("http.method"),
 					"exemplars":               map[string]any{"enabled": true},
+					// By arrival, every series that has its own holds all its spans; by
+					// traffic a promoted one holds those since its promotion (selection_test.go).
+					"cap_selection": map[string]any{"by": "arrival"},
 				}
 				maps.Copy(raw, tc.limits)
 				c, sink, clock, tel := startOurs(t, raw, true)

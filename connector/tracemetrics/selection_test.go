@@ -407,3 +407,55 @@ func TestRerankAllocatesNothing(t *testing.T) {
 	require.Positive(t, a.tel.demotedSeries[serviceOverflow].Load(), "per-service scopes re-ranked")
 	require.Positive(t, a.tel.demotedSeries[globalOverflow].Load(), "the global scope re-ranked")
 }
+
+// With max_series alone (max_series_per_service's default, 0), one service's IDs fill the
+// budget before another service's operations arrive. By traffic the operations, busier per
+// series than any ID, get their own series within two intervals, exact from then on; by
+// arrival they stay in overflow while the IDs hold the budget.
+func TestMaxSeriesAloneKeepsBusySeriesOfEveryService(t *testing.T) {
+	for _, by := range []string{selectByTraffic, selectByArrival} {
+		t.Run(by, func(t *testing.T) {
+			c, sink, clock, _ := startOurs(t, map[string]any{
+				"aggregation_temporality": delta,
+				"metrics_flush_interval":  time.Second,
+				"max_series":              100,
+				"cap_selection":           map[string]any{"by": by},
+			}, true)
+			own := map[string]int{} // operation → intervals with its own series
+			id := 0
+			for iv := 0; iv < 4; iv++ {
+				var spans []selSpan
+				for range 300 { // first in every request: the IDs fill the budget first
+					spans = append(spans, selSpan{svc: "noisy", name: fmt.Sprintf("id-%d", id), ms: 1})
+					id++
+				}
+				for op := range 10 {
+					for range 3 {
+						spans = append(spans, selSpan{svc: "checkout", name: fmt.Sprintf("op-%d", op), ms: 1})
+					}
+				}
+				require.NoError(t, c.ConsumeTraces(context.Background(), selTraces(spans)))
+				got := selPoints(t, flushOnce(t, c, sink, clock, time.Second))
+				requireSameTotals(t, sentTotals(spans, func(s selSpan) string { return s.svc }),
+					selTotals(got, func(k selSeries) string { return k.svc }), "per service")
+				for k, p := range got {
+					if k.svc == "checkout" && !k.overflow {
+						require.EqualValues(t, 3, p.calls, "%v has every span of the interval", k)
+						own[k.name]++
+					}
+				}
+			}
+			if by == selectByArrival {
+				require.Empty(t, own, "by arrival the IDs keep the budget")
+				return
+			}
+			require.Len(t, own, 10)
+			for op, n := range own {
+				// Seen in interval 0, promoted at the first or second flush: its own series
+				// from interval 2 at the latest. (Each operation comes in one request per
+				// interval here, so the sketch's admission test may turn it away once.)
+				require.GreaterOrEqual(t, n, 2, "%s has its own series within two intervals", op)
+			}
+		})
+	}
+}

@@ -31,8 +31,8 @@ func TestExactWhileKeysFit(t *testing.T) {
 }
 
 // Heavy keys among a stream of keys seen once (IDs in span names) are all held, with
-// bounds around their true weight; the noise's guaranteed weight stays at most 1. Keys
-// that share their low bits (one probe run in the index) are replaced and found again.
+// a lower bound of their true weight; the noise's guaranteed weight stays at most 1, and most
+// of it is turned away by the admission test. Keys are replaced and found again throughout.
 func TestHeavyKeysSurviveNoise(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	s := New(64)
@@ -42,6 +42,7 @@ func TestHeavyKeysSurviveNoise(t *testing.T) {
 		heavy[uint64(i)<<32|0xabc] = true // same low bits: one long probe run
 	}
 	var total uint64
+	admitted := 0
 	for range 200 {
 		for k := range heavy {
 			w := uint64(1 + r.IntN(4))
@@ -52,6 +53,9 @@ func TestHeavyKeysSurviveNoise(t *testing.T) {
 		for range 50 {
 			k := r.Uint64() | 1
 			s.Add(k, 1, 2)
+			if _, ok := s.find(k); ok {
+				admitted++
+			}
 			true_[k]++
 			total++
 		}
@@ -60,7 +64,6 @@ func TestHeavyKeysSurviveNoise(t *testing.T) {
 	for _, e := range s.Top(nil, 0) {
 		held[e.Key] = true
 		require.LessOrEqual(t, e.Guaranteed(), true_[e.Key])
-		require.GreaterOrEqual(t, e.Count, true_[e.Key])
 		require.LessOrEqual(t, e.Err, total/64, "error at most total/k")
 		if !heavy[e.Key] {
 			require.LessOrEqual(t, e.Guaranteed(), uint64(1), "noise is never certainly heavy")
@@ -69,6 +72,7 @@ func TestHeavyKeysSurviveNoise(t *testing.T) {
 	for k := range heavy {
 		require.True(t, held[k], "heavy key %x held", k)
 	}
+	require.Less(t, admitted, 200*50/10, "most noise is turned away")
 	top := s.Top(nil, 2)
 	require.Len(t, top, len(heavy), "Top with a floor returns the heavy keys only")
 	// Every held key can be found through the index after all the replacements.
