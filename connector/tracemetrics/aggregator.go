@@ -392,8 +392,9 @@ func (a *aggregator) capRefuses(t *seriesTable, r *aggResource, h, w uint64) ove
 	if k == noOverflow || a.sel == nil {
 		return k
 	}
-	if a.sel.claim(f, r.svc, h) {
+	if by, ok := a.sel.claim(f, r.svc, h); ok {
 		if k = a.capFull(t, r.svc); k == noOverflow {
+			a.tel.promotedSeries[by].Add(1)
 			return noOverflow
 		}
 	}

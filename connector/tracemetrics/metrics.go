@@ -71,7 +71,7 @@ func newTelemetry(set component.TelemetrySettings, q *intake.Queue[deltaBatch], 
 	renamed := counter("otelcol_connector_tracemetrics_renamed_spans", "Spans whose name span_name rewrote for the metrics, by layer (semantic_conventions, rule); a span renamed by both counts in both.", "{spans}")
 	demand := gauge("otelcol_connector_tracemetrics_series_demand", "Distinct series offered to a limit over about the last series_expiration (those it let in and those it refused), estimated: what it would hold without it; by the limit (its configuration key).", "{series}")
 	overflowSeries := gauge("otelcol_connector_tracemetrics_overflow_series", "Distinct series a limit refused (their spans went to an overflow series) over about the last series_expiration, estimated; by the limit.", "{series}")
-	promoted := counter("otelcol_connector_tracemetrics_promoted_series", "Refused series given their own series at a flush because they received more spans than one they replaced (cap_selection by traffic); by the limit.", "{series}")
+	promoted := counter("otelcol_connector_tracemetrics_promoted_series", "Refused series promoted by a re-ranking (cap_selection by traffic) that took their reserved slot with their next span; by the limit.", "{series}")
 	demoted := counter("otelcol_connector_tracemetrics_demoted_series", "Series that gave up their place to a busier refused series at a flush (cap_selection by traffic); their later spans go to the overflow series; by the limit.", "{series}")
 	invalidW := counter("otelcol_connector_tracemetrics_invalid_sampling_weights", "Spans whose tracestate threshold (ot=th) or sampling probability attribute was invalid, or inconsistent with ot=rv, and which were counted 1.", "{spans}")
 	var err error

@@ -52,8 +52,9 @@ type selector struct {
 }
 
 type admission struct {
-	fam uint8
-	svc uint32
+	fam  uint8
+	kind overflowKind // the cap whose scope promoted the series
+	svc  uint32
 }
 
 // rankScope is a full scope with candidates at a re-ranking: its candidates are top[lo:hi],
@@ -107,19 +108,19 @@ func (s *selector) reservedFor(f int, svc uint32) (service int32, global int) {
 
 // claim reports whether the series hashing to h, of service svc and family f, was promoted at
 // the last re-ranking and not created since; if so, its reservation is given back for it to
-// take.
-func (s *selector) claim(f int, svc uint32, h uint64) bool {
+// take, and the cap whose scope promoted it is returned.
+func (s *selector) claim(f int, svc uint32, h uint64) (overflowKind, bool) {
 	if len(s.admitted) == 0 {
-		return false
+		return noOverflow, false
 	}
 	ad, ok := s.admitted[h]
 	if !ok || int(ad.fam) != f || ad.svc != svc {
-		return false
+		return noOverflow, false
 	}
 	delete(s.admitted, h)
 	s.svcReserved[f][svc]--
 	s.reserved[f]--
-	return true
+	return ad.kind, true
 }
 
 // count adds w spans of the series hashing to h, of service svc, to the sketch of the scope
@@ -268,8 +269,7 @@ func (s *selector) rerankFamily(a *aggregator, f int, t *seriesTable, full *delt
 				continue // its own service is at its budget now: it would be refused anyway
 			}
 			s.demote(a, f, t, w.id)
-			s.admit(f, c.Tag, c.Key)
-			a.tel.promotedSeries[sc.kind].Add(1)
+			s.admit(f, sc.kind, c.Tag, c.Key)
 			a.tel.demotedSeries[sc.kind].Add(1)
 			j++
 		}
@@ -340,9 +340,10 @@ func (s *selector) svcReservedOf(f int, svc uint32) int32 {
 	return service
 }
 
-// admit reserves a slot of service svc and family f for the series hashing to h.
-func (s *selector) admit(f int, svc uint32, h uint64) {
-	s.admitted[h] = admission{fam: uint8(f), svc: svc}
+// admit reserves a slot of service svc and family f for the series hashing to h, promoted in
+// the scope of cap k.
+func (s *selector) admit(f int, k overflowKind, svc uint32, h uint64) {
+	s.admitted[h] = admission{fam: uint8(f), kind: k, svc: svc}
 	if int(svc) >= len(s.svcReserved[f]) {
 		s.svcReserved[f] = append(s.svcReserved[f], make([]int32, int(svc)+1-len(s.svcReserved[f]))...)
 	}
