@@ -3,7 +3,6 @@ package tracemetrics
 import (
 	"fmt"
 	"maps"
-	"runtime"
 	"testing"
 	"time"
 
@@ -42,22 +41,7 @@ func BenchmarkCapSelection(b *testing.B) {
 				raw := configFor(NewFactory())
 				maps.Copy(raw, v.limits)
 				raw["cap_selection"] = map[string]any{"by": by}
-				r := startConnector(b, NewFactory(), raw)
-				consumeParallel(r.conn, input, 1, max(len(input), 2_000_000/batch))
-				settleIfOurs(b, r.conn)
-				runtime.GC()
-				var before, after runtime.MemStats
-				runtime.ReadMemStats(&before)
-				b.ResetTimer()
-				cpuStart := processCPU()
-				consumeParallel(r.conn, input, 1, b.N)
-				settleIfOurs(b, r.conn)
-				cpu := processCPU() - cpuStart
-				b.StopTimer()
-				runtime.ReadMemStats(&after)
-				spans := float64(b.N) * float64(input[0].SpanCount())
-				b.ReportMetric(float64(cpu.Nanoseconds())/spans, "cpu-ns/span")
-				b.ReportMetric(float64(after.Mallocs-before.Mallocs)/spans, "allocs/span")
+				measureConsume(b, startConnector(b, NewFactory(), raw), input, 1)
 			})
 		}
 	}
@@ -93,18 +77,8 @@ func BenchmarkRerank(b *testing.B) {
 			runs := 0
 			for b.Loop() {
 				b.StopTimer()
-				for id := range tab.meta {
-					if m := &tab.meta[id]; m.keyLen > 0 && m.epoch == demotedEpoch {
-						a.restore(tab, &a.resources[m.res], uint32(id))
-					}
-				}
-				for svc := range a.svcRefs {
-					for i := range 128 {
-						h := uint64(svc*1000+i+1) * 0x9e3779b97f4a7c15
-						a.sel.count(0, uint32(svc), h, 10, serviceOverflow)
-						a.sel.count(0, uint32(svc), h+1, 10, globalOverflow)
-					}
-				}
+				restoreDemoted(a, tab)
+				fillSketches(a, 128, 10)
 				a.epoch++
 				start := time.Now()
 				b.StartTimer()

@@ -384,18 +384,8 @@ func TestRerankAllocatesNothing(t *testing.T) {
 	a := c.agg // stopped: its state can be driven from here
 	tab := a.tables[0]
 	run := func() {
-		for id := range tab.meta {
-			if m := &tab.meta[id]; m.keyLen > 0 && m.epoch == demotedEpoch {
-				a.restore(tab, &a.resources[m.res], uint32(id))
-			}
-		}
-		for svc := range a.svcRefs {
-			for i := range 30 {
-				h := uint64(svc*1000+i) * 0x9e3779b97f4a7c15
-				a.sel.count(0, uint32(svc), h, 5, serviceOverflow)
-				a.sel.count(0, uint32(svc), h+1, 5, globalOverflow)
-			}
-		}
+		restoreDemoted(a, tab)
+		fillSketches(a, 30, 5)
 		a.epoch++ // as swap does: the empty active buffer is the interval that ended
 		a.sel.rerank(a, a.active)
 	}
@@ -457,5 +447,27 @@ func TestMaxSeriesAloneKeepsBusySeriesOfEveryService(t *testing.T) {
 				require.GreaterOrEqual(t, n, 2, "%s has its own series within two intervals", op)
 			}
 		})
+	}
+}
+
+// restoreDemoted counts every demoted series of tab against the caps again, as a promotion
+// would, so that the next re-ranking has as much to do as the last.
+func restoreDemoted(a *aggregator, tab *seriesTable) {
+	for id := range tab.meta {
+		if m := &tab.meta[id]; m.keyLen > 0 && m.epoch == demotedEpoch {
+			a.restore(tab, &a.resources[m.res], uint32(id))
+		}
+	}
+}
+
+// fillSketches counts n refused series of w spans each in every service's sketch of family
+// 0, and n others in the family's sketch, as refusals by the caps would.
+func fillSketches(a *aggregator, n int, w uint64) {
+	for svc := range a.svcRefs {
+		for i := range n {
+			h := uint64(svc*1000+i+1) * 0x9e3779b97f4a7c15
+			a.sel.count(0, uint32(svc), h, w, serviceOverflow)
+			a.sel.count(0, uint32(svc), h+1, w, globalOverflow)
+		}
 	}
 }
