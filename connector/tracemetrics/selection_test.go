@@ -45,91 +45,47 @@ func selTraces(spans []selSpan) ptrace.Traces {
 	return td
 }
 
-// selPoint is what one export says of a series (overflow series: name "").
-type selPoint struct {
-	calls, count int64
-	sum          float64
-}
-
-type selSeries struct {
-	svc, name, status string
-	overflow          bool
-}
-
-// selPoints reads the calls and duration points of one export by series.
-func selPoints(t *testing.T, md pmetric.Metrics) map[selSeries]selPoint {
+// selPoints reads the calls and duration points of one export by series (overflow series:
+// name "").
+func selPoints(t *testing.T, md pmetric.Metrics) map[redKey]*redCounts {
 	t.Helper()
-	out := map[selSeries]selPoint{}
-	keyOf := func(attrs pcommon.Map) selSeries {
-		var k selSeries
-		if v, ok := attrs.Get(serviceNameKey); ok {
-			k.svc = v.Str()
-		}
-		if v, ok := attrs.Get(spanNameKey); ok {
-			k.name = v.Str()
-		}
-		if v, ok := attrs.Get(statusCodeKey); ok {
-			k.status = v.Str()
-		}
-		_, k.overflow = attrs.Get(overflowKey)
-		return k
-	}
-	for _, rm := range md.ResourceMetrics().All() {
-		for _, m := range rm.ScopeMetrics().At(0).Metrics().All() {
-			switch m.Type() {
-			case pmetric.MetricTypeSum:
-				for _, dp := range m.Sum().DataPoints().All() {
-					k := keyOf(dp.Attributes())
-					p := out[k]
-					p.calls += dp.IntValue()
-					out[k] = p
-				}
-			case pmetric.MetricTypeHistogram:
-				for _, dp := range m.Histogram().DataPoints().All() {
-					k := keyOf(dp.Attributes())
-					p := out[k]
-					p.count += int64(dp.Count())
-					p.sum += dp.Sum()
-					out[k] = p
-				}
-			}
-		}
-	}
+	out := map[redKey]*redCounts{}
+	redPoints(t, md, out)
 	return out
 }
 
 // selTotals adds up points by group.
-func selTotals[K comparable](pts map[selSeries]selPoint, group func(selSeries) K) map[K]selPoint {
-	out := map[K]selPoint{}
+func selTotals[K comparable](pts map[redKey]*redCounts, group func(redKey) K) map[K]redCounts {
+	out := map[K]redCounts{}
 	for k, p := range pts {
 		g := out[group(k)]
 		g.calls += p.calls
-		g.count += p.count
+		g.durations += p.durations
 		g.sum += p.sum
 		out[group(k)] = g
 	}
 	return out
 }
 
-func sentTotals[K comparable](spans []selSpan, group func(selSpan) K) map[K]selPoint {
-	out := map[K]selPoint{}
+func sentTotals[K comparable](spans []selSpan, group func(selSpan) K) map[K]redCounts {
+	out := map[K]redCounts{}
 	for _, s := range spans {
 		g := out[group(s)]
 		g.calls++
-		g.count++
+		g.durations++
 		g.sum += float64(s.ms)
 		out[group(s)] = g
 	}
 	return out
 }
 
-func requireSameTotals[K comparable](t *testing.T, want, got map[K]selPoint, what string) {
+func requireSameTotals[K comparable](t *testing.T, want, got map[K]redCounts, what string) {
 	t.Helper()
 	require.Equal(t, len(want), len(got), "%s: groups", what)
 	for k, w := range want {
 		g := got[k]
 		require.Equal(t, w.calls, g.calls, "%s: calls of %v", what, k)
-		require.Equal(t, w.count, g.count, "%s: histogram count of %v", what, k)
+		require.Equal(t, w.durations, g.durations, "%s: histogram count of %v", what, k)
 		require.InDelta(t, w.sum, g.sum, 1e-6*(1+w.sum), "%s: histogram sum of %v", what, k)
 	}
 }
@@ -162,7 +118,7 @@ func TestBusiestKeepTheirSeries(t *testing.T) {
 				r := rand.New(rand.NewPCG(5, 6))
 				var all []selSpan
 				firstSeen := map[string]int{} // operation → the interval its series first appears in
-				cum := map[selSeries]int64{}  // operation series → calls sent since it appeared
+				cum := map[redKey]int64{}     // operation series → calls sent since it appeared
 				id := 0
 				for iv := 0; iv < intervals; iv++ {
 					var spans []selSpan
@@ -189,8 +145,8 @@ func TestBusiestKeepTheirSeries(t *testing.T) {
 					got := selPoints(t, md)
 
 					// Per service, and per service and status code: the input, at every flush.
-					var wantSvc map[string]selPoint
-					var wantStatus map[[2]string]selPoint
+					var wantSvc map[string]redCounts
+					var wantStatus map[[2]string]redCounts
 					if temporality == cumulative {
 						wantSvc = sentTotals(all, func(s selSpan) string { return s.svc })
 						wantStatus = sentTotals(all, func(s selSpan) [2]string { return [2]string{s.svc, statusName(statusByte(s.status))} })
@@ -198,8 +154,8 @@ func TestBusiestKeepTheirSeries(t *testing.T) {
 						wantSvc = sentTotals(spans, func(s selSpan) string { return s.svc })
 						wantStatus = sentTotals(spans, func(s selSpan) [2]string { return [2]string{s.svc, statusName(statusByte(s.status))} })
 					}
-					requireSameTotals(t, wantSvc, selTotals(got, func(k selSeries) string { return k.svc }), fmt.Sprintf("interval %d, per service", iv))
-					requireSameTotals(t, wantStatus, selTotals(got, func(k selSeries) [2]string { return [2]string{k.svc, k.status} }), fmt.Sprintf("interval %d, per service and status", iv))
+					requireSameTotals(t, wantSvc, selTotals(got, func(k redKey) string { return k.svc }), fmt.Sprintf("interval %d, per service", iv))
+					requireSameTotals(t, wantStatus, selTotals(got, func(k redKey) [2]string { return [2]string{k.svc, k.status} }), fmt.Sprintf("interval %d, per service and status", iv))
 
 					// The quiet service: its own series, exact, never overflow.
 					for k, p := range got {
@@ -228,7 +184,7 @@ func TestBusiestKeepTheirSeries(t *testing.T) {
 							want = cum[k]
 						}
 						require.Equal(t, want, p.calls, "calls of %v in interval %d (own series since %d)", k, iv, firstSeen[k.name])
-						require.Equal(t, want, p.count, "histogram count of %v", k)
+						require.Equal(t, want, p.durations, "histogram count of %v", k)
 					}
 					// IDs sent after the first interval never get a series.
 					for k := range got {
@@ -303,7 +259,7 @@ func TestSelectionKeepsTotalsExact(t *testing.T) {
 			}, true)
 			services := 2 + r.IntN(4)
 			var all []selSpan
-			prev := map[selSeries]int64{}
+			prev := map[redKey]int64{}
 			id := 0
 			for iv := 0; iv < 10; iv++ {
 				var spans []selSpan
@@ -337,9 +293,9 @@ func TestSelectionKeepsTotalsExact(t *testing.T) {
 					want = all
 				}
 				requireSameTotals(t, sentTotals(want, func(s selSpan) string { return s.svc }),
-					selTotals(got, func(k selSeries) string { return k.svc }), "per service")
+					selTotals(got, func(k redKey) string { return k.svc }), "per service")
 				requireSameTotals(t, sentTotals(want, func(s selSpan) [2]string { return [2]string{s.svc, statusName(statusByte(s.status))} }),
-					selTotals(got, func(k selSeries) [2]string { return [2]string{k.svc, k.status} }), "per service and status")
+					selTotals(got, func(k redKey) [2]string { return [2]string{k.svc, k.status} }), "per service and status")
 				regular := map[string]int{}
 				total := 0
 				for k, p := range got {
@@ -427,7 +383,7 @@ func TestMaxSeriesAloneKeepsBusySeriesOfEveryService(t *testing.T) {
 				require.NoError(t, c.ConsumeTraces(context.Background(), selTraces(spans)))
 				got := selPoints(t, flushOnce(t, c, sink, clock, time.Second))
 				requireSameTotals(t, sentTotals(spans, func(s selSpan) string { return s.svc }),
-					selTotals(got, func(k selSeries) string { return k.svc }), "per service")
+					selTotals(got, func(k redKey) string { return k.svc }), "per service")
 				for k, p := range got {
 					if k.svc == "checkout" && !k.overflow {
 						require.EqualValues(t, 3, p.calls, "%v has every span of the interval", k)
