@@ -56,7 +56,7 @@ func newTelemetry(set component.TelemetrySettings, q *intake.Queue[deltaBatch], 
 		errs = append(errs, err)
 		return c
 	}
-	series := gauge("otelcol_connector_tracemetrics_series", "Series held by the connector (overflow series excluded).", "{series}")
+	series := gauge("otelcol_connector_tracemetrics_series", "Series held by the connector that count against the limits (overflow series, and series demoted by cap_selection until they expire, excluded).", "{series}")
 	depth := gauge("otelcol_connector_tracemetrics_ring_depth", "Batches waiting in the intake ring.", "{batches}")
 	aggregated := counter("otelcol_connector_tracemetrics_aggregated_spans", "Spans folded into the series store by the aggregator; spans of resources without service.name are skipped and not counted.", "{spans}")
 	overflow := counter("otelcol_connector_tracemetrics_overflow_spans", "Spans (and events) counted in an otel.metric.overflow series because a series limit was reached, by the limit (its configuration key).", "{spans}")
