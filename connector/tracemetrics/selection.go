@@ -13,12 +13,12 @@ import (
 // shares nothing with the producers or the flusher:
 //
 //   - while an interval fills, every span a cap refuses is counted, by its series' identity
-//     hash, in a Space-Saving sketch of its scope (topk): one per service at
-//     max_series_per_service, one per family at max_series, allocated when the scope first
-//     refuses a series. The series that have a slot need no sketch: the interval's delta rows
-//     count their spans exactly;
+//     hash, in a sketch of its scope (internal/topk: Space-Saving with a randomized admission
+//     test): one per service at max_series_per_service, one per family at max_series,
+//     allocated when the scope first refuses a series. The series that have a slot need no
+//     sketch: the interval's delta rows count their spans exactly;
 //   - at each swap (rerank), in each full scope, the refused series that certainly received
-//     the most spans (Space-Saving's lower bound) are matched with the series of the scope
+//     the most spans (the sketch's lower bound) are matched with the series of the scope
 //     that received the fewest, heaviest against lightest; a refused series that received
 //     more than twice as many spans (hysteresis: a pair of similar series never trades places
 //     back and forth) and at least minPromote is promoted, the other demoted. The sketches then
@@ -30,8 +30,8 @@ import (
 //   - a demoted series stays in the table, marked by demotedEpoch, out of the caps' counts: its
 //     later spans go to the overflow series of its service, kind and status code (counted in
 //     the sketch again, so it can come back), it gets no rows, and so it is no longer updated
-//     and expires like an idle series. Its cumulative value stays where it was; nothing is taken back from any series, so every total is
-//     exact at every flush.
+//     and expires like an idle series. Its cumulative value stays where it was; nothing is
+//     taken back from any series, so every total is exact at every flush.
 type selector struct {
 	size int // entries per sketch: cap_selection.sketch_size
 
