@@ -15,7 +15,8 @@ import (
 
 // The keys below mirror spanmetrics v0.145.0 one for one (same names, same meaning, same
 // defaults), so renaming `spanmetrics:` to `tracemetrics:` in a configuration is enough.
-// MaxSeries, MaxSeriesPerService, SeriesExpiration, RingSize and RingMemoryMiB are ours.
+// MaxSeries, MaxSeriesPerService, CapSelection, SeriesExpiration, RingSize and RingMemoryMiB
+// are ours.
 
 const (
 	delta      = "AGGREGATION_TEMPORALITY_DELTA"
