@@ -3,7 +3,9 @@ package tracemetrics
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -425,5 +427,74 @@ func fillSketches(a *aggregator, n int, w uint64) {
 			a.sel.count(0, uint32(svc), h, w, serviceOverflow)
 			a.sel.count(0, uint32(svc), h+1, w, globalOverflow)
 		}
+	}
+}
+
+// A demoted series stops cleanly: while it keeps sending, its cumulative value stays where it
+// was (its spans go to its service's overflow series), and it expires like an idle series,
+// series_expiration after the last span it counted. Totals stay exact throughout, but for the
+// counts of the series that expired, which leave the cumulative output as any expired
+// series' do.
+func TestDemotedSeriesStopAndExpire(t *testing.T) {
+	c, sink, clock, _ := startOurs(t, map[string]any{
+		"metrics_flush_interval": time.Second,
+		"series_expiration":      3 * time.Second,
+		"max_series_per_service": 5,
+	}, true)
+	var all []selSpan
+	frozen := map[string]int64{} // demoted series → its value when it stopped
+	gone := map[string]int{}     // demoted series → the flush it was last exported in
+	for iv := 0; iv < 9; iv++ {
+		var spans []selSpan
+		for i := range 5 { // the first five, one span each per interval: light
+			spans = append(spans, selSpan{svc: "svc", name: fmt.Sprintf("light-%d", i), ms: 1})
+		}
+		if iv > 0 {
+			for i := range 5 { // then five busy ones, refused at first
+				for range 5 {
+					spans = append(spans, selSpan{svc: "svc", name: fmt.Sprintf("busy-%d", i), ms: 2})
+				}
+			}
+		}
+		require.NoError(t, c.ConsumeTraces(context.Background(), selTraces(spans)))
+		all = append(all, spans...)
+		got := selPoints(t, flushOnce(t, c, sink, clock, time.Second))
+		want := sentTotals(all, func(s selSpan) string { return s.svc })["svc"]
+		for name, n := range frozen {
+			if iv > 1 && !slices.ContainsFunc(slices.Collect(maps.Keys(got)), func(k redKey) bool { return k.name == name }) {
+				// Expired: a cumulative series leaves the output with its count (light
+				// spans last 1ms).
+				want.calls -= n
+				want.durations -= n
+				want.sum -= float64(n)
+			}
+		}
+		requireSameTotals(t, map[string]redCounts{"svc": want},
+			selTotals(got, func(k redKey) string { return k.svc }), fmt.Sprintf("interval %d", iv))
+		for i := range 5 {
+			name := fmt.Sprintf("light-%d", i)
+			var p *redCounts
+			for k, v := range got {
+				if k.name == name {
+					p = v
+				}
+			}
+			switch {
+			case iv <= 1:
+				require.NotNil(t, p, "%s has its series until the first re-ranking", name)
+				require.EqualValues(t, iv+1, p.calls)
+				frozen[name] = p.calls
+			case p != nil:
+				require.Equal(t, frozen[name], p.calls, "%s, demoted, is no longer updated", name)
+				gone[name] = iv
+			}
+		}
+	}
+	for i := range 5 {
+		name := fmt.Sprintf("light-%d", i)
+		// Its last counted span came in interval 1: expired 3s later, at the flush of
+		// interval 4 at the latest, exported one last time when it expires.
+		require.LessOrEqual(t, gone[name], 4, "%s expired like an idle series", name)
+		require.GreaterOrEqual(t, gone[name], 2, "%s was exported, unchanged, until it expired", name)
 	}
 }
