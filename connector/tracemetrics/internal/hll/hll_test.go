@@ -129,3 +129,15 @@ func BenchmarkAdd(b *testing.B) {
 		s.Add(h)
 	}
 }
+
+// BenchmarkWindowEstimate is what the connector pays per window at each flush: the union of
+// the parts and its estimate, at the precision it uses.
+func BenchmarkWindowEstimate(b *testing.B) {
+	w := NewWindow(14, 4*time.Second, 4, 0)
+	for h := range hashes(0, 100_000) {
+		w.Add(h)
+	}
+	for b.Loop() {
+		_ = w.Estimate()
+	}
+}
