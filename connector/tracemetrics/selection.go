@@ -260,7 +260,9 @@ func (s *selector) rerankFamily(a *aggregator, f int, t *seriesTable, full *delt
 			if c.Guaranteed() <= promoteFactor*w.count {
 				break // candidates only get lighter and series heavier from here
 			}
-			if _, dup := s.admitted[c.Key]; dup {
+			if _, dup := s.admitted[c.Key]; dup || hasCountedSeries(t, c.Key) {
+				// Promoted in another scope already, or it got its series when room opened
+				// during the interval (an expiry): nothing to promote.
 				continue
 			}
 			if sc.kind == globalOverflow && a.maxService > 0 &&
@@ -366,4 +368,16 @@ func (a *aggregator) restore(t *seriesTable, r *aggResource, id uint32) {
 	t.meta[id].epoch = a.epoch - 1 // not the active epoch: its next span adds a row
 	t.n++
 	a.svcSeries[t.fam.index][r.svc]++
+}
+
+// hasCountedSeries reports whether a series whose identity hashes to h has a slot (exists and
+// is not demoted). A colliding series answers for it too, which only skips a promotion.
+func hasCountedSeries(t *seriesTable, h uint64) bool {
+	p := t.index.Probe(h)
+	for id, ok := p.Next(); ok; id, ok = p.Next() {
+		if t.meta[id].epoch != demotedEpoch {
+			return true
+		}
+	}
+	return false
 }
