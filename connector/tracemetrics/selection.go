@@ -26,7 +26,7 @@ import (
 //   - a promoted series gets a reservation: the slot its demoted rival gave up is kept for it
 //     (other new series still find the scope full) until its next span creates it, in the
 //     interval after the one it was counted in. A reservation not taken by the next swap is
-//     given back;
+//     given back, and a series that took its reservation is spared at the next swap (fresh);
 //   - a demoted series stays in the table, marked by demotedEpoch, out of the caps' counts: its
 //     later spans go to the overflow series of its service, kind and status code (counted in
 //     the sketch again, so it can come back), it gets no rows, and so it is no longer updated
@@ -42,13 +42,16 @@ type selector struct {
 	admitted    map[uint64]admission
 	svcReserved [maxFamilies][]int32 // by service id
 	reserved    [maxFamilies]int
+	// Identity hashes of the promoted series that took their slot since the last re-ranking:
+	// they are not demoted at the next one, where their count covers only part of the interval.
+	fresh [maxFamilies][]uint64
 
 	// rerank's scratch, kept for the next swap.
 	top        []topk.Entry
 	scopes     []rankScope
 	scopeOfSvc []int32 // by service id: index in scopes, -1 when the service has no candidate
 	weak       []weakSeries
-	overflowID []uint64 // bitset by series id: the family's overflow series
+	skip       []uint64 // bitset by series id: the family's overflow series and fresh promotions
 }
 
 type admission struct {
@@ -120,6 +123,7 @@ func (s *selector) claim(f int, svc uint32, h uint64) (overflowKind, bool) {
 	delete(s.admitted, h)
 	s.svcReserved[f][svc]--
 	s.reserved[f]--
+	s.fresh[f] = append(s.fresh[f], h)
 	return ad.kind, true
 }
 
@@ -166,6 +170,7 @@ func (s *selector) rerank(a *aggregator, full *deltaBuffer) {
 	}
 	for f, t := range a.tables {
 		s.rerankFamily(a, f, t, full)
+		s.fresh[f] = s.fresh[f][:0]
 		for _, sk := range s.svc[f] {
 			if sk != nil {
 				sk.Reset()
@@ -215,12 +220,12 @@ func (s *selector) rerankFamily(a *aggregator, f int, t *seriesTable, full *delt
 		n += s.scopes[i].hi - s.scopes[i].lo
 	}
 	s.weak = slices.Grow(s.weak[:0], n)[:n]
-	s.markOverflowSeries(a, f, len(t.meta))
+	s.markSkipped(a, f, t)
 	rows := &full.fams[f].rows
 	filled := a.epoch - 1 // the epoch of full's rows (swap has moved on)
 	for id := range t.meta {
 		m := &t.meta[id]
-		if m.keyLen == 0 || m.epoch == demotedEpoch || s.overflowID[id/64]&(1<<(id%64)) != 0 {
+		if m.keyLen == 0 || m.epoch == demotedEpoch || s.skip[id/64]&(1<<(id%64)) != 0 {
 			continue
 		}
 		var count uint64
@@ -316,23 +321,32 @@ func (s *selector) offerWeak(sc *rankScope, w weakSeries) {
 	}
 }
 
-// markOverflowSeries sets the bits of family f's overflow series in overflowID: the
-// resources hold their ids, so their keys need not be read.
-func (s *selector) markOverflowSeries(a *aggregator, f, ids int) {
-	s.overflowID = s.overflowID[:0]
-	s.overflowID = append(s.overflowID, make([]uint64, (ids+63)/64)...)
+// markSkipped sets in skip the bits of the series of family f (table t) that are never
+// demoted: its overflow series, whose ids the resources hold (so no key is read), and the
+// series promoted during the interval, found by their hashes (a colliding series is spared
+// with them, which only delays its demotion).
+func (s *selector) markSkipped(a *aggregator, f int, t *seriesTable) {
+	s.skip = s.skip[:0]
+	s.skip = append(s.skip, make([]uint64, (len(t.meta)+63)/64)...)
+	set := func(id uint32) { s.skip[id/64] |= 1 << (id % 64) }
 	for rid := range a.resources {
 		r := &a.resources[rid]
 		if !r.live {
 			continue
 		}
 		if id1 := r.overflow[f]; id1 != 0 {
-			s.overflowID[(id1-1)/64] |= 1 << ((id1 - 1) % 64)
+			set(id1 - 1)
 		}
 		for _, id1 := range r.capOverflow[f] {
 			if id1 != 0 {
-				s.overflowID[(id1-1)/64] |= 1 << ((id1 - 1) % 64)
+				set(id1 - 1)
 			}
+		}
+	}
+	for _, h := range s.fresh[f] {
+		p := t.index.Probe(h)
+		for id, ok := p.Next(); ok; id, ok = p.Next() {
+			set(id)
 		}
 	}
 }

@@ -498,3 +498,42 @@ func TestDemotedSeriesStopAndExpire(t *testing.T) {
 		require.GreaterOrEqual(t, gone[name], 2, "%s was exported, unchanged, until it expired", name)
 	}
 }
+
+// A series promoted at a flush keeps its place through the next re-ranking, where its count
+// covers only the part of the interval since its first span; at the one after, a rival
+// busier by more than twice takes the place back.
+func TestPromotedSeriesKeepTheirPlaceOneInterval(t *testing.T) {
+	c, sink, clock, _ := startOurs(t, map[string]any{
+		"aggregation_temporality": delta,
+		"metrics_flush_interval":  time.Second,
+		"max_series_per_service":  1,
+	}, true)
+	for iv, tc := range []struct {
+		a, b  int    // spans of each
+		owner string // the one with its own series in this interval
+	}{
+		{3, 0, "A"},
+		{1, 10, "A"}, // B refused, promoted at this flush
+		{10, 2, "B"}, // A demoted; B created by its spans of this interval
+		{10, 2, "B"}, // B kept its place at the last flush: promoted just before
+		{10, 2, "A"}, // A, five times busier, took it back
+	} {
+		var spans []selSpan
+		for range tc.a {
+			spans = append(spans, selSpan{svc: "svc", name: "A", ms: 1})
+		}
+		for range tc.b {
+			spans = append(spans, selSpan{svc: "svc", name: "B", ms: 1})
+		}
+		require.NoError(t, c.ConsumeTraces(context.Background(), selTraces(spans)))
+		got := selPoints(t, flushOnce(t, c, sink, clock, time.Second))
+		var owners []string
+		for k, p := range got {
+			if !k.overflow {
+				owners = append(owners, k.name)
+				require.EqualValues(t, map[string]int{"A": tc.a, "B": tc.b}[k.name], p.calls, "interval %d: %s", iv, k.name)
+			}
+		}
+		require.Equal(t, []string{tc.owner}, owners, "interval %d", iv)
+	}
+}
