@@ -50,6 +50,9 @@ type aggregator struct {
 	rows       []int32  // apply: active row of each batch series
 	ovKey      []byte   // scratch: the key of a cap overflow series (appendCapOverflowKey)
 
+	sel    *selector // cap_selection by traffic (selection.go); nil by arrival or without caps
+	demand *demand   // series each limit is offered (demand.go); nil without limits
+
 	tel *telemetry
 }
 
@@ -230,8 +233,20 @@ func (a *aggregator) apply(b *deltaBatch) {
 		t := a.tables[s.fam]
 		d := &a.active.fams[s.fam]
 		rid := a.resIDs[s.res]
-		id, overflow := a.resolveSeries(t, d, rid, b.bytes(s.key), s.hash, b.ts)
+		w := uint64(s.count)
+		if b.weighted {
+			w = max(w, uint64(b.seriesW[i]))
+		}
+		id, overflow := a.resolveSeries(t, d, rid, b.bytes(s.key), s.hash, b.ts, w)
 		overflowSpans[overflow] += int64(s.count)
+		if a.demand != nil {
+			switch {
+			case overflow != noOverflow:
+				a.demand.refused(s.hash, overflow)
+			case t.meta[id].epoch != a.epoch:
+				a.demand.admitted(s.hash) // once per series and interval
+			}
+		}
 		row := a.activeRow(t, d, id, b.ts)
 		r := d.rows.at(int(row))
 		r.last = max(r.last, b.ts)
@@ -344,10 +359,20 @@ func (a *aggregator) serviceID(name []byte) uint32 {
 // the service name, span kind and status code of the refused series, so that calls and errors
 // per service and kind stay exact while a service explodes. Neither limit ever takes a series
 // that exists: a refused series goes to overflow, the series of other services are untouched.
-func (a *aggregator) resolveSeries(t *seriesTable, d *deltaFamily, rid uint32, key []byte, h uint64, ts int64) (uint32, overflowKind) {
+//
+// With cap_selection by traffic (selection.go) the caps keep slots for the series promoted at
+// the last flush, count the spans they refuse, and a demoted series found here is refused like
+// a new one. w is the weight of the series' spans in the batch.
+func (a *aggregator) resolveSeries(t *seriesTable, d *deltaFamily, rid uint32, key []byte, h uint64, ts int64, w uint64) (uint32, overflowKind) {
 	r := &a.resources[rid]
 	f := t.fam.index
 	if id, ok := t.find(h, rid, identity(key, t.fam)); ok {
+		if t.meta[id].epoch == demotedEpoch {
+			if k := a.capRefuses(t, r, h, w); k != noOverflow {
+				return a.capOverflowSeries(t, d, rid, key, ts), k
+			}
+			a.restore(t, r, id)
+		}
 		if a.isDelta && a.cardLimit > 0 && t.meta[id].epoch != a.epoch {
 			// spanmetrics' delta state starts empty each interval, so its cardinality limit
 			// counts the series seen in this interval.
@@ -362,11 +387,9 @@ func (a *aggregator) resolveSeries(t *seriesTable, d *deltaFamily, rid uint32, k
 	case a.cardLimit > 0 && !a.isDelta && r.series[f] >= a.cardLimit,
 		a.cardLimit > 0 && a.isDelta && r.touched[f] >= a.cardLimit:
 		return a.overflowSeries(t, d, rid, ts), limitOverflow
-	case a.maxService > 0 && a.svcSeries[f][r.svc] >= a.maxService:
-		// Checked before max_series: raising max_series would not let this series in.
-		return a.capOverflowSeries(t, d, rid, key, ts), serviceOverflow
-	case a.maxSeries > 0 && t.n >= a.maxSeries:
-		return a.capOverflowSeries(t, d, rid, key, ts), globalOverflow
+	}
+	if k := a.capRefuses(t, r, h, w); k != noOverflow {
+		return a.capOverflowSeries(t, d, rid, key, ts), k
 	}
 	id := t.insert(key, h, rid, ts)
 	r.series[f]++
@@ -374,6 +397,38 @@ func (a *aggregator) resolveSeries(t *seriesTable, d *deltaFamily, rid uint32, k
 	a.svcSeries[f][r.svc]++
 	a.announce(d, id, &t.meta[id], ts)
 	return id, noOverflow
+}
+
+// capRefuses returns the cap that refuses a series of resource r in table t a slot, or
+// noOverflow. max_series_per_service is checked first: raising max_series would not let the
+// series in. Slots reserved for promoted series count as taken, except for the series they
+// are reserved for; a refused series' w spans are counted for the next re-ranking.
+func (a *aggregator) capRefuses(t *seriesTable, r *aggResource, h, w uint64) overflowKind {
+	f := int(t.fam.index)
+	k := a.capFull(t, r.svc)
+	if k == noOverflow || a.sel == nil {
+		return k
+	}
+	if by, ok := a.sel.claim(f, r.svc, h); ok {
+		if k = a.capFull(t, r.svc); k == noOverflow {
+			a.tel.promotedSeries[by].Add(1)
+			return noOverflow
+		}
+	}
+	a.sel.count(f, r.svc, h, w, k)
+	return k
+}
+
+func (a *aggregator) capFull(t *seriesTable, svc uint32) overflowKind {
+	f := int(t.fam.index)
+	svcReserved, reserved := a.sel.reservedFor(f, svc)
+	switch {
+	case a.maxService > 0 && a.svcSeries[f][svc]+svcReserved >= a.maxService:
+		return serviceOverflow
+	case a.maxSeries > 0 && t.n+reserved >= a.maxSeries:
+		return globalOverflow
+	}
+	return noOverflow
 }
 
 func (a *aggregator) announce(d *deltaFamily, id uint32, m *seriesMeta, ts int64) {
@@ -489,6 +544,10 @@ func (a *aggregator) swap(spare *deltaBuffer, final bool) {
 	}
 	now := a.clock.Now().UnixNano()
 	a.expire(now, full)
+	if a.sel != nil && !final {
+		a.sel.rerank(a, full)
+	}
+	a.demand.publish(now, a.tel)
 	a.names.publishTemplates(true, now)
 	if a.isDelta {
 		for i := range a.resources {
@@ -578,6 +637,9 @@ func (a *aggregator) expire(now int64, full *deltaBuffer) {
 			delete(a.services, a.svcNames[r.svc])
 			a.svcNames[r.svc] = ""
 			a.svcFree = append(a.svcFree, r.svc)
+			if a.sel != nil {
+				a.sel.forget(r.svc)
+			}
 		}
 		*r = aggResource{}
 		a.liveRes--
@@ -596,7 +658,10 @@ func (a *aggregator) dropSeries(t *seriesTable, id uint32) {
 		r.overflow[f] = 0
 	default:
 		r.series[f]--
-		a.svcSeries[f][r.svc]--
+		if t.meta[id].epoch != demotedEpoch { // a demoted series left the caps' counts already
+			a.svcSeries[f][r.svc]--
+			t.n--
+		}
 	}
 	t.remove(id)
 }

@@ -30,10 +30,23 @@ func TestConsumeTracesSteadyStateAllocatesNothing(t *testing.T) {
 			"exemplars":  map[string]any{"enabled": true},
 		}},
 		{"overflow", map[string]any{
-			// Most spans go to overflow series split by span kind and status code.
+			// Most spans go to overflow series split by span kind and status code, and are
+			// counted for cap_selection by traffic (the default).
 			"dimensions":             dims("http.method"),
 			"exemplars":              map[string]any{"enabled": true},
 			"max_series_per_service": 4,
+		}},
+		{"overflow by arrival", map[string]any{
+			"dimensions":             dims("http.method"),
+			"exemplars":              map[string]any{"enabled": true},
+			"max_series_per_service": 4,
+			"cap_selection":          map[string]any{"by": "arrival"},
+		}},
+		{"overflow max_series", map[string]any{
+			// The family's sketch of max_series, and demand estimates for both caps.
+			"dimensions":             dims("http.method"),
+			"max_series":             10,
+			"max_series_per_service": 8,
 		}},
 		{"span names", map[string]any{
 			// Every span goes through both layers; the rules' answers come from their cache.
@@ -72,7 +85,9 @@ func TestConsumeTracesSteadyStateAllocatesNothing(t *testing.T) {
 			if _, ok := tc.raw["span_name"]; ok {
 				require.Positive(t, c.plan.names.renamed[renamedByRule].Load(), "the measured calls renamed spans")
 			}
-			if _, ok := tc.raw["max_series_per_service"]; ok {
+			if _, ok := tc.raw["max_series"]; ok {
+				require.Positive(t, c.tel.overflowSpans[globalOverflow].Load(), "the measured calls went to overflow series")
+			} else if _, ok := tc.raw["max_series_per_service"]; ok {
 				require.Positive(t, c.tel.overflowSpans[serviceOverflow].Load(), "the measured calls went to overflow series")
 			}
 		})

@@ -155,6 +155,30 @@ func consumeParallel(c connector.Traces, input []ptrace.Traces, producers, n int
 	wg.Wait()
 }
 
+// measureConsume has producers call ConsumeTraces of r with input b.N times and reports
+// wall and CPU time and allocations per span, aggregation included. It warms up first: every
+// series exists, and the batch population has reached what this load keeps in flight
+// (steady state: nothing allocated).
+func measureConsume(b *testing.B, r *running, input []ptrace.Traces, producers int) {
+	consumeParallel(r.conn, input, producers, max(len(input), 2_000_000/input[0].SpanCount()))
+	settleIfOurs(b, r.conn)
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	b.ResetTimer()
+	start, cpuStart := time.Now(), processCPU()
+	consumeParallel(r.conn, input, producers, b.N)
+	settleIfOurs(b, r.conn)
+	elapsed, cpu := time.Since(start), processCPU()-cpuStart
+	b.StopTimer()
+	runtime.ReadMemStats(&after)
+	spans := float64(b.N) * float64(input[0].SpanCount())
+	b.ReportMetric(float64(elapsed.Nanoseconds())/spans, "ns/span")
+	b.ReportMetric(float64(cpu.Nanoseconds())/spans, "cpu-ns/span")
+	b.ReportMetric(float64(after.Mallocs-before.Mallocs)/spans, "allocs/span")
+	require.NoError(b, r.conn.Shutdown(context.Background()))
+}
+
 // BenchmarkConsumeTraces measures ns and allocations per span, aggregation included, for
 // both connectors at 1, 2, 4 and 8 concurrent producers, ~1k and ~100k series, and batches
 // of 10 and 1000 spans per ConsumeTraces call.
@@ -166,26 +190,7 @@ func BenchmarkConsumeTraces(b *testing.B) {
 				for _, bc := range benchConnectors() {
 					name := fmt.Sprintf("series=%dk/batch=%d/producers=%d/%s", series/1000, batch, producers, bc.name)
 					b.Run(name, func(b *testing.B) {
-						r := startConnector(b, bc.factory, configFor(bc.factory))
-						// Warm up: every series exists, and the batch population has reached
-						// what this load keeps in flight (steady state: nothing allocated).
-						consumeParallel(r.conn, input, producers, max(len(input), 2_000_000/batch))
-						settleIfOurs(b, r.conn)
-						runtime.GC()
-						var before, after runtime.MemStats
-						runtime.ReadMemStats(&before)
-						b.ResetTimer()
-						start, cpuStart := time.Now(), processCPU()
-						consumeParallel(r.conn, input, producers, b.N)
-						settleIfOurs(b, r.conn)
-						elapsed, cpu := time.Since(start), processCPU()-cpuStart
-						b.StopTimer()
-						runtime.ReadMemStats(&after)
-						spans := float64(b.N) * float64(input[0].SpanCount())
-						b.ReportMetric(float64(elapsed.Nanoseconds())/spans, "ns/span")
-						b.ReportMetric(float64(cpu.Nanoseconds())/spans, "cpu-ns/span")
-						b.ReportMetric(float64(after.Mallocs-before.Mallocs)/spans, "allocs/span")
-						require.NoError(b, r.conn.Shutdown(context.Background()))
+						measureConsume(b, startConnector(b, bc.factory, configFor(bc.factory)), input, producers)
 					})
 				}
 			}

@@ -15,7 +15,8 @@ import (
 
 // The keys below mirror spanmetrics v0.145.0 one for one (same names, same meaning, same
 // defaults), so renaming `spanmetrics:` to `tracemetrics:` in a configuration is enough.
-// MaxSeries, MaxSeriesPerService, SeriesExpiration, RingSize and RingMemoryMiB are ours.
+// MaxSeries, MaxSeriesPerService, CapSelection, SeriesExpiration, RingSize and RingMemoryMiB
+// are ours.
 
 const (
 	delta      = "AGGREGATION_TEMPORALITY_DELTA"
@@ -137,6 +138,43 @@ type Config struct {
 
 	// Sampling weighs spans by their adjusted count (sampling.go). Default: weighted.
 	Sampling SamplingConfig `mapstructure:"sampling"`
+
+	// CapSelection decides which series max_series and max_series_per_service keep once they
+	// are full (selection.go). Default: the busiest, by traffic.
+	CapSelection CapSelectionConfig `mapstructure:"cap_selection"`
+}
+
+// CapSelectionConfig configures how max_series and max_series_per_service choose the series
+// that keep their own series once full (aggregation_cardinality_limit is spanmetrics' and
+// always first come, first served).
+type CapSelectionConfig struct {
+	// By is "traffic" (the default): at each flush the refused series that received the
+	// most spans take the place of the series that received the fewest (fewer than half as
+	// many), so the busiest keep their own series; or "arrival": the first series keep their
+	// place until they expire, as before.
+	By string `mapstructure:"by"`
+	// SketchSize is how many refused series are counted per scope (each service at its
+	// max_series_per_service, each family at max_series), in a Space-Saving sketch of about
+	// 48 bytes an entry; it bounds the promotions per scope and interval. Default 128.
+	SketchSize int `mapstructure:"sketch_size"`
+	// prevent unkeyed literal initialization
+	_ struct{}
+}
+
+const (
+	selectByTraffic = "traffic"
+	selectByArrival = "arrival"
+)
+
+func (c *CapSelectionConfig) validate() error {
+	var errs []error
+	if c.By != "" && c.By != selectByTraffic && c.By != selectByArrival {
+		errs = append(errs, fmt.Errorf("cap_selection.by: %q, use %q or %q", c.By, selectByTraffic, selectByArrival))
+	}
+	if c.SketchSize < 0 || c.SketchSize > maxSketchSize {
+		errs = append(errs, fmt.Errorf("cap_selection.sketch_size: %v is out of range, use 0 (default %d) or 1..%d", c.SketchSize, defaultSketchSize, maxSketchSize))
+	}
+	return errors.Join(errs...)
 }
 
 // HistogramConfig configures the duration histogram.
@@ -314,6 +352,9 @@ func (c *Config) Validate() error {
 		errs = append(errs, err)
 	}
 	if err := c.Sampling.validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.CapSelection.validate(); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)

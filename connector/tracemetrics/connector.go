@@ -88,6 +88,8 @@ func newConnector(set component.TelemetrySettings, cfg *Config, next consumer.Me
 		stop:      make(chan struct{}),
 		done:      make(chan struct{}),
 		tel:       tel,
+		sel:       newSelector(p),
+		demand:    newDemand(p, d.clock.Now().UnixNano()),
 	}
 	c.fl = &flusher{
 		plan:        p,

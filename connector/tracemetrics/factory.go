@@ -35,6 +35,10 @@ const (
 	maxRingSize             = 1 << 20
 	defaultRingMemoryMiB    = 64
 	maxRingMemoryMiB        = 1 << 16
+	// defaultSketchSize is cap_selection.sketch_size when 0: README.md ("Which series a cap
+	// keeps") has the measurements.
+	defaultSketchSize = 128
+	maxSketchSize     = 1 << 16
 	// deltaIdleIntervals is how many idle flush intervals a delta series is kept when
 	// series_expiration is 0.
 	deltaIdleIntervals = 5
@@ -72,6 +76,7 @@ func createDefaultConfig() component.Config {
 		RingMemoryMiB:            defaultRingMemoryMiB,
 		Sampling:                 SamplingConfig{Weighted: true},
 		SpanName:                 SpanNameConfig{Clustering: defaultClusteringConfig()},
+		CapSelection:             CapSelectionConfig{By: selectByTraffic, SketchSize: defaultSketchSize},
 	}
 }
 

@@ -26,6 +26,14 @@ type telemetry struct {
 	exportErrors    atomic.Int64
 	invalidWeights  atomic.Int64 // added per batch by the aggregator
 
+	// By limit (overflowKind), written by the aggregator: promotions and demotions of
+	// cap_selection by traffic at each swap (selection.go), and the demand estimates
+	// published at each swap (demand.go).
+	promotedSeries [overflowKinds]atomic.Int64
+	demotedSeries  [overflowKinds]atomic.Int64
+	seriesDemand   [overflowKinds]atomic.Int64
+	overflowSeries [overflowKinds]atomic.Int64
+
 	flushDuration metric.Float64Histogram
 	flushPoints   metric.Int64Histogram
 	reg           metric.Registration
@@ -48,7 +56,7 @@ func newTelemetry(set component.TelemetrySettings, q *intake.Queue[deltaBatch], 
 		errs = append(errs, err)
 		return c
 	}
-	series := gauge("otelcol_connector_tracemetrics_series", "Series held by the connector (overflow series excluded).", "{series}")
+	series := gauge("otelcol_connector_tracemetrics_series", "Series held by the connector that count against the limits (overflow series, and series demoted by cap_selection until they expire, excluded).", "{series}")
 	depth := gauge("otelcol_connector_tracemetrics_ring_depth", "Batches waiting in the intake ring.", "{batches}")
 	aggregated := counter("otelcol_connector_tracemetrics_aggregated_spans", "Spans folded into the series store by the aggregator; spans of resources without service.name are skipped and not counted.", "{spans}")
 	overflow := counter("otelcol_connector_tracemetrics_overflow_spans", "Spans (and events) counted in an otel.metric.overflow series because a series limit was reached, by the limit (its configuration key).", "{spans}")
@@ -63,6 +71,10 @@ func newTelemetry(set component.TelemetrySettings, q *intake.Queue[deltaBatch], 
 	renamed := counter("otelcol_connector_tracemetrics_renamed_spans", "Spans whose name span_name rewrote for the metrics, by layer (semantic_conventions, rule, clustering); a span renamed by both semantic_conventions and rule counts in both.", "{spans}")
 	dryRenamed := counter("otelcol_connector_tracemetrics_dry_run_renamed_spans", "Spans span_name.clustering would have renamed, had dry_run been off.", "{spans}")
 	templates := gauge("otelcol_connector_tracemetrics_span_name_templates", "Span-name templates span_name.clustering holds, all services.", "{templates}")
+	demand := gauge("otelcol_connector_tracemetrics_series_demand", "Distinct series offered to a limit over about the last series_expiration (those it let in and those it refused), estimated: what it would hold without it; by the limit (its configuration key).", "{series}")
+	overflowSeries := gauge("otelcol_connector_tracemetrics_overflow_series", "Distinct series a limit refused (their spans went to an overflow series) over about the last series_expiration, estimated; by the limit.", "{series}")
+	promoted := counter("otelcol_connector_tracemetrics_promoted_series", "Refused series promoted by a re-ranking (cap_selection by traffic) that took their reserved slot with their next span; by the limit.", "{series}")
+	demoted := counter("otelcol_connector_tracemetrics_demoted_series", "Series that gave up their place to a busier refused series at a flush (cap_selection by traffic); their later spans go to the overflow series; by the limit.", "{series}")
 	invalidW := counter("otelcol_connector_tracemetrics_invalid_sampling_weights", "Spans whose tracestate threshold (ot=th) or sampling probability attribute was invalid, or inconsistent with ot=rv, and which were counted 1.", "{spans}")
 	var err error
 	t.flushDuration, err = m.Float64Histogram("otelcol_connector_tracemetrics_flush_duration",
@@ -108,6 +120,12 @@ func newTelemetry(set component.TelemetrySettings, q *intake.Queue[deltaBatch], 
 		for k, set := range limitSets {
 			if set != nil {
 				o.ObserveInt64(overflow, t.overflowSpans[k].Load(), set)
+				o.ObserveInt64(demand, t.seriesDemand[k].Load(), set)
+				o.ObserveInt64(overflowSeries, t.overflowSeries[k].Load(), set)
+				if k != int(limitOverflow) && p.byTraffic {
+					o.ObserveInt64(promoted, t.promotedSeries[k].Load(), set)
+					o.ObserveInt64(demoted, t.demotedSeries[k].Load(), set)
+				}
 			}
 		}
 		o.ObserveInt64(fullWaits, int64(st.FullWaits))
@@ -131,7 +149,7 @@ func newTelemetry(set component.TelemetrySettings, q *intake.Queue[deltaBatch], 
 		}
 		o.ObserveInt64(invalidW, t.invalidWeights.Load())
 		return nil
-	}, series, depth, aggregated, overflow, fullWaits, heldBytes, bytesWaits, lost, flushes, skipped, refused, exportErrs, renamed, dryRenamed, templates, invalidW)
+	}, series, depth, aggregated, overflow, demand, overflowSeries, promoted, demoted, fullWaits, heldBytes, bytesWaits, lost, flushes, skipped, refused, exportErrs, renamed, dryRenamed, templates, invalidW)
 	return t, err
 }
 

@@ -29,6 +29,7 @@ func (k redKey) group() redGroup { return redGroup{k.svc, k.kind, k.status} }
 
 type redCounts struct {
 	calls, durations int64
+	sum              float64 // of the durations
 	exemplars        int
 }
 
@@ -138,7 +139,9 @@ func redPoints(t *testing.T, md pmetric.Metrics, into map[redKey]*redCounts) {
 			case pmetric.MetricTypeHistogram:
 				for d := 0; d < m.Histogram().DataPoints().Len(); d++ {
 					dp := m.Histogram().DataPoints().At(d)
-					get(dp.Attributes()).durations += int64(dp.Count())
+					c := get(dp.Attributes())
+					c.durations += int64(dp.Count())
+					c.sum += dp.Sum()
 				}
 			}
 		}
@@ -168,6 +171,9 @@ func TestCapOverflowKeepsKindAndStatus(t *testing.T) {
 					"metrics_flush_interval":  time.Second,
 					"dimensions":              dims("http.method"),
 					"exemplars":               map[string]any{"enabled": true},
+					// By arrival, every series that has its own holds all its spans; by
+					// traffic a promoted one holds those since its promotion (selection_test.go).
+					"cap_selection": map[string]any{"by": "arrival"},
 				}
 				maps.Copy(raw, tc.limits)
 				c, sink, clock, tel := startOurs(t, raw, true)

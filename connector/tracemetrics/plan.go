@@ -33,6 +33,8 @@ type plan struct {
 	seriesIdle        int64 // ns a series may stay idle before it expires; 0: never
 	resourceIdle      int64 // metrics_expiration in ns; 0: never
 	resourceCacheSize int   // resource_metrics_cache_size
+	byTraffic         bool  // cap_selection.by is traffic (selection.go)
+	sketchSize        int   // cap_selection.sketch_size, the default when 0
 
 	ringSize      int           // ring_size, the default when 0
 	ringBytes     int64         // ring_memory_mib in bytes, the default when 0
@@ -70,6 +72,11 @@ func newPlan(cfg *Config, g gates, instanceID string) *plan {
 		p.names = nil // span.name is excluded: there is no name to rewrite
 	}
 	p.seriesIdle = seriesIdleTime(cfg, p.isDelta)
+	p.byTraffic = cfg.CapSelection.By != selectByArrival
+	p.sketchSize = cfg.CapSelection.SketchSize
+	if p.sketchSize == 0 {
+		p.sketchSize = defaultSketchSize
+	}
 	switch {
 	case cfg.Histogram.Disable:
 	case cfg.Histogram.Exponential.HasValue():

@@ -1,14 +1,10 @@
 package tracemetrics
 
 import (
-	"context"
 	"fmt"
-	"runtime"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 )
 
@@ -65,24 +61,7 @@ func BenchmarkSamplingWeights(b *testing.B) {
 				b.ReportMetric(float64(cpu.Nanoseconds())/(float64(b.N)*batch), "cpu-ns/span")
 			})
 			b.Run(fmt.Sprintf("consume/series=%dk/%s", series/1000, v.name), func(b *testing.B) {
-				r := startConnector(b, NewFactory(), variantConfig(v.name))
-				consumeParallel(r.conn, input, 1, max(len(input), 2_000_000/batch))
-				settleIfOurs(b, r.conn)
-				runtime.GC()
-				var before, after runtime.MemStats
-				runtime.ReadMemStats(&before)
-				b.ResetTimer()
-				start, cpuStart := time.Now(), processCPU()
-				consumeParallel(r.conn, input, 1, b.N)
-				settleIfOurs(b, r.conn)
-				elapsed, cpu := time.Since(start), processCPU()-cpuStart
-				b.StopTimer()
-				runtime.ReadMemStats(&after)
-				spans := float64(b.N) * batch
-				b.ReportMetric(float64(elapsed.Nanoseconds())/spans, "ns/span")
-				b.ReportMetric(float64(cpu.Nanoseconds())/spans, "cpu-ns/span")
-				b.ReportMetric(float64(after.Mallocs-before.Mallocs)/spans, "allocs/span")
-				require.NoError(b, r.conn.Shutdown(context.Background()))
+				measureConsume(b, startConnector(b, NewFactory(), variantConfig(v.name)), input, 1)
 			})
 		}
 	}

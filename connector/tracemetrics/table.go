@@ -105,12 +105,12 @@ func (t *seriesTable) store(key []byte, rid uint32, ts int64) uint32 {
 }
 
 // remove drops series id: its key bytes become waste in the arena (see keyArena). The id
-// itself is reused only once the flusher has forgotten it (aggregator.reclaim).
+// itself is reused only once the flusher has forgotten it (aggregator.reclaim). The caller
+// keeps n, the count the caps compare with (a demoted series is not in it).
 func (t *seriesTable) remove(id uint32) {
 	m := &t.meta[id]
 	if key := t.key(id); !isOverflowKey(key) {
 		t.index.Delete(t.keyHash(identity(key, t.fam)), id)
-		t.n--
 	}
 	t.keys.release(m.keyLen)
 	*m = seriesMeta{}
