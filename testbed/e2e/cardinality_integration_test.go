@@ -4,10 +4,12 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -132,4 +134,193 @@ func residentBytes(t *testing.T, pid int) int64 {
 	}
 	t.Fatal("no VmRSS in /proc/<pid>/status")
 	return 0
+}
+
+// sendNamed sends one request of service with the spans of names, n each, over client.
+func sendNamed(client ptraceotlp.GRPCClient, service string, names []string, n int) error {
+	td := ptrace.NewTraces()
+	rs := td.ResourceSpans().AppendEmpty()
+	rs.Resource().Attributes().PutStr("service.name", service)
+	spans := rs.ScopeSpans().AppendEmpty().Spans()
+	now := time.Now()
+	for _, name := range names {
+		for range n {
+			s := spans.AppendEmpty()
+			s.SetName(name)
+			s.SetKind(ptrace.SpanKindServer)
+			s.SetStartTimestamp(pcommon.NewTimestampFromTime(now.Add(-time.Millisecond)))
+			s.SetEndTimestamp(pcommon.NewTimestampFromTime(now))
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err := client.Export(ctx, ptraceotlp.NewExportRequestFromTraces(td))
+	return err
+}
+
+// TestBusiestOperationsGetTheirSeries runs configs/default.yaml with max_series lowered to 5000
+// and flushes every second. Service steady sends 10 operations from the start; then 50,000 span
+// names that each come once fill the cap (service ids); then service shop starts 50 operations
+// at a steady rate (20 spans a second each), long after the cap is full. With the busiest series kept (cap_selection by
+// traffic, the default) each of shop's operations gets its own series within a few flushes, the
+// ID names stay in the overflow series, steady's series are never touched, and the calls of every
+// service, named and overflow together, equal the spans sent.
+func TestBusiestOperationsGetTheirSeries(t *testing.T) {
+	const maxSeries, noise, ops, perTick = 5000, 50_000, 50, 2
+	env, metricsURL := defaultEnv(t)
+	StartCollector(t, configPath("default.yaml"), env,
+		overlayFiles(t, "connectors:\n  tracemetrics:\n    max_series: "+strconv.Itoa(maxSeries)+"\n")...)
+	conn, err := grpc.NewClient(env["OTLP_GRPC_ENDPOINT"], grpc.WithTransportCredentials(insecure.NewCredentials()))
+	require.NoError(t, err)
+	defer conn.Close()
+	client := ptraceotlp.NewGRPCClient(conn)
+
+	steadyNames := make([]string, 10)
+	for i := range steadyNames {
+		steadyNames[i] = fmt.Sprintf("steady-%d", i)
+	}
+	shopNames := make([]string, ops)
+	for i := range shopNames {
+		shopNames[i] = fmt.Sprintf("GET /shop/op-%02d", i)
+	}
+	sent := map[string]int{}
+	require.NoError(t, sendNamed(client, "steady", steadyNames, 10))
+	sent["steady"] += 10 * len(steadyNames)
+	sendUniqueSpanNames(t, env["OTLP_GRPC_ENDPOINT"], noise/1000, 1000)
+	sent["ids-in-names"] += noise
+
+	calls := "traces_span_metrics_calls_total"
+	// shop and steady send every 100 ms (20 spans a second per operation) while the main
+	// goroutine scrapes.
+	var mu sync.Mutex
+	var sendErr error
+	stop, stopped := make(chan struct{}), make(chan struct{})
+	flushes := func() float64 {
+		n, _ := SumSeries(Scrape(t, telemetryURLOf(env)), "otelcol_connector_tracemetrics_flushes_total", nil)
+		return n
+	}
+	flushesAtStart := flushes()
+	shopStart := time.Now()
+	go func() {
+		defer close(stopped)
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+			err := errors.Join(sendNamed(client, "shop", shopNames, perTick), sendNamed(client, "steady", steadyNames, 1))
+			mu.Lock()
+			if err != nil {
+				sendErr = err
+				mu.Unlock()
+				return
+			}
+			sent["shop"] += ops * perTick
+			sent["steady"] += len(steadyNames)
+			mu.Unlock()
+		}
+	}()
+	ownSeriesAt := map[string]time.Duration{}
+	var flushesTaken float64
+	for time.Since(shopStart) < 15*time.Second && len(ownSeriesAt) < ops {
+		flushesTaken = flushes() - flushesAtStart
+		fams := Scrape(t, metricsURL)
+		for _, name := range shopNames {
+			if _, ok := ownSeriesAt[name]; ok {
+				continue
+			}
+			if _, n := SumSeries(fams, calls, map[string]string{"service_name": "shop", "span_name": name}); n > 0 {
+				ownSeriesAt[name] = time.Since(shopStart)
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	close(stop)
+	<-stopped
+	require.NoError(t, sendErr)
+	var latest time.Duration
+	for _, at := range ownSeriesAt {
+		latest = max(latest, at)
+	}
+
+	t.Logf("%d of %d shop operations got their own series, the last %s and at most %.0f flushes after shop started (flush every 1 s)",
+		len(ownSeriesAt), ops, latest.Round(100*time.Millisecond), flushesTaken)
+	require.Len(t, ownSeriesAt, ops, "shop operations with their own series")
+	// The interval shop starts in (shared with the end of the ID burst, whose refused names
+	// compete in the same sketch), the first whole one, which ranks the operations as the
+	// busiest (promoted at its flush: within two intervals), the one that creates their
+	// series; the flushes are counted before each scrape, and cachedprom renders a flush
+	// once it has all come, so the next flush may be counted before its render is seen.
+	require.LessOrEqual(t, flushesTaken, 4.0, "flushes until every operation had its series")
+
+	for svc, n := range sent {
+		got := WaitForSum(t, metricsURL, calls, map[string]string{"service_name": svc}, float64(n), time.Minute)
+		require.Equal(t, float64(n), got, "calls of %s, named and overflow", svc)
+	}
+	fams := Scrape(t, metricsURL)
+	named, series := SumSeries(fams, calls, map[string]string{"service_name": "steady", "otel_metric_overflow": ""})
+	require.Equal(t, len(steadyNames), series, "steady's series")
+	require.Equal(t, float64(sent["steady"]), named, "steady counted in its own series only")
+	_, idsNamed := SumSeries(fams, calls, map[string]string{"service_name": "ids-in-names", "otel_metric_overflow": ""})
+	require.Less(t, idsNamed, maxSeries, "the ID names keep fewer than the cap: shop's operations took their places")
+	own := Scrape(t, telemetryURLOf(env))
+	promoted, _ := SumSeries(own, "otelcol_connector_tracemetrics_promoted_series_total", nil)
+	require.GreaterOrEqual(t, promoted, float64(ops), "promoted series")
+}
+
+// TestCardinalityConfigNamesByTemplate runs configs/cardinality.yaml as shipped: span names with
+// IDs in them are counted under their template (the clustering layer), spans with an http.route
+// under the name the semantic conventions give, a tenant prefix is cut by the shipped rule, and
+// every span is counted once.
+func TestCardinalityConfigNamesByTemplate(t *testing.T) {
+	env, metricsURL := defaultEnv(t)
+	StartCollector(t, configPath("cardinality.yaml"), env)
+	conn, err := grpc.NewClient(env["OTLP_GRPC_ENDPOINT"], grpc.WithTransportCredentials(insecure.NewCredentials()))
+	require.NoError(t, err)
+	defer conn.Close()
+	client := ptraceotlp.NewGRPCClient(conn)
+
+	const ids = 1000
+	td := ptrace.NewTraces()
+	rs := td.ResourceSpans().AppendEmpty()
+	rs.Resource().Attributes().PutStr("service.name", "orders")
+	spans := rs.ScopeSpans().AppendEmpty().Spans()
+	now := time.Now()
+	add := func(name string) ptrace.Span {
+		s := spans.AppendEmpty()
+		s.SetName(name)
+		s.SetKind(ptrace.SpanKindServer)
+		s.SetStartTimestamp(pcommon.NewTimestampFromTime(now.Add(-time.Millisecond)))
+		s.SetEndTimestamp(pcommon.NewTimestampFromTime(now))
+		return s
+	}
+	for i := range ids {
+		add(fmt.Sprintf("GET /orders/%d", 10_000+i))
+		s := add(fmt.Sprintf("POST /carts/%d", 10_000+i))
+		s.Attributes().PutStr("http.request.method", "POST")
+		s.Attributes().PutStr("http.route", "/carts/:cart")
+		add(fmt.Sprintf("tenant-%x GET /health", i%7))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err = client.Export(ctx, ptraceotlp.NewExportRequestFromTraces(td))
+	require.NoError(t, err)
+
+	calls := "traces_span_metrics_calls_total"
+	require.Equal(t, float64(3*ids), WaitForSum(t, metricsURL, calls, map[string]string{"service_name": "orders"}, 3*ids, time.Minute))
+	fams := Scrape(t, metricsURL)
+	for name, want := range map[string]float64{
+		"GET /orders/{id}":  ids, // clustering: a number is an ID
+		"POST /carts/:cart": ids, // semantic conventions: method and route
+		"GET /health":       ids, // the shipped rule cuts the tenant prefix
+	} {
+		got, n := SumSeries(fams, calls, map[string]string{"service_name": "orders", "span_name": name})
+		require.Equal(t, 1, n, "series named %q", name)
+		require.Equal(t, want, got, "calls of %q", name)
+	}
+	_, n := SumSeries(fams, calls, map[string]string{"service_name": "orders"})
+	require.Equal(t, 3, n, "series of service orders")
 }
