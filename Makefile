@@ -16,7 +16,7 @@ export GONOSUMDB := github.com/open-telemetry/opentelemetry-collector-contrib
 INTEGRATION := -tags integration -p 1 -count=1 -timeout 40m
 MODULES     := . testbed
 
-.PHONY: all build stock-twin run test rules prometheus3 unit integration test-faults-full test-graph-churn-full check-generated generate bench testbed testbed-short testbed-memory testbed-scaling lint docker clean tools
+.PHONY: all build stock-twin run test rules prometheus3 unit integration test-faults-full test-graph-churn-full test-name-churn-full check-generated generate bench testbed testbed-short testbed-memory testbed-scaling lint docker clean tools
 
 all: build
 
@@ -75,10 +75,16 @@ test-faults-full: build
 	  -run '^TestESStoreSurvivesElasticsearchOutage$$' ./e2e/
 
 ## test-graph-churn-full: the long form of the tracegraph bound: a million client spans a minute
-## that never get their server span, for 10 minutes (make test runs it for 60 s), ~11 min
+## that never get their server span, for 10 minutes (make test runs it for 45 s), ~11 min
 test-graph-churn-full: build
 	cd testbed && OTELCOL_RED_GRAPH_CHURN=10m $(GO) test -tags integration -count=1 -timeout 20m -v \
 	  -run '^TestTraceGraphUnpairedStreamStaysBounded$$' ./e2e/
+
+## test-name-churn-full: the long form of the series cap's bound: a million span names seen once
+## a minute for 10 minutes (make test runs it for 45 s), ~11 min
+test-name-churn-full: build
+	cd testbed && OTELCOL_RED_NAME_CHURN=10m $(GO) test -tags integration -count=1 -timeout 20m -v \
+	  -run '^TestUniqueNameChurnStaysBounded$$' ./e2e/
 
 ## check-generated: fail when cmd/otelcol-red drifts from builder-config.yaml
 check-generated: $(BUILDER)

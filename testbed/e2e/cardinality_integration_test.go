@@ -324,3 +324,51 @@ func TestCardinalityConfigNamesByTemplate(t *testing.T) {
 	_, n := SumSeries(fams, calls, map[string]string{"service_name": "orders"})
 	require.Equal(t, 3, n, "series of service orders")
 }
+
+// TestUniqueNameChurnStaysBounded runs configs/default.yaml with max_series lowered to 10,000
+// under a stream of span names that each come once (a million a minute), for 60 s, or for
+// $OTELCOL_RED_NAME_CHURN (make test-name-churn-full: 10 minutes): the resident memory of the
+// second half of the run is no higher than that of the first (after a warm-up), the series held
+// never pass the cap and its overflow series, and every span sent is counted.
+func TestUniqueNameChurnStaysBounded(t *testing.T) {
+	const maxSeries = 10_000
+	run := 45 * time.Second
+	if v := os.Getenv("OTELCOL_RED_NAME_CHURN"); v != "" {
+		d, err := time.ParseDuration(v)
+		require.NoError(t, err, "OTELCOL_RED_NAME_CHURN")
+		run = d
+	}
+	env, metricsURL := defaultEnv(t)
+	c := StartCollector(t, configPath("default.yaml"), env,
+		overlayFiles(t, "connectors:\n  tracemetrics:\n    max_series: "+strconv.Itoa(maxSeries)+"\n")...)
+	series := "otelcol_connector_tracemetrics_series"
+	var maxHeld float64
+	st := streamChurn(t, env["OTLP_GRPC_ENDPOINT"], c, run, uniqueNames, func(since time.Duration) {
+		held, _ := SumSeries(Scrape(t, telemetryURLOf(env)), series, nil)
+		maxHeld = max(maxHeld, held)
+		require.LessOrEqual(t, held, float64(maxSeries+10), "series held at %s", since.Round(time.Second))
+	})
+	t.Logf("%d spans of names seen once in %s; at most %.0f series held; RSS max %d MiB in the first half, %d MiB in the second",
+		st.sent, run, maxHeld, st.firstHalfRSS>>20, st.secondHalfRSS>>20)
+	st.requireFlat(t)
+	got := WaitForSum(t, metricsURL, "traces_span_metrics_calls_total", map[string]string{"service_name": "churn"}, float64(st.sent), time.Minute)
+	require.Equal(t, float64(st.sent), got, "calls, named and overflow")
+}
+
+// uniqueNames is request seq of TestUniqueNameChurnStaysBounded: churnPerRequest SERVER spans of
+// service churn, each with a name no other span has.
+func uniqueNames(seq int, now time.Time) ptrace.Traces {
+	td := ptrace.NewTraces()
+	rs := td.ResourceSpans().AppendEmpty()
+	rs.Resource().Attributes().PutStr("service.name", "churn")
+	spans := rs.ScopeSpans().AppendEmpty().Spans()
+	spans.EnsureCapacity(churnPerRequest)
+	for i := range churnPerRequest {
+		s := spans.AppendEmpty()
+		s.SetName("GET /sessions/" + strconv.Itoa(seq*churnPerRequest+i))
+		s.SetKind(ptrace.SpanKindServer)
+		s.SetStartTimestamp(pcommon.NewTimestampFromTime(now.Add(-time.Millisecond)))
+		s.SetEndTimestamp(pcommon.NewTimestampFromTime(now))
+	}
+	return td
+}
