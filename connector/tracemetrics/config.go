@@ -97,6 +97,13 @@ type Config struct {
 	// connector.spanmetrics.excludeResourceMetrics feature gate is enabled. Default false.
 	AddResourceAttributes bool `mapstructure:"add_resource_attributes"`
 
+	// EnableMetricsSamplingMethod adds the attribute sampling.method to every series, as newer
+	// contrib spanmetrics does: "extrapolated" for spans counted by an adjusted count (a valid
+	// tracestate threshold, or sampling.attribute), "counted" for the others, so the two are
+	// separate series and a query can tell estimated counts from exact ones. Needs
+	// sampling.weighted. Default false.
+	EnableMetricsSamplingMethod bool `mapstructure:"enable_metrics_sampling_method"`
+
 	// MaxSeries caps the number of series of each family across all resources: RED series
 	// (one label set shared by calls and duration) unless calls_dimensions or
 	// histogram.dimensions split them, and events series apart. Spans of new series beyond it
@@ -350,6 +357,9 @@ func (c *Config) Validate() error {
 	}
 	if err := c.SpanName.validate(); err != nil {
 		errs = append(errs, err)
+	}
+	if c.EnableMetricsSamplingMethod && !c.Sampling.Weighted {
+		errs = append(errs, errors.New("enable_metrics_sampling_method: set, but sampling.weighted is false: no span would be extrapolated, every series would say counted"))
 	}
 	if err := c.Sampling.validate(); err != nil {
 		errs = append(errs, err)

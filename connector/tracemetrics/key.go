@@ -22,6 +22,13 @@ const (
 	instrumentationScopeNameKey    = "span.instrumentation.scope.name"
 	instrumentationScopeVersionKey = "span.instrumentation.scope.version"
 	overflowKey                    = "otel.metric.overflow"
+	samplingMethodKey              = "sampling.method"
+)
+
+// The values of sampling.method, encoded as string dimension values.
+var (
+	extrapolatedEnc = appendStrValue(nil, "extrapolated")
+	countedEnc      = appendStrValue(nil, "counted")
 )
 
 // A series key is the canonical, exact identity of a series:
@@ -80,8 +87,9 @@ const unknownEnum = 0xff
 
 // appendKey appends the series key of span in family f (the layout above), under span name
 // name (span.Name(), or as span_name renamed it). Dimensions are looked up on the span, then
-// the event (events family), then the resource, then the default.
-func (l *layout) appendKey(dst []byte, f *family, resHash uint64, svc, name string, span ptrace.Span, scope pcommon.InstrumentationScope, withScope bool, resAttrs pcommon.Map, evAttrs *pcommon.Map) []byte {
+// the event (events family), then the resource, then the default; sampling.method says whether
+// the span was weighted by an adjusted count (extrapolated).
+func (l *layout) appendKey(dst []byte, f *family, resHash uint64, svc, name string, span ptrace.Span, scope pcommon.InstrumentationScope, withScope bool, resAttrs pcommon.Map, evAttrs *pcommon.Map, extrapolated bool) []byte {
 	dst = appendKeyHeader(dst, resHash, f.index)
 	if l.withService {
 		dst = appendStr(dst, svc)
@@ -112,6 +120,17 @@ func (l *layout) appendKey(dst []byte, f *family, resHash uint64, svc, name stri
 	// the rest, if ever, looked up again.
 	var types [16]byte
 	for i := range f.dims {
+		if f.dims[i].samplingMethod {
+			enc := countedEnc
+			if extrapolated {
+				enc = extrapolatedEnc
+			}
+			dst = append(dst, enc...)
+			if i < len(types) {
+				types[i] = tagStr
+			}
+			continue
+		}
 		v, ok := dimensionValue(&f.dims[i], spanAttrs, evAttrs, resAttrs)
 		typ := tagAbsent
 		switch {
@@ -130,6 +149,8 @@ func (l *layout) appendKey(dst []byte, f *family, resHash uint64, svc, name stri
 	for i := len(types); i < len(f.dims); i++ {
 		v, ok := dimensionValue(&f.dims[i], spanAttrs, evAttrs, resAttrs)
 		switch {
+		case f.dims[i].samplingMethod:
+			dst = append(dst, tagStr)
 		case ok:
 			dst = append(dst, typeTag(v))
 		case f.dims[i].hasDef:

@@ -483,7 +483,7 @@ func TestCapOverflowKeys(t *testing.T) {
 					span.SetKind(kind)
 					span.Status().SetCode(status)
 					span.Attributes().PutStr("http.method", "GET")
-					key := l.appendKey(nil, f, 42, "checkout", span.Name(), span, pcommon.NewInstrumentationScope(), false, res, nil)
+					key := l.appendKey(nil, f, 42, "checkout", span.Name(), span, pcommon.NewInstrumentationScope(), false, res, nil, false)
 					okey := l.appendCapOverflowKey(nil, key)
 					require.True(t, isOverflowKey(okey))
 					require.Equal(t, l.hasCapOverflow(), isCapOverflowKey(okey))

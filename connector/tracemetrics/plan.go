@@ -198,6 +198,9 @@ type dimension struct {
 	name   string
 	hasDef bool
 	defEnc []byte // encoded default value
+	// samplingMethod marks the sampling.method dimension (enable_metrics_sampling_method):
+	// its value is not looked up but comes from how the span was weighted.
+	samplingMethod bool
 }
 
 const maxFamilies = 3
@@ -246,6 +249,11 @@ func newLayout(cfg *Config, g gates, instanceID string) layout {
 	}
 	if cfg.Events.Enabled {
 		l.eventsFamily = add(&family{calls: true, events: true, dims: newDimensions(cfg.Dimensions, cfg.Events.Dimensions)})
+	}
+	if cfg.EnableMetricsSamplingMethod {
+		for _, f := range l.families {
+			f.dims = append(f.dims, dimension{name: samplingMethodKey, samplingMethod: true})
+		}
 	}
 	return l
 }

@@ -145,14 +145,14 @@ func (r *reducer) reduceSpan(b *deltaBatch, res uint32, resHash uint64, svc stri
 	}
 	withExemplar := r.exemplars > 0 && !span.TraceID().IsEmpty()
 	isError := span.Status().Code() == ptrace.StatusCodeError
-	w := r.weights.weight(b, span)
+	w, extrapolated := r.weights.weight(b, span)
 	if w != 1 && !b.weighted {
 		b.startWeights()
 	}
 
 	for _, f := range r.spanFams {
 		off := len(b.arena)
-		b.arena = r.appendKey(b.arena, f, resHash, svc, name, span, scope, withScope, resAttrs, nil)
+		b.arena = r.appendKey(b.arena, f, resHash, svc, name, span, scope, withScope, resAttrs, nil, extrapolated)
 		idx := b.upsert(res, f, off, r.keyHash(identity(b.arena[off:], f)))
 		s := &b.series[idx]
 		s.count++
@@ -176,7 +176,7 @@ func (r *reducer) reduceSpan(b *deltaBatch, res uint32, resHash uint64, svc stri
 	for l := 0; l < events.Len(); l++ {
 		evAttrs := events.At(l).Attributes()
 		off := len(b.arena)
-		b.arena = r.appendKey(b.arena, r.eventsFam, resHash, svc, name, span, scope, withScope, resAttrs, &evAttrs)
+		b.arena = r.appendKey(b.arena, r.eventsFam, resHash, svc, name, span, scope, withScope, resAttrs, &evAttrs, extrapolated)
 		idx := b.upsert(res, r.eventsFam, off, r.keyHash(identity(b.arena[off:], r.eventsFam)))
 		s := &b.series[idx]
 		s.count++

@@ -45,10 +45,12 @@ func newWeighting(c SamplingConfig) weighting {
 }
 
 // weight returns the adjusted count of span, 1 when it has none or an invalid one (counted
-// in b.invalidWeights). Without a tracestate or the attribute this is a length check.
-func (w *weighting) weight(b *deltaBatch, span ptrace.Span) float64 {
+// in b.invalidWeights), and whether it has one (a valid threshold or probability: the span's
+// counts are extrapolated, sampling.method). Without a tracestate or the attribute this is a
+// length check.
+func (w *weighting) weight(b *deltaBatch, span ptrace.Span) (float64, bool) {
 	if !w.on {
-		return 1
+		return 1, false
 	}
 	if ts := span.TraceState().AsRaw(); ts != "" {
 		// The spans of a request were mostly sampled alike: compare with the last one parsed.
@@ -59,18 +61,18 @@ func (w *weighting) weight(b *deltaBatch, span ptrace.Span) float64 {
 		c, st := b.lastCount, b.lastStatus
 		switch st {
 		case sampling.Valid:
-			return c
+			return c, true
 		case sampling.Invalid:
 			b.invalidWeights++
-			return 1
+			return 1, false
 		}
 	}
 	if w.attribute == "" {
-		return 1
+		return 1, false
 	}
 	v, ok := span.Attributes().Get(w.attribute)
 	if !ok {
-		return 1
+		return 1, false
 	}
 	var p float64
 	switch v.Type() {
@@ -82,17 +84,18 @@ func (w *weighting) weight(b *deltaBatch, span ptrace.Span) float64 {
 		var err error
 		if p, err = strconv.ParseFloat(v.Str(), 64); err != nil {
 			b.invalidWeights++
-			return 1
+			return 1, false
 		}
 	default:
 		b.invalidWeights++
-		return 1
+		return 1, false
 	}
 	c, st := sampling.FromProbability(p)
 	if st == sampling.Invalid {
 		b.invalidWeights++
+		return c, false
 	}
-	return c
+	return c, true
 }
 
 // Weighted batches. A batch is unweighted (every span counts 1, as in spanmetrics v0.145.0)

@@ -339,6 +339,7 @@ func TestLoadSamplingConfig(t *testing.T) {
 		{id: "attribute", expected: SamplingConfig{Weighted: true, Attribute: "sampling.probability"}},
 		{id: "unweighted", expected: SamplingConfig{Weighted: false}},
 		{id: "attribute_unweighted", errorMessage: "sampling.attribute: set, but sampling.weighted is false"},
+		{id: "method_unweighted", errorMessage: "enable_metrics_sampling_method: set, but sampling.weighted is false"},
 	} {
 		t.Run(tt.id, func(t *testing.T) {
 			cfg := createDefaultConfig().(*Config)
@@ -396,4 +397,54 @@ func settledFlush(t *testing.T, r *running) pmetric.Metrics {
 		c.settle(t)
 	}
 	return r.flush()
+}
+
+// enable_metrics_sampling_method splits every series by sampling.method: spans with an adjusted
+// count (a valid threshold, even th:0, or the probability attribute) are "extrapolated", the
+// others, invalid thresholds included, "counted"; the calls of each add up to their weights.
+func TestSamplingMethodLabel(t *testing.T) {
+	r := startConnector(t, NewFactory(), map[string]any{
+		"aggregation_temporality":        "AGGREGATION_TEMPORALITY_DELTA",
+		"enable_metrics_sampling_method": true,
+		"sampling":                       map[string]any{"attribute": "sampling.probability"},
+	})
+	td := ptrace.NewTraces()
+	rs := td.ResourceSpans().AppendEmpty()
+	rs.Resource().Attributes().PutStr(serviceNameKey, "svc")
+	spans := rs.ScopeSpans().AppendEmpty().Spans()
+	add := func(setup func(ptrace.Span)) {
+		s := spans.AppendEmpty()
+		s.SetName("op")
+		s.SetStartTimestamp(1)
+		s.SetEndTimestamp(2_000_001)
+		setup(s)
+	}
+	for range 3 {
+		add(func(s ptrace.Span) { s.TraceState().FromRaw("ot=th:8") }) // 2 each
+	}
+	add(func(s ptrace.Span) { s.TraceState().FromRaw("ot=th:0") })                      // 1, extrapolated
+	add(func(s ptrace.Span) { s.Attributes().PutDouble("sampling.probability", 0.25) }) // 4
+	for range 2 {
+		add(func(ptrace.Span) {}) // no sampling information
+	}
+	add(func(s ptrace.Span) { s.TraceState().FromRaw("ot=th:g") }) // invalid: counts 1
+	r.consume(td)
+
+	got := map[string]int64{}
+	md := settledFlush(t, r)
+	for _, rm := range md.ResourceMetrics().All() {
+		for _, sm := range rm.ScopeMetrics().All() {
+			for _, m := range sm.Metrics().All() {
+				if m.Name() != "traces.span.metrics.calls" {
+					continue
+				}
+				for _, dp := range m.Sum().DataPoints().All() {
+					v, ok := dp.Attributes().Get(samplingMethodKey)
+					require.True(t, ok, "every series has sampling.method")
+					got[v.Str()] += dp.IntValue()
+				}
+			}
+		}
+	}
+	assert.Equal(t, map[string]int64{"extrapolated": 3*2 + 1 + 4, "counted": 3}, got)
 }
