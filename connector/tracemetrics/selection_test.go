@@ -234,7 +234,8 @@ func seriesCounterByLimit(t *testing.T, tel *componenttest.Telemetry, name strin
 }
 
 // Random traffic (services with a few busy operations that change over time, a long tail
-// and IDs; random caps, sketch sizes and request sizes; both temporalities): whatever the
+// and IDs; random caps, sketch sizes and request sizes; both temporalities; span-name
+// clustering and rules on or off in front of the caps): whatever the
 // re-rankings promote and demote, calls, histogram counts and sums per service and per
 // service and status code equal the input at every flush (cumulative: everything sent so
 // far, nothing expires; delta: the interval's, series expiring), no cumulative series goes
@@ -251,14 +252,27 @@ func TestSelectionKeepsTotalsExact(t *testing.T) {
 			expiration = time.Duration(1+r.IntN(4)) * time.Second
 		}
 		t.Run(fmt.Sprintf("seed=%d/%s/budget=%d/max=%d", seed, temporality, budget, global), func(t *testing.T) {
-			c, sink, clock, tel := startOurs(t, map[string]any{
+			raw := map[string]any{
 				"aggregation_temporality": temporality,
 				"metrics_flush_interval":  time.Second,
 				"series_expiration":       expiration,
 				"max_series_per_service":  budget,
 				"max_series":              global,
 				"cap_selection":           map[string]any{"sketch_size": 8 + r.IntN(64)},
-			}, true)
+			}
+			// The span-name layers in front of the caps, in every mix: they rename, the caps
+			// select, and the totals must not move either way.
+			names := map[string]any{}
+			if seed%4 < 2 {
+				names["clustering"] = map[string]any{"enabled": true, "max_children": 3 + r.IntN(10)}
+			}
+			if seed%3 == 0 {
+				names["rules"] = []any{map[string]any{"match": `^tail-(\d)\d*$`, "replace": "tail-${1}x"}}
+			}
+			if len(names) > 0 {
+				raw["span_name"] = names
+			}
+			c, sink, clock, tel := startOurs(t, raw, true)
 			services := 2 + r.IntN(4)
 			var all []selSpan
 			prev := map[redKey]int64{}
