@@ -105,15 +105,10 @@ next:
 	return sum
 }
 
-// TestServiceGraphConfigServesServiceMap runs configs/servicegraph.yaml as shipped (endpoints on free
-// ports, 1 s flushes), sends the calls above with b's spans 5 s before a's, and checks the exact
-// service graph on /metrics: the a → b requests, failures and both duration histograms, the database
-// edge, and the virtual nodes (PostgreSQL called by b, the user calling a) that contrib makes when
-// the unpaired halves expire; then that the store expired exactly those halves and dropped nothing.
-func TestServiceGraphConfigServesServiceMap(t *testing.T) {
-	env, metricsURL := defaultEnv(t)
-	StartCollector(t, configPath("servicegraph.yaml"), env)
-
+// sendServiceGraphCalls sends sgTraces to the collector of env over OTLP gRPC, b's spans first
+// and a's sgPairingDelay later.
+func sendServiceGraphCalls(t *testing.T, env map[string]string) {
+	t.Helper()
 	conn, err := grpc.NewClient(env["OTLP_GRPC_ENDPOINT"], grpc.WithTransportCredentials(insecure.NewCredentials()))
 	require.NoError(t, err)
 	defer conn.Close()
@@ -129,7 +124,14 @@ func TestServiceGraphConfigServesServiceMap(t *testing.T) {
 	export(b)
 	time.Sleep(sgPairingDelay)
 	export(a)
+}
 
+// requireServiceMap waits for the service graph of sgTraces on metricsURL (configs/servicegraph.yaml
+// or configs/tracegraph.yaml, 1 s flushes, b's spans 5 s before a's) and requires it exact: the
+// a → b requests, failures and both duration histograms, the database edge, the virtual nodes
+// (PostgreSQL called by b, the user calling a), nothing else, and the RED calls of every span.
+func requireServiceMap(t *testing.T, metricsURL string) {
+	t.Helper()
 	const total = "traces_service_graph_request_total"
 	const failed = "traces_service_graph_request_failed_total"
 	const serverHist = "traces_service_graph_request_server_seconds"
@@ -181,6 +183,20 @@ func TestServiceGraphConfigServesServiceMap(t *testing.T) {
 	// The RED metrics of default.yaml's job are still there: every span of a and b counted once.
 	sum, _ = SumSeries(fams, "traces_span_metrics_calls_total", nil)
 	require.Equal(t, float64(3*sgCalls+sgVirtualDBs+sgNamedDBs), sum, "RED calls of every span")
+
+}
+
+// TestServiceGraphConfigServesServiceMap runs configs/servicegraph.yaml as shipped (endpoints on free
+// ports, 1 s flushes), sends the calls above with b's spans 5 s before a's, and checks the exact
+// service graph on /metrics: the a → b requests, failures and both duration histograms, the database
+// edge, and the virtual nodes (PostgreSQL called by b, the user calling a) that contrib makes when
+// the unpaired halves expire; then that the store expired exactly those halves and dropped nothing.
+func TestServiceGraphConfigServesServiceMap(t *testing.T) {
+	env, metricsURL := defaultEnv(t)
+	StartCollector(t, configPath("servicegraph.yaml"), env)
+
+	sendServiceGraphCalls(t, env)
+	requireServiceMap(t, metricsURL)
 
 	// The store: the halves that expired are exactly those without a partner (b's db.system spans,
 	// a's root spans), and none was dropped for want of room.
