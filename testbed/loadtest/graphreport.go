@@ -148,7 +148,7 @@ func (r *GraphReport) WriteMarkdown(w io.Writer) error {
 	if r.Commit != "" {
 		fmt.Fprintf(b, ", commit %s", r.Commit)
 	}
-	fmt.Fprintf(b, ". %s. Each collector runs alone, a fresh process with GOMAXPROCS=1 pinned to one CPU, the load generator "+
+	fmt.Fprintf(b, ". Scenario: %s. Each collector runs alone, a fresh process with GOMAXPROCS=1 pinned to one CPU, the load generator "+
 		"on the others, %d OTLP requests in flight, as fast as acknowledged. A collector is killed when its RSS passes "+
 		"%.0f MiB. Flush interval %s.\n\n", res.Title, r.Concurrency, r.RSSCapMiB, r.FlushInterval)
 	g := res.Graph
