@@ -91,7 +91,7 @@ func costOf(s GraphSide) Spread { return s.CPUMicrosPerSpan }
 func rssOf(s GraphSide) Spread  { return s.LoadRSSMaxMiB }
 
 // Failures lists what makes the run fail: a run that could not be measured, and a run of ours
-// (red or ours) that did not count every call and edge. The stock side losing data is a result,
+// (red or ours) killed over the RSS cap or that did not count every call and edge. The stock side losing data is a result,
 // reported in GRAPH.md, not a failure.
 func (r *GraphReport) Failures() []string {
 	var out []string
@@ -103,7 +103,11 @@ func (r *GraphReport) Failures() []string {
 		if run.Error != "" {
 			out = append(out, label+": "+run.Error)
 		}
-		if run.Collector != "stock" && run.Killed == nil && !run.Exact() {
+		switch {
+		case run.Collector == "stock":
+		case run.Killed != nil:
+			out = append(out, fmt.Sprintf("%s: killed at %.2f GiB RSS", label, run.Killed.RSSMiB/1024))
+		case !run.Exact():
 			out = append(out, label+": "+countVerdict(run))
 		}
 	}

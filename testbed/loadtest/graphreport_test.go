@@ -43,4 +43,11 @@ func TestGraphReportRatiosAndLosses(t *testing.T) {
 	failures := r.Failures()
 	require.Len(t, failures, 1)
 	require.Contains(t, failures[0], "ours (round 1): lost 1 edge requests")
+
+	// A stock run killed over the cap is a result; one of ours is a failure.
+	res.Runs[2].Killed = &Sample{RSSMiB: 11 << 10}
+	res.Runs[0].Killed = &Sample{RSSMiB: 11 << 10}
+	failures = r.Failures()
+	require.Len(t, failures, 2)
+	require.Contains(t, failures[0], "red (round 1): killed at 11.00 GiB RSS")
 }
