@@ -16,7 +16,7 @@ export GONOSUMDB := github.com/open-telemetry/opentelemetry-collector-contrib
 INTEGRATION := -tags integration -p 1 -count=1 -timeout 40m
 MODULES     := . testbed
 
-.PHONY: all build stock-twin run test rules prometheus3 unit integration test-faults-full test-graph-churn-full test-name-churn-full check-generated generate bench testbed testbed-short testbed-memory testbed-scaling lint docker clean tools
+.PHONY: all build stock-twin run test rules prometheus3 unit integration test-faults-full test-graph-churn-full test-name-churn-full check-generated generate bench testbed testbed-short testbed-memory testbed-scaling testbed-graph lint docker clean tools
 
 all: build
 
@@ -115,6 +115,11 @@ testbed-memory: build stock-twin
 ## each pinned to as many CPUs, at 1k and 100k series → testbed/results/raw/scaling/SCALING.md
 testbed-scaling: build stock-twin
 	cd testbed && $(GO) run ./cmd/testbed -scaling -out results/raw/scaling
+
+## testbed-graph: our RED path, ours with tracegraph and stock with servicegraph on a call graph (100k RED
+## series, 10k edges), one core each, ~5 min → testbed/results/GRAPH.md
+testbed-graph: build stock-twin
+	cd testbed && $(GO) run ./cmd/testbed -graph
 
 ## lint: gofmt and go vet over every module
 lint:

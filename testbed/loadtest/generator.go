@@ -19,6 +19,7 @@ type Generator struct {
 
 	next     atomic.Uint64
 	acked    atomic.Int64
+	edges    atomic.Int64
 	failures atomic.Int64
 	missed   atomic.Int64
 }
@@ -33,6 +34,10 @@ func NewGenerator(pool *Pool, sink Sink, rate, concurrency int) *Generator {
 
 // Acked is the number of spans the sink acknowledged so far.
 func (g *Generator) Acked() int64 { return g.acked.Load() }
+
+// Edges is the number of service graph edges (CLIENT spans, Pool.Edges) in the acknowledged
+// requests; 0 for a pool without Edges.
+func (g *Generator) Edges() int64 { return g.edges.Load() }
 
 // Failures is the number of send attempts that failed and were retried.
 func (g *Generator) Failures() int64 { return g.failures.Load() }
@@ -124,7 +129,10 @@ func (g *Generator) sendOne(i int, stop <-chan struct{}) {
 		err := g.sink.Send(ctx, i)
 		cancel()
 		if err == nil {
-			g.acked.Add(int64(g.pool.SpansPerRequest))
+			g.acked.Add(int64(g.pool.spansOf(i)))
+			if g.pool.Edges != nil {
+				g.edges.Add(int64(g.pool.Edges[i]))
+			}
 			return
 		}
 		g.failures.Add(1)

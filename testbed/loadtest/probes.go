@@ -27,6 +27,9 @@ const (
 	// ProbeScaling is ProbeFloor with the stock twin as a third side, at one GOMAXPROCS of the
 	// scaling plan (scaling.go).
 	ProbeScaling ProbeKind = "scaling"
+	// ProbeGraph runs our RED path, ours with the service graph and the stock twin with
+	// servicegraph on a call graph, one core each (graph.go).
+	ProbeGraph ProbeKind = "graph"
 )
 
 // Probe is one scenario of the memory and overload plan.
@@ -186,6 +189,8 @@ func (p Probe) title() string {
 		return fmt.Sprintf("GOMAXPROCS=%s, max OTLP rate (%d requests in flight) at %s, %s per collector and shape after a warm-up of %s, "+
 			"%d round(s) in the order %s, reversed on even rounds", p.GOMAXPROCS, p.Concurrency, shapeList(p.Shapes), p.Window, p.Warmup,
 			p.rounds(), strings.Join(p.Sides, ", "))
+	case ProbeGraph:
+		return graphTitle(p)
 	case ProbeStaleness:
 		return fmt.Sprintf("Kafka backlog of %s spans in messages of %d, %s, flush every %s", humanCount(float64(p.Backlog)),
 			p.SpansPerRequest, p.Shapes[0], p.FlushInterval)

@@ -128,28 +128,40 @@ func (s *Scraper) Get(ctx context.Context, url string, onLine func(line []byte))
 
 // SumCounter scrapes url and returns the sum of every sample of metric.
 func (s *Scraper) SumCounter(ctx context.Context, url, metric string) (float64, error) {
-	var (
-		sum    float64
-		badErr error
-	)
-	prefix := []byte(metric)
+	sums, err := s.SumCounters(ctx, url, metric)
+	if sums == nil {
+		return 0, err
+	}
+	return sums[0], err
+}
+
+// SumCounters is SumCounter for several counters in one scrape: their sums in the order given.
+func (s *Scraper) SumCounters(ctx context.Context, url string, metrics ...string) ([]float64, error) {
+	sums := make([]float64, len(metrics))
+	prefixes := make([][]byte, len(metrics))
+	for i, m := range metrics {
+		prefixes[i] = []byte(m)
+	}
+	var badErr error
 	_, err := s.Get(ctx, url, func(line []byte) {
-		// Most lines belong to other metrics; only matching ones become strings.
-		if !bytes.HasPrefix(line, prefix) {
-			return
-		}
-		v, ok, err := sampleValue(string(line), metric)
-		if err != nil && badErr == nil {
-			badErr = err
-		}
-		if ok {
-			sum += v
+		for i, prefix := range prefixes {
+			// Most lines belong to other metrics; only matching ones become strings.
+			if !bytes.HasPrefix(line, prefix) {
+				continue
+			}
+			v, ok, err := sampleValue(string(line), metrics[i])
+			if err != nil && badErr == nil {
+				badErr = err
+			}
+			if ok {
+				sums[i] += v
+			}
 		}
 	})
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	return sum, badErr
+	return sums, badErr
 }
 
 // sampleValue parses line as a sample of metric (text 0.0.4 or OpenMetrics): the value after the

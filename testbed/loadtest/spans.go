@@ -54,6 +54,22 @@ type Pool struct {
 	Traces []ptrace.Traces
 	// Encoded holds the same requests as OTLP ExportTraceServiceRequest protobuf bytes.
 	Encoded [][]byte
+	// Spans holds each request's span count where requests differ in size (NewGraphPool); nil
+	// when every request has SpansPerRequest.
+	Spans []int
+	// Edges holds each request's CLIENT spans, the service graph edges it adds (NewGraphPool);
+	// nil for pools that are not call graphs.
+	Edges []int
+	// Graph is the call graph a NewGraphPool was built from; nil otherwise.
+	Graph *GraphShape
+}
+
+// spansOf is the number of spans of request i.
+func (p *Pool) spansOf(i int) int {
+	if p.Spans != nil {
+		return p.Spans[i]
+	}
+	return p.SpansPerRequest
 }
 
 // minRequests keeps some variety (trace ids, durations) in a pool whose cycle is shorter than

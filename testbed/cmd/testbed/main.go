@@ -66,6 +66,11 @@ type flags struct {
 	procs         string
 	scalingRounds int
 	scaling1M     bool
+
+	graph            bool
+	graphConfig      string
+	stockGraphConfig string
+	graphRounds      int
 }
 
 func main() {
@@ -106,6 +111,10 @@ func main() {
 	flag.StringVar(&f.procs, "procs", "", "scaling: GOMAXPROCS values, comma-separated, each collector pinned to that many CPUs (default those of 1,2,4,8 that leave one CPU to the load generator)")
 	flag.IntVar(&f.scalingRounds, "scaling-rounds", 1, "scaling: rounds per width and shape, the sides interleaved; the report takes medians over them")
 	flag.BoolVar(&f.scaling1M, "scaling-1m", false, "scaling: add the million-series shape at each width (memory-heavy: stock passes 20 GB; -rss-cap-mib caps it)")
+	flag.BoolVar(&f.graph, "graph", false, "run the service graph scenario (make testbed-graph) instead of the comparison scenarios: our RED path, ours with tracegraph and stock with servicegraph on a call graph, one core each; writes <out>/GRAPH.md")
+	flag.StringVar(&f.graphConfig, "graph-config", "../configs/tracegraph.yaml", "graph: our config with the service graph (the RED path alone is -ours-config)")
+	flag.StringVar(&f.stockGraphConfig, "stock-graph-config", "configs/stock-graph.yaml", "graph: the stock config with spanmetrics and servicegraph")
+	flag.IntVar(&f.graphRounds, "graph-rounds", 1, "graph: rounds per side, the order reversed on even rounds; the report takes medians over them")
 	flag.Parse()
 	log.SetFlags(log.Ltime)
 
@@ -117,6 +126,9 @@ func main() {
 	}
 	if f.scaling {
 		runner = runScaling
+	}
+	if f.graph {
+		runner = runGraph
 	}
 	failures, err := runner(ctx, f)
 	if err != nil {

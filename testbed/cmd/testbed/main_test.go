@@ -112,3 +112,25 @@ func TestSelectScaling(t *testing.T) {
 	_, err = selectScaling(f, 2)
 	require.ErrorContains(t, err, "-scaling-rounds")
 }
+
+func TestSelectGraph(t *testing.T) {
+	f := flags{flushInterval: 15 * time.Second, phase: 30 * time.Second, graphRounds: 1}
+	plan, err := selectGraph(f)
+	require.NoError(t, err)
+	require.Len(t, plan, 1)
+	assert.Equal(t, "graph-max-rate", plan[0].Name)
+	assert.Equal(t, "1", plan[0].GOMAXPROCS)
+	assert.True(t, plan[0].PinCPU)
+	assert.Equal(t, []string{"red", "ours", "stock"}, plan[0].Sides)
+	assert.Equal(t, 20*time.Second, plan[0].Warmup)
+
+	f.run = "graph"
+	_, err = selectGraph(f)
+	require.NoError(t, err)
+	f.run = "otlp-max"
+	_, err = selectGraph(f)
+	require.Error(t, err)
+	f.run, f.graphRounds = "", 0
+	_, err = selectGraph(f)
+	require.ErrorContains(t, err, "-graph-rounds")
+}

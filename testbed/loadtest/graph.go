@@ -1,0 +1,220 @@
+package loadtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// The service graph scenario runs three collectors one at a time on the same pre-encoded call
+// graph (NewGraphPool), each alone on one CPU with GOMAXPROCS=1 and the load generator on the
+// others, at max OTLP rate: our RED path alone ("red": tracemetrics → cachedprom), ours with the
+// service graph ("ours": tracemetrics + tracegraph → cachedprom) and the stock twin with the
+// service graph ("stock": spanmetrics + servicegraph → prometheus). Red against ours is what the
+// graph costs; ours against stock is the comparison. After the load each side must count every
+// span it acknowledged as a RED call and every client span as a service graph request.
+
+// GraphScenario is the scenario's name, as -run selects it.
+const GraphScenario = "graph-max-rate"
+
+// GraphRequestsMetric is servicegraph's request counter as Prometheus exposes it; tracegraph keeps
+// the name.
+const GraphRequestsMetric = "traces_service_graph_request_total"
+
+// graphSides are the collectors of the scenario in the order of odd rounds.
+var graphSides = []string{"red", "ours", "stock"}
+
+// GraphPlanConfig sizes the service graph scenario.
+type GraphPlanConfig struct {
+	// FlushInterval is the run's flush interval; the warm-up is one flush and 5 s.
+	FlushInterval time.Duration
+	// Phase is the measured window per collector.
+	Phase time.Duration
+	// Rounds is how many times each side runs, the order reversed on even rounds (0: 1).
+	Rounds int
+}
+
+// GraphPlan returns the scenario as a probe: pinned, GOMAXPROCS=1, max rate, the three sides.
+func GraphPlan(c GraphPlanConfig) []Probe {
+	return []Probe{{
+		Name: GraphScenario, Kind: ProbeGraph, Sides: graphSides, Window: c.Phase, Warmup: c.FlushInterval + 5*time.Second,
+		GOMAXPROCS: "1", PinCPU: true, SpansPerRequest: 1000, Rounds: max(c.Rounds, 1),
+	}}
+}
+
+// graphTitle describes the scenario in one line.
+func graphTitle(p Probe) string {
+	return fmt.Sprintf("service graph at max OTLP rate, %s per collector after a warm-up of %s, %d round(s) in the order %s, "+
+		"reversed on even rounds", p.Window, p.Warmup, p.rounds(), strings.Join(p.Sides, ", "))
+}
+
+// GraphCollectors are the scenario's three sides.
+type GraphCollectors struct {
+	// Red is our RED path alone (configs/default.yaml), Ours it with tracegraph
+	// (configs/tracegraph.yaml), Stock the stock twin with spanmetrics and servicegraph.
+	Red, Ours, Stock Collector
+}
+
+func (gc GraphCollectors) byName(name string) (Collector, bool) {
+	switch name {
+	case "red":
+		return gc.Red, true
+	case "ours":
+		return gc.Ours, true
+	case "stock":
+		return gc.Stock, true
+	}
+	return Collector{}, false
+}
+
+// GraphResult is what the scenario measured: a run per side and round.
+type GraphResult struct {
+	Probe Probe      `json:"probe"`
+	Title string     `json:"title"`
+	Graph GraphShape `json:"graph"`
+	// PassRequests, PassSpans and PassEdges are the requests, spans and client spans of one pass
+	// of the pool.
+	PassRequests int        `json:"pass_requests"`
+	PassSpans    int        `json:"pass_spans"`
+	PassEdges    int        `json:"pass_edges"`
+	Start        time.Time  `json:"start"`
+	End          time.Time  `json:"end"`
+	Runs         []GraphRun `json:"runs"`
+	Error        string     `json:"error,omitempty"`
+}
+
+// GraphRun is one collector's run: the probe's figures and the counts after the load.
+type GraphRun struct {
+	ProbeRun
+	// HasGraph is set for the sides that build a service graph.
+	HasGraph bool `json:"has_graph"`
+	// Spans and Edges are what the collector acknowledged over the whole load, warm-up included:
+	// the spans are the RED calls it must count, the client spans among them (Pool.Edges) the
+	// service graph requests (each paired with its server span, a database call, or, for a
+	// call whose server span was not sent before the load stopped, a virtual node after the ttl).
+	Spans int64 `json:"spans"`
+	Edges int64 `json:"edges"`
+	// CallsCounted and EdgesCounted are the sums of CallsMetric and GraphRequestsMetric in the
+	// last scrape after the load; Counted says a scrape was read at all.
+	Counted      bool  `json:"counted"`
+	CallsCounted int64 `json:"calls_counted"`
+	EdgesCounted int64 `json:"edges_counted"`
+	// CountedAfterSeconds is when, after the load, that scrape was taken.
+	CountedAfterSeconds float64 `json:"counted_after_seconds"`
+}
+
+// Exact tells whether the run counted every call and, with a graph, every edge.
+func (r GraphRun) Exact() bool {
+	return r.Counted && r.CallsCounted == r.Spans && (!r.HasGraph || r.EdgesCounted == r.Edges)
+}
+
+// RunGraph runs p's sides, round after round, on pool (a NewGraphPool).
+func RunGraph(ctx context.Context, p Probe, gc GraphCollectors, pool *Pool, o Options) *GraphResult {
+	res := &GraphResult{Probe: p, Title: graphTitle(p), Start: time.Now().UTC()}
+	if pool.Graph != nil {
+		res.Graph = *pool.Graph
+	}
+	res.PassRequests = len(pool.Encoded)
+	for i := range pool.Encoded {
+		res.PassSpans += pool.spansOf(i)
+		res.PassEdges += pool.Edges[i]
+	}
+	defer func() { res.End = time.Now().UTC() }()
+	for round := 1; round <= p.rounds(); round++ {
+		for _, name := range roundOrder(p.Sides, round) {
+			c, ok := gc.byName(name)
+			if !ok {
+				res.Error = fmt.Sprintf("unknown collector %q", name)
+				return res
+			}
+			run := GraphRun{
+				ProbeRun: ProbeRun{Collector: name, Round: round, Binary: c.Binary, Config: c.Config, Series: res.Graph.Series(),
+					LoadAverage: LoadAverage()},
+				HasGraph: name != "red",
+			}
+			if err := graphRun(ctx, p, c, pool, o, &run); err != nil {
+				run.Error = joinErr(run.Error, err.Error())
+			}
+			res.Runs = append(res.Runs, run)
+			if ctx.Err() != nil {
+				res.Error = ctx.Err().Error()
+				return res
+			}
+		}
+	}
+	return res
+}
+
+func graphRun(ctx context.Context, p Probe, c Collector, pool *Pool, o Options, run *GraphRun) error {
+	label := fmt.Sprintf("%s-%s-r%d", p.Name, c.Name, run.Round)
+	s, err := startSolo(ctx, c, o, label, probeEnv(p), p.pinned())
+	if err != nil {
+		return err
+	}
+	l, err := startLoad(pool, s, o.Concurrency)
+	if err != nil {
+		return errors.Join(err, finishRun(s, &run.ProbeRun))
+	}
+	if wait(ctx, s, p.Warmup) {
+		phase, _ := measurePhase(ctx, s, l, "max rate", p.Window, nil)
+		run.Phases = append(run.Phases, phase)
+	}
+	run.Spans = l.end()
+	run.Edges = l.gen.Edges()
+	select {
+	case <-s.watch.Killed():
+	default:
+		err = countAfterLoad(ctx, s, o, run)
+	}
+	return errors.Join(err, finishRun(s, &run.ProbeRun))
+}
+
+// graphCountWait bounds the wait after the load for the counters to add up: the halves still
+// waiting expire after the store's ttl (10 s on both sides) and a run of the expiry loop (2 s),
+// then a flush (15 s by default) carries them; scrapes of 100k series take seconds each on one core.
+func graphCountWait(o Options) time.Duration {
+	return min(o.DrainTimeout, 4*o.FlushInterval+30*time.Second)
+}
+
+// countAfterLoad scrapes the collector after the load until its calls (and edges) add up to what
+// it acknowledged or graphCountWait passes; what is missing then is lost, a result. It fails only
+// when no scrape could be read.
+func countAfterLoad(ctx context.Context, s *solo, o Options, run *GraphRun) error {
+	end := time.Now()
+	limit := graphCountWait(o)
+	scraper := NewCountingScraper(limit)
+	defer scraper.Close()
+	metrics := []string{o.CallsMetric}
+	if run.HasGraph {
+		metrics = append(metrics, GraphRequestsMetric)
+	}
+	// Nothing can add up before the next flush.
+	if !wait(ctx, s, o.FlushInterval+time.Second) {
+		return ctx.Err()
+	}
+	var lastErr error
+	for {
+		sums, err := scraper.SumCounters(ctx, s.ep.metricsURL(), metrics...)
+		lastErr = err
+		if err == nil {
+			run.Counted = true
+			run.CallsCounted = int64(sums[0])
+			if run.HasGraph {
+				run.EdgesCounted = int64(sums[1])
+			}
+			run.CountedAfterSeconds = time.Since(end).Seconds()
+			if run.Exact() {
+				return nil
+			}
+		}
+		if time.Since(end) > limit || !wait(ctx, s, 3*time.Second) {
+			break
+		}
+	}
+	if !run.Counted && lastErr != nil {
+		return fmt.Errorf("counters not read within %s after the load: %w", limit, lastErr)
+	}
+	return nil
+}
