@@ -16,7 +16,7 @@ export GONOSUMDB := github.com/open-telemetry/opentelemetry-collector-contrib
 INTEGRATION := -tags integration -p 1 -count=1 -timeout 40m
 MODULES     := . testbed
 
-.PHONY: all build stock-twin run test rules prometheus3 unit integration test-faults-full check-generated generate bench testbed testbed-short testbed-memory testbed-scaling lint docker clean tools
+.PHONY: all build stock-twin run test rules prometheus3 unit integration test-faults-full check-generated generate bench testbed testbed-short testbed-memory testbed-scaling testbed-native lint docker clean tools
 
 all: build
 
@@ -103,6 +103,12 @@ testbed-memory: build stock-twin
 ## each pinned to as many CPUs, at 1k and 100k series → testbed/results/raw/scaling/SCALING.md
 testbed-scaling: build stock-twin
 	cd testbed && $(GO) run ./cmd/testbed -scaling -out results/raw/scaling
+
+## testbed-native: ours with exponential histograms served as native histograms against ours with classic
+## ones and the stock twin's exponential histograms, at 100k series, one collector at a time
+## → testbed/results/raw/native/NATIVE.md
+testbed-native: build stock-twin
+	cd testbed && $(GO) run ./cmd/testbed -native -out results/raw/native
 
 ## lint: gofmt and go vet over every module
 lint:

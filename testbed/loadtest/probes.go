@@ -27,6 +27,9 @@ const (
 	// ProbeScaling is ProbeFloor with the stock twin as a third side, at one GOMAXPROCS of the
 	// scaling plan (scaling.go).
 	ProbeScaling ProbeKind = "scaling"
+	// ProbeNative compares exponential histograms served as native histograms (ours, stock) and
+	// ours with classic histograms: ingest, memory per series, protobuf and text scrapes (native.go).
+	ProbeNative ProbeKind = "native"
 )
 
 // Probe is one scenario of the memory and overload plan.
@@ -70,6 +73,8 @@ type Probe struct {
 	// round after round (see roundOrder); 0 counts as 1. One phase per side is too noisy on a
 	// shared host to compare two collectors whose costs differ by tens of percent.
 	Rounds int `json:"rounds,omitempty"`
+	// TimedScrapes is how many scrapes ProbeNative times per side and format.
+	TimedScrapes int `json:"timed_scrapes,omitempty"`
 }
 
 // DefaultFloorRounds is the floor probe's rounds when MemoryPlanConfig.FloorRounds is 0: the
@@ -186,6 +191,10 @@ func (p Probe) title() string {
 		return fmt.Sprintf("GOMAXPROCS=%s, max OTLP rate (%d requests in flight) at %s, %s per collector and shape after a warm-up of %s, "+
 			"%d round(s) in the order %s, reversed on even rounds", p.GOMAXPROCS, p.Concurrency, shapeList(p.Shapes), p.Window, p.Warmup,
 			p.rounds(), strings.Join(p.Sides, ", "))
+	case ProbeNative:
+		return fmt.Sprintf("%s, max OTLP rate: warm-up %s, %s measured, then idle for one flush and 5 s, then %d gzip scrapes, one a second or back to back when slower, "+
+			"per side (protobuf as Prometheus 3 asks with native histograms for %s, text for %s)", p.Shapes[0], p.Warmup, p.Window,
+			p.TimedScrapes, strings.Join(sidesScrapedIn(p.Sides, FormatProtobuf), ", "), strings.Join(sidesScrapedIn(p.Sides, FormatText), ", "))
 	case ProbeStaleness:
 		return fmt.Sprintf("Kafka backlog of %s spans in messages of %d, %s, flush every %s", humanCount(float64(p.Backlog)),
 			p.SpansPerRequest, p.Shapes[0], p.FlushInterval)
@@ -201,6 +210,9 @@ type ProbeCollectors struct {
 	OursMemory Collector
 	// OursKafka is our Kafka gateway config, for ProbeStaleness.
 	OursKafka Collector
+	// OursClassic is ours with classic histograms beside ours with exponential ones (Ours), for
+	// ProbeNative.
+	OursClassic Collector
 }
 
 func (pc ProbeCollectors) byName(name string, kind ProbeKind) (Collector, error) {
@@ -214,6 +226,8 @@ func (pc ProbeCollectors) byName(name string, kind ProbeKind) (Collector, error)
 		return pc.Stock, nil
 	case "floor":
 		return pc.Floor, nil
+	case "ours-classic":
+		return pc.OursClassic, nil
 	}
 	return Collector{}, fmt.Errorf("unknown collector %q", name)
 }
@@ -237,6 +251,8 @@ func RunProbe(ctx context.Context, p Probe, pc ProbeCollectors, pools *Pools, o 
 		err = runFloor(ctx, p, pc, pools, o, res)
 	case ProbeStaleness:
 		err = runStaleness(ctx, p, pc, pools, o, res)
+	case ProbeNative:
+		err = runNative(ctx, p, pc, pools, o, res)
 	default:
 		err = fmt.Errorf("unknown probe kind %q", p.Kind)
 	}

@@ -66,6 +66,11 @@ type flags struct {
 	procs         string
 	scalingRounds int
 	scaling1M     bool
+
+	native            bool
+	nativeScrapes     int
+	oursNativeConfig  string
+	stockNativeConfig string
 }
 
 func main() {
@@ -106,6 +111,10 @@ func main() {
 	flag.StringVar(&f.procs, "procs", "", "scaling: GOMAXPROCS values, comma-separated, each collector pinned to that many CPUs (default those of 1,2,4,8 that leave one CPU to the load generator)")
 	flag.IntVar(&f.scalingRounds, "scaling-rounds", 1, "scaling: rounds per width and shape, the sides interleaved; the report takes medians over them")
 	flag.BoolVar(&f.scaling1M, "scaling-1m", false, "scaling: add the million-series shape at each width (memory-heavy: stock passes 20 GB; -rss-cap-mib caps it)")
+	flag.BoolVar(&f.native, "native", false, "run the native histogram probe (make testbed-native) instead of the comparison scenarios: ours exponential, ours classic (-ours-config) and stock exponential at 100k series; writes <out>/NATIVE.md")
+	flag.IntVar(&f.nativeScrapes, "native-scrapes", 5, "native: scrapes timed per side and format")
+	flag.StringVar(&f.oursNativeConfig, "ours-native-config", "../configs/native-histograms.yaml", "native: our config with exponential histograms")
+	flag.StringVar(&f.stockNativeConfig, "stock-native-config", "configs/native-stock.yaml", "native: the stock config with exponential histograms")
 	flag.Parse()
 	log.SetFlags(log.Ltime)
 
@@ -117,6 +126,9 @@ func main() {
 	}
 	if f.scaling {
 		runner = runScaling
+	}
+	if f.native {
+		runner = runNative
 	}
 	failures, err := runner(ctx, f)
 	if err != nil {
