@@ -416,5 +416,14 @@ func (pr *protoRenderer) native(f *frame, r *row) (*dto.Histogram, error) {
 	// The point only borrowed the frame's counts.
 	dp.Positive().BucketCounts().FromRaw(nil)
 	dp.Negative().BucketCounts().FromRaw(nil)
-	return h, err
+	if err != nil {
+		return nil, err
+	}
+	// The store keeps exemplars as they are rendered (timestamps already
+	// defaulted to their point's), so they are converted from there, not
+	// through the point.
+	for e := r.exs; e < r.exs+r.nExs; e++ {
+		h.Exemplars = append(h.Exemplars, pr.exemplar(&f.exs[e]))
+	}
+	return h, nil
 }
