@@ -66,6 +66,10 @@ type seriesRow struct {
 	seen     int64  // wall clock of the last update, unix nanoseconds
 	value    float64
 	count    uint64
+	// start is the start time of what the series counts, unix nanoseconds
+	// (0 unknown): the protobuf exposition's created timestamp of counters,
+	// explicit histograms and summaries (see createdStart).
+	start int64
 }
 
 const (
@@ -507,6 +511,7 @@ func addPoints[P interface {
 	Attributes() pcommon.Map
 	Flags() pmetric.DataPointFlags
 	Timestamp() pcommon.Timestamp
+	StartTimestamp() pcommon.Timestamp
 }, S interface {
 	Len() int
 	At(int) P
@@ -519,10 +524,31 @@ func addPoints[P interface {
 		}
 		if update(p, dp) {
 			p.r.seen = p.now
+			p.r.start = createdStart(p, p.r.start, int64(dp.StartTimestamp()))
 			changed = true
 		}
 	}
 	return changed
+}
+
+// createdStart returns a series' start time after a point starting at
+// start was applied to it, as the stock exporter's accumulator keeps it: a
+// point that replaces the series' state (its first, a cumulative point of
+// its only writer, a summary's or an exponential histogram's last point)
+// brings its own start; a point added to the state (a delta, the increase
+// of one of several cumulative writers) keeps the earliest known start.
+// The stock exporter starts a delta series over at a gap between deltas,
+// which cachedprom adds instead (temporality.go), so the series keeps
+// its first start there too.
+func createdStart(p *pointCtx, held, start int64) int64 {
+	replaces := p.isNew || !p.delta && (p.own || p.kind == kindSummary || p.kind == kindExpHistogram)
+	if replaces || held == 0 {
+		return start
+	}
+	if start != 0 {
+		return min(held, start)
+	}
+	return held
 }
 
 // lookup finds or creates the series of a data point and fills p. It
