@@ -60,7 +60,9 @@ func assertExemplars(t *testing.T, want []wantExemplar, got []*dto.Exemplar) {
 // them); the text body is unchanged by them. Deltas keep the latest
 // point's exemplars, and the earlier ones while a point brings none.
 func TestNativeHistogramExemplarsServed(t *testing.T) {
-	tid := func(b byte) pcommon.TraceID { return pcommon.TraceID{b, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, b} }
+	tid := func(b byte) pcommon.TraceID {
+		return pcommon.TraceID{b, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, b}
+	}
 	sid := func(b byte) pcommon.SpanID { return pcommon.SpanID{b, 9, 8, 7, 6, 5, 4, b} }
 	hexT := func(b byte) string { id := tid(b); return hex.EncodeToString(id[:]) }
 	hexS := func(b byte) string { id := sid(b); return hex.EncodeToString(id[:]) }
@@ -114,4 +116,3 @@ func TestNativeHistogramExemplarsServed(t *testing.T) {
 		assert.Equal(t, string(render(without)), string(render(withEx)))
 	})
 }
-
