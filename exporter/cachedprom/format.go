@@ -12,12 +12,17 @@ import (
 // renderer formats the store. It owns reusable buffers.
 type renderer struct {
 	withTimestamps bool
-	num            []byte
-	frame          frame
-	fams           []familyRef
-	targets        []string
-	series         int // series rendered by the last render
-	hidden         int // series hidden by name collisions in the last render
+	// classicFallback renders exponential histograms in the text formats
+	// as classic buckets (native_histograms.classic_fallback,
+	// classicfallback.go); posBuf and negBuf are its scratch.
+	classicFallback bool
+	posBuf, negBuf  []expBucketCount
+	num             []byte
+	frame           frame
+	fams            []familyRef
+	targets         []string
+	series          int // series rendered by the last render
+	hidden          int // series hidden by name collisions in the last render
 
 	// sink, when set, receives the body in chunks of about streamChunk
 	// bytes instead of it being accumulated: the gzip-only form is built
@@ -90,7 +95,7 @@ func (rd *renderer) render(dst []byte, s *seriesStore, om bool) []byte {
 		headerDone := false
 		name := fam.name
 		for pos := 0; ; {
-			pos = s.copyRows(f, fam.id, pos, rd.withTimestamps, false)
+			pos = s.copyRows(f, fam.id, pos, rd.withTimestamps, rd.classicFallback)
 			if len(f.rows) == 0 {
 				break
 			}
@@ -118,6 +123,10 @@ func (rd *renderer) render(dst []byte, s *seriesStore, om bool) []byte {
 				case kindHistogram:
 					dst = rd.appendHistogram(dst, f, name, labels, r, om)
 				case kindExpHistogram:
+					if rd.classicFallback {
+						dst = rd.appendExpAsClassic(dst, f, name, labels, r, om)
+						break
+					}
 					le := `le="+Inf"}`
 					dst = appendSampleStart(dst, name, "_bucket", labels, le)
 					dst = rd.appendCount(dst, r.count, om)
