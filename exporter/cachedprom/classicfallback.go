@@ -89,14 +89,7 @@ func (rd *renderer) appendExpAsClassic(dst []byte, f *frame, name string, labels
 
 	var cum uint64
 	line := func(le float64) {
-		rd.num = append(rd.num[:0], `le="`...)
-		if om {
-			rd.num = appendOMFloat(rd.num, le)
-		} else {
-			rd.num = appendTextFloat(rd.num, le)
-		}
-		rd.num = append(rd.num, `"}`...)
-		dst = appendSampleStart(dst, name, "_bucket", labels, string(rd.num))
+		dst = appendSampleStart(dst, name, "_bucket", labels, rd.floatLabel(`le="`, le, om))
 		dst = rd.appendCount(dst, cum, om)
 		dst = rd.appendTimestamp(dst, r.ts, om)
 		dst = append(dst, '\n')

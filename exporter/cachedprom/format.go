@@ -137,14 +137,7 @@ func (rd *renderer) render(dst []byte, s *seriesStore, om bool) []byte {
 					for q := int32(0); q < r.nCounts; q++ {
 						qv := math.Float64frombits(f.counts[r.counts+2*q])
 						v := math.Float64frombits(f.counts[r.counts+2*q+1])
-						rd.num = append(rd.num[:0], `quantile="`...)
-						if om {
-							rd.num = appendOMFloat(rd.num, qv)
-						} else {
-							rd.num = appendTextFloat(rd.num, qv)
-						}
-						rd.num = append(rd.num, `"}`...)
-						dst = appendSampleStart(dst, name, "", labels, string(rd.num))
+						dst = appendSampleStart(dst, name, "", labels, rd.floatLabel(`quantile="`, qv, om))
 						dst = rd.appendValue(dst, v, om)
 						dst = rd.appendTimestamp(dst, r.ts, om)
 						dst = append(dst, '\n')
@@ -208,6 +201,19 @@ func (rd *renderer) appendHistogram(dst []byte, f *frame, name string, labels []
 		dst = append(dst, '\n')
 	}
 	return rd.appendSumCount(dst, name, labels, r, om)
+}
+
+// floatLabel is the last label of a sample, `name="v"}`, with label
+// `name="` and v formatted for the format; it lives until the next call.
+func (rd *renderer) floatLabel(label string, v float64, om bool) string {
+	rd.num = append(rd.num[:0], label...)
+	if om {
+		rd.num = appendOMFloat(rd.num, v)
+	} else {
+		rd.num = appendTextFloat(rd.num, v)
+	}
+	rd.num = append(rd.num, `"}`...)
+	return string(rd.num)
 }
 
 func (rd *renderer) appendSumCount(dst []byte, name string, labels []byte, r *row, om bool) []byte {

@@ -126,13 +126,7 @@ const nativePrimeTimeout = time.Minute
 
 // runNative runs the native probe's sides in turn on one pool.
 func runNative(ctx context.Context, p Probe, pc ProbeCollectors, pools *Pools, o Options, res *ProbeResult) error {
-	shape := p.Shapes[0]
-	pool, err := pools.Get(shape, p.SpansPerRequest)
-	if err != nil {
-		return err
-	}
-	defer pools.Drop(shape, p.SpansPerRequest)
-	return eachSide(ctx, p, pc, pool, res, func(c Collector, run *ProbeRun) error {
+	return eachSideOnPool(ctx, p, pc, pools, res, func(c Collector, pool *Pool, run *ProbeRun) error {
 		return nativeRun(ctx, p, c, pool, o, run)
 	})
 }

@@ -379,3 +379,18 @@ func (f flags) options(rawDir string) loadtest.Options {
 		RawDir:         rawDir,
 	}
 }
+
+// probeOptions prepares a probe mode's run: <out>/raw created, the collectors' binaries and
+// configs checked, the options with the RSS cap. It returns the options and the raw folder.
+func (f flags) probeOptions(cs ...loadtest.Collector) (loadtest.Options, string, error) {
+	rawDir := filepath.Join(f.out, "raw")
+	if err := os.MkdirAll(rawDir, 0o755); err != nil {
+		return loadtest.Options{}, "", err
+	}
+	if err := checkCollectors(cs...); err != nil {
+		return loadtest.Options{}, "", err
+	}
+	o := f.options(rawDir)
+	o.RSSCap = uint64(f.rssCapMiB) << 20
+	return o, rawDir, nil
+}

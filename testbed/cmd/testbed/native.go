@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -26,20 +25,15 @@ func runNative(ctx context.Context, f flags) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	rawDir := filepath.Join(f.out, "raw")
-	if err := os.MkdirAll(rawDir, 0o755); err != nil {
-		return nil, err
-	}
 	pc := loadtest.ProbeCollectors{
 		Ours:        loadtest.Collector{Name: "ours", Binary: f.oursBin, Config: f.oursNativeConfig},
 		OursClassic: loadtest.Collector{Name: "ours-classic", Binary: f.oursBin, Config: f.oursConfig},
 		Stock:       loadtest.Collector{Name: "stock", Binary: f.stockBin, Config: f.stockNativeConfig},
 	}
-	if err := checkCollectors(pc.Ours, pc.OursClassic, pc.Stock); err != nil {
+	o, rawDir, err := f.probeOptions(pc.Ours, pc.OursClassic, pc.Stock)
+	if err != nil {
 		return nil, err
 	}
-	o := f.options(rawDir)
-	o.RSSCap = uint64(f.rssCapMiB) << 20
 	report := &loadtest.NativeReport{
 		Start: time.Now().UTC(), Commit: gitCommit(), Machine: loadtest.ReadMachine(), RSSCapMiB: float64(f.rssCapMiB),
 		FlushInterval: f.flushInterval, Concurrency: f.concurrency,
@@ -48,31 +42,17 @@ func runNative(ctx context.Context, f flags) ([]string, error) {
 		},
 	}
 	var failures []string
-	pools := &loadtest.Pools{}
-	for _, p := range plan {
-		log.Printf("%s: %s", p.Name, p.Title())
-		res := loadtest.RunProbe(ctx, p, pc, pools, o)
-		report.Results = append(report.Results, res)
-		if res.Error != "" {
-			failures = append(failures, fmt.Sprintf("%s: %s", p.Name, res.Error))
-		}
-		for _, r := range res.Runs {
-			if r.Error != "" {
-				failures = append(failures, fmt.Sprintf("%s/%s: %s", p.Name, r.Label(), r.Error))
-			}
-			if r.Native != nil {
-				for _, sc := range r.Native.Scrapes {
-					if sc.Error != "" {
-						failures = append(failures, fmt.Sprintf("%s/%s %s scrapes: %s", p.Name, r.Label(), sc.Format, sc.Error))
-					}
+	report.Results, failures = runPlan(ctx, plan, pc, o, func(r loadtest.ProbeRun) []string {
+		var lines []string
+		if r.Native != nil {
+			for _, sc := range r.Native.Scrapes {
+				if sc.Error != "" {
+					lines = append(lines, fmt.Sprintf("%s scrapes: %s", sc.Format, sc.Error))
 				}
 			}
-			log.Printf("%s/%s: %s", p.Name, r.Label(), loadtest.RunSummary(r))
 		}
-		if ctx.Err() != nil {
-			break
-		}
-	}
+		return lines
+	})
 	path := filepath.Join(f.out, "NATIVE.md")
 	if err := writeMarkdown(path, report.WriteMarkdown); err != nil {
 		return failures, err
