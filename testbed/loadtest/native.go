@@ -182,13 +182,16 @@ func lastRSS(samples []Sample) float64 {
 	return samples[len(samples)-1].RSSMiB
 }
 
-// scrapeNative waits until url answers in format f, then scrapes it n times back to back and
-// inflates (and, for protobuf, decodes) the last body.
+// scrapeNative waits until url answers in format f, then scrapes it n times, each scrape starting
+// nativeScrapeSpacing after the previous one (the one that found the format included) or as soon
+// as it ended when it took longer, and inflates (and, for protobuf, decodes) the last body.
 func scrapeNative(ctx context.Context, client *http.Client, url string, f NativeFormat, n int) NativeScrapes {
 	out := NativeScrapes{Format: f}
 	deadline := time.Now().Add(nativePrimeTimeout)
+	var prev time.Duration // the last scrape's latency: the next waits for the rest of the spacing
 	for {
 		got, err := getNative(ctx, client, url, f, false)
+		prev = got.latency
 		if err != nil {
 			out.Error = err.Error()
 			return out
@@ -210,15 +213,14 @@ func scrapeNative(ctx context.Context, client *http.Client, url string, f Native
 	}
 	var lat []time.Duration
 	for i := range n {
-		if i > 0 {
-			select {
-			case <-ctx.Done():
-				out.Error = ctx.Err().Error()
-				return out
-			case <-time.After(nativeScrapeSpacing - lat[len(lat)-1]):
-			}
+		select {
+		case <-ctx.Done():
+			out.Error = ctx.Err().Error()
+			return out
+		case <-time.After(nativeScrapeSpacing - prev):
 		}
 		got, err := getNative(ctx, client, url, f, i == n-1)
+		prev = got.latency
 		if err != nil {
 			out.Error = err.Error()
 			break
