@@ -119,7 +119,7 @@ func TestScrapeNativeFailsOnAnotherFormat(t *testing.T) {
 
 func TestNativeReport(t *testing.T) {
 	run := func(side string, spans, idle, settled float64, sc NativeScrapes) ProbeRun {
-		return ProbeRun{Collector: side, Series: 100_000, Phases: []Phase{{SpansPerSec: spans}},
+		return ProbeRun{Collector: side, Series: 100_000, Phases: []Phase{{SpansPerSec: spans, CPUPercent: 100}},
 			Native: &NativeRun{RSSIdleMiB: idle, RSSSettledMiB: settled, Scrapes: []NativeScrapes{sc}}}
 	}
 	res := &ProbeResult{Probe: NativePlan(NativePlanConfig{FlushInterval: 15 * time.Second, Phase: 30 * time.Second, Scrapes: 5})[0],
@@ -134,11 +134,11 @@ func TestNativeReport(t *testing.T) {
 	md := sb.String()
 	assert.Contains(t, md, "binaries built from commit abc1234")
 	// (300-100) MiB over 100k series.
-	assert.Contains(t, md, "| ours | 400000 | 0 | 100 / 300 / 0 | 2097 |")
+	assert.Contains(t, md, "| ours | 400000 | 100 | 2.500 | 100 / 300 / 0 | 2097 |")
 	assert.Contains(t, md, "| ours | protobuf |")
 	assert.Contains(t, md, "| 50000 / 0 |")
 	assert.Contains(t, md, "Protobuf scrape, stock ÷ ours: p50 500×, max 400×; gzip body 3.00×.")
-	assert.Contains(t, md, "Ingest, ours ÷ stock: 4.00×.")
+	assert.Contains(t, md, "Ingest, ours ÷ stock: 4.00× in spans/s, 4.00× in CPU per span (stock ÷ ours).")
 	assert.Contains(t, md, "Memory per RED series, stock ÷ ours: 4.00×.")
 	assert.Contains(t, md, "Ours, memory per RED series, exponential ÷ classic: 1.33×")
 	assert.Contains(t, md, "Ours, protobuf+gzip body (exponential) ÷ text+gzip body (classic): 0.25×")

@@ -82,7 +82,9 @@ func writeNative(b *bufio.Writer, res *ProbeResult) {
 	}
 	b.WriteString("Memory is the RSS once the load ended and its last flush was rendered, before any scrape, less the RSS " +
 		"of the started collector before any load, over the RED series.\n\n")
-	b.WriteString("| side | spans/s | CPU % | RSS idle / settled / max (MiB) | bytes per RED series | load average |\n|---|---|---|---|---|---|\n")
+	b.WriteString("spans/s is what the side acknowledged at the highest rate the load generator reached; a CPU % well " +
+		"under 200 (GOMAXPROCS=2) means the side waited for load, so CPU µs per span is the steadier comparison.\n\n")
+	b.WriteString("| side | spans/s | CPU % | CPU µs/span | RSS idle / settled / max (MiB) | bytes per RED series | load average |\n|---|---|---|---|---|---|---|\n")
 	for _, run := range res.Runs {
 		var ph Phase
 		if len(run.Phases) > 0 {
@@ -92,8 +94,8 @@ func writeNative(b *bufio.Writer, res *ProbeResult) {
 		if n == nil {
 			n = &NativeRun{}
 		}
-		fmt.Fprintf(b, "| %s | %.0f | %.0f | %.0f / %.0f / %.0f | %.0f | %.2f |\n", run.Collector, ph.SpansPerSec, ph.CPUPercent,
-			n.RSSIdleMiB, n.RSSSettledMiB, run.RSSMaxMiB, n.BytesPerSeries(run.Series), run.LoadAverage)
+		fmt.Fprintf(b, "| %s | %.0f | %.0f | %.3f | %.0f / %.0f / %.0f | %.0f | %.2f |\n", run.Collector, ph.SpansPerSec, ph.CPUPercent,
+			cpuPerSpan(ph)*1e6, n.RSSIdleMiB, n.RSSSettledMiB, run.RSSMaxMiB, n.BytesPerSeries(run.Series), run.LoadAverage)
 	}
 	b.WriteString("\nScrapes after the load on one connection, gzip, one a second (back to back when a scrape takes longer: ours " +
 		"holds a client's scrapes to one per min_scrape_interval); the time runs from the request to the last compressed byte. " +
@@ -187,7 +189,8 @@ func nativeRatios(res *ProbeResult) []string {
 			float64(stock.P50/ours.P50), float64(stock.Max/ours.Max), float64(stock.WireBytes)/float64(ours.WireBytes)))
 	}
 	if r, s := rate("ours"), rate("stock"); r > 0 && s > 0 {
-		out = append(out, fmt.Sprintf("Ingest, ours ÷ stock: %.2f×.", r/s))
+		out = append(out, fmt.Sprintf("Ingest, ours ÷ stock: %.2f× in spans/s, %.2f× in CPU per span (stock ÷ ours).", r/s,
+			phaseCostRatio(runs["stock"], runs["ours"])))
 	}
 	if o, s := perSeries("ours"), perSeries("stock"); o > 0 && s > 0 {
 		out = append(out, fmt.Sprintf("Memory per RED series, stock ÷ ours: %.2f×.", s/o))
@@ -209,4 +212,12 @@ func ratioOrZero(a, b int64) float64 {
 		return 0
 	}
 	return float64(a) / float64(b)
+}
+
+// phaseCostRatio is a's CPU per span over b's in their load phases, 0 when either has none.
+func phaseCostRatio(a, b ProbeRun) float64 {
+	if len(a.Phases) == 0 || len(b.Phases) == 0 || cpuPerSpan(b.Phases[0]) == 0 {
+		return 0
+	}
+	return cpuPerSpan(a.Phases[0]) / cpuPerSpan(b.Phases[0])
 }
