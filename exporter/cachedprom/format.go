@@ -313,11 +313,11 @@ func (rd *renderer) appendTimestamp(dst []byte, ms int64, om bool) []byte {
 }
 
 func (rd *renderer) appendExemplar(dst []byte, e *exemplar) []byte {
-	if e.labels == "" {
+	if !e.hasLabels() {
 		return dst
 	}
 	dst = append(dst, " # {"...)
-	dst = append(dst, e.labels...)
+	dst = e.appendLabels(dst)
 	dst = append(dst, "} "...)
 	dst = appendOMFloat(dst, e.value)
 	dst = append(dst, ' ')

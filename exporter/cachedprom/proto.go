@@ -2,6 +2,7 @@ package cachedprom // import "github.com/otelcol-red/otelcol-red/exporter/cached
 
 import (
 	"bytes"
+	"encoding/hex"
 	"math"
 	"slices"
 	"strings"
@@ -375,7 +376,12 @@ func parseLabelToken(b []byte, text string, pos int, end byte) (string, int) {
 // NewMetricWithExemplars does: value, labels, timestamp.
 func (pr *protoRenderer) exemplar(e *exemplar) *dto.Exemplar {
 	x := &dto.Exemplar{Value: proto.Float64(e.value), Timestamp: timestamppb.New(e.ts.AsTime())}
-	x.Label = pr.labelPairs(nil, []byte(e.labels), e.labels, false)
+	if !e.spanID.IsEmpty() {
+		x.Label = append(x.Label, &dto.LabelPair{Name: proto.String("span_id"), Value: proto.String(hex.EncodeToString(e.spanID[:]))})
+	}
+	if !e.traceID.IsEmpty() {
+		x.Label = append(x.Label, &dto.LabelPair{Name: proto.String("trace_id"), Value: proto.String(hex.EncodeToString(e.traceID[:]))})
+	}
 	return x
 }
 

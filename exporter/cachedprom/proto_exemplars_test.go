@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.uber.org/zap"
 )
 
 // scrapeNativeExemplars scrapes url as Prometheus 3 with native histograms
@@ -115,4 +116,23 @@ func TestNativeHistogramExemplarsServed(t *testing.T) {
 		without.exemplars = nil
 		assert.Equal(t, string(render(without)), string(render(withEx)))
 	})
+}
+
+// TestExemplarsStoredWithoutAllocating: replacing a series' exemplars
+// with a point's allocates nothing once the series has held as many: the
+// ids are kept as bytes and written as labels only when rendered.
+func TestExemplarsStoredWithoutAllocating(t *testing.T) {
+	s := newSeriesStore(createDefaultConfig().(*Config), zap.NewNop())
+	dp := expPoint{scale: 2, pos: []uint64{1}, sum: 1}.build()
+	for i := range 5 {
+		e := dp.Exemplars().AppendEmpty()
+		e.SetDoubleValue(float64(i))
+		e.SetTraceID(pcommon.TraceID{byte(i), 1})
+		e.SetSpanID(pcommon.SpanID{byte(i), 2})
+	}
+	s.setExemplars(7, dp.Exemplars(), dp.Timestamp())
+	allocs := testing.AllocsPerRun(100, func() { s.setExemplars(7, dp.Exemplars(), dp.Timestamp()) })
+	assert.Zero(t, allocs)
+	require.Len(t, s.exs[7], 5)
+	assert.Equal(t, `span_id="0402000000000000",trace_id="04010000000000000000000000000000"`, string(s.exs[7][4].appendLabels(nil)))
 }

@@ -1,6 +1,7 @@
 package cachedprom // import "github.com/otelcol-red/otelcol-red/exporter/cachedprom"
 
 import (
+	"encoding/hex"
 	"hash/maphash"
 	"slices"
 	"strings"
@@ -162,10 +163,38 @@ type resource struct {
 
 type quantile struct{ q, v float64 }
 
+// exemplar is what the expositions show of an OTLP exemplar. The ids are
+// kept as bytes and written as hex labels at render time: rendered at
+// ingest, they were three allocations and about 80 bytes more per exemplar,
+// and with native histograms' exemplars kept (5 per series from
+// tracemetrics) that is per series.
 type exemplar struct {
-	value  float64
-	ts     pcommon.Timestamp
-	labels string // rendered `trace_id="..",span_id=".."`, empty when none
+	value   float64
+	ts      pcommon.Timestamp
+	traceID pcommon.TraceID // zero when unset
+	spanID  pcommon.SpanID  // zero when unset
+}
+
+// hasLabels tells whether the exemplar has a trace or span id.
+func (e *exemplar) hasLabels() bool { return !e.traceID.IsEmpty() || !e.spanID.IsEmpty() }
+
+// appendLabels writes `span_id="..",trace_id=".."`, the ids that are set
+// in name order, as appendLabels writes a label set (hex needs no escaping).
+func (e *exemplar) appendLabels(dst []byte) []byte {
+	if !e.spanID.IsEmpty() {
+		dst = append(dst, `span_id="`...)
+		dst = hex.AppendEncode(dst, e.spanID[:])
+		dst = append(dst, '"')
+	}
+	if !e.traceID.IsEmpty() {
+		if !e.spanID.IsEmpty() {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, `trace_id="`...)
+		dst = hex.AppendEncode(dst, e.traceID[:])
+		dst = append(dst, '"')
+	}
+	return dst
 }
 
 // expState is what an exponential histogram needs besides count and sum.

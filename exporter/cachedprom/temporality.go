@@ -1,7 +1,6 @@
 package cachedprom // import "github.com/otelcol-red/otelcol-red/exporter/cachedprom"
 
 import (
-	"encoding/hex"
 	"math"
 	"slices"
 
@@ -339,18 +338,11 @@ func (s *seriesStore) setExemplars(id uint32, es pmetric.ExemplarSlice, pointTS 
 		case pmetric.ExemplarValueTypeInt:
 			v = float64(e.IntValue())
 		}
-		var pairs []labelPair
-		if id := e.SpanID(); !id.IsEmpty() {
-			pairs = append(pairs, labelPair{name: "span_id", value: hex.EncodeToString(id[:])})
-		}
-		if id := e.TraceID(); !id.IsEmpty() {
-			pairs = append(pairs, labelPair{name: "trace_id", value: hex.EncodeToString(id[:])})
-		}
 		ts := e.Timestamp()
 		if ts == 0 {
 			ts = pointTS
 		}
-		dst = append(dst, exemplar{value: v, ts: ts, labels: string(appendLabels(nil, pairs))})
+		dst = append(dst, exemplar{value: v, ts: ts, traceID: e.TraceID(), spanID: e.SpanID()})
 	}
 	s.exs[id] = dst
 }
