@@ -16,7 +16,7 @@ export GONOSUMDB := github.com/open-telemetry/opentelemetry-collector-contrib
 INTEGRATION := -tags integration -p 1 -count=1 -timeout 40m
 MODULES     := . testbed
 
-.PHONY: all build stock-twin run test rules prometheus3 unit integration test-faults-full test-graph-churn-full test-name-churn-full check-generated generate bench testbed testbed-short testbed-memory testbed-scaling testbed-graph lint docker clean tools
+.PHONY: all build stock-twin run test rules prometheus3 unit integration test-faults-full test-graph-churn-full test-name-churn-full check-generated generate bench testbed testbed-short testbed-memory testbed-scaling testbed-graph testbed-native lint docker clean tools
 
 all: build
 
@@ -120,6 +120,12 @@ testbed-scaling: build stock-twin
 ## series, 10k edges), one core each, ~5 min → testbed/results/GRAPH.md
 testbed-graph: build stock-twin
 	cd testbed && $(GO) run ./cmd/testbed -graph
+
+## testbed-native: ours with exponential histograms served as native histograms against ours with classic
+## ones and the stock twin's exponential histograms, at 100k series, one collector at a time
+## → testbed/results/raw/native/NATIVE.md
+testbed-native: build stock-twin
+	cd testbed && $(GO) run ./cmd/testbed -native -out results/raw/native
 
 ## lint: gofmt and go vet over every module
 lint:

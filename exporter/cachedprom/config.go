@@ -104,6 +104,22 @@ type Config struct {
 	// waits. Behind a proxy every client shares the proxy's address. Zero
 	// means no pacing. Default 250ms.
 	MinScrapeInterval time.Duration `mapstructure:"min_scrape_interval"`
+
+	// NativeHistograms configures how exponential histograms are served.
+	NativeHistograms NativeHistogramsConfig `mapstructure:"native_histograms"`
+}
+
+// NativeHistogramsConfig configures how exponential histograms, which the
+// protobuf exposition serves as native histograms, appear in the text
+// formats.
+type NativeHistogramsConfig struct {
+	// ClassicFallback renders an exponential histogram in text and
+	// OpenMetrics as a classic histogram: one `le` bucket per bucket of
+	// its native histogram, at the native schema's boundaries, with exact
+	// cumulative counts (classicfallback.go), for clients that cannot take
+	// the protobuf exposition. Off, text clients get `_count`, `_sum` and
+	// the `+Inf` bucket only, as from the stock exporter. Default false.
+	ClassicFallback bool `mapstructure:"classic_fallback"`
 }
 
 type translationStrategy string

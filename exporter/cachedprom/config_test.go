@@ -35,6 +35,7 @@ func TestLoadConfig(t *testing.T) {
 	full.MaxSeries = 5000
 	full.MaxConcurrentScrapes = 4
 	full.MinScrapeInterval = time.Second
+	full.NativeHistograms.ClassicFallback = true
 
 	tests := []struct {
 		id           component.ID

@@ -3,6 +3,7 @@ package cachedprom
 import (
 	"context"
 	"fmt"
+	"google.golang.org/protobuf/types/known/timestamppb"
 	"math"
 	"math/rand/v2"
 	"sort"
@@ -148,7 +149,8 @@ func TestEquivalentToPrometheusExporter(t *testing.T) {
 }
 
 // flattenWithNative flattens decoded protobuf families as flattenProto does,
-// adding what native histograms hold besides count and sum: schema, zero
+// adding each series' created timestamp and what native histograms hold
+// besides count and sum: schema, zero
 // threshold and count, and the count of each non-empty bucket (not the
 // layout: the stock exporter writes OTLP's empty buckets as explicit zeros).
 func flattenWithNative(tb testing.TB, fams []*dto.MetricFamily) map[string]string {
@@ -156,21 +158,44 @@ func flattenWithNative(tb testing.TB, fams []*dto.MetricFamily) map[string]strin
 	out := flattenProto(tb, fams)
 	for _, mf := range fams {
 		for _, m := range mf.Metric {
+			// The stock exporter writes 0001-01-01 for a native histogram
+			// without a start time, which reads as none.
+			if ct := createdOf(m); ct != nil && ct.AsTime().Unix() > 0 {
+				out[seriesKey(mf, m)+"|created"] = ct.AsTime().Format(time.RFC3339Nano)
+			}
 			h := m.Histogram
 			if h == nil || h.Schema == nil {
 				continue
 			}
-			var lbls []string
-			for _, l := range m.Label {
-				lbls = append(lbls, fmt.Sprintf("%s=%q", l.GetName(), l.GetValue()))
-			}
-			sort.Strings(lbls)
-			key := mf.GetName() + "{" + strings.Join(lbls, ",") + "} native"
+			key := seriesKey(mf, m) + " native"
 			out[key] = fmt.Sprintf("schema %d zero %g/%d pos %v neg %v", h.GetSchema(), h.GetZeroThreshold(), h.GetZeroCount(),
 				nativeBucketMap(h.PositiveSpan, h.PositiveDelta), nativeBucketMap(h.NegativeSpan, h.NegativeDelta))
 		}
 	}
 	return out
+}
+
+// seriesKey names a decoded series by family and sorted labels.
+func seriesKey(mf *dto.MetricFamily, m *dto.Metric) string {
+	var lbls []string
+	for _, l := range m.Label {
+		lbls = append(lbls, fmt.Sprintf("%s=%q", l.GetName(), l.GetValue()))
+	}
+	sort.Strings(lbls)
+	return mf.GetName() + "{" + strings.Join(lbls, ",") + "}"
+}
+
+// createdOf is a decoded series' created timestamp, nil when it has none.
+func createdOf(m *dto.Metric) *timestamppb.Timestamp {
+	switch {
+	case m.Counter != nil:
+		return m.Counter.CreatedTimestamp
+	case m.Histogram != nil:
+		return m.Histogram.CreatedTimestamp
+	case m.Summary != nil:
+		return m.Summary.CreatedTimestamp
+	}
+	return nil
 }
 
 // TestNativeDeltasEquivalentToPrometheusExporter feeds both exporters
@@ -226,6 +251,6 @@ func TestNativeDeltasEquivalentToPrometheusExporter(t *testing.T) {
 	ourPB, resp := scrape(t, ourURL, acceptProm3Native, true)
 	require.Equal(t, wantContentTypeProto, resp.Header.Get("Content-Type"))
 	want := flattenWithNative(t, decodeProto(t, stockPB))
-	require.Len(t, want, 2+series*4, "type, help, and per series sum, count, +Inf, native")
+	require.Len(t, want, 2+series*5, "type, help, and per series sum, count, +Inf, native, created")
 	assertSameMaps(t, want, flattenWithNative(t, decodeProto(t, ourPB)), "native histograms")
 }

@@ -12,12 +12,17 @@ import (
 // renderer formats the store. It owns reusable buffers.
 type renderer struct {
 	withTimestamps bool
-	num            []byte
-	frame          frame
-	fams           []familyRef
-	targets        []string
-	series         int // series rendered by the last render
-	hidden         int // series hidden by name collisions in the last render
+	// classicFallback renders exponential histograms in the text formats
+	// as classic buckets (native_histograms.classic_fallback,
+	// classicfallback.go); posBuf and negBuf are its scratch.
+	classicFallback bool
+	posBuf, negBuf  []expBucketCount
+	num             []byte
+	frame           frame
+	fams            []familyRef
+	targets         []string
+	series          int // series rendered by the last render
+	hidden          int // series hidden by name collisions in the last render
 
 	// sink, when set, receives the body in chunks of about streamChunk
 	// bytes instead of it being accumulated: the gzip-only form is built
@@ -90,7 +95,7 @@ func (rd *renderer) render(dst []byte, s *seriesStore, om bool) []byte {
 		headerDone := false
 		name := fam.name
 		for pos := 0; ; {
-			pos = s.copyRows(f, fam.id, pos, rd.withTimestamps, false)
+			pos = s.copyRows(f, fam.id, pos, rd.withTimestamps, rd.classicFallback)
 			if len(f.rows) == 0 {
 				break
 			}
@@ -118,6 +123,10 @@ func (rd *renderer) render(dst []byte, s *seriesStore, om bool) []byte {
 				case kindHistogram:
 					dst = rd.appendHistogram(dst, f, name, labels, r, om)
 				case kindExpHistogram:
+					if rd.classicFallback {
+						dst = rd.appendExpAsClassic(dst, f, name, labels, r, om)
+						break
+					}
 					le := `le="+Inf"}`
 					dst = appendSampleStart(dst, name, "_bucket", labels, le)
 					dst = rd.appendCount(dst, r.count, om)
@@ -128,14 +137,7 @@ func (rd *renderer) render(dst []byte, s *seriesStore, om bool) []byte {
 					for q := int32(0); q < r.nCounts; q++ {
 						qv := math.Float64frombits(f.counts[r.counts+2*q])
 						v := math.Float64frombits(f.counts[r.counts+2*q+1])
-						rd.num = append(rd.num[:0], `quantile="`...)
-						if om {
-							rd.num = appendOMFloat(rd.num, qv)
-						} else {
-							rd.num = appendTextFloat(rd.num, qv)
-						}
-						rd.num = append(rd.num, `"}`...)
-						dst = appendSampleStart(dst, name, "", labels, string(rd.num))
+						dst = appendSampleStart(dst, name, "", labels, rd.floatLabel(`quantile="`, qv, om))
 						dst = rd.appendValue(dst, v, om)
 						dst = rd.appendTimestamp(dst, r.ts, om)
 						dst = append(dst, '\n')
@@ -199,6 +201,19 @@ func (rd *renderer) appendHistogram(dst []byte, f *frame, name string, labels []
 		dst = append(dst, '\n')
 	}
 	return rd.appendSumCount(dst, name, labels, r, om)
+}
+
+// floatLabel is the last label of a sample, `name="v"}`, with label
+// `name="` and v formatted for the format; it lives until the next call.
+func (rd *renderer) floatLabel(label string, v float64, om bool) string {
+	rd.num = append(rd.num[:0], label...)
+	if om {
+		rd.num = appendOMFloat(rd.num, v)
+	} else {
+		rd.num = appendTextFloat(rd.num, v)
+	}
+	rd.num = append(rd.num, `"}`...)
+	return string(rd.num)
 }
 
 func (rd *renderer) appendSumCount(dst []byte, name string, labels []byte, r *row, om bool) []byte {
@@ -298,11 +313,11 @@ func (rd *renderer) appendTimestamp(dst []byte, ms int64, om bool) []byte {
 }
 
 func (rd *renderer) appendExemplar(dst []byte, e *exemplar) []byte {
-	if e.labels == "" {
+	if !e.hasLabels() {
 		return dst
 	}
 	dst = append(dst, " # {"...)
-	dst = append(dst, e.labels...)
+	dst = e.appendLabels(dst)
 	dst = append(dst, "} "...)
 	dst = appendOMFloat(dst, e.value)
 	dst = append(dst, ' ')

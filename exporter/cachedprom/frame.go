@@ -43,6 +43,7 @@ type row struct {
 	value          float64 // number value, or sum
 	count          uint64
 	ts             int64 // milliseconds, when send_timestamps
+	start          int64 // unix nanoseconds, 0 unknown: the created timestamp
 	bounds         *boundSet
 	counts         int32 // offset into frame.counts (histograms) or quantiles
 	nCounts        int32
@@ -127,7 +128,7 @@ func (s *seriesStore) copyRows(f *frame, fam uint32, from int, withTimestamps, n
 		id := ids[pos]
 		sr := s.row(id)
 		lbl := s.labels.bytes(sr.lbl)
-		r := row{lblOff: len(f.labels), lblLen: len(lbl), kind: sr.kind, valid: true}
+		r := row{lblOff: len(f.labels), lblLen: len(lbl), kind: sr.kind, valid: true, start: sr.start}
 		f.labels = append(f.labels, lbl...)
 		if withTimestamps {
 			r.ts = sr.ts / 1e6

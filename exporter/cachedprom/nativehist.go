@@ -150,9 +150,7 @@ func bucketTotal(counts pcommon.UInt64Slice) (uint64, bool) {
 }
 
 // nativeBuckets turns one side's dense OTLP buckets into spans and deltas,
-// merging 2^shift OTLP buckets into one. Merged buckets keep their order
-// (the shift is monotonic), so one pass that closes a bucket when its
-// index changes suffices.
+// merging 2^shift OTLP buckets into one.
 func nativeBuckets(b pmetric.ExponentialHistogramDataPointBuckets, shift uint) ([]*dto.BucketSpan, []int64, bool) {
 	counts := b.BucketCounts()
 	var (
@@ -190,26 +188,37 @@ func nativeBuckets(b pmetric.ExponentialHistogramDataPointBuckets, shift uint) (
 		return true
 	}
 
+	// The sums cannot overflow: the caller checked the side's total.
+	if !eachNativeBucket(b.Offset(), counts.Len(), counts.At, shift, emit) {
+		return nil, nil, false
+	}
+	return spans, deltas, true
+}
+
+// eachNativeBucket calls fn, in increasing index order, with each
+// Prometheus bucket of one side's n dense OTLP buckets starting at OTLP
+// index offset (count(i) the i-th), 2^shift OTLP buckets merged into one
+// and their counts summed. Merged buckets keep their order (the shift is
+// monotonic), so one pass that closes a bucket when its index changes
+// suffices. It stops and returns false when fn does.
+func eachNativeBucket(offset int32, n int, count func(int) uint64, shift uint, fn func(idx int64, count uint64) bool) bool {
 	var (
 		cur   int64
 		total uint64
 	)
-	for i := 0; i < counts.Len(); i++ {
+	for i := range n {
 		// OTLP index offset+i; int64 because offset+i may leave int32.
-		idx := (int64(b.Offset())+int64(i))>>shift + 1
+		idx := (int64(offset)+int64(i))>>shift + 1
 		if i > 0 && idx != cur {
-			if !emit(cur, total) {
-				return nil, nil, false
+			if !fn(cur, total) {
+				return false
 			}
 			total = 0
 		}
 		cur = idx
-		total += counts.At(i) // cannot overflow: the caller checked the side's total
+		total += count(i)
 	}
-	if counts.Len() > 0 && !emit(cur, total) {
-		return nil, nil, false
-	}
-	return spans, deltas, true
+	return n == 0 || fn(cur, total)
 }
 
 // nativeExemplars converts OTLP exemplars; labels are added in name order,

@@ -2,6 +2,7 @@ package cachedprom // import "github.com/otelcol-red/otelcol-red/exporter/cached
 
 import (
 	"bytes"
+	"encoding/hex"
 	"math"
 	"slices"
 	"strings"
@@ -63,6 +64,7 @@ type protoRenderer struct {
 	hSlab    slab[dto.Histogram]
 	bSlab    slab[dto.Bucket]
 	bPtrs    slab[*dto.Bucket]
+	tsSlab   slab[timestamppb.Timestamp]
 	fSlab    slab[float64]
 	uSlab    slab[uint64]
 	tmpPairs []*dto.LabelPair
@@ -91,6 +93,19 @@ func (pr *protoRenderer) float(v float64) *float64 {
 	p := pr.fSlab.one()
 	*p = v
 	return p
+}
+
+// created is the created timestamp for a series started at start (unix
+// nanoseconds), nil when the start is not after the Unix epoch, as the
+// stock exporter leaves it out then (and for native histograms,
+// nativeHistogram).
+func (pr *protoRenderer) created(start int64) *timestamppb.Timestamp {
+	if start < 1e9 {
+		return nil
+	}
+	ts := pr.tsSlab.one()
+	ts.Seconds, ts.Nanos = start/1e9, int32(start%1e9)
+	return ts
 }
 
 func (pr *protoRenderer) uint(v uint64) *uint64 {
@@ -149,6 +164,7 @@ func (rd *renderer) renderProto(dst []byte, s *seriesStore) []byte {
 						if r.nExs > 0 {
 							m.Counter.Exemplar = pr.exemplar(&f.exs[r.exs+r.nExs-1])
 						}
+						m.Counter.CreatedTimestamp = pr.created(r.start)
 					case typeUntyped:
 						m.Untyped = &dto.Untyped{Value: proto.Float64(r.value)}
 					default:
@@ -158,6 +174,7 @@ func (rd *renderer) renderProto(dst []byte, s *seriesStore) []byte {
 				case kindHistogram:
 					m = pr.metric(labels, r.lblOff)
 					m.Histogram = pr.classic(f, r)
+					m.Histogram.CreatedTimestamp = pr.created(r.start)
 				case kindExpHistogram:
 					h, err := pr.native(f, r)
 					if err != nil {
@@ -168,7 +185,7 @@ func (rd *renderer) renderProto(dst []byte, s *seriesStore) []byte {
 					m.Histogram = h
 				case kindSummary:
 					m = pr.metric(labels, r.lblOff)
-					sm := &dto.Summary{SampleCount: proto.Uint64(r.count), SampleSum: proto.Float64(r.value)}
+					sm := &dto.Summary{SampleCount: proto.Uint64(r.count), SampleSum: proto.Float64(r.value), CreatedTimestamp: pr.created(r.start)}
 					for q := int32(0); q < r.nCounts; q++ {
 						sm.Quantile = append(sm.Quantile, &dto.Quantile{
 							Quantile: proto.Float64(math.Float64frombits(f.counts[r.counts+2*q])),
@@ -264,6 +281,7 @@ func (pr *protoRenderer) flushFrame() {
 	pr.hSlab.reset()
 	pr.bSlab.reset()
 	pr.bPtrs.reset()
+	pr.tsSlab.reset()
 	pr.fSlab.reset()
 	pr.uSlab.reset()
 }
@@ -358,7 +376,12 @@ func parseLabelToken(b []byte, text string, pos int, end byte) (string, int) {
 // NewMetricWithExemplars does: value, labels, timestamp.
 func (pr *protoRenderer) exemplar(e *exemplar) *dto.Exemplar {
 	x := &dto.Exemplar{Value: proto.Float64(e.value), Timestamp: timestamppb.New(e.ts.AsTime())}
-	x.Label = pr.labelPairs(nil, []byte(e.labels), e.labels, false)
+	if !e.spanID.IsEmpty() {
+		x.Label = append(x.Label, &dto.LabelPair{Name: proto.String("span_id"), Value: proto.String(hex.EncodeToString(e.spanID[:]))})
+	}
+	if !e.traceID.IsEmpty() {
+		x.Label = append(x.Label, &dto.LabelPair{Name: proto.String("trace_id"), Value: proto.String(hex.EncodeToString(e.traceID[:]))})
+	}
 	return x
 }
 
@@ -416,5 +439,14 @@ func (pr *protoRenderer) native(f *frame, r *row) (*dto.Histogram, error) {
 	// The point only borrowed the frame's counts.
 	dp.Positive().BucketCounts().FromRaw(nil)
 	dp.Negative().BucketCounts().FromRaw(nil)
-	return h, err
+	if err != nil {
+		return nil, err
+	}
+	// The store keeps exemplars as they are rendered (timestamps already
+	// defaulted to their point's), so they are converted from there, not
+	// through the point.
+	for e := r.exs; e < r.exs+r.nExs; e++ {
+		h.Exemplars = append(h.Exemplars, pr.exemplar(&f.exs[e]))
+	}
+	return h, nil
 }

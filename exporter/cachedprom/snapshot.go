@@ -97,6 +97,7 @@ type snapshotRenderer struct {
 
 func (r *snapshotRenderer) render(e *cachedExporter) *snapshot {
 	r.rd.withTimestamps = e.cfg.SendTimestamps
+	r.rd.classicFallback = e.cfg.NativeHistograms.ClassicFallback
 	r.store = e.store
 	if r.zw == nil {
 		r.zw, _ = gzip.NewWriterLevel(nil, gzipLevel)

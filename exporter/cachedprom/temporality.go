@@ -1,7 +1,6 @@
 package cachedprom // import "github.com/otelcol-red/otelcol-red/exporter/cachedprom"
 
 import (
-	"encoding/hex"
 	"math"
 	"slices"
 
@@ -71,7 +70,7 @@ func updateNumber(p *pointCtx, dp pmetric.NumberDataPoint) bool {
 		r.value, r.ts = v, ts
 	}
 	if s.exemplars && s.families[p.fam].typ == typeCounter {
-		s.setExemplars(p.id, dp.Exemplars())
+		s.setExemplars(p.id, dp.Exemplars(), 0)
 	}
 	return true
 }
@@ -191,7 +190,7 @@ func (s *seriesStore) setHistogram(p *pointCtx, dp pmetric.HistogramDataPoint) {
 		dst[i] = counts.At(i)
 	}
 	if s.exemplars {
-		s.setExemplars(p.id, dp.Exemplars())
+		s.setExemplars(p.id, dp.Exemplars(), 0)
 	}
 }
 
@@ -240,6 +239,7 @@ func updateExpHistogram(p *pointCtx, dp pmetric.ExponentialHistogramDataPoint) b
 		*st = expState{scale: dp.Scale(), zeroThresh: dp.ZeroThreshold(), population: population, hasSum: dp.HasSum(),
 			pos: st.pos, neg: st.neg} // keep the slices' capacity
 		st.setBuckets(dp)
+		s.setExemplars(p.id, dp.Exemplars(), dp.Timestamp())
 	}
 	ts := int64(dp.Timestamp())
 	switch {
@@ -256,6 +256,14 @@ func updateExpHistogram(p *pointCtx, dp pmetric.ExponentialHistogramDataPoint) b
 		// shows the merged buckets.
 		r.ts = max(r.ts, ts)
 		st.addBuckets(dp)
+		// The sum of deltas keeps the latest point's exemplars (each is
+		// an observation the merged histogram holds), or the earlier ones
+		// when it has none: with delta input, the default pipeline's,
+		// dropping them at each merge would leave native histograms
+		// without exemplars.
+		if dp.Exemplars().Len() > 0 {
+			s.setExemplars(p.id, dp.Exemplars(), dp.Timestamp())
+		}
 		r.count += dp.Count()
 		st.population += population
 		if st.hasSum && dp.HasSum() {
@@ -311,9 +319,11 @@ func updateSummary(p *pointCtx, dp pmetric.SummaryDataPoint) bool {
 	return true
 }
 
-// setExemplars keeps what OpenMetrics shows of a point's exemplars: value,
-// timestamp, trace and span id.
-func (s *seriesStore) setExemplars(id uint32, es pmetric.ExemplarSlice) {
+// setExemplars keeps what OpenMetrics and the protobuf exposition show of
+// a point's exemplars: value, timestamp, trace and span id. An exemplar
+// without a timestamp takes pointTS unless it is 0 (OpenMetrics writes
+// none then; Prometheus ignores native histogram exemplars without one).
+func (s *seriesStore) setExemplars(id uint32, es pmetric.ExemplarSlice, pointTS pcommon.Timestamp) {
 	if es.Len() == 0 {
 		delete(s.exs, id)
 		return
@@ -328,14 +338,11 @@ func (s *seriesStore) setExemplars(id uint32, es pmetric.ExemplarSlice) {
 		case pmetric.ExemplarValueTypeInt:
 			v = float64(e.IntValue())
 		}
-		var pairs []labelPair
-		if id := e.SpanID(); !id.IsEmpty() {
-			pairs = append(pairs, labelPair{name: "span_id", value: hex.EncodeToString(id[:])})
+		ts := e.Timestamp()
+		if ts == 0 {
+			ts = pointTS
 		}
-		if id := e.TraceID(); !id.IsEmpty() {
-			pairs = append(pairs, labelPair{name: "trace_id", value: hex.EncodeToString(id[:])})
-		}
-		dst = append(dst, exemplar{value: v, ts: e.Timestamp(), labels: string(appendLabels(nil, pairs))})
+		dst = append(dst, exemplar{value: v, ts: ts, traceID: e.TraceID(), spanID: e.SpanID()})
 	}
 	s.exs[id] = dst
 }

@@ -28,13 +28,7 @@ const flushPollInterval = 200 * time.Millisecond
 // runMemory loads each side in turn with the same pool as fast as it acknowledges, for the
 // window, and records the RSS after every flush, gzip scrape latency and the ingest rate.
 func runMemory(ctx context.Context, p Probe, pc ProbeCollectors, pools *Pools, o Options, res *ProbeResult) error {
-	shape := p.Shapes[0]
-	pool, err := pools.Get(shape, p.SpansPerRequest)
-	if err != nil {
-		return err
-	}
-	defer pools.Drop(shape, p.SpansPerRequest)
-	return eachSide(ctx, p, pc, pool, res, func(c Collector, run *ProbeRun) error {
+	return eachSideOnPool(ctx, p, pc, pools, res, func(c Collector, pool *Pool, run *ProbeRun) error {
 		return memoryRun(ctx, p, c, pool, o, run)
 	})
 }

@@ -377,6 +377,22 @@ func eachSide(ctx context.Context, p Probe, pc ProbeCollectors, pool *Pool, res 
 	return runSides(ctx, p, pc, pool, res, p.Sides, 0, fn)
 }
 
+// eachSideOnPool runs fn for each of p's collectors in turn on the pool of p's first shape, and
+// drops the pool afterwards so that its memory goes back before the next probe.
+func eachSideOnPool(ctx context.Context, p Probe, pc ProbeCollectors, pools *Pools, res *ProbeResult,
+	fn func(c Collector, pool *Pool, run *ProbeRun) error,
+) error {
+	shape := p.Shapes[0]
+	pool, err := pools.Get(shape, p.SpansPerRequest)
+	if err != nil {
+		return err
+	}
+	defer pools.Drop(shape, p.SpansPerRequest)
+	return eachSide(ctx, p, pc, pool, res, func(c Collector, run *ProbeRun) error {
+		return fn(c, pool, run)
+	})
+}
+
 // runSides runs fn for the collectors named in sides, in that order, on pool and appends their
 // runs, marked with round (0 outside rounds), to res.
 func runSides(ctx context.Context, p Probe, pc ProbeCollectors, pool *Pool, res *ProbeResult, sides []string, round int,

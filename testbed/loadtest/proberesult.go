@@ -61,8 +61,10 @@ type ProbeRun struct {
 	MemStats map[string]float64 `json:"mem_stats,omitempty"`
 	// Staleness is set by the staleness probe.
 	Staleness *Staleness `json:"staleness,omitempty"`
-	Samples   []Sample   `json:"samples"`
-	Error     string     `json:"error,omitempty"`
+	// Native is set by the native histogram probe.
+	Native  *NativeRun `json:"native,omitempty"`
+	Samples []Sample   `json:"samples"`
+	Error   string     `json:"error,omitempty"`
 }
 
 // Phase is one measured window of a run.

@@ -30,6 +30,9 @@ const (
 	// ProbeGraph runs our RED path, ours with the service graph and the stock twin with
 	// servicegraph on a call graph, one core each (graph.go).
 	ProbeGraph ProbeKind = "graph"
+	// ProbeNative compares exponential histograms served as native histograms (ours, stock) and
+	// ours with classic histograms: ingest, memory per series, protobuf and text scrapes (native.go).
+	ProbeNative ProbeKind = "native"
 )
 
 // Probe is one scenario of the memory and overload plan.
@@ -73,6 +76,8 @@ type Probe struct {
 	// round after round (see roundOrder); 0 counts as 1. One phase per side is too noisy on a
 	// shared host to compare two collectors whose costs differ by tens of percent.
 	Rounds int `json:"rounds,omitempty"`
+	// TimedScrapes is how many scrapes ProbeNative times per side and format.
+	TimedScrapes int `json:"timed_scrapes,omitempty"`
 }
 
 // DefaultFloorRounds is the floor probe's rounds when MemoryPlanConfig.FloorRounds is 0: the
@@ -191,6 +196,10 @@ func (p Probe) title() string {
 			p.rounds(), strings.Join(p.Sides, ", "))
 	case ProbeGraph:
 		return graphTitle(p)
+	case ProbeNative:
+		return fmt.Sprintf("%s, max OTLP rate: warm-up %s, %s measured, then idle for one flush and 5 s, then %d gzip scrapes, one a second or back to back when slower, "+
+			"per side (protobuf as Prometheus 3 asks with native histograms for %s, text for %s)", p.Shapes[0], p.Warmup, p.Window,
+			p.TimedScrapes, strings.Join(sidesScrapedIn(p.Sides, FormatProtobuf), ", "), strings.Join(sidesScrapedIn(p.Sides, FormatText), ", "))
 	case ProbeStaleness:
 		return fmt.Sprintf("Kafka backlog of %s spans in messages of %d, %s, flush every %s", humanCount(float64(p.Backlog)),
 			p.SpansPerRequest, p.Shapes[0], p.FlushInterval)
@@ -206,6 +215,9 @@ type ProbeCollectors struct {
 	OursMemory Collector
 	// OursKafka is our Kafka gateway config, for ProbeStaleness.
 	OursKafka Collector
+	// OursClassic is ours with classic histograms beside ours with exponential ones (Ours), for
+	// ProbeNative.
+	OursClassic Collector
 }
 
 func (pc ProbeCollectors) byName(name string, kind ProbeKind) (Collector, error) {
@@ -219,6 +231,8 @@ func (pc ProbeCollectors) byName(name string, kind ProbeKind) (Collector, error)
 		return pc.Stock, nil
 	case "floor":
 		return pc.Floor, nil
+	case "ours-classic":
+		return pc.OursClassic, nil
 	}
 	return Collector{}, fmt.Errorf("unknown collector %q", name)
 }
@@ -242,6 +256,8 @@ func RunProbe(ctx context.Context, p Probe, pc ProbeCollectors, pools *Pools, o 
 		err = runFloor(ctx, p, pc, pools, o, res)
 	case ProbeStaleness:
 		err = runStaleness(ctx, p, pc, pools, o, res)
+	case ProbeNative:
+		err = runNative(ctx, p, pc, pools, o, res)
 	default:
 		err = fmt.Errorf("unknown probe kind %q", p.Kind)
 	}

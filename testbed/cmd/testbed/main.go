@@ -67,10 +67,14 @@ type flags struct {
 	scalingRounds int
 	scaling1M     bool
 
-	graph            bool
-	graphConfig      string
-	stockGraphConfig string
-	graphRounds      int
+	graph             bool
+	graphConfig       string
+	stockGraphConfig  string
+	graphRounds       int
+	native            bool
+	nativeScrapes     int
+	oursNativeConfig  string
+	stockNativeConfig string
 }
 
 func main() {
@@ -115,6 +119,10 @@ func main() {
 	flag.StringVar(&f.graphConfig, "graph-config", "../configs/tracegraph.yaml", "graph: our config with the service graph (the RED path alone is -ours-config)")
 	flag.StringVar(&f.stockGraphConfig, "stock-graph-config", "configs/stock-graph.yaml", "graph: the stock config with spanmetrics and servicegraph")
 	flag.IntVar(&f.graphRounds, "graph-rounds", 1, "graph: rounds per side, the order reversed on even rounds; the report takes medians over them")
+	flag.BoolVar(&f.native, "native", false, "run the native histogram probe (make testbed-native) instead of the comparison scenarios: ours exponential, ours classic (-ours-config) and stock exponential at 100k series; writes <out>/NATIVE.md")
+	flag.IntVar(&f.nativeScrapes, "native-scrapes", 5, "native: scrapes timed per side and format")
+	flag.StringVar(&f.oursNativeConfig, "ours-native-config", "../configs/native-histograms.yaml", "native: our config with exponential histograms")
+	flag.StringVar(&f.stockNativeConfig, "stock-native-config", "configs/native-stock.yaml", "native: the stock config with exponential histograms")
 	flag.Parse()
 	log.SetFlags(log.Ltime)
 
@@ -129,6 +137,9 @@ func main() {
 	}
 	if f.graph {
 		runner = runGraph
+	}
+	if f.native {
+		runner = runNative
 	}
 	failures, err := runner(ctx, f)
 	if err != nil {
@@ -378,4 +389,19 @@ func (f flags) options(rawDir string) loadtest.Options {
 		CallsMetric:    f.callsMetric,
 		RawDir:         rawDir,
 	}
+}
+
+// probeOptions prepares a probe mode's run: <out>/raw created, the collectors' binaries and
+// configs checked, the options with the RSS cap. It returns the options and the raw folder.
+func (f flags) probeOptions(cs ...loadtest.Collector) (loadtest.Options, string, error) {
+	rawDir := filepath.Join(f.out, "raw")
+	if err := os.MkdirAll(rawDir, 0o755); err != nil {
+		return loadtest.Options{}, "", err
+	}
+	if err := checkCollectors(cs...); err != nil {
+		return loadtest.Options{}, "", err
+	}
+	o := f.options(rawDir)
+	o.RSSCap = uint64(f.rssCapMiB) << 20
+	return o, rawDir, nil
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log"
-	"os"
 	"path/filepath"
 	"time"
 
@@ -38,10 +37,6 @@ func runMemory(ctx context.Context, f flags) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	rawDir := filepath.Join(f.out, "raw")
-	if err := os.MkdirAll(rawDir, 0o755); err != nil {
-		return nil, err
-	}
 	pc := loadtest.ProbeCollectors{
 		Ours:       loadtest.Collector{Name: "ours", Binary: f.oursBin, Config: f.oursConfig},
 		OursMemory: loadtest.Collector{Name: "ours", Binary: f.oursBin, Config: f.oursMemConfig},
@@ -49,11 +44,10 @@ func runMemory(ctx context.Context, f flags) ([]string, error) {
 		Floor:      loadtest.Collector{Name: "floor", Binary: f.oursBin, Config: f.floorConfig},
 		OursKafka:  loadtest.Collector{Name: "ours", Binary: f.oursBin, Config: f.oursKafka},
 	}
-	if err := checkCollectors(pc.Ours, pc.OursMemory, pc.Stock, pc.Floor, pc.OursKafka); err != nil {
+	o, rawDir, err := f.probeOptions(pc.Ours, pc.OursMemory, pc.Stock, pc.Floor, pc.OursKafka)
+	if err != nil {
 		return nil, err
 	}
-	o := f.options(rawDir)
-	o.RSSCap = uint64(f.rssCapMiB) << 20
 	o.HeapProfile, o.HeapProfileAtEnd = f.heapProfile, f.heapAtEnd
 	report := &loadtest.MemoryReport{
 		Start: time.Now().UTC(), Machine: loadtest.ReadMachine(), RSSCapMiB: float64(f.rssCapMiB),

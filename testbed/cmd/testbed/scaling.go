@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log"
-	"os"
 	"path/filepath"
 	"runtime"
 	"time"
@@ -37,42 +36,20 @@ func runScaling(ctx context.Context, f flags) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	rawDir := filepath.Join(f.out, "raw")
-	if err := os.MkdirAll(rawDir, 0o755); err != nil {
-		return nil, err
-	}
 	pc := loadtest.ProbeCollectors{
 		Ours:  loadtest.Collector{Name: "ours", Binary: f.oursBin, Config: f.oursConfig},
 		Stock: loadtest.Collector{Name: "stock", Binary: f.stockBin, Config: f.stockConfig},
 		Floor: loadtest.Collector{Name: "floor", Binary: f.oursBin, Config: f.floorConfig},
 	}
-	if err := checkCollectors(pc.Ours, pc.Stock, pc.Floor); err != nil {
+	o, rawDir, err := f.probeOptions(pc.Ours, pc.Stock, pc.Floor)
+	if err != nil {
 		return nil, err
 	}
-	o := f.options(rawDir)
-	o.RSSCap = uint64(f.rssCapMiB) << 20
 	report := &loadtest.ScalingReport{
 		Start: time.Now().UTC(), Machine: loadtest.ReadMachine(), RSSCapMiB: float64(f.rssCapMiB), FlushInterval: f.flushInterval,
 	}
 	var failures []string
-	pools := &loadtest.Pools{}
-	for _, p := range plan {
-		log.Printf("%s: %s", p.Name, p.Title())
-		res := loadtest.RunProbe(ctx, p, pc, pools, o)
-		report.Results = append(report.Results, res)
-		if res.Error != "" {
-			failures = append(failures, fmt.Sprintf("%s: %s", p.Name, res.Error))
-		}
-		for _, r := range res.Runs {
-			if r.Error != "" {
-				failures = append(failures, fmt.Sprintf("%s/%s: %s", p.Name, r.Label(), r.Error))
-			}
-			log.Printf("%s/%s: %s", p.Name, r.Label(), loadtest.RunSummary(r))
-		}
-		if ctx.Err() != nil {
-			break
-		}
-	}
+	report.Results, failures = runPlan(ctx, plan, pc, o, nil)
 	path := filepath.Join(f.out, "SCALING.md")
 	if err := writeMarkdown(path, report.WriteMarkdown); err != nil {
 		return failures, err
@@ -82,4 +59,39 @@ func runScaling(ctx context.Context, f flags) ([]string, error) {
 		return failures, err
 	}
 	return failures, ctx.Err()
+}
+
+// runPlan runs the probes of plan in turn, logging each run, and returns their results and the
+// failures: a probe's or a run's error, and the lines more returns for a run (nil: none).
+func runPlan(ctx context.Context, plan []loadtest.Probe, pc loadtest.ProbeCollectors, o loadtest.Options,
+	more func(loadtest.ProbeRun) []string,
+) ([]*loadtest.ProbeResult, []string) {
+	var (
+		results  []*loadtest.ProbeResult
+		failures []string
+	)
+	pools := &loadtest.Pools{}
+	for _, p := range plan {
+		log.Printf("%s: %s", p.Name, p.Title())
+		res := loadtest.RunProbe(ctx, p, pc, pools, o)
+		results = append(results, res)
+		if res.Error != "" {
+			failures = append(failures, fmt.Sprintf("%s: %s", p.Name, res.Error))
+		}
+		for _, r := range res.Runs {
+			if r.Error != "" {
+				failures = append(failures, fmt.Sprintf("%s/%s: %s", p.Name, r.Label(), r.Error))
+			}
+			if more != nil {
+				for _, line := range more(r) {
+					failures = append(failures, fmt.Sprintf("%s/%s: %s", p.Name, r.Label(), line))
+				}
+			}
+			log.Printf("%s/%s: %s", p.Name, r.Label(), loadtest.RunSummary(r))
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return results, failures
 }
