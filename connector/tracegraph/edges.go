@@ -3,7 +3,6 @@ package tracegraph // import "github.com/otelcol-red/otelcol-red/connector/trace
 import (
 	"encoding/binary"
 	"math"
-	"sort"
 
 	"github.com/lightstep/go-expohisto/structure"
 
@@ -113,8 +112,8 @@ func (t *seriesTable) observe(id uint32, which int, v float64, n uint64) {
 		x.UpdateByIncr(v, n)
 		return
 	}
-	// servicegraph's bucket search: the first bound >= v.
-	t.buckets[int(id)*2*t.nb+which*t.nb+sort.SearchFloat64s(t.p.bounds, v)] += n
+	// servicegraph's bucket search (the first bound >= v), in constant time.
+	t.buckets[int(id)*2*t.nb+which*t.nb+t.p.explicit.Index(v)] += n
 }
 
 // lookup returns the id of the series of key k, created if new.

@@ -1,6 +1,10 @@
 package tracegraph // import "github.com/otelcol-red/otelcol-red/connector/tracegraph"
 
-import "time"
+import (
+	"time"
+
+	"github.com/otelcol-red/otelcol-red/internal/buckets"
+)
 
 // defaultBoundsSeconds and defaultBoundsMs are servicegraph's default latency buckets.
 var (
@@ -11,7 +15,9 @@ var (
 // plan is what every stage reads of the configuration and the feature gates, derived once.
 type plan struct {
 	// bounds are the explicit latency bounds; nil when the histograms are exponential.
-	bounds      []float64
+	bounds []float64
+	// explicit finds a latency's bucket in bounds; nil when the histograms are exponential.
+	explicit    *buckets.Explicit
 	expoMaxSize int32
 	// unitMs: latencies in milliseconds (legacyLatencyUnitMs gate), else seconds.
 	unitMs      bool
@@ -67,6 +73,7 @@ func newPlan(c *Config, g gates) *plan {
 				p.bounds[i] = p.bound(d)
 			}
 		}
+		p.explicit = buckets.NewExplicit(p.bounds)
 	}
 	p.peerAttrs = c.VirtualNodePeerAttributes
 	if p.peerAttrs == nil {

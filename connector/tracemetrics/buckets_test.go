@@ -2,37 +2,11 @@ package tracemetrics
 
 import (
 	"math"
-	"sort"
 	"testing"
 
 	"github.com/lightstep/go-expohisto/structure"
 	"github.com/stretchr/testify/require"
 )
-
-func TestExplicitBucketsMatchBinarySearch(t *testing.T) {
-	r := newRand(11)
-	boundSets := [][]float64{
-		defaultHistogramBucketsMs,
-		{0.002, 0.004, 0.006, 0.008, 0.01, 0.05, 0.1, 0.2, 0.4, 0.8, 1, 1.4, 2, 5, 10, 15},
-		{1, 1.01, 1.02, 1.03, 1.04, 1.05, 100}, // several bounds per table cell
-		{0, 5, 10},                             // non-positive bound: binary search fallback
-		{7},
-		{},
-	}
-	for _, bounds := range boundSets {
-		e := newExplicitBuckets(bounds)
-		values := []float64{0, math.SmallestNonzeroFloat64, 1e300, math.Inf(1)}
-		for _, b := range bounds {
-			values = append(values, b, math.Nextafter(b, 0), math.Nextafter(b, math.Inf(1)))
-		}
-		for i := 0; i < 100000; i++ {
-			values = append(values, math.Exp(r.Float64()*40-20))
-		}
-		for _, v := range values {
-			require.Equal(t, sort.SearchFloat64s(bounds, v), e.index(v), "bounds %v value %v", bounds, v)
-		}
-	}
-}
 
 // The sketch gives what go-expohisto (spanmetrics' implementation) gives, value by value and
 // after merging partial sketches in any grouping.

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/pmetric"
+
+	"github.com/otelcol-red/otelcol-red/internal/buckets"
 )
 
 // plan is what the data path needs to know of the configuration, derived once from Config
@@ -16,11 +18,11 @@ type plan struct {
 	isDelta bool // aggregation_temporality is delta
 
 	// Durations.
-	unitNanos float64          // nanoseconds per histogram unit (histogram.unit)
-	bounds    []float64        // explicit bounds in the histogram unit; nil when exponential or disabled
-	explicit  *explicitBuckets // finds a duration's bucket in bounds; nil without bounds
-	nb        int              // explicit buckets per histogram, len(bounds)+1; 0 when exponential or disabled
-	expoSize  int32            // exponential max_size as go-expohisto clamps it; 0 when explicit or disabled
+	unitNanos float64           // nanoseconds per histogram unit (histogram.unit)
+	bounds    []float64         // explicit bounds in the histogram unit; nil when exponential or disabled
+	explicit  *buckets.Explicit // finds a duration's bucket in bounds; nil without bounds
+	nb        int               // explicit buckets per histogram, len(bounds)+1; 0 when exponential or disabled
+	expoSize  int32             // exponential max_size as go-expohisto clamps it; 0 when explicit or disabled
 
 	exemplars int                 // exemplars per data point per interval; 0: off
 	keyAttrs  map[string]struct{} // resource_metrics_key_attributes; nil: every attribute
@@ -95,7 +97,7 @@ func newPlan(cfg *Config, g gates, instanceID string) *plan {
 		}
 	default:
 		p.bounds = histogramBounds(cfg)
-		p.explicit = newExplicitBuckets(p.bounds)
+		p.explicit = buckets.NewExplicit(p.bounds)
 		p.nb = len(p.bounds) + 1
 	}
 	if cfg.Exemplars.Enabled && cfg.Exemplars.MaxPerDataPoint > 0 {

@@ -134,7 +134,7 @@ func (r *reducer) reduceSpan(b *deltaBatch, res uint32, resHash uint64, svc stri
 	var code int32
 	if r.durationFamily >= 0 {
 		if r.explicit != nil {
-			code = int32(r.explicit.index(value))
+			code = int32(r.explicit.Index(value))
 		} else {
 			code = expoIndex20(value)
 		}
