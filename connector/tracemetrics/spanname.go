@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"hash/maphash"
 	"regexp"
+	"regexp/syntax"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"unsafe"
 
@@ -75,7 +77,29 @@ func compileNameRule(r SpanNameRule) (nameRule, error) {
 	if err := checkTemplate(re, r.Replace); err != nil {
 		return nameRule{}, fmt.Errorf("replace: %w", err)
 	}
-	return nameRule{service: r.Service, re: re, replace: r.Replace}, nil
+	return nameRule{service: r.Service, re: re, replace: r.Replace, prefix: anchoredPrefix(re)}, nil
+}
+
+// anchoredPrefix returns the literal text every name a rule can match starts with: the
+// expression's literal prefix when it is anchored at the start (^, without (?m)), else "". A
+// name without it is passed over without running the expression, which keeps rules cheap for
+// the many names they are not about (one comparison instead of a regexp call), also when the
+// rule cache cannot hold every name.
+func anchoredPrefix(re *regexp.Regexp) string {
+	parsed, err := syntax.Parse(re.String(), syntax.Perl)
+	if err != nil {
+		return ""
+	}
+	parsed = parsed.Simplify()
+	first := parsed
+	if parsed.Op == syntax.OpConcat && len(parsed.Sub) > 0 {
+		first = parsed.Sub[0]
+	}
+	if first.Op != syntax.OpBeginText {
+		return ""
+	}
+	prefix, _ := re.LiteralPrefix()
+	return prefix
 }
 
 // checkTemplate rejects references to groups re does not have. Expand silently writes
@@ -129,6 +153,7 @@ type nameRule struct {
 	service string // "" for every service
 	re      *regexp.Regexp
 	replace string
+	prefix  string // what a name must start with to match (anchoredPrefix); "" when unknown
 }
 
 // Layers of renaming, as counted in renamed_spans.
@@ -271,8 +296,14 @@ func (n *spanNamer) appliesTo(svc string) bool {
 	return false
 }
 
-// ruleName applies the first rule for svc that matches name, through the cache.
+// ruleName applies the first rule for svc that matches name, through the cache. A name that no
+// rule can match by its service and literal prefix never reaches the cache: that comparison is
+// cheaper than a lookup, and such names (most of them, for rules about a few) would only push
+// the names the rules rewrite out of it.
 func (n *spanNamer) ruleName(s *nameScratch, svc, name string) (string, bool) {
+	if !n.mayMatch(svc, name) {
+		return "", false
+	}
 	if len(name) > nameCacheMaxLen {
 		return n.applyRules(s, svc, name)
 	}
@@ -307,11 +338,23 @@ func (n *spanNamer) ruleName(s *nameScratch, svc, name string) (string, bool) {
 	return e.out, ok
 }
 
+// mayMatch reports whether a rule for svc could match name: one applies to svc and name starts
+// with its literal prefix (always, for a rule not anchored at the start).
+func (n *spanNamer) mayMatch(svc, name string) bool {
+	for i := range n.rules {
+		r := &n.rules[i]
+		if (r.service == "" || r.service == svc) && strings.HasPrefix(name, r.prefix) {
+			return true
+		}
+	}
+	return false
+}
+
 // applyRules runs the rules; a new name is built in s.rule.
 func (n *spanNamer) applyRules(s *nameScratch, svc, name string) (string, bool) {
 	for i := range n.rules {
 		r := &n.rules[i]
-		if r.service != "" && r.service != svc {
+		if r.service != "" && r.service != svc || !strings.HasPrefix(name, r.prefix) {
 			continue
 		}
 		// No allocation when there is no match; the indices of a match are allocated.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"sync"
 	"testing"
 
@@ -421,4 +423,28 @@ func TestSpanNameRulesBeyondTheCache(t *testing.T) {
 		}
 	}
 	require.Equal(t, want, callsByName(t, r))
+}
+
+// A rule anchored at the start is skipped, without running its expression, for names without
+// its literal prefix; the rules' answers are those of the expressions alone.
+func TestAnchoredPrefix(t *testing.T) {
+	for expr, want := range map[string]string{
+		`^tenant-[0-9a-z]+ (.*)$`: "tenant-",
+		`^GET /orders/\d+$`:       "GET /orders/",
+		`tenant-x`:                "", // not anchored: matches anywhere
+		`(?m)^GET /x`:             "", // ^ at any line start
+		`(?i)^get /x`:             "", // case folded: no literal prefix
+		`^(GET|POST) /x`:          "",
+		`^`:                       "",
+	} {
+		re := regexp.MustCompile(expr)
+		require.Equal(t, want, anchoredPrefix(re), expr)
+		for _, name := range []string{"tenant-a1 GET /x", "GET /orders/12", "x tenant-x", "a\nGET /x", "get /x", "POST /x", ""} {
+			r := nameRule{re: re, prefix: anchoredPrefix(re)}
+			skipped := !strings.HasPrefix(name, r.prefix)
+			if skipped {
+				require.False(t, re.MatchString(name), "%s skipped %q, which it matches", expr, name)
+			}
+		}
+	}
 }
