@@ -339,8 +339,13 @@ func TestUniqueNameChurnStaysBounded(t *testing.T) {
 		run = d
 	}
 	env, metricsURL := defaultEnv(t)
+	// Slots freed by idle series go to whichever names come next, each holding its one span;
+	// cachedprom keeps every series longer than the run, so the calls on /metrics still add up
+	// to every span sent at the end (with its default 5 minutes, a 10-minute run would see the
+	// first ones expire, with their counts).
 	c := StartCollector(t, configPath("default.yaml"), env,
-		overlayFiles(t, "connectors:\n  tracemetrics:\n    max_series: "+strconv.Itoa(maxSeries)+"\n")...)
+		overlayFiles(t, fmt.Sprintf("connectors:\n  tracemetrics:\n    max_series: %d\nexporters:\n  cachedprom:\n    metric_expiration: %s\n",
+			maxSeries, run+10*time.Minute))...)
 	series := "otelcol_connector_tracemetrics_series"
 	var maxHeld float64
 	st := streamChurn(t, env["OTLP_GRPC_ENDPOINT"], c, run, uniqueNames, func(since time.Duration) {
