@@ -58,4 +58,3 @@ func (e *Explicit) Index(v float64) int {
 	}
 	return i
 }
-

@@ -38,4 +38,3 @@ func TestExplicitMatchesBinarySearch(t *testing.T) {
 		}
 	}
 }
-
