@@ -1,7 +1,6 @@
 package cachedprom // import "github.com/otelcol-red/otelcol-red/exporter/cachedprom"
 
 import (
-	"encoding/hex"
 	"errors"
 	"math"
 	"math/bits"
@@ -229,26 +228,8 @@ func nativeExemplars(es pmetric.ExemplarSlice, pointTS pcommon.Timestamp) []*dto
 	}
 	out := make([]*dto.Exemplar, 0, es.Len())
 	for i := 0; i < es.Len(); i++ {
-		e := es.At(i)
-		var v float64
-		switch e.ValueType() {
-		case pmetric.ExemplarValueTypeDouble:
-			v = e.DoubleValue()
-		case pmetric.ExemplarValueTypeInt:
-			v = float64(e.IntValue())
-		}
-		ts := e.Timestamp()
-		if ts == 0 {
-			ts = pointTS
-		}
-		x := &dto.Exemplar{Value: proto.Float64(v), Timestamp: timestamppb.New(ts.AsTime())}
-		if id := e.SpanID(); !id.IsEmpty() {
-			x.Label = append(x.Label, &dto.LabelPair{Name: proto.String("span_id"), Value: proto.String(hex.EncodeToString(id[:]))})
-		}
-		if id := e.TraceID(); !id.IsEmpty() {
-			x.Label = append(x.Label, &dto.LabelPair{Name: proto.String("trace_id"), Value: proto.String(hex.EncodeToString(id[:]))})
-		}
-		out = append(out, x)
+		x := exemplarOf(es.At(i), pointTS)
+		out = append(out, protoExemplar(&x))
 	}
 	return out
 }

@@ -374,7 +374,10 @@ func parseLabelToken(b []byte, text string, pos int, end byte) (string, int) {
 
 // exemplar converts a stored exemplar as client_golang's
 // NewMetricWithExemplars does: value, labels, timestamp.
-func (pr *protoRenderer) exemplar(e *exemplar) *dto.Exemplar {
+func (pr *protoRenderer) exemplar(e *exemplar) *dto.Exemplar { return protoExemplar(e) }
+
+// protoExemplar is exemplar, for a renderer and for nativeExemplars.
+func protoExemplar(e *exemplar) *dto.Exemplar {
 	x := &dto.Exemplar{Value: proto.Float64(e.value), Timestamp: timestamppb.New(e.ts.AsTime())}
 	if !e.spanID.IsEmpty() {
 		x.Label = append(x.Label, &dto.LabelPair{Name: proto.String("span_id"), Value: proto.String(hex.EncodeToString(e.spanID[:]))})

@@ -175,6 +175,24 @@ type exemplar struct {
 	spanID  pcommon.SpanID  // zero when unset
 }
 
+// exemplarOf is what the store keeps of OTLP exemplar e of a point at pointTS: its value as a
+// float, its ids, and its timestamp, the point's when it has none (Prometheus ignores native
+// histogram exemplars without one).
+func exemplarOf(e pmetric.Exemplar, pointTS pcommon.Timestamp) exemplar {
+	var v float64
+	switch e.ValueType() {
+	case pmetric.ExemplarValueTypeDouble:
+		v = e.DoubleValue()
+	case pmetric.ExemplarValueTypeInt:
+		v = float64(e.IntValue())
+	}
+	ts := e.Timestamp()
+	if ts == 0 {
+		ts = pointTS
+	}
+	return exemplar{value: v, ts: ts, traceID: e.TraceID(), spanID: e.SpanID()}
+}
+
 // hasLabels tells whether the exemplar has a trace or span id.
 func (e *exemplar) hasLabels() bool { return !e.traceID.IsEmpty() || !e.spanID.IsEmpty() }
 

@@ -330,19 +330,7 @@ func (s *seriesStore) setExemplars(id uint32, es pmetric.ExemplarSlice, pointTS 
 	}
 	dst := s.exs[id][:0]
 	for i := 0; i < es.Len(); i++ {
-		e := es.At(i)
-		var v float64
-		switch e.ValueType() {
-		case pmetric.ExemplarValueTypeDouble:
-			v = e.DoubleValue()
-		case pmetric.ExemplarValueTypeInt:
-			v = float64(e.IntValue())
-		}
-		ts := e.Timestamp()
-		if ts == 0 {
-			ts = pointTS
-		}
-		dst = append(dst, exemplar{value: v, ts: ts, traceID: e.TraceID(), spanID: e.SpanID()})
+		dst = append(dst, exemplarOf(es.At(i), pointTS))
 	}
 	s.exs[id] = dst
 }
