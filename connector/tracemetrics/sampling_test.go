@@ -2,13 +2,16 @@ package tracemetrics
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/open-telemetry/opentelemetry-collector-contrib/connector/spanmetricsconnector"
+	contribsampling "github.com/open-telemetry/opentelemetry-collector-contrib/pkg/sampling"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
@@ -447,4 +450,46 @@ func TestSamplingMethodLabel(t *testing.T) {
 		}
 	}
 	assert.Equal(t, map[string]int64{"extrapolated": 3*2 + 1 + 4, "counted": 3}, got)
+}
+
+// Spans kept at 10% by contrib's consistent probability sampling (pkg/sampling: the trace ID's
+// randomness against the 10% threshold, which is written to the kept spans' tracestate) count
+// as an unbiased estimate of every span: the calls are within 3σ of the spans before sampling,
+// σ = √(N·(1−p)/p), for several seeds.
+func TestTenPercentSampledEstimatesTheTrueCount(t *testing.T) {
+	const n, p = 100_000, 0.1
+	th, err := contribsampling.ProbabilityToThreshold(p)
+	require.NoError(t, err)
+	sigma := math.Sqrt(n * (1 - p) / p)
+	for seed := range uint64(4) {
+		r := startConnector(t, NewFactory(), map[string]any{"aggregation_temporality": "AGGREGATION_TEMPORALITY_DELTA"})
+		rnd := rand.New(rand.NewPCG(seed, 10))
+		td := ptrace.NewTraces()
+		rs := td.ResourceSpans().AppendEmpty()
+		rs.Resource().Attributes().PutStr(serviceNameKey, "svc")
+		spans := rs.ScopeSpans().AppendEmpty().Spans()
+		kept := 0
+		for range n {
+			var id pcommon.TraceID
+			binary.LittleEndian.PutUint64(id[:8], rnd.Uint64())
+			binary.LittleEndian.PutUint64(id[8:], rnd.Uint64())
+			if !th.ShouldSample(contribsampling.TraceIDToRandomness(id)) {
+				continue
+			}
+			kept++
+			s := spans.AppendEmpty()
+			s.SetName("op")
+			s.SetTraceID(id)
+			s.SetStartTimestamp(1)
+			s.SetEndTimestamp(2_000_001)
+			s.TraceState().FromRaw("ot=th:" + th.TValue())
+		}
+		r.consume(td)
+		var calls int64
+		for _, p := range points(t, settledFlush(t, r), false) {
+			calls += p.Int
+		}
+		t.Logf("seed %d: %d kept of %d, estimate %d (3σ = %.0f)", seed, kept, n, calls, 3*sigma)
+		require.InDelta(t, n, float64(calls), 3*sigma, "estimate of %d spans from %d kept", n, kept)
+	}
 }
