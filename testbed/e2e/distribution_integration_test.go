@@ -64,14 +64,19 @@ func TestDefaultConfigServesREDMetrics(t *testing.T) {
 	require.Equal(t, 3.0, durCount, "duration histogram count")
 }
 
-// TestEveryConfigValidates runs `otelcol-red validate` on every file in configs/.
+// TestEveryConfigValidates runs `otelcol-red validate` on every file in configs/ (an overlay over
+// the config its head names).
 func TestEveryConfigValidates(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join(testservice.Root(), "configs", "*.yaml"))
 	require.NoError(t, err)
 	require.NotEmpty(t, files)
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
-			cmd := exec.Command(binaryPath(t), "validate", "--config="+f)
+			args := []string{"validate", "--config=" + f}
+			if base := overlayBase(t, f); base != "" {
+				args = []string{"validate", "--config=" + filepath.Join(filepath.Dir(f), base), "--config=" + f}
+			}
+			cmd := exec.Command(binaryPath(t), args...)
 			cmd.Env = append(os.Environ(), "OTELCOL_RED_STORAGE_DIR="+t.TempDir())
 			out, err := cmd.CombinedOutput()
 			require.NoError(t, err, string(out))
