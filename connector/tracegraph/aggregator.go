@@ -161,6 +161,8 @@ func (a *aggregator) drain() int {
 		}
 		spans += b.spans
 		a.tel.invalidWeights.Add(int64(b.invalidWeights))
+		a.tel.noService.Add(int64(b.noService))
+		a.tel.backwards.Add(int64(b.backwards))
 		a.q.Release(b.held)
 		b.reset()
 		a.free.Put(b)

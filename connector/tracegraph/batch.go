@@ -60,6 +60,9 @@ type halfBatch struct {
 	spans int
 	// invalidWeights counts spans whose sampling threshold was invalid (counted 1).
 	invalidWeights int
+	// noService counts the spans of resources without service.name (no edge can name them);
+	// backwards counts edge spans that end before they start (their latency counted 0).
+	noService, backwards int
 	// held is the footprint PutSized counted, returned with Release.
 	held int64
 
@@ -74,6 +77,7 @@ func (b *halfBatch) reset() {
 	b.dims = b.dims[:0]
 	b.arena = b.arena[:0]
 	b.spans, b.invalidWeights, b.held = 0, 0, 0
+	b.noService, b.backwards = 0, 0
 	b.lastTS = ""
 }
 

@@ -223,3 +223,26 @@ func TestConcurrentProducers(t *testing.T) {
 	require.NoError(t, c.Shutdown(context.Background()))
 	requireSamePoints(t, lastFlush(t, serialSink), lastFlush(t, sink))
 }
+
+// Spans of a resource without service.name are counted, not silently skipped; a server span that
+// ends before it starts pairs like any other, its latency counted 0 (not servicegraph's wrapped
+// 584 years), and is counted too.
+func TestBadSpansAreCounted(t *testing.T) {
+	c, sink := startTracegraph(t, nil)
+	anonymous := oneSpan("x", ptrace.SpanKindClient, 9, 1, 0, nil)
+	anonymous.ResourceSpans().At(0).Resource().Attributes().Remove("service.name")
+	client := oneSpan("a", ptrace.SpanKindClient, 7, 1, 0, nil)
+	server := oneSpan("b", ptrace.SpanKindServer, 7, 2, 1, func(s ptrace.Span) {
+		s.SetEndTimestamp(s.StartTimestamp() - 1)
+	})
+	consume(t, c, anonymous, client, server)
+	require.NoError(t, c.Shutdown(context.Background()))
+	require.EqualValues(t, 1, c.tel.noService.Load(), "spans without service.name")
+	require.EqualValues(t, 1, c.tel.backwards.Load(), "spans ending before they start")
+	md := lastFlush(t, sink)
+	require.EqualValues(t, 1, requestTotals(md)["{client=a,connection_type=,failed=false,server=b}"])
+	latency, ok := flatten(md)[metricServer+"{client=a,connection_type=,failed=false,server=b}"]
+	require.True(t, ok, "the edge's server latency histogram")
+	require.EqualValues(t, 1, latency.Count)
+	require.Zero(t, latency.Sum, "the backwards span's latency")
+}

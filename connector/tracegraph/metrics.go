@@ -26,6 +26,8 @@ type telemetry struct {
 	series         atomic.Int64
 	receivedSpans  atomic.Int64
 	invalidWeights atomic.Int64
+	noService      atomic.Int64 // spans of resources without service.name
+	backwards      atomic.Int64 // edge spans ending before they start
 	flushes        atomic.Int64
 	flushesSkipped atomic.Int64
 	exportErrors   atomic.Int64
@@ -67,6 +69,8 @@ func newTelemetry(set component.TelemetrySettings, q *intake.Queue[halfBatch]) (
 	gauge("pending_edges", "Half edges waiting for their other span.", "{edges}", t.pending.Load)
 	gauge("series", "Edge series held.", "{series}", t.series.Load)
 	counter("received_spans", "Spans the aggregator has taken from the intake ring, edges or not.", "{spans}", t.receivedSpans.Load)
+	counter("spans_without_service", "Spans of resources without service.name, which no edge can name (skipped, as servicegraph skips them).", "{spans}", t.noService.Load)
+	counter("backwards_spans", "Edge spans that end before they start; their latency counts 0.", "{spans}", t.backwards.Load)
 	counter("invalid_sampling_weights", "Spans whose tracestate threshold (ot=th) was invalid and which counted 1.", "{spans}", t.invalidWeights.Load)
 	counter("flushes", "Flushes handed to the next consumer (Shutdown's final flush included).", "{flushes}", t.flushes.Load)
 	counter("flushes_skipped", "Flushes skipped because the previous one was still being sent.", "{flushes}", t.flushesSkipped.Load)

@@ -14,7 +14,7 @@ import (
 type reducer struct{ p *plan }
 
 // reduce appends one half per CLIENT, SERVER, PRODUCER or CONSUMER span of td to b. Spans of
-// resources without service.name are skipped, as servicegraph skips them.
+// resources without service.name are skipped, as servicegraph skips them, and counted.
 func (r reducer) reduce(b *halfBatch, td ptrace.Traces) {
 	rss := td.ResourceSpans()
 	for i := 0; i < rss.Len(); i++ {
@@ -26,6 +26,9 @@ func (r reducer) reduce(b *halfBatch, td ptrace.Traces) {
 		res := rs.Resource().Attributes()
 		sv, ok := res.Get("service.name")
 		if !ok {
+			for j := 0; j < sss.Len(); j++ {
+				b.noService += sss.At(j).Spans().Len()
+			}
 			continue
 		}
 		service := b.appendValue(sv)
@@ -57,8 +60,14 @@ func (r reducer) reduceSpan(b *halfBatch, span ptrace.Span, service text, res pc
 	attrs := span.Attributes()
 	h.trace = span.TraceID()
 	h.failed = span.Status().Code() == ptrace.StatusCodeError
-	// uint64 arithmetic as in servicegraph: an end before the start wraps, identically.
-	h.latency = r.p.latency(uint64(span.EndTimestamp() - span.StartTimestamp()))
+	// An end before the start is a broken clock, not a 584-year call: servicegraph's uint64
+	// difference wraps to that; the latency counts 0 here (as spanmetrics does for durations),
+	// and the span is counted.
+	if end, start := span.EndTimestamp(), span.StartTimestamp(); end >= start {
+		h.latency = r.p.latency(uint64(end - start))
+	} else {
+		b.backwards++
+	}
 	h.weight = r.weight(b, span)
 	h.dims = uint32(len(b.dims))
 	for _, d := range r.p.dims {
