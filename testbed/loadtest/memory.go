@@ -54,6 +54,9 @@ func memoryRun(ctx context.Context, p Probe, c Collector, pool *Pool, o Options,
 		sc = startScrapers(ctx, s.ep.metricsURL(), 1, true, o.ScrapeInterval, o.ScrapeInterval)
 	}
 	profile := o.HeapProfile && c.Name == "ours"
+	// cachedprom's renders are timed from the second flush on, when every series exists.
+	var renders, rendersAtSecond renderTotals
+	timeRenders := c.Name == "ours"
 	// The load lasts the window, and longer (up to MaxWindow) until memoryFlushes flushes were
 	// delivered: a collector whose flushes fall behind still gets measured after its second one.
 	for start := time.Now(); ; {
@@ -61,6 +64,9 @@ func memoryRun(ctx context.Context, p Probe, c Collector, pool *Pool, o Options,
 			break
 		}
 		seen := len(flushes(fw.snapshot(), o.FlushInterval))
+		if timeRenders && seen >= 2 && rendersAtSecond.count == 0 {
+			rendersAtSecond = readRenders(ctx, s)
+		}
 		if sc == nil && (seen >= 1 || time.Since(start) >= 2*o.FlushInterval) {
 			startScraping()
 		}
@@ -82,11 +88,26 @@ func memoryRun(ctx context.Context, p Probe, c Collector, pool *Pool, o Options,
 		// Fewer than two flushes in MaxWindow: profile what there is.
 		heapProfile(ctx, s, o, p.Name+"-"+c.Name, run)
 	}
+	if timeRenders && rendersAtSecond.count > 0 {
+		renders = readRenders(ctx, s)
+		if n := renders.count - rendersAtSecond.count; n > 0 {
+			run.Renders, run.RenderSeconds = int(n), (renders.sum-rendersAtSecond.sum)/n
+		}
+	}
 	spans := l.end()
 	loadEnd := time.Since(s.watch.start)
 	scrapes := ScrapeStats{Clients: 1, Gzip: true}
 	if sc != nil {
 		scrapes = sc.end()
+	}
+	if _, killed := s.watch.KilledAt(); c.Name == "ours" && !killed {
+		// Ours is checked for exactness too: bytes per series only count with every span
+		// counted. The stock side is not: at a million series its page takes minutes.
+		counted, err := countCalls(ctx, s, o, spans, 2*o.FlushInterval+30*time.Second)
+		if counted == 0 && err != nil {
+			counted = -1
+		}
+		run.Sent, run.Counted = spans, counted
 	}
 	deliveries := fw.close()
 	stopErr := finishRun(s, run)
@@ -100,6 +121,24 @@ func memoryRun(ctx context.Context, p Probe, c Collector, pool *Pool, o Options,
 	}}
 	run.Flushes = flushRSS(flushes(deliveries, o.FlushInterval), samples, loadEnd.Seconds())
 	return stopErr
+}
+
+// renderDurationMetric is cachedprom's own render time, a histogram in seconds.
+const renderDurationMetric = "otelcol_exporter_cachedprom_render_duration_seconds"
+
+// renderTotals is the sum and count of cachedprom's render time histogram.
+type renderTotals struct{ sum, count float64 }
+
+// readRenders reads the render time histogram's sum and count from the collector's own
+// telemetry; zero when it cannot.
+func readRenders(ctx context.Context, s *solo) renderTotals {
+	scraper := NewCountingScraper(5 * time.Second)
+	defer scraper.Close()
+	v, err := scraper.SumCounters(ctx, s.ep.telemetryURL(), renderDurationMetric+"_sum", renderDurationMetric+"_count")
+	if err != nil {
+		return renderTotals{}
+	}
+	return renderTotals{sum: v[0], count: v[1]}
 }
 
 // probeEnv is the environment a probe gives its collectors on top of the endpoints.
@@ -177,6 +216,17 @@ func takeHeapProfile(ctx context.Context, s *solo, o Options, label string, run 
 		return err
 	}
 	run.HeapProfile = path
+	stats, err := runtimeMemStats(ctx, s)
+	if err != nil {
+		return err
+	}
+	run.MemStats = stats
+	if _, err := exec.LookPath("go"); err != nil {
+		// A measuring host without Go (the binaries carried there as they are) keeps the profile
+		// for `go tool pprof` where Go is.
+		run.HeapTop = "no Go toolchain on this host: summarise " + path + " with go tool pprof -top -inuse_space"
+		return nil
+	}
 	top, err := exec.CommandContext(ctx, "go", "tool", "pprof", "-top", "-inuse_space", path).Output()
 	if err != nil {
 		return fmt.Errorf("go tool pprof on %s: %w", path, ExitDetail(err))
@@ -184,11 +234,6 @@ func takeHeapProfile(ctx context.Context, s *solo, o Options, label string, run 
 	lines := strings.Split(string(top), "\n")
 	run.HeapTop = strings.Join(lines[:min(len(lines), 30)], "\n")
 	run.HeapInuseBytes = pprofTotal(top)
-	stats, err := runtimeMemStats(ctx, s)
-	if err != nil {
-		return err
-	}
-	run.MemStats = stats
 	return nil
 }
 

@@ -2,10 +2,12 @@ package loadtest
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -194,6 +196,48 @@ func TestMemoryPlan(t *testing.T) {
 	assert.Equal(t, time.Minute, plan[0].Window)
 	assert.Equal(t, 1, plan[2].Rounds)
 	assert.Equal(t, ProbeFloor, plan[2].Kind)
+}
+
+func TestMemoryPlanPerWidth(t *testing.T) {
+	plan := MemoryPlan(MemoryPlanConfig{FlushInterval: 15 * time.Second, MemoryProcs: []int{1, 8}, Concurrency: 4})
+	require.Len(t, plan, 6)
+	for i, n := range []int{1, 8} {
+		p := plan[i]
+		assert.Equal(t, fmt.Sprintf("memory-1m-gomaxprocs-%d", n), p.Name)
+		assert.Equal(t, ProbeMemory, p.Kind)
+		assert.Equal(t, strconv.Itoa(n), p.GOMAXPROCS)
+		assert.True(t, p.PinCPU)
+		assert.Equal(t, 4*n, p.Concurrency)
+		assert.Equal(t, n, p.pinned())
+		assert.Contains(t, p.Title(), "GOMAXPROCS="+strconv.Itoa(n))
+	}
+	assert.Equal(t, "scrape-100k", plan[2].Name)
+}
+
+func TestKeepSides(t *testing.T) {
+	plan := MemoryPlan(MemoryPlanConfig{FlushInterval: 15 * time.Second})
+	kept, err := KeepSides(plan, "ours")
+	require.NoError(t, err)
+	require.Len(t, kept, 5)
+	for _, p := range kept {
+		assert.Equal(t, []string{"ours"}, p.Sides, p.Name)
+	}
+	assert.Equal(t, []string{"ours", "stock"}, plan[0].Sides, "the plan given is not changed")
+
+	kept, err = KeepSides(plan, "stock, floor")
+	require.NoError(t, err)
+	var names []string
+	for _, p := range kept {
+		names = append(names, p.Name)
+	}
+	assert.Equal(t, []string{"memory-1m", "scrape-100k", "floor"}, names, "probes without a side kept are dropped")
+
+	same, err := KeepSides(plan, "")
+	require.NoError(t, err)
+	assert.Equal(t, plan, same)
+
+	_, err = KeepSides(plan, "ours,mine")
+	require.ErrorContains(t, err, `-sides: "mine" is not a collector`)
 }
 
 func TestProbeCollectorsByName(t *testing.T) {

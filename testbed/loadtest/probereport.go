@@ -75,16 +75,22 @@ func writeProbe(b *bufio.Writer, res *ProbeResult) {
 }
 
 func writeMemory(b *bufio.Writer, res *ProbeResult) {
-	b.WriteString("| collector | spans/s | RSS max (MiB) | RSS per series (bytes) | gzip scrapes ok / empty / failed | scrape p50 (ms) | scrape p99 (ms) | headers p50 / p99 (ms) | gzip body (bytes) |\n|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| collector | spans/s | CPU % | RSS max (MiB) | RSS per series (bytes) | counted / sent | gzip scrapes ok / empty / failed | scrape p50 (ms) | scrape p99 (ms) | headers p50 / p99 (ms) | gzip body (bytes) |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, run := range res.Runs {
 		if len(run.Phases) == 0 {
 			continue
 		}
 		ph := run.Phases[0]
-		fmt.Fprintf(b, "| %s | %.0f | %.0f | %.0f | %d / %d / %d | %s | %s | %s / %s | %d |\n", run.Collector, ph.SpansPerSec, run.RSSMaxMiB,
-			run.RSSMaxMiB*(1<<20)/float64(run.Series), ph.Scrapes.OK, ph.Scrapes.Empty, ph.Scrapes.Failed,
+		fmt.Fprintf(b, "| %s | %.0f | %.0f | %.0f | %.0f | %s | %d / %d / %d | %s | %s | %s / %s | %d |\n", run.Collector, ph.SpansPerSec, ph.CPUPercent,
+			run.RSSMaxMiB, run.RSSMaxMiB*(1<<20)/float64(run.Series), countedCell(run), ph.Scrapes.OK, ph.Scrapes.Empty, ph.Scrapes.Failed,
 			latency(ph.Scrapes, ph.Scrapes.P50), latency(ph.Scrapes, ph.Scrapes.P99),
 			latency(ph.Scrapes, ph.Scrapes.HeadersP50), latency(ph.Scrapes, ph.Scrapes.HeadersP99), ph.Scrapes.WireBytes)
+	}
+	for _, run := range res.Runs {
+		if run.Renders > 0 {
+			fmt.Fprintf(b, "\n%s: %d renders of the snapshot from the second flush to the end of the load, %.2f s each on average (own telemetry).\n",
+				run.Collector, run.Renders, run.RenderSeconds)
+		}
 	}
 	b.WriteString("\nRSS after each flush (a flush is a delivery of points to the metrics exporter, from its own telemetry):\n\n")
 	for _, run := range res.Runs {
@@ -106,6 +112,17 @@ func writeMemory(b *bufio.Writer, res *ProbeResult) {
 			run.Collector, run.HeapProfile, run.HeapInuseBytes, float64(run.HeapInuseBytes)/float64(run.Series), run.HeapTop)
 		writeMemStats(b, run.MemStats)
 	}
+}
+
+// countedCell is a run's "counted / sent" cell: "not checked" when the probe did not check it.
+func countedCell(run ProbeRun) string {
+	switch {
+	case run.Sent == 0 && run.Counted == 0:
+		return "not checked"
+	case run.Counted < 0:
+		return fmt.Sprintf("unread / %d", run.Sent)
+	}
+	return fmt.Sprintf("%d / %d", run.Counted, run.Sent)
 }
 
 func writeScrapeLoad(b *bufio.Writer, res *ProbeResult) {

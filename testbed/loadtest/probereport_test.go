@@ -53,3 +53,24 @@ func TestProbeRunLabel(t *testing.T) {
 	assert.Equal(t, "ours (1000 series)", ProbeRun{Collector: "ours", Series: 1000}.Label())
 	assert.Equal(t, "floor (100000 series, round 3)", ProbeRun{Collector: "floor", Series: 100_000, Round: 3}.Label())
 }
+
+func TestWriteMemoryCountedCell(t *testing.T) {
+	phase := []Phase{{Name: "load", SpansPerSec: 1_000_000, CPUPercent: 790}}
+	res := &ProbeResult{Probe: Probe{Name: "memory-1m-gomaxprocs-8", Kind: ProbeMemory, Sides: []string{"ours", "stock"}}, Runs: []ProbeRun{
+		{Collector: "ours", Series: 1_000_000, RSSMaxMiB: 1000, Phases: phase, Sent: 5000, Counted: 5000, Renders: 3, RenderSeconds: 1.5},
+		{Collector: "ours", Series: 1_000_000, RSSMaxMiB: 1000, Phases: phase, Sent: 5000, Counted: 4999},
+		{Collector: "ours", Series: 1_000_000, RSSMaxMiB: 1000, Phases: phase, Sent: 5000, Counted: -1},
+		{Collector: "stock", Series: 1_000_000, RSSMaxMiB: 1000, Phases: phase},
+	}}
+	var sb strings.Builder
+	b := bufio.NewWriter(&sb)
+	writeProbe(b, res)
+	require.NoError(t, b.Flush())
+	md := sb.String()
+	assert.Contains(t, md, "| ours | 1000000 | 790 | 1000 | 1049 | 5000 / 5000 |")
+	assert.Contains(t, md, "| ours | 1000000 | 790 | 1000 | 1049 | 4999 / 5000 |")
+	assert.Contains(t, md, "| ours | 1000000 | 790 | 1000 | 1049 | unread / 5000 |")
+	assert.Contains(t, md, "| stock | 1000000 | 790 | 1000 | 1049 | not checked |")
+	assert.Contains(t, md, "ours: 3 renders of the snapshot from the second flush to the end of the load, 1.50 s each")
+	assert.Equal(t, 1, strings.Count(md, "renders of the snapshot"), "runs without timed renders say nothing")
+}

@@ -47,6 +47,15 @@ type ProbeRun struct {
 	Flushes []FlushRSS `json:"flushes,omitempty"`
 	// Killed is set when the RSS cap ended the collector: the reading that passed it.
 	Killed *Sample `json:"killed,omitempty"`
+	// Sent and Counted are the spans acknowledged during the load and the sum of the calls
+	// counters read after it (-1: unreadable), where the probe checks exactness (Counted 0 and
+	// Sent 0: not checked).
+	Sent    int64 `json:"sent,omitempty"`
+	Counted int64 `json:"counted,omitempty"`
+	// Renders and RenderSeconds are the snapshot renders of cachedprom from the second flush to
+	// the end of the load and their mean time, from its own telemetry (ProbeMemory, ours).
+	Renders       int     `json:"renders,omitempty"`
+	RenderSeconds float64 `json:"render_seconds,omitempty"`
 	// StopSeconds is how long the graceful shutdown (final flush included) took.
 	StopSeconds float64 `json:"stop_seconds"`
 	// RSSMaxMiB is the largest RSS reading of the whole run.

@@ -127,6 +127,12 @@ type MemoryPlanConfig struct {
 	Backlog int64
 	// FloorRounds is the floor probe's rounds (0: DefaultFloorRounds).
 	FloorRounds int
+	// MemoryProcs runs the million-series probe once per width instead of once at the default
+	// GOMAXPROCS: each collector with GOMAXPROCS=N, pinned to N CPUs, with N times the requests in
+	// flight, so bytes per series can be compared across core counts. Empty: one run, unpinned.
+	MemoryProcs []int
+	// Concurrency is the requests in flight per CPU of a MemoryProcs run.
+	Concurrency int
 }
 
 // MemoryPlan is the set `make testbed-memory` runs: the memory work's and the overload items'
@@ -143,9 +149,17 @@ func MemoryPlan(c MemoryPlanConfig) []Probe {
 	if floorRounds == 0 {
 		floorRounds = DefaultFloorRounds
 	}
-	return []Probe{
-		{Name: "memory-1m", Kind: ProbeMemory, Shapes: []Shape{Shape1M}, Sides: []string{"ours", "stock"},
-			Window: window, MaxWindow: max(window, 4*time.Minute), SpansPerRequest: 1000},
+	memory := []Probe{{Name: "memory-1m", Kind: ProbeMemory, Shapes: []Shape{Shape1M}, Sides: []string{"ours", "stock"},
+		Window: window, MaxWindow: max(window, 4*time.Minute), SpansPerRequest: 1000}}
+	if len(c.MemoryProcs) > 0 {
+		memory = memory[:0]
+		for _, n := range c.MemoryProcs {
+			memory = append(memory, Probe{Name: fmt.Sprintf("memory-1m-gomaxprocs-%d", n), Kind: ProbeMemory,
+				Shapes: []Shape{Shape1M}, Sides: []string{"ours", "stock"}, Window: window, MaxWindow: max(window, 4*time.Minute),
+				SpansPerRequest: 1000, GOMAXPROCS: strconv.Itoa(n), PinCPU: true, Concurrency: max(c.Concurrency, 1) * n})
+		}
+	}
+	return append(memory, []Probe{
 		{Name: "scrape-100k", Kind: ProbeScrapeLoad, Shapes: []Shape{Shape100k}, Sides: []string{"ours", "stock"},
 			Window: c.Phase, Warmup: warmup, Scrapers: 1, Gzip: true, ScrapeEvery: time.Second, GOMAXPROCS: "1", PinCPU: true,
 			SpansPerRequest: 1000},
@@ -155,7 +169,37 @@ func MemoryPlan(c MemoryPlanConfig) []Probe {
 			Window: c.Phase, Warmup: warmup, Scrapers: 8, Gzip: false, GOMAXPROCS: "1", PinCPU: true, SpansPerRequest: 1000},
 		{Name: "kafka-stale-100k", Kind: ProbeStaleness, Shapes: []Shape{Shape100k}, Sides: []string{"ours"},
 			SpansPerRequest: 10, Backlog: c.Backlog, FlushInterval: 5 * time.Second},
+	}...)
+}
+
+// KeepSides keeps, of each probe of plan, only the sides named in sides (comma-separated "ours",
+// "stock", "floor"), and drops the probes left with none. An empty sides keeps plan as it is.
+func KeepSides(plan []Probe, sides string) ([]Probe, error) {
+	if sides == "" {
+		return plan, nil
 	}
+	keep := map[string]bool{}
+	for name := range strings.SplitSeq(sides, ",") {
+		name = strings.TrimSpace(name)
+		if name != "ours" && name != "stock" && name != "floor" {
+			return nil, fmt.Errorf("-sides: %q is not a collector, use ours, stock or floor", name)
+		}
+		keep[name] = true
+	}
+	var out []Probe
+	for _, p := range plan {
+		var kept []string
+		for _, side := range p.Sides {
+			if keep[side] {
+				kept = append(kept, side)
+			}
+		}
+		if len(kept) > 0 {
+			p.Sides = kept
+			out = append(out, p)
+		}
+	}
+	return out, nil
 }
 
 // Title describes a probe in one line.

@@ -97,7 +97,7 @@ func stalenessRun(ctx context.Context, p Probe, c Collector, o Options, written 
 		st.MaxLatenessSeconds = max(0, st.MaxGapSeconds-st.IntervalSeconds)
 		st.ExpectedFlushes = int((until - first) / st.IntervalSeconds)
 		st.MaxPageGapSeconds = maxGap(st.PageChanges, first, until)
-		st.CallsCounted, err = countCalls(ctx, s, o, written)
+		st.CallsCounted, err = countCalls(ctx, s, o, written, time.Minute)
 		run.Phases = []Phase{{Name: "drain", Seconds: st.ConsumeSeconds, Spans: written, SpansPerSec: st.SpansPerSec}}
 		run.Phases[0].RSSMaxMiB, run.Phases[0].RSSEndMiB = rssBetween(s.watch.Samples(), first, done+1)
 		run.Phases[0].CPUPercent = cpuBetween(s.watch.Samples(), first, done+1)
@@ -135,12 +135,12 @@ func followConsumption(ctx context.Context, s *solo, written int64, timeout time
 	}
 }
 
-// countCalls waits (one minute at most) until the calls counters add up to written and returns
+// countCalls waits (limit at most) until the calls counters add up to written and returns
 // their sum.
-func countCalls(ctx context.Context, s *solo, o Options, written int64) (int64, error) {
-	scraper := NewCountingScraper(time.Minute)
+func countCalls(ctx context.Context, s *solo, o Options, written int64, limit time.Duration) (int64, error) {
+	scraper := NewCountingScraper(limit)
 	defer scraper.Close()
-	deadline := time.Now().Add(time.Minute)
+	deadline := time.Now().Add(limit)
 	for {
 		n, err := scraper.SumCounter(ctx, s.ep.metricsURL(), o.CallsMetric)
 		if err == nil && int64(n) == written {

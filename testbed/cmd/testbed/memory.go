@@ -16,12 +16,22 @@ func selectProbes(f flags) ([]loadtest.Probe, error) {
 	if f.floorRounds < 0 {
 		return nil, fmt.Errorf("-floor-rounds must be 1 or more (0 takes the default), got %d", f.floorRounds)
 	}
+	var procs []int
+	if f.memoryProcs != "" {
+		var err error
+		if procs, err = loadtest.ParseProcs(f.memoryProcs); err != nil {
+			return nil, fmt.Errorf("-memory-procs: %w", err)
+		}
+	}
 	plan := loadtest.MemoryPlan(loadtest.MemoryPlanConfig{
 		FlushInterval: f.flushInterval, Phase: f.phase, MemoryWindow: f.memoryWindow, Backlog: f.staleBacklog,
-		FloorRounds: f.floorRounds,
+		FloorRounds: f.floorRounds, MemoryProcs: procs, Concurrency: f.concurrency,
 	})
 	plan, err := selectByName(plan, f.run, func(p loadtest.Probe) string { return p.Name })
 	if err != nil {
+		return nil, err
+	}
+	if plan, err = loadtest.KeepSides(plan, f.sides); err != nil {
 		return nil, err
 	}
 	if len(plan) == 0 {

@@ -23,10 +23,10 @@ func selectScaling(f flags, cpus int) ([]loadtest.Probe, error) {
 			return nil, err
 		}
 	}
-	return loadtest.ScalingPlan(loadtest.ScalingPlanConfig{
+	return loadtest.KeepSides(loadtest.ScalingPlan(loadtest.ScalingPlanConfig{
 		Procs: procs, FlushInterval: f.flushInterval, Phase: f.phase, Rounds: f.scalingRounds,
 		Concurrency: f.concurrency, With1M: f.scaling1M,
-	}), nil
+	}), f.sides)
 }
 
 // runScaling runs the scaling plan and writes <out>/SCALING.md and the raw JSON. It fails when a
