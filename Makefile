@@ -16,7 +16,7 @@ export GONOSUMDB := github.com/open-telemetry/opentelemetry-collector-contrib
 INTEGRATION := -tags integration -p 1 -count=1 -timeout 40m
 MODULES     := . testbed
 
-.PHONY: all build stock-twin run test rules prometheus3 unit integration test-faults-full test-graph-churn-full test-name-churn-full check-generated generate bench testbed testbed-short testbed-memory testbed-scaling testbed-graph testbed-native lint docker clean tools
+.PHONY: all build stock-twin run test rules prometheus3 unit integration test-faults-full test-graph-churn-full test-name-churn-full test-burst-full check-generated generate bench testbed testbed-short testbed-memory testbed-scaling testbed-graph testbed-native lint docker clean tools
 
 all: build
 
@@ -85,6 +85,12 @@ test-graph-churn-full: build
 test-name-churn-full: build
 	cd testbed && OTELCOL_RED_NAME_CHURN=10m $(GO) test -tags integration -count=1 -timeout 20m -v \
 	  -run '^TestUniqueNameChurnStaysBounded$$' ./e2e/
+
+## test-burst-full: the long form of the hollow-snapshot test: a burst of 1.39M new calls series
+## over a minute, scraped back to back during and after it (make test runs 19.5k series), ~5 min
+test-burst-full: build
+	cd testbed && OTELCOL_RED_BURST_SERIES=1390000 $(GO) test -tags integration -count=1 -timeout 20m -v \
+	  -run '^TestBurstOfNewSeriesIsNeverHollow$$' ./e2e/
 
 ## check-generated: fail when cmd/otelcol-red drifts from builder-config.yaml
 check-generated: $(BUILDER)
