@@ -79,18 +79,17 @@ func (c *ClusteringConfig) clusterer() *clustering.Clusterer {
 
 // hasRoute reports whether span carries a non-empty string http.route, as
 // appendSemconvName reads it: its name is for from_semantic_conventions (and rules) to
-// give, never clustered, whether or not that layer is on.
+// give, never clustered, whether or not that layer is on. With that layer on, its pass over
+// the attributes tells, and this is not called.
 func hasRoute(span ptrace.Span) bool {
 	v, ok := span.Attributes().Get(attrHTTPRoute)
 	return ok && v.Type() == pcommon.ValueTypeStr && v.Str() != ""
 }
 
-// cluster renames span's name, which no earlier layer renamed, by its learned template.
-// Off, dry-run or not, the name is as it was for the metrics; a dry run only counts.
-func (n *spanNamer) cluster(s *nameScratch, svc, name string, span ptrace.Span) string {
-	if hasRoute(span) {
-		return name
-	}
+// cluster renames a span's name, which no earlier layer renamed and which has no http.route,
+// by its learned template. Off, dry-run or not, the name is as it was for the metrics; a dry
+// run only counts.
+func (n *spanNamer) cluster(s *nameScratch, svc, name string) string {
 	out, changed := n.clusters.Template(&s.cluster, svc, name)
 	switch {
 	case !changed:

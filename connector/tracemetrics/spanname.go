@@ -252,11 +252,15 @@ type nameScratch struct {
 // until the next call with s: the caller copies it into the key.
 func (n *spanNamer) name(s *nameScratch, svc string, span ptrace.Span) string {
 	name, renamed := span.Name(), false
+	// route: the span has an http.route, whose name clustering leaves to the layers above;
+	// from_semantic_conventions reads it in the same pass as its own attributes.
+	route, routeRead := false, false
 	if n.semconv {
-		if s.semconv, renamed = appendSemconvName(s.semconv[:0], span); renamed {
+		if s.semconv, renamed, route = appendSemconvName(s.semconv[:0], span); renamed {
 			name = bytesString(s.semconv)
 			s.renamed[renamedBySemconv]++
 		}
+		routeRead = true
 	}
 	if n.rules != nil && n.appliesTo(svc) {
 		if out, ok := n.ruleName(s, svc, name); ok {
@@ -265,7 +269,12 @@ func (n *spanNamer) name(s *nameScratch, svc string, span ptrace.Span) string {
 		}
 	}
 	if n.clusters != nil && !renamed {
-		name = n.cluster(s, svc, name, span)
+		if !routeRead {
+			route = hasRoute(span)
+		}
+		if !route {
+			name = n.cluster(s, svc, name)
+		}
 	}
 	return name
 }
@@ -407,7 +416,9 @@ type semconvAttrs struct {
 }
 
 // appendSemconvName appends the span's name as the semantic conventions define it, and
-// reports whether the span has the attributes for one. Only string attributes count. In order:
+// reports whether the span has the attributes for one (renamed), and whether it has a
+// non-empty string http.route, whatever its name (route, as hasRoute). Only string
+// attributes count. In order:
 //
 //   - HTTP server span (kind SERVER) with http.route: "{method} {http.route}";
 //     HTTP client span (kind CLIENT) with url.template: "{method} {url.template}"; {method} is
@@ -422,7 +433,7 @@ type semconvAttrs struct {
 //     "{messaging.operation.name} {destination}".
 //
 // The attribute values are used as they are (a route is never rewritten further here).
-func appendSemconvName(dst []byte, span ptrace.Span) ([]byte, bool) {
+func appendSemconvName(dst []byte, span ptrace.Span) (out []byte, renamed, route bool) {
 	var a semconvAttrs
 	for k, v := range span.Attributes().All() {
 		if v.Type() == pcommon.ValueTypeBool {
@@ -479,14 +490,14 @@ func appendSemconvName(dst []byte, span ptrace.Span) ([]byte, bool) {
 			if method == "_OTHER" {
 				method = "HTTP"
 			}
-			return append(append(append(dst, method...), ' '), target...), true
+			return append(append(append(dst, method...), ' '), target...), true, a.route != ""
 		}
 	}
 	if a.rpcService != "" && a.rpcMethod != "" {
-		return append(append(append(dst, a.rpcService...), '/'), a.rpcMethod...), true
+		return append(append(append(dst, a.rpcService...), '/'), a.rpcMethod...), true, a.route != ""
 	}
 	if a.dbSummary != "" {
-		return append(dst, a.dbSummary...), true
+		return append(dst, a.dbSummary...), true, a.route != ""
 	}
 	if a.dbOperation != "" {
 		target := a.dbCollection
@@ -494,7 +505,7 @@ func appendSemconvName(dst []byte, span ptrace.Span) ([]byte, bool) {
 			target = a.dbProcedure
 		}
 		if target != "" {
-			return append(append(append(dst, a.dbOperation...), ' '), target...), true
+			return append(append(append(dst, a.dbOperation...), ' '), target...), true, a.route != ""
 		}
 	}
 	if a.msgOperation != "" {
@@ -503,8 +514,8 @@ func appendSemconvName(dst []byte, span ptrace.Span) ([]byte, bool) {
 			dest = a.msgDestination
 		}
 		if dest != "" {
-			return append(append(append(dst, a.msgOperation...), ' '), dest...), true
+			return append(append(append(dst, a.msgOperation...), ' '), dest...), true, a.route != ""
 		}
 	}
-	return dst, false
+	return dst, false, a.route != ""
 }

@@ -68,6 +68,21 @@ type Scratch struct {
 	slot     *slot
 	learnBuf []byte // service and name bytes of learn
 	learn    []pending
+	last     lastName
+}
+
+// lastName is the previous call's name and outcome. A batch often holds a name several times
+// in a row (one operation's spans, as a client and a server, ok and failed, a burst of
+// one endpoint); the next call with the same service, name and snapshot returns it after
+// one comparison, without the scan and the look-up. The name is copied (at most
+// MaxNameLen bytes, one buffer per Scratch): keeping the span's string would keep the
+// request it was decoded from.
+type lastName struct {
+	valid   bool
+	snap    *snapshot
+	name    []byte
+	changed bool        // the template differs from the name; it is in Scratch.out
+	entry   *knownEntry // the template's entry, nil when unknown (it was offered to Learn)
 }
 
 type pending struct {
@@ -78,7 +93,7 @@ type pending struct {
 
 // Footprint is the bytes s holds.
 func (s *Scratch) Footprint() int64 {
-	return int64(cap(s.out)+cap(s.learnBuf)) + int64(cap(s.learn))*int64(unsafe.Sizeof(pending{}))
+	return int64(cap(s.out)+cap(s.learnBuf)+cap(s.last.name)) + int64(cap(s.learn))*int64(unsafe.Sizeof(pending{}))
 }
 
 // Template returns the template of name for service svc and whether it differs from name.
@@ -87,6 +102,15 @@ func (s *Scratch) Footprint() int64 {
 // grown.
 func (c *Clusterer) Template(s *Scratch, svc, name string) (string, bool) {
 	snap := c.snapshotOf(s, svc)
+	if l := &s.last; l.valid && l.snap == snap && bytesString(l.name) == name {
+		if l.entry != nil {
+			l.entry.stamp(c.now.Load())
+		}
+		if l.changed {
+			return bytesString(s.out), true
+		}
+		return name, false
+	}
 	merged := snap != nil && snap.merged != nil
 	// s.out is the template up to name[copied:]: the name is copied in pieces, between the
 	// words replaced, not word by word (each piece is a memmove call).
@@ -133,17 +157,22 @@ func (c *Clusterer) Template(s *Scratch, svc, name string) (string, bool) {
 		s.out = append(s.out, name[copied:]...)
 		out = bytesString(s.out)
 	}
+	var entry *knownEntry
 	if len(out) <= MaxNameLen && edges <= maxEdges {
 		h := maphash.String(c.seed, out)
-		if e := snapLookup(snap, h, out); e != nil {
-			if now := c.now.Load(); e.tmpl.lastSeen.Load() != now {
-				e.tmpl.lastSeen.Store(now)
-			}
+		if entry = snapLookup(snap, h, out); entry != nil {
+			entry.stamp(c.now.Load())
 		} else {
 			s.addLearn(svc, out, h)
 		}
 	}
-	return out, copied > 0 && out != name
+	changed := copied > 0 && out != name
+	if len(name) <= MaxNameLen {
+		s.last = lastName{valid: true, snap: snap, name: append(s.last.name[:0], name...), changed: changed, entry: entry}
+	} else {
+		s.last.valid = false
+	}
+	return out, changed
 }
 
 func snapLookup(snap *snapshot, h uint64, name string) *knownEntry {
@@ -159,6 +188,7 @@ func (c *Clusterer) snapshotOf(s *Scratch, svc string) *snapshot {
 	m := c.services.Load()
 	if m != s.services || svc != s.svc {
 		s.services, s.svc, s.slot = m, svc, (*m)[svc]
+		s.last.valid = false
 	}
 	if s.slot == nil {
 		return nil
@@ -193,6 +223,9 @@ func (c *Clusterer) Learn(s *Scratch, now int64) {
 		c.l.learn(s.learnBuf[p.svcOff:p.svcOff+p.svcLen], s.learnBuf[p.nameOff:p.nameOff+p.nameLen], sec)
 	}
 	s.learn, s.learnBuf = s.learn[:0], s.learnBuf[:0]
+	// An unknown name is offered again after this Learn, as before it (the learner may have
+	// had no room for it).
+	s.last.valid = false
 }
 
 // Publish gives the producers new snapshots of the services whose trees changed since the
