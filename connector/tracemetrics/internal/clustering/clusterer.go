@@ -68,21 +68,6 @@ type Scratch struct {
 	slot     *slot
 	learnBuf []byte // service and name bytes of learn
 	learn    []pending
-	last     lastName
-}
-
-// lastName is the previous call's name and outcome. A batch often holds a name several times
-// in a row (one operation's spans, as a client and a server, ok and failed, a burst of
-// one endpoint); the next call with the same service, name and snapshot returns it after
-// one comparison, without the scan and the look-up. The name is copied (at most
-// MaxNameLen bytes, one buffer per Scratch): keeping the span's string would keep the
-// request it was decoded from.
-type lastName struct {
-	valid   bool
-	snap    *snapshot
-	name    []byte
-	changed bool        // the template differs from the name; it is in Scratch.out
-	entry   *knownEntry // the template's entry, nil when unknown (it was offered to Learn)
 }
 
 type pending struct {
@@ -93,8 +78,11 @@ type pending struct {
 
 // Footprint is the bytes s holds.
 func (s *Scratch) Footprint() int64 {
-	return int64(cap(s.out)+cap(s.learnBuf)+cap(s.last.name)) + int64(cap(s.learn))*int64(unsafe.Sizeof(pending{}))
+	return int64(cap(s.out)+cap(s.learnBuf)) + int64(cap(s.learn))*int64(unsafe.Sizeof(pending{}))
 }
+
+// Pending is how many names s holds for Learn.
+func (s *Scratch) Pending() int { return len(s.learn) }
 
 // Template returns the template of name for service svc and whether it differs from name.
 // The result may point into s and is valid until the next call with s. Names the learner
@@ -102,15 +90,6 @@ func (s *Scratch) Footprint() int64 {
 // grown.
 func (c *Clusterer) Template(s *Scratch, svc, name string) (string, bool) {
 	snap := c.snapshotOf(s, svc)
-	if l := &s.last; l.valid && l.snap == snap && bytesString(l.name) == name {
-		if l.entry != nil {
-			l.entry.stamp(c.now.Load())
-		}
-		if l.changed {
-			return bytesString(s.out), true
-		}
-		return name, false
-	}
 	merged := snap != nil && snap.merged != nil
 	// s.out is the template up to name[copied:]: the name is copied in pieces, between the
 	// words replaced, not word by word (each piece is a memmove call).
@@ -157,22 +136,31 @@ func (c *Clusterer) Template(s *Scratch, svc, name string) (string, bool) {
 		s.out = append(s.out, name[copied:]...)
 		out = bytesString(s.out)
 	}
-	var entry *knownEntry
 	if len(out) <= MaxNameLen && edges <= maxEdges {
 		h := maphash.String(c.seed, out)
-		if entry = snapLookup(snap, h, out); entry != nil {
-			entry.stamp(c.now.Load())
+		if e := snapLookup(snap, h, out); e != nil {
+			e.stamp(c.now.Load())
 		} else {
 			s.addLearn(svc, out, h)
 		}
 	}
-	changed := copied > 0 && out != name
-	if len(name) <= MaxNameLen {
-		s.last = lastName{valid: true, snap: snap, name: append(s.last.name[:0], name...), changed: changed, entry: entry}
-	} else {
-		s.last.valid = false
+	return out, copied > 0 && out != name
+}
+
+// Touch reads the entry of svc's snapshot where Template will look name up when name is its
+// own template (a clean name: no ID, no merged position), and returns a byte of it for the
+// caller to keep the read. With tens of thousands of templates the snapshots do not stay in
+// the CPU caches, and each look-up is a cache miss that nothing else overlaps; a caller that
+// touches the next spans' names first, in a short loop, has their misses in flight at once
+// (as the reducer's touchSpans does for the spans). A name that Template rewrites touches an
+// entry for nothing. It changes nothing but s's service (as Template with svc would).
+func (c *Clusterer) Touch(s *Scratch, svc, name string) byte {
+	snap := c.snapshotOf(s, svc)
+	if snap == nil || len(name) > MaxNameLen {
+		return 0
 	}
-	return out, changed
+	h := maphash.String(c.seed, name)
+	return snap.known[h&uint64(len(snap.known)-1)].n
 }
 
 func snapLookup(snap *snapshot, h uint64, name string) *knownEntry {
@@ -188,7 +176,6 @@ func (c *Clusterer) snapshotOf(s *Scratch, svc string) *snapshot {
 	m := c.services.Load()
 	if m != s.services || svc != s.svc {
 		s.services, s.svc, s.slot = m, svc, (*m)[svc]
-		s.last.valid = false
 	}
 	if s.slot == nil {
 		return nil
@@ -223,9 +210,6 @@ func (c *Clusterer) Learn(s *Scratch, now int64) {
 		c.l.learn(s.learnBuf[p.svcOff:p.svcOff+p.svcLen], s.learnBuf[p.nameOff:p.nameOff+p.nameLen], sec)
 	}
 	s.learn, s.learnBuf = s.learn[:0], s.learnBuf[:0]
-	// An unknown name is offered again after this Learn, as before it (the learner may have
-	// had no room for it).
-	s.last.valid = false
 }
 
 // Publish gives the producers new snapshots of the services whose trees changed since the

@@ -2,7 +2,6 @@ package clustering
 
 import (
 	"fmt"
-	"math/rand/v2"
 	"strings"
 	"sync"
 	"testing"
@@ -267,63 +266,6 @@ func TestTemplateOfKnownNamesAllocatesNothing(t *testing.T) {
 	})
 	require.Zero(t, allocs)
 	require.Empty(t, h.s.learn)
-}
-
-// A name repeated on one Scratch is answered from its memo of the last name (lastName): the
-// answers and the names offered to the learner must be those of the full path, across
-// repeats, changes of service, new snapshots (merges, evictions) and Learn calls.
-func TestRepeatedNamesAnswerAsTheFullPath(t *testing.T) {
-	h := newHarness(t, Config{MaxChildren: 3, MaxTemplatesPerService: 6, TemplateExpiration: time.Minute})
-	var full Scratch // its memo is cleared before every call
-	rnd := rand.New(rand.NewPCG(3, 4))
-	names := []string{"GET /users/a", "GET /users/b", "GET /users/c", "GET /users/d", "GET /users/e",
-		"GET /orders/12", "GET /orders/13", "op", "op x", "op y", "/p/1/q", strings.Repeat("long/", 60)}
-	// More names than a Scratch offers between two Learn calls (LearnPerBatch): those left
-	// out must be offered after the next.
-	for i := range 2 * LearnPerBatch {
-		names = append(names, "task "+letters(i))
-	}
-	hits := 0
-	for i := range 3000 {
-		svc := fmt.Sprintf("s%d", rnd.IntN(2))
-		name := names[rnd.IntN(len(names))]
-		for range 1 + rnd.IntN(3) {
-			hit := h.s.last.valid && h.s.svc == svc && bytesString(h.s.last.name) == name
-			got, changed := h.c.Template(&h.s, svc, name)
-			full.last.valid = false
-			want, wantChanged := h.c.Template(&full, svc, name)
-			require.Equal(t, want, got, "call %d: %s %s", i, svc, name)
-			require.Equal(t, wantChanged, changed, "call %d: %s %s", i, svc, name)
-			require.Equal(t, full.learn, h.s.learn, "call %d: %s %s", i, svc, name)
-			require.Equal(t, full.learnBuf, h.s.learnBuf, "call %d: %s %s", i, svc, name)
-			if hit && h.s.last.valid {
-				hits++
-			}
-		}
-		if rnd.IntN(40) == 0 {
-			clock += int64(time.Second)
-			h.learn()
-			full.learn, full.learnBuf = full.learn[:0], full.learnBuf[:0]
-		}
-	}
-	require.Greater(t, hits, 1000, "the memo answered")
-
-	// The same name of another service without templates (no snapshot either) is offered too.
-	var s Scratch
-	h.c.Template(&s, "new-1", "op")
-	h.c.Template(&s, "new-2", "op")
-	require.Len(t, s.learn, 2)
-	// A name left out of a full Scratch is offered after the Learn call, also when that Learn
-	// did not change its service's snapshot.
-	s = Scratch{}
-	for i := range LearnPerBatch {
-		h.c.Template(&s, "s1", "late "+letters(i))
-	}
-	h.c.Template(&s, "s0", "late one")
-	h.c.Learn(&s, clock)
-	h.c.Publish()
-	h.c.Template(&s, "s0", "late one")
-	require.Len(t, s.learn, 1)
 }
 
 // Producers read while the learner writes (go test -race).
