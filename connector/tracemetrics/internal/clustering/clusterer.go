@@ -21,8 +21,8 @@ const (
 	// MaxServices is the number of services with templates; names of further services get
 	// the ID heuristics only, until services expire.
 	MaxServices = 1000
-	// MaxTemplates bounds the templates of all services together (about 600 bytes each with
-	// their tree and snapshot entries: ~60 MiB): when it is reached, a service makes room
+	// MaxTemplates bounds the templates of all services together (about 700 bytes each with
+	// their tree and snapshot entries, 2 to 4 of 64 bytes: ~70 MiB): when it is reached, a service makes room
 	// among its own templates, and a service without templates gets none.
 	MaxTemplates = 100_000
 	// MaxNameLen and maxEdges bound the names learned: longer ones get the ID heuristics and
