@@ -90,8 +90,15 @@ func TestClusteringAfterSemconvAndRules(t *testing.T) {
 			attrs: map[string]any{"db.operation.name": "SELECT", "db.collection.name": "t1"}},
 		{service: "a", name: "job 12"},
 		{service: "a", name: "task 12"},
+		// A route that from_semantic_conventions does not name this span by (a client span)
+		// still keeps clustering off it, as with that layer off.
+		{service: "a", kind: ptrace.SpanKindClient, name: "GET /orders/55",
+			attrs: map[string]any{"http.request.method": "GET", "http.route": "/orders/{id}"}},
+		{service: "a", kind: ptrace.SpanKindClient, name: "GET /orders/56",
+			attrs: map[string]any{"http.request.method": "GET", "http.route": ""}},
 	})
-	require.Equal(t, map[string]int64{"a|SELECT t1": 1, "a|job 7 of 12": 1, "a|task {id}": 1}, callsByName(t, r))
+	require.Equal(t, map[string]int64{"a|SELECT t1": 1, "a|job 7 of 12": 1, "a|task {id}": 1,
+		"a|GET /orders/55": 1, "a|GET /orders/{id}": 1}, callsByName(t, r))
 }
 
 // Up to max_children distinct words at a position stay apart; the learner merges the

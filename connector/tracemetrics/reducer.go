@@ -54,7 +54,11 @@ func (r *reducer) reduce(b *deltaBatch, td ptrace.Traces) {
 			b.spans += int64(spans.Len())
 			for k := 0; k < spans.Len(); k++ {
 				if k%touchAhead == 0 && spans.Len()-k >= minTouch {
-					b.touch ^= touchSpans(spans, k, min(k+touchAhead, spans.Len()))
+					end := min(k+touchAhead, spans.Len())
+					b.touch ^= touchSpans(spans, k, end)
+					if r.names != nil {
+						b.touch ^= r.names.touchTemplates(&b.names, svcName, spans, k, end)
+					}
 				}
 				r.reduceSpan(b, res, resHash, svcName, resAttrs, scope, withScope, spans.At(k))
 			}

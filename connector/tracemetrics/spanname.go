@@ -246,32 +246,99 @@ type nameScratch struct {
 	dryRun        int64
 	misses        uint64             // names that found their cache set full (nameCacheAdmit)
 	cluster       clustering.Scratch // the template built, and the names for the learner
+	last          lastName
+}
+
+// lastName is the previous span's name and what the rules and clustering made of it, for
+// the next span with the same service, name and http.route presence: a request usually holds
+// one operation's spans in a row (as a server and a client, ok and failed, a burst of one
+// endpoint), and each of them after the first costs a comparison instead of the rule
+// prefixes, clustering's scan of the name and its look-up, a cache miss with many templates.
+// It lives for one reduce call (publish clears it): svc and name point into the request, and
+// out into s.rule or s.cluster, which only a call that replaces it rewrites. A repeat does
+// not stamp its clustering template again: the first span of the run did, in the same call.
+type lastName struct {
+	valid                bool
+	route                bool // the span has an http.route (clustering leaves it alone)
+	svc, name            string
+	out                  string
+	kept                 bool // out is name
+	rule, clustered, dry bool // the counters the first span added to
 }
 
 // name returns the name span's series are keyed by. The result may point into s and is valid
 // until the next call with s: the caller copies it into the key.
 func (n *spanNamer) name(s *nameScratch, svc string, span ptrace.Span) string {
-	name, renamed := span.Name(), false
+	name := span.Name()
+	// route: the span has an http.route, whose name clustering leaves to the layers above;
+	// from_semantic_conventions reads it in the same pass as its own attributes.
+	route, routeRead := false, false
 	if n.semconv {
-		if s.semconv, renamed = appendSemconvName(s.semconv[:0], span); renamed {
-			name = bytesString(s.semconv)
+		var renamed bool
+		if s.semconv, renamed, route = appendSemconvName(s.semconv[:0], span); renamed {
 			s.renamed[renamedBySemconv]++
+			s.last.valid = false // the rules may rewrite s.rule, which s.last.out may be in
+			name = bytesString(s.semconv)
+			if out, ok := n.rename(s, svc, name); ok {
+				return out
+			}
+			return name
 		}
+		routeRead = true
 	}
-	if n.rules != nil && n.appliesTo(svc) {
-		if out, ok := n.ruleName(s, svc, name); ok {
-			name, renamed = out, true
-			s.renamed[renamedByRule]++
+	if n.clusters != nil && !routeRead {
+		route = hasRoute(span)
+	}
+	if l := &s.last; l.valid && l.route == route && l.name == name && l.svc == svc {
+		l.count(s)
+		if l.kept {
+			return name
 		}
+		return l.out
 	}
-	if n.clusters != nil && !renamed {
-		name = n.cluster(s, svc, name, span)
+	rule, clustered, dry := s.renamed[renamedByRule], s.renamed[renamedByClustering], s.dryRun
+	out := name
+	if r, ok := n.rename(s, svc, name); ok {
+		out = r
+	} else if n.clusters != nil && !route {
+		out = n.cluster(s, svc, name)
 	}
-	return name
+	s.last = lastName{valid: true, route: route, svc: svc, name: name, out: out, kept: out == name,
+		rule:      s.renamed[renamedByRule] != rule,
+		clustered: s.renamed[renamedByClustering] != clustered,
+		dry:       s.dryRun != dry}
+	return out
 }
 
-// publish adds the spans s renamed to the counters, once per request.
+// count adds to s's counters what the span l describes added.
+func (l *lastName) count(s *nameScratch) {
+	if l.rule {
+		s.renamed[renamedByRule]++
+	}
+	if l.clustered {
+		s.renamed[renamedByClustering]++
+	}
+	if l.dry {
+		s.dryRun++
+	}
+}
+
+// rename applies the rules to name, counting a rename.
+func (n *spanNamer) rename(s *nameScratch, svc, name string) (string, bool) {
+	if n.rules == nil || !n.appliesTo(svc) {
+		return "", false
+	}
+	out, ok := n.ruleName(s, svc, name)
+	if ok {
+		s.renamed[renamedByRule]++
+	}
+	return out, ok
+}
+
+// publish adds the spans s renamed to the counters, once per request, and forgets the last
+// name (lastName: it points into the request).
 func (n *spanNamer) publish(s *nameScratch) {
+	s.last = lastName{}
 	for i, v := range s.renamed {
 		if v != 0 {
 			n.renamed[i].Add(v)
@@ -407,7 +474,9 @@ type semconvAttrs struct {
 }
 
 // appendSemconvName appends the span's name as the semantic conventions define it, and
-// reports whether the span has the attributes for one. Only string attributes count. In order:
+// reports whether the span has the attributes for one (renamed), and whether it has a
+// non-empty string http.route, whatever its name (route, as hasRoute). Only string
+// attributes count. In order:
 //
 //   - HTTP server span (kind SERVER) with http.route: "{method} {http.route}";
 //     HTTP client span (kind CLIENT) with url.template: "{method} {url.template}"; {method} is
@@ -422,7 +491,7 @@ type semconvAttrs struct {
 //     "{messaging.operation.name} {destination}".
 //
 // The attribute values are used as they are (a route is never rewritten further here).
-func appendSemconvName(dst []byte, span ptrace.Span) ([]byte, bool) {
+func appendSemconvName(dst []byte, span ptrace.Span) (out []byte, renamed, route bool) {
 	var a semconvAttrs
 	for k, v := range span.Attributes().All() {
 		if v.Type() == pcommon.ValueTypeBool {
@@ -479,14 +548,14 @@ func appendSemconvName(dst []byte, span ptrace.Span) ([]byte, bool) {
 			if method == "_OTHER" {
 				method = "HTTP"
 			}
-			return append(append(append(dst, method...), ' '), target...), true
+			return append(append(append(dst, method...), ' '), target...), true, a.route != ""
 		}
 	}
 	if a.rpcService != "" && a.rpcMethod != "" {
-		return append(append(append(dst, a.rpcService...), '/'), a.rpcMethod...), true
+		return append(append(append(dst, a.rpcService...), '/'), a.rpcMethod...), true, a.route != ""
 	}
 	if a.dbSummary != "" {
-		return append(dst, a.dbSummary...), true
+		return append(dst, a.dbSummary...), true, a.route != ""
 	}
 	if a.dbOperation != "" {
 		target := a.dbCollection
@@ -494,7 +563,7 @@ func appendSemconvName(dst []byte, span ptrace.Span) ([]byte, bool) {
 			target = a.dbProcedure
 		}
 		if target != "" {
-			return append(append(append(dst, a.dbOperation...), ' '), target...), true
+			return append(append(append(dst, a.dbOperation...), ' '), target...), true, a.route != ""
 		}
 	}
 	if a.msgOperation != "" {
@@ -503,8 +572,8 @@ func appendSemconvName(dst []byte, span ptrace.Span) ([]byte, bool) {
 			dest = a.msgDestination
 		}
 		if dest != "" {
-			return append(append(append(dst, a.msgOperation...), ' '), dest...), true
+			return append(append(append(dst, a.msgOperation...), ' '), dest...), true, a.route != ""
 		}
 	}
-	return dst, false
+	return dst, false, a.route != ""
 }

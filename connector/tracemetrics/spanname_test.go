@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
@@ -446,5 +447,100 @@ func TestAnchoredPrefix(t *testing.T) {
 				require.False(t, re.MatchString(name), "%s skipped %q, which it matches", expr, name)
 			}
 		}
+	}
+}
+
+// The last-name memo (lastName) answers a repeated span as the full path would: same names,
+// same counters, same names offered to clustering's learner. Two scratches of one namer see
+// the same spans in runs of repeats; the second forgets its memo before every span.
+func TestRepeatedSpanNamesAnswerAsTheFullPath(t *testing.T) {
+	rules := []SpanNameRule{
+		{Match: `^tenant-[0-9a-z]+ (.*)$`, Replace: "$1"},
+		{Service: "b", Match: `^GET /cart/\d+$`, Replace: "GET /cart/{id}"},
+		// For the names from_semantic_conventions gives: it rewrites the rules' buffer.
+		{Match: `^GET /r/(.*)$`, Replace: "GET /route/$1"},
+	}
+	names := []string{"GET /orders/12", "GET /orders/13", "tenant-7 GET /x/5", "GET /cart/9", "op",
+		"GET /users/wa", "GET /users/wb", "GET /users/wc", "GET /users/wd", "job 5f2a9c1e77"}
+	for _, c := range []struct {
+		name string
+		cfg  SpanNameConfig
+	}{
+		{"clustering", SpanNameConfig{Clustering: ClusteringConfig{Enabled: true, MaxChildren: 3, MaxTemplatesPerService: 5}}},
+		{"every layer", SpanNameConfig{FromSemanticConventions: true, Rules: rules,
+			Clustering: ClusteringConfig{Enabled: true, MaxChildren: 3, MaxTemplatesPerService: 5}}},
+		{"dry run", SpanNameConfig{FromSemanticConventions: true, Rules: rules,
+			Clustering: ClusteringConfig{Enabled: true, DryRun: true, MaxChildren: 3, MaxTemplatesPerService: 5}}},
+		{"rules", SpanNameConfig{FromSemanticConventions: true, Rules: rules}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			n := newSpanNamer(c.cfg)
+			var sm, sf nameScratch
+			rnd := newRand(5)
+			now := testStart.UnixNano()
+			if len(c.cfg.Rules) > 0 && c.cfg.FromSemanticConventions {
+				// A span the rules rename, one from_semantic_conventions names (the rules
+				// rewrite the buffer the first's name is in: too long for the rule cache, it
+				// is built there), the first again.
+				long := "GET /" + strings.Repeat("x", nameCacheMaxLen)
+				a, b := ptrace.NewSpan(), ptrace.NewSpan()
+				a.SetName("tenant-7 " + long)
+				b.SetName("b")
+				b.SetKind(ptrace.SpanKindServer)
+				b.Attributes().PutStr("http.request.method", "GET")
+				b.Attributes().PutStr("http.route", "/r/{id}")
+				require.Equal(t, long, n.name(&sm, "a", a))
+				require.Equal(t, "GET /route/{id}", n.name(&sm, "a", b))
+				require.Equal(t, long, n.name(&sm, "a", a))
+				n.publish(&sm)
+			}
+			hits := 0
+			for i := range 4000 {
+				span := ptrace.NewSpan()
+				span.SetName(names[rnd.IntN(len(names))])
+				span.SetKind(ptrace.SpanKindServer)
+				if rnd.IntN(2) == 0 {
+					span.SetKind(ptrace.SpanKindClient)
+				}
+				switch rnd.IntN(4) {
+				case 0: // named by the semantic conventions (a server span)
+					span.Attributes().PutStr("http.request.method", "GET")
+					span.Attributes().PutStr("http.route", "/r/{id}")
+				case 1: // a route only: never clustered
+					span.Attributes().PutStr("http.route", "/r/{id}")
+				}
+				svc := string(rune('a' + rnd.IntN(3)))
+				for range 1 + rnd.IntN(4) {
+					hit := sm.last.valid && sm.last.name == span.Name() && sm.last.svc == svc
+					got := strings.Clone(n.name(&sm, svc, span))
+					sf.last.valid = false
+					want := n.name(&sf, svc, span)
+					require.Equal(t, want, got, "span %d", i)
+					require.Equal(t, sf.renamed, sm.renamed, "span %d", i)
+					require.Equal(t, sf.dryRun, sm.dryRun, "span %d", i)
+					require.Equal(t, sf.cluster.Pending(), sm.cluster.Pending(), "span %d", i)
+					if hit && sm.last.valid {
+						hits++
+					}
+				}
+				if rnd.IntN(8) == 0 { // the end of a request, and the aggregator after it
+					require.Equal(t, sf.renamed, sm.renamed)
+					n.publish(&sm)
+					sf = nameScratch{cluster: sf.cluster}
+					require.False(t, sm.last.valid)
+					if rnd.IntN(2) == 0 {
+						// Both offered the same names: learning them twice changes nothing.
+						now += int64(time.Second)
+						n.learnNames(&sm, now)
+						n.learnNames(&sf, now)
+						n.publishTemplates(false, now)
+					}
+				}
+			}
+			require.Greater(t, hits, 1000, "the memo answered")
+			if n.clusters != nil {
+				require.Positive(t, n.clusters.Templates())
+			}
+		})
 	}
 }

@@ -10,16 +10,48 @@ import (
 // merged positions, each in an open-addressing table of immutable entries, found by hash
 // and compared exactly (a collision never gives a name another's template). The learner
 // builds a new one whenever the service's tree changed and stores it in the service's slot;
-// it is never written after that.
+// after that only the entries' seen stamps (atomics) are written.
 type snapshot struct {
 	known  []knownEntry  // power of two; a nil tmpl is an empty slot
 	merged []mergedEntry // power of two, or nil when no position is merged
 }
 
+// knownEntry is one cache line (64 bytes), so that a producer's look-up of a known name,
+// stamp included, usually reads one line of memory: the name is compared in inline when it
+// fits (most names, and every template of an ID or a wildcard it holds, are short), and
+// seen mirrors tmpl.lastSeen, which is stamped through it once per second at most. With
+// tens of thousands of templates the tables do not stay cached, and reading the name and the
+// template from their own heap objects cost two more misses a span (~60 ns, BenchmarkLayers).
 type knownEntry struct {
-	hash uint64
-	name string
-	tmpl *template // for lastSeen only
+	hash   uint64
+	seen   atomic.Int64 // tmpl.lastSeen as this snapshot last stamped or read it
+	tmpl   *template    // for lastSeen only
+	name   string
+	n      uint8 // len(name) when it is in inline, else inlineName+1
+	inline [inlineName]byte
+}
+
+// inlineName is the longest name a knownEntry holds in itself: what is left of 64 bytes.
+const inlineName = 23
+
+// is reports whether e is the entry of name, whose hash is h.
+func (e *knownEntry) is(h uint64, name string) bool {
+	if e.hash != h {
+		return false
+	}
+	if len(name) <= inlineName {
+		return int(e.n) == len(name) && string(e.inline[:len(name)]) == name
+	}
+	return e.name == name
+}
+
+// stamp records that the template was seen at now (unix seconds): once per second at most
+// does it write the template itself.
+func (e *knownEntry) stamp(now int64) {
+	if e.seen.Load() != now {
+		e.seen.Store(now)
+		e.tmpl.lastSeen.Store(now)
+	}
 }
 
 type mergedEntry struct {
@@ -47,7 +79,13 @@ func (l *learner) buildSnapshot(seed maphash.Seed, sv *service) *snapshot {
 			for s.known[i].tmpl != nil {
 				i = (i + 1) & uint64(len(s.known)-1)
 			}
-			s.known[i] = knownEntry{hash: h, name: n.tmpl.name, tmpl: n.tmpl}
+			e := &s.known[i]
+			e.hash, e.name, e.tmpl = h, n.tmpl.name, n.tmpl
+			e.seen.Store(n.tmpl.lastSeen.Load())
+			e.n = inlineName + 1
+			if len(e.name) <= inlineName {
+				e.n = uint8(copy(e.inline[:], e.name))
+			}
 		}
 		if n.merged {
 			merged = append(merged, n)
@@ -76,7 +114,7 @@ func (l *learner) buildSnapshot(seed maphash.Seed, sv *service) *snapshot {
 func (s *snapshot) lookup(h uint64, name string) *knownEntry {
 	mask := uint64(len(s.known) - 1)
 	for i := h & mask; s.known[i].tmpl != nil; i = (i + 1) & mask {
-		if e := &s.known[i]; e.hash == h && e.name == name {
+		if e := &s.known[i]; e.is(h, name) {
 			return e
 		}
 	}
