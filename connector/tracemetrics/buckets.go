@@ -1,15 +1,10 @@
 package tracemetrics // import "github.com/otelcol-red/otelcol-red/connector/tracemetrics"
 
-import (
-	"math"
-
-	"github.com/lightstep/go-expohisto/mapping"
-	"github.com/lightstep/go-expohisto/mapping/logarithm"
-)
+import "math"
 
 // Exponential histograms follow the OpenTelemetry base-2 exponential mapping exactly as
 // lightstep/go-expohisto (spanmetrics' implementation) does: the index of a value at scale 20
-// comes from go-expohisto's own logarithm mapping, and the index at a lower scale s is that
+// is go-expohisto's logarithm mapping's (expoindex.go), and the index at a lower scale s is that
 // index shifted right by 20-s, which is what go-expohisto's downscaling does to counts it holds.
 // The scale of a histogram is the largest one (at most 20) at which its non-zero values fit in
 // max_size buckets, so it does not depend on the order of the values, and merging two
@@ -22,22 +17,6 @@ const (
 	// zeroCode marks a zero duration in an observation (go-expohisto's zero bucket).
 	zeroCode = math.MinInt32
 )
-
-var expoMapping20 = func() mapping.Mapping {
-	m, err := logarithm.NewMapping(expoMaxScale)
-	if err != nil {
-		panic(err)
-	}
-	return m
-}()
-
-// expoIndex20 returns the observation code of v: its bucket index at scale 20, or zeroCode.
-func expoIndex20(v float64) int32 {
-	if v == 0 {
-		return zeroCode
-	}
-	return expoMapping20.MapToIndex(v)
-}
 
 // expoSketch is the bucket part of an exponential histogram: counts[0:n] of a segment of a
 // shared slab hold the buckets start..start+n-1 at scale. Slots n..cap-1 are always zero.
@@ -96,6 +75,17 @@ func changeScale(hi, lo, maxSize int32) int32 {
 
 // add counts c observations whose scale-20 index is idx20.
 func (k *expoSketch) add(s *slab, idx20 int32, c uint64, maxSize int32) {
+	// Most observations land in a bucket the sketch already covers (never when it is empty:
+	// n is 0).
+	if p := idx20>>(expoMaxScale-k.scale) - k.start; uint32(p) < uint32(k.n) {
+		s.buf[k.off+uint32(p)] += c
+		return
+	}
+	k.addSlow(s, idx20, c, maxSize)
+}
+
+// addSlow is add when the sketch is empty or the bucket is outside its range.
+func (k *expoSketch) addSlow(s *slab, idx20 int32, c uint64, maxSize int32) {
 	if k.n == 0 {
 		k.scale = expoMaxScale
 	}

@@ -30,10 +30,14 @@ type expBuckets struct {
 // step), as OTLP SDKs do when a histogram outgrows its maximum size.
 const maxExpBuckets = 1 << 14
 
-// set copies one side of a point.
+// set copies one side of a point into b's slice, reusing its capacity (AsRaw would allocate a
+// copy of its own for every point).
 func (b *expBuckets) set(src pmetric.ExponentialHistogramDataPointBuckets) {
 	b.offset = src.Offset()
-	b.counts = append(b.counts[:0], src.BucketCounts().AsRaw()...)
+	b.counts = b.counts[:0]
+	for _, c := range src.BucketCounts().All() {
+		b.counts = append(b.counts, c)
+	}
 }
 
 // downscale merges 2^by adjacent buckets into one, as the scale decreases by
@@ -130,9 +134,11 @@ func (st *expState) setBuckets(dp pmetric.ExponentialHistogramDataPoint) {
 }
 
 // addBuckets adds a delta point's buckets to the held ones; st.scale and
-// st.zeroThresh still describe the held state.
-func (st *expState) addBuckets(dp pmetric.ExponentialHistogramDataPoint) {
-	var pos, neg expBuckets
+// st.zeroThresh still describe the held state. scratch holds the point's two
+// sides meanwhile: the store's, so that adding a delta allocates nothing once
+// the held buckets cover it.
+func (st *expState) addBuckets(dp pmetric.ExponentialHistogramDataPoint, scratch *[2]expBuckets) {
+	pos, neg := &scratch[0], &scratch[1]
 	pos.set(dp.Positive())
 	neg.set(dp.Negative())
 	scale := min(st.scale, dp.Scale())
@@ -140,9 +146,9 @@ func (st *expState) addBuckets(dp pmetric.ExponentialHistogramDataPoint) {
 	st.neg.downscale(st.scale - scale)
 	pos.downscale(dp.Scale() - scale)
 	neg.downscale(dp.Scale() - scale)
-	for span(st.pos, pos) > maxExpBuckets || span(st.neg, neg) > maxExpBuckets {
+	for span(st.pos, *pos) > maxExpBuckets || span(st.neg, *neg) > maxExpBuckets {
 		scale--
-		for _, b := range []*expBuckets{&st.pos, &st.neg, &pos, &neg} {
+		for _, b := range []*expBuckets{&st.pos, &st.neg, pos, neg} {
 			b.downscale(1)
 		}
 	}
@@ -154,8 +160,8 @@ func (st *expState) addBuckets(dp pmetric.ExponentialHistogramDataPoint) {
 	if zt > dp.ZeroThreshold() {
 		zero += pos.dropBelow(scale, zt) + neg.dropBelow(scale, zt)
 	}
-	st.pos.add(pos)
-	st.neg.add(neg)
+	st.pos.add(*pos)
+	st.neg.add(*neg)
 	st.scale, st.zeroThresh, st.zeroCount = scale, zt, zero
 	if s := int64(dp.StartTimestamp()); st.start == 0 || s != 0 && s < st.start {
 		st.start = s

@@ -214,3 +214,22 @@ func TestExpBucketsSpanBounded(t *testing.T) {
 	assert.Equal(t, uint64(6), total)
 	assert.Equal(t, int64(-1_000_000)>>(8-st.scale), int64(st.pos.offset))
 }
+
+// Adding a delta point whose buckets the held state already covers allocates nothing: the
+// point's sides pass through the store's scratch, not through copies of their own.
+func TestExpBucketsAddAllocatesNothing(t *testing.T) {
+	var st expState
+	var scratch [2]expBuckets
+	dp := pmetric.NewExponentialHistogramDataPoint()
+	dp.SetScale(3)
+	dp.SetCount(6)
+	dp.Positive().SetOffset(10)
+	dp.Positive().BucketCounts().FromRaw([]uint64{1, 2, 3})
+	st.scale = 3
+	st.setBuckets(dp)
+	st.addBuckets(dp, &scratch) // the scratch grows once (AllocsPerRun adds once more, unmeasured)
+	allocs := testing.AllocsPerRun(100, func() { st.addBuckets(dp, &scratch) })
+	assert.Zero(t, allocs)
+	assert.Equal(t, []uint64{103, 206, 309}, st.pos.counts)
+	assert.Equal(t, int32(10), st.pos.offset)
+}

@@ -148,6 +148,7 @@ type seriesStore struct {
 	attrs  []labelPair
 	pairs  []labelPair
 	lblBuf []byte
+	expAdd [2]expBuckets // a delta point's sides while added (addBuckets)
 
 	events [numEvents]int64 // since the last takeEvents
 	closed bool             // the off-heap memory is released: nothing is read or written

@@ -255,7 +255,7 @@ func updateExpHistogram(p *pointCtx, dp pmetric.ExponentialHistogramDataPoint) b
 		// which is all the text formats show; the protobuf exposition
 		// shows the merged buckets.
 		r.ts = max(r.ts, ts)
-		st.addBuckets(dp)
+		st.addBuckets(dp, &s.expAdd)
 		// The sum of deltas keeps the latest point's exemplars (each is
 		// an observation the merged histogram holds), or the earlier ones
 		// when it has none: with delta input, the default pipeline's,
