@@ -587,7 +587,7 @@ func appendSemconvNameFromValues(dst []byte, span ptrace.Span) (out []byte, rena
 	return dst, false, a.route != ""
 }
 
-// Which of the attributes appendSemconvName reads a span has, by key alone (semconvKeys).
+// Which of the attributes appendSemconvName reads a span has, by key alone (semconvMayApply).
 const (
 	keyMethod = 1 << iota // http.request.method or http.method
 	keyURLTemplate
