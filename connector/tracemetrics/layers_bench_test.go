@@ -62,7 +62,8 @@ func layersInput(services int) []ptrace.Traces {
 }
 
 // layersVariants are configs/default.yaml's tracemetrics and configs/cardinality.yaml's (every
-// layer on), with the benchmarks' flush interval and series expiration.
+// layer on: the three span-name layers, both caps with selection by traffic, sampling
+// weights), with the benchmarks' flush interval and series expiration.
 func layersVariants() []struct {
 	name string
 	raw  map[string]any
@@ -81,6 +82,9 @@ func layersVariants() []struct {
 		"clustering":                map[string]any{"enabled": true},
 	}
 	layers["max_series_per_service"] = 20000
+	layers["max_series"] = 500000
+	layers["cap_selection"] = map[string]any{"by": "traffic"}
+	layers["sampling"] = map[string]any{"weighted": true}
 	only := func(layer string, v any) map[string]any {
 		raw := base()
 		raw["span_name"] = map[string]any{layer: v}

@@ -492,6 +492,15 @@ type semconvAttrs struct {
 //
 // The attribute values are used as they are (a route is never rewritten further here).
 func appendSemconvName(dst []byte, span ptrace.Span) (out []byte, renamed, route bool) {
+	if !semconvMayApply(span) {
+		return dst, false, false
+	}
+	return appendSemconvNameFromValues(dst, span)
+}
+
+// appendSemconvNameFromValues is appendSemconvName after semconvMayApply: the pass over the
+// values that decides.
+func appendSemconvNameFromValues(dst []byte, span ptrace.Span) (out []byte, renamed, route bool) {
 	var a semconvAttrs
 	for k, v := range span.Attributes().All() {
 		if v.Type() == pcommon.ValueTypeBool {
@@ -576,4 +585,57 @@ func appendSemconvName(dst []byte, span ptrace.Span) (out []byte, renamed, route
 		}
 	}
 	return dst, false, a.route != ""
+}
+
+// Which of the attributes appendSemconvName reads a span has, by key alone (semconvMayApply).
+const (
+	keyMethod = 1 << iota // http.request.method or http.method
+	keyURLTemplate
+	keyRPCService
+	keyRPCMethod
+	keyDBSummary
+	keyDBOperation
+	keyDBTarget // db.collection.name or db.stored_procedure.name
+	keyMsgOperation
+	keyMsgDestination // messaging.destination.template or .name
+)
+
+// semconvMayApply reports whether span has the keys for a semantic-conventions name or an
+// http.route, whatever their values; when it does not, appendSemconvName can only keep the
+// name, and returns at once. The pass reads keys only: most spans carry few of these keys
+// (a method without a route, say) and for them it replaces reading each attribute's value,
+// the 200-byte record of values and the decision (BenchmarkLayers/series=100k/reduce/semconv).
+// A true answer is only a maybe: the values decide, as before.
+func semconvMayApply(span ptrace.Span) bool {
+	var has uint16
+	for k := range span.Attributes().All() {
+		switch k {
+		case attrHTTPRequestMethod, attrHTTPMethodOld:
+			has |= keyMethod
+		case attrHTTPRoute:
+			return true // the caller needs it, renamed or not
+		case attrURLTemplate:
+			has |= keyURLTemplate
+		case attrRPCService:
+			has |= keyRPCService
+		case attrRPCMethod:
+			has |= keyRPCMethod
+		case attrDBQuerySummary:
+			has |= keyDBSummary
+		case attrDBOperationName:
+			has |= keyDBOperation
+		case attrDBCollectionName, attrDBStoredProcedureName:
+			has |= keyDBTarget
+		case attrMessagingOperationName:
+			has |= keyMsgOperation
+		case attrMessagingDestTemplate, attrMessagingDestName:
+			has |= keyMsgDestination
+		}
+	}
+	all := func(bits uint16) bool { return has&bits == bits }
+	return all(keyMethod|keyURLTemplate) && span.Kind() == ptrace.SpanKindClient ||
+		all(keyRPCService|keyRPCMethod) ||
+		all(keyDBSummary) ||
+		all(keyDBOperation|keyDBTarget) ||
+		all(keyMsgOperation|keyMsgDestination)
 }

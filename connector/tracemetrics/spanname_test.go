@@ -3,6 +3,7 @@ package tracemetrics
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -543,4 +544,51 @@ func TestRepeatedSpanNamesAnswerAsTheFullPath(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestSemconvMayApplyIsConservative checks the key-only pre-check against the pass over the
+// values: wherever it lets appendSemconvName return at once, the values would not have
+// renamed the span nor found an http.route. Spans get random subsets of the keys, with
+// random value types (empty and non-empty strings, booleans, integers) and kinds.
+func TestSemconvMayApplyIsConservative(t *testing.T) {
+	keys := []string{attrHTTPRequestMethod, attrHTTPMethodOld, attrHTTPRoute, attrURLTemplate,
+		attrRPCService, attrRPCMethod, attrDBQuerySummary, attrDBOperationName,
+		attrDBCollectionName, attrDBStoredProcedureName, attrMessagingOperationName,
+		attrMessagingDestTemplate, attrMessagingDestName, attrMessagingDestTemporary,
+		attrMessagingDestAnonymous, "other.attribute"}
+	kinds := []ptrace.SpanKind{ptrace.SpanKindUnspecified, ptrace.SpanKindServer,
+		ptrace.SpanKindClient, ptrace.SpanKindProducer, ptrace.SpanKindConsumer, ptrace.SpanKindInternal}
+	r := rand.New(rand.NewPCG(1, 2))
+	skipped, renamed := 0, 0
+	for range 20000 {
+		span := ptrace.NewSpan()
+		span.SetKind(kinds[r.IntN(len(kinds))])
+		for _, k := range keys {
+			switch r.IntN(16) { // each key in one span of four
+			case 0:
+				span.Attributes().PutStr(k, "x")
+			case 1:
+				span.Attributes().PutStr(k, "")
+			case 2:
+				span.Attributes().PutBool(k, r.IntN(2) == 0)
+			case 3:
+				span.Attributes().PutInt(k, 1)
+			}
+		}
+		full, fullRenamed, fullRoute := appendSemconvNameFromValues(nil, span)
+		got, gotRenamed, gotRoute := appendSemconvName(nil, span)
+		require.Equal(t, string(full), string(got))
+		require.Equal(t, fullRenamed, gotRenamed)
+		require.Equal(t, fullRoute, gotRoute)
+		if !semconvMayApply(span) {
+			skipped++
+		}
+		if fullRenamed {
+			renamed++
+		}
+	}
+	// Both branches ran often enough to mean something.
+	t.Logf("skipped %d, renamed %d", skipped, renamed)
+	require.Greater(t, skipped, 1000)
+	require.Greater(t, renamed, 1000)
 }
