@@ -125,6 +125,41 @@ func settleIfOurs(tb testing.TB, c connector.Traces) {
 	}
 }
 
+// timeReduce reduces every batch of input once (a warm pass), then times b.N reductions and
+// reports the CPU time per span. after, when set, runs after each reduction, before the batch is
+// reset: what the aggregator does with a batch besides applying it (learning its names).
+func timeReduce(b *testing.B, red *reducer, input []ptrace.Traces, spansPerBatch int, after func(*deltaBatch)) {
+	batch := new(deltaBatch)
+	step := func(td ptrace.Traces) {
+		red.reduce(batch, td)
+		if after != nil {
+			after(batch)
+		}
+		batch.reset()
+	}
+	for _, td := range input {
+		step(td)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	start := processCPU()
+	for i := 0; i < b.N; i++ {
+		step(input[i%len(input)])
+	}
+	cpu := processCPU() - start
+	b.ReportMetric(float64(cpu.Nanoseconds())/(float64(b.N)*float64(spansPerBatch)), "cpu-ns/span")
+}
+
+// learnAfter is timeReduce's after for a reducer with span-name layers: the batch's names are
+// learned and the templates published, as the aggregator does once it applied the batch.
+func learnAfter(red *reducer) func(*deltaBatch) {
+	now := testStart.UnixNano()
+	return func(batch *deltaBatch) {
+		red.names.learnNames(&batch.names, now)
+		red.names.publishTemplates(false, now)
+	}
+}
+
 // processCPU returns the CPU time (user+system) of this process so far. Unlike wall time it
 // does not grow when other processes compete for the machine's cores.
 func processCPU() time.Duration {
@@ -446,24 +481,7 @@ func BenchmarkApply(b *testing.B) {
 		for _, batchSize := range []int{10, 1000} {
 			input := benchInput(series, batchSize)
 			b.Run(fmt.Sprintf("series=%dk/batch=%d", series/1000, batchSize), func(b *testing.B) {
-				f := NewFactory()
-				cfg := f.CreateDefaultConfig().(*Config)
-				require.NoError(b, confmap.NewFromStringMap(configFor(NewFactory())).Unmarshal(cfg))
-				c, err := newConnector(componenttest.NewNopTelemetrySettings(), cfg, consumertest.NewNop(), deps{clock: clockwork.NewFakeClockAt(testStart), chunkPoints: chunkDataPoints, keyHash: hash.Sum64}, "")
-				require.NoError(b, err)
-				batches := make([]*deltaBatch, len(input))
-				for i, td := range input {
-					batches[i] = new(deltaBatch)
-					c.reducer.reduce(batches[i], td)
-					c.agg.apply(batches[i])
-				}
-				b.ResetTimer()
-				start := processCPU()
-				for i := 0; i < b.N; i++ {
-					c.agg.apply(batches[i%len(batches)])
-				}
-				cpu := processCPU() - start
-				b.ReportMetric(float64(cpu.Nanoseconds())/(float64(b.N)*float64(batchSize)), "cpu-ns/span")
+				benchApplyWith(b, configFor(NewFactory()), input, batchSize)
 			})
 		}
 	}

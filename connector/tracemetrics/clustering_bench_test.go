@@ -85,24 +85,14 @@ func BenchmarkClusteringReduce(b *testing.B) {
 				raw := maps.Clone(v.raw)
 				r := startConnector(b, NewFactory(), raw)
 				red := r.conn.(*connectorImp).reducer
-				batch := new(deltaBatch)
-				now := testStart.UnixNano()
+				// Learned once; then the names alone are timed, without learning.
+				learn, batch := learnAfter(red), new(deltaBatch)
 				for _, td := range input {
 					red.reduce(batch, td)
-					// What the aggregator does after applying a batch.
-					red.names.learnNames(&batch.names, now)
-					red.names.publishTemplates(false, now)
+					learn(batch)
 					batch.reset()
 				}
-				b.ReportAllocs()
-				b.ResetTimer()
-				start := processCPU()
-				for i := 0; i < b.N; i++ {
-					red.reduce(batch, input[i%len(input)])
-					batch.reset()
-				}
-				cpu := processCPU() - start
-				b.ReportMetric(float64(cpu.Nanoseconds())/(float64(b.N)*1000), "cpu-ns/span")
+				timeReduce(b, red, input, 1000, nil)
 			})
 		}
 	}

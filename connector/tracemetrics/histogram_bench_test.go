@@ -91,21 +91,7 @@ func logUniformDurations(input []ptrace.Traces) []ptrace.Traces {
 
 func benchReduceWith(b *testing.B, raw map[string]any, input []ptrace.Traces, batchSize int) {
 	r := startConnector(b, NewFactory(), raw)
-	red := r.conn.(*connectorImp).reducer
-	batch := new(deltaBatch)
-	for _, td := range input {
-		red.reduce(batch, td)
-		batch.reset()
-	}
-	b.ReportAllocs()
-	b.ResetTimer()
-	start := processCPU()
-	for i := 0; i < b.N; i++ {
-		red.reduce(batch, input[i%len(input)])
-		batch.reset()
-	}
-	cpu := processCPU() - start
-	b.ReportMetric(float64(cpu.Nanoseconds())/(float64(b.N)*float64(batchSize)), "cpu-ns/span")
+	timeReduce(b, r.conn.(*connectorImp).reducer, input, batchSize, nil)
 }
 
 func benchApplyWith(b *testing.B, raw map[string]any, input []ptrace.Traces, batchSize int) {

@@ -115,29 +115,16 @@ func BenchmarkLayers(b *testing.B) {
 			b.Run(fmt.Sprintf("series=%dk/reduce/%s", series/1000, v.name), func(b *testing.B) {
 				r := startConnector(b, NewFactory(), v.raw)
 				red := r.conn.(*connectorImp).reducer
-				batch := new(deltaBatch)
-				now := testStart.UnixNano()
+				learn, batch := learnAfter(red), new(deltaBatch)
 				// Until clustering has learned every name (LearnPerBatch a batch).
 				for pass := 0; pass < 2 || red.names != nil && red.names.clusters != nil && red.names.clusters.Templates() < int64(services*250) && pass < 100; pass++ {
 					for _, td := range input {
 						red.reduce(batch, td)
-						// What the aggregator does after applying a batch.
-						red.names.learnNames(&batch.names, now)
-						red.names.publishTemplates(false, now)
+						learn(batch)
 						batch.reset()
 					}
 				}
-				b.ReportAllocs()
-				b.ResetTimer()
-				start := processCPU()
-				for i := 0; i < b.N; i++ {
-					red.reduce(batch, input[i%len(input)])
-					red.names.learnNames(&batch.names, now)
-					red.names.publishTemplates(false, now)
-					batch.reset()
-				}
-				cpu := processCPU() - start
-				b.ReportMetric(float64(cpu.Nanoseconds())/(float64(b.N)*1000), "cpu-ns/span")
+				timeReduce(b, red, input, 1000, learn)
 			})
 		}
 		for _, v := range layersVariants()[:2] {

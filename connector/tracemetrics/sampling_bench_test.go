@@ -45,20 +45,7 @@ func BenchmarkSamplingWeights(b *testing.B) {
 			input := withTraceState(base, v.traceState)
 			b.Run(fmt.Sprintf("reduce/series=%dk/%s", series/1000, v.name), func(b *testing.B) {
 				r := startConnector(b, NewFactory(), variantConfig(v.name))
-				red := r.conn.(*connectorImp).reducer
-				db := new(deltaBatch)
-				for _, td := range input {
-					red.reduce(db, td)
-					db.reset()
-				}
-				b.ResetTimer()
-				start := processCPU()
-				for i := 0; i < b.N; i++ {
-					red.reduce(db, input[i%len(input)])
-					db.reset()
-				}
-				cpu := processCPU() - start
-				b.ReportMetric(float64(cpu.Nanoseconds())/(float64(b.N)*batch), "cpu-ns/span")
+				timeReduce(b, r.conn.(*connectorImp).reducer, input, batch, nil)
 			})
 			b.Run(fmt.Sprintf("consume/series=%dk/%s", series/1000, v.name), func(b *testing.B) {
 				measureConsume(b, startConnector(b, NewFactory(), variantConfig(v.name)), input, 1)

@@ -63,21 +63,7 @@ func BenchmarkSpanNames(b *testing.B) {
 		for _, cfg := range configs {
 			b.Run(in.name+"/"+cfg.name, func(b *testing.B) {
 				r := startConnector(b, NewFactory(), cfg.raw)
-				red := r.conn.(*connectorImp).reducer
-				batch := new(deltaBatch)
-				for _, td := range input {
-					red.reduce(batch, td)
-					batch.reset()
-				}
-				b.ReportAllocs()
-				b.ResetTimer()
-				start := processCPU()
-				for i := 0; i < b.N; i++ {
-					red.reduce(batch, input[i%len(input)])
-					batch.reset()
-				}
-				cpu := processCPU() - start
-				b.ReportMetric(float64(cpu.Nanoseconds())/(float64(b.N)*1000), "cpu-ns/span")
+				timeReduce(b, r.conn.(*connectorImp).reducer, input, 1000, nil)
 			})
 		}
 	}
