@@ -13,9 +13,9 @@ import (
 // larger zero threshold (buckets entirely under it join the zero count), the
 // counts of equal indexes summed.
 //
-// The buckets live in the series' expState, a side map entry on the Go heap:
-// exponential histograms are the rare kind (tracemetrics emits them only when
-// configured to), so they stay out of the pointer-free row and arena layout.
+// The buckets are stored off the heap (expslab.go); these functions work on
+// a series' state while a point is applied, its slices aliasing the stored
+// blocks.
 
 // expBuckets is one side of an exponential histogram: counts[i] is the
 // count of OTLP bucket offset+i.
@@ -103,8 +103,19 @@ func (b *expBuckets) add(src expBuckets) {
 	lo := min(int64(b.offset), int64(src.offset))
 	hi := max(int64(b.offset)+int64(len(b.counts)), int64(src.offset)+int64(len(src.counts)))
 	if lo < int64(b.offset) || hi > int64(b.offset)+int64(len(b.counts)) {
-		grown := make([]uint64, hi-lo)
-		copy(grown[int64(b.offset)-lo:], b.counts)
+		var grown []uint64
+		if hi-lo <= int64(cap(b.counts)) {
+			// Grown in place, within the block: what lies past the
+			// held counts there is stale.
+			n, at := len(b.counts), int64(b.offset)-lo
+			grown = b.counts[:hi-lo]
+			copy(grown[at:], b.counts[:n])
+			clear(grown[:at])
+			clear(grown[at+int64(n):])
+		} else {
+			grown = make([]uint64, hi-lo)
+			copy(grown[int64(b.offset)-lo:], b.counts)
+		}
 		b.offset, b.counts = int32(lo), grown
 	}
 	for i, c := range src.counts {

@@ -39,11 +39,14 @@ func expBatch(delta bool, first int, points ...pmetric.ExponentialHistogramDataP
 // heldExp returns the state of the store's only exponential histogram series.
 func heldExp(t *testing.T, s *seriesStore) *expState {
 	t.Helper()
-	require.Len(t, s.exp, 1)
-	for _, st := range s.exp {
-		return st
+	var held []expState
+	for id := range s.rowCount {
+		if e := s.heldExpRow(uint32(id)); e != nil {
+			held = append(held, s.expLoad(e))
+		}
 	}
-	return nil
+	require.Len(t, held, 1)
+	return &held[0]
 }
 
 func newTestStore() *seriesStore {

@@ -151,7 +151,10 @@ func (s *seriesStore) copyRows(f *frame, fam uint32, from int, withTimestamps, n
 			}
 			r.nCounts = int32(len(bs.order))
 		case kindExpHistogram:
-			st := s.exp[id]
+			var st expState
+			if e := s.heldExpRow(id); e != nil {
+				st = s.expLoad(e)
+			}
 			r.count = sr.count
 			if st.hasSum {
 				r.value = sr.value

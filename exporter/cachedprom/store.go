@@ -49,9 +49,10 @@ type family struct {
 
 // seriesRow is the state of one exported series: a family and a label set.
 // It holds no pointers, so the rows (in large chunks) cost the garbage
-// collector nothing to scan. Histogram buckets live in the bucket arena;
-// the rare kinds' extra state (exponential histograms, summaries,
-// exemplars, merged writers) lives in side maps keyed by row id.
+// collector nothing to scan. Histogram buckets live in the bucket arena,
+// exponential histograms' state in its pointer-free slab (expslab.go); the
+// rare kinds' extra state (summaries, exemplars, merged writers) lives in
+// side maps keyed by row id.
 type seriesRow struct {
 	fam, lbl uint32
 	pos      uint32 // index in the family's rows
@@ -134,7 +135,10 @@ type seriesStore struct {
 	resByID   []*resource // id - 1 → resource, nil when free
 
 	// Side state of the rare kinds, keyed by row.
-	exp       map[uint32]*expState
+	// Exponential histograms' state is pointer-free, off the heap
+	// (expslab.go): one slot per row in chunks mapped when first needed.
+	expRows   []offHeapChunk[expRow]
+	expBkts   expArena
 	quantiles map[uint32][]quantile
 	exs       map[uint32][]exemplar
 	merged    map[uint64]*writerState // OTLP identity → last cumulative point
@@ -219,7 +223,8 @@ func (e *exemplar) appendLabels(dst []byte) []byte {
 // expState is what an exponential histogram needs besides count and sum.
 // The text formats show only those, but validity decides whether it is
 // shown at all; the protobuf exposition shows the buckets too
-// (expbuckets.go).
+// (expbuckets.go). It is the working form while a point is applied or a
+// row copied: the store keeps it as an expRow (expslab.go).
 type expState struct {
 	scale      int32
 	zeroThresh float64
@@ -250,7 +255,6 @@ func newSeriesStore(cfg *Config, logger *zap.Logger) *seriesStore {
 		famByName: map[string]uint32{},
 		index:     map[uint64]uint32{},
 		resources: map[string]*resource{},
-		exp:       map[uint32]*expState{},
 		quantiles: map[uint32][]quantile{},
 		exs:       map[uint32][]exemplar{},
 		merged:    map[uint64]*writerState{},
@@ -824,7 +828,7 @@ func (s *seriesStore) remove(id uint32) {
 	if r.nbkt > 0 {
 		s.buckets.free(r.bkt, r.nbkt)
 	}
-	delete(s.exp, id)
+	s.expFree(id)
 	delete(s.quantiles, id)
 	delete(s.exs, id)
 	if r.flags&(rowMerged|rowOverflow) != 0 {
@@ -899,6 +903,7 @@ func (s *seriesStore) compact() {
 		}
 		s.chunks, s.freeRows, s.rowCount = nil, nil, 0
 		s.buckets.release()
+		s.expRelease()
 		s.merged = map[uint64]*writerState{}
 	}
 }
@@ -914,6 +919,7 @@ func (s *seriesStore) close() {
 	}
 	s.chunks, s.rowCount, s.freeRows = nil, 0, nil
 	s.buckets.release()
+	s.expRelease()
 	s.labels.release()
 	for i := range s.families {
 		s.families[i].rows, s.families[i].dead = nil, true

@@ -220,11 +220,8 @@ func (s *seriesStore) accumulateHistogram(p *pointCtx, dp pmetric.HistogramDataP
 
 func updateExpHistogram(p *pointCtx, dp pmetric.ExponentialHistogramDataPoint) bool {
 	s, r := p.s, p.r
-	st := s.exp[p.id]
-	if st == nil {
-		st = &expState{}
-		s.exp[p.id] = st
-	}
+	e := s.expRowOf(p.id)
+	st := s.expLoad(e)
 	population := dp.ZeroCount() + sumCounts(dp.Positive().BucketCounts()) + sumCounts(dp.Negative().BucketCounts())
 	if dp.Scale() < nativeSchemaMin || population > dp.Count() || population < dp.Count() && !math.IsNaN(dp.Sum()) {
 		// No exposition shows such a point: the text formats hide the
@@ -236,8 +233,10 @@ func updateExpHistogram(p *pointCtx, dp pmetric.ExponentialHistogramDataPoint) b
 	set := func() {
 		r.ts = int64(dp.Timestamp())
 		r.count, r.value = dp.Count(), dp.Sum()
-		*st = expState{scale: dp.Scale(), zeroThresh: dp.ZeroThreshold(), population: population, hasSum: dp.HasSum(),
-			pos: st.pos, neg: st.neg} // keep the slices' capacity
+		st = expState{scale: dp.Scale(), zeroThresh: dp.ZeroThreshold(), population: population, hasSum: dp.HasSum(),
+			pos: st.pos, neg: st.neg} // keep the blocks
+		s.expReserve(&e.pos, &st.pos, dp.Positive().BucketCounts().Len())
+		s.expReserve(&e.neg, &st.neg, dp.Negative().BucketCounts().Len())
 		st.setBuckets(dp)
 		s.setExemplars(p.id, dp.Exemplars(), dp.Timestamp())
 	}
@@ -277,6 +276,7 @@ func updateExpHistogram(p *pointCtx, dp pmetric.ExponentialHistogramDataPoint) b
 		}
 		set()
 	}
+	s.expSave(e, &st)
 	return true
 }
 
