@@ -160,6 +160,23 @@ func learnAfter(red *reducer) func(*deltaBatch) {
 	}
 }
 
+// appliedConnector builds a connector from raw, not started, and reduces and applies every batch
+// of input once, so that every series exists: the aggregator's steady state. It returns the
+// reduced batches for the benchmark to apply again.
+func appliedConnector(b *testing.B, raw map[string]any, input []ptrace.Traces) (*connectorImp, []*deltaBatch) {
+	cfg := NewFactory().CreateDefaultConfig().(*Config)
+	require.NoError(b, confmap.NewFromStringMap(raw).Unmarshal(cfg))
+	c, err := newConnector(componenttest.NewNopTelemetrySettings(), cfg, consumertest.NewNop(), deps{clock: clockwork.NewFakeClockAt(testStart), chunkPoints: chunkDataPoints, keyHash: hash.Sum64}, "")
+	require.NoError(b, err)
+	batches := make([]*deltaBatch, len(input))
+	for i, td := range input {
+		batches[i] = new(deltaBatch)
+		c.reducer.reduce(batches[i], td)
+		c.agg.apply(batches[i])
+	}
+	return c, batches
+}
+
 // processCPU returns the CPU time (user+system) of this process so far. Unlike wall time it
 // does not grow when other processes compete for the machine's cores.
 func processCPU() time.Duration {
@@ -644,16 +661,7 @@ func BenchmarkApplyOverflow(b *testing.B) {
 		b.Run(v.name, func(b *testing.B) {
 			raw := configFor(NewFactory())
 			maps.Copy(raw, v.limits)
-			cfg := NewFactory().CreateDefaultConfig().(*Config)
-			require.NoError(b, confmap.NewFromStringMap(raw).Unmarshal(cfg))
-			c, err := newConnector(componenttest.NewNopTelemetrySettings(), cfg, consumertest.NewNop(), deps{clock: clockwork.NewFakeClockAt(testStart), chunkPoints: chunkDataPoints, keyHash: hash.Sum64}, "")
-			require.NoError(b, err)
-			batches := make([]*deltaBatch, len(input))
-			for i, td := range input {
-				batches[i] = new(deltaBatch)
-				c.reducer.reduce(batches[i], td)
-				c.agg.apply(batches[i])
-			}
+			c, batches := appliedConnector(b, raw, input)
 			var overflow int64
 			for k := range c.tel.overflowSpans {
 				overflow += c.tel.overflowSpans[k].Load()

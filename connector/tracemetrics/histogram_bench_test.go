@@ -9,17 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/require"
-	"go.opentelemetry.io/collector/component/componenttest"
-	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
-
-	"github.com/jonboulle/clockwork"
-
-	"github.com/otelcol-red/otelcol-red/internal/hash"
 )
 
 // BenchmarkHistogramKinds runs the same spans through tracemetrics with explicit (the default
@@ -95,16 +88,7 @@ func benchReduceWith(b *testing.B, raw map[string]any, input []ptrace.Traces, ba
 }
 
 func benchApplyWith(b *testing.B, raw map[string]any, input []ptrace.Traces, batchSize int) {
-	cfg := NewFactory().CreateDefaultConfig().(*Config)
-	require.NoError(b, confmap.NewFromStringMap(raw).Unmarshal(cfg))
-	c, err := newConnector(componenttest.NewNopTelemetrySettings(), cfg, consumertest.NewNop(), deps{clock: clockwork.NewFakeClockAt(testStart), chunkPoints: chunkDataPoints, keyHash: hash.Sum64}, "")
-	require.NoError(b, err)
-	batches := make([]*deltaBatch, len(input))
-	for i, td := range input {
-		batches[i] = new(deltaBatch)
-		c.reducer.reduce(batches[i], td)
-		c.agg.apply(batches[i])
-	}
+	c, batches := appliedConnector(b, raw, input)
 	b.ReportAllocs()
 	b.ResetTimer()
 	start := processCPU()
