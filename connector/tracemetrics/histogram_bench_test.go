@@ -89,14 +89,7 @@ func benchReduceWith(b *testing.B, raw map[string]any, input []ptrace.Traces, ba
 
 func benchApplyWith(b *testing.B, raw map[string]any, input []ptrace.Traces, batchSize int) {
 	c, batches := appliedConnector(b, raw, input)
-	b.ReportAllocs()
-	b.ResetTimer()
-	start := processCPU()
-	for i := 0; i < b.N; i++ {
-		c.agg.apply(batches[i%len(batches)])
-	}
-	cpu := processCPU() - start
-	b.ReportMetric(float64(cpu.Nanoseconds())/(float64(b.N)*float64(batchSize)), "cpu-ns/span")
+	timeApply(b, c, batches, batchSize)
 }
 
 // perInterval is how many spans each series gets per flush interval in benchIntervals (the
