@@ -19,12 +19,28 @@ func (p Probe) Gate(r ProbeRun) []string {
 	switch p.Kind {
 	case ProbeStaleness:
 		return stalenessGate(r.Staleness)
+	case ProbeMemory:
+		return exactGate(r)
 	case ProbeScrapeLoad:
 		if p.Gzip {
 			// One gzip scraper compares ours and the stock twin; the report has the ratio.
 			return nil
 		}
 		return scrapersGate(r.Phases)
+	}
+	return nil
+}
+
+// exactGate fails a memory run whose calls counters, where the probe checked them (ours), do not
+// add up to the spans acknowledged: bytes per series only count with every span counted.
+func exactGate(r ProbeRun) []string {
+	switch {
+	case r.Sent == 0 && r.Counted == 0:
+		return nil
+	case r.Counted < 0:
+		return []string{fmt.Sprintf("calls counters not read after %d spans", r.Sent)}
+	case r.Counted != r.Sent:
+		return []string{fmt.Sprintf("%d calls counted of %d spans acknowledged", r.Counted, r.Sent)}
 	}
 	return nil
 }

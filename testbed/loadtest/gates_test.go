@@ -34,3 +34,11 @@ func TestScrapersGate(t *testing.T) {
 	p.Gzip = true
 	assert.Empty(t, p.Gate(run(700_000, 50_000, ScrapeStats{})))
 }
+
+func TestExactGate(t *testing.T) {
+	p := Probe{Kind: ProbeMemory}
+	assert.Empty(t, p.Gate(ProbeRun{Collector: "stock"}), "not checked")
+	assert.Empty(t, p.Gate(ProbeRun{Sent: 5000, Counted: 5000}))
+	assert.Equal(t, []string{"4999 calls counted of 5000 spans acknowledged"}, p.Gate(ProbeRun{Sent: 5000, Counted: 4999}))
+	assert.Equal(t, []string{"calls counters not read after 5000 spans"}, p.Gate(ProbeRun{Sent: 5000, Counted: -1}))
+}
