@@ -3,16 +3,9 @@
 package e2e
 
 import (
-	"bufio"
-	"bytes"
-	"compress/gzip"
 	"context"
-	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -239,51 +232,8 @@ func (w *hollowWatch) waitForTotal(want float64, timeout time.Duration) float64 
 }
 
 func (w *hollowWatch) scrapeOnce() error {
-	req, err := http.NewRequest(http.MethodGet, w.url, http.NoBody)
+	seen, err := scrapeCallsLines(w.url, 2*time.Minute)
 	if err != nil {
-		return err
-	}
-	req.Header.Set("Accept", "text/plain;version=0.0.4")
-	req.Header.Set("Accept-Encoding", "gzip")
-	tr := &http.Transport{DisableKeepAlives: true, DisableCompression: true}
-	defer tr.CloseIdleConnections()
-	resp, err := (&http.Client{Transport: tr, Timeout: 2 * time.Minute}).Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("status %d", resp.StatusCode)
-	}
-	var body io.Reader = resp.Body
-	if resp.Header.Get("Content-Encoding") == "gzip" {
-		zr, err := gzip.NewReader(resp.Body)
-		if err != nil {
-			return err
-		}
-		defer zr.Close()
-		body = zr
-	}
-	seen := map[string]float64{}
-	sc := bufio.NewScanner(body)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	prefix := []byte(callsFamily + "{")
-	for sc.Scan() {
-		line := sc.Bytes()
-		if !bytes.HasPrefix(line, prefix) {
-			continue
-		}
-		end := bytes.LastIndexByte(line, '}')
-		if end < 0 {
-			return fmt.Errorf("calls line without its label set: %q", line)
-		}
-		v, err := strconv.ParseFloat(strings.Fields(string(line[end+1:]))[0], 64)
-		if err != nil {
-			return fmt.Errorf("calls line %q: %w", line, err)
-		}
-		seen[string(line[len(prefix):end])] = v
-	}
-	if err := sc.Err(); err != nil {
 		return err
 	}
 	w.check(seen)

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bufio"
 	"bytes"
 	"compress/gzip"
 	"fmt"
@@ -219,6 +220,61 @@ func scrape(url string) (map[string]*dto.MetricFamily, error) {
 	}
 	parser := expfmt.NewTextParser(model.UTF8Validation)
 	return parser.TextToMetricFamilies(body)
+}
+
+// scrapeCallsLines GETs a Prometheus endpoint (accepting gzip) and returns the value of each
+// calls series, keyed by the text of its label set. It reads the page line by line and skips
+// every other family, so that a loop scraping a large page still sees each flush.
+func scrapeCallsLines(url string, timeout time.Duration) (map[string]float64, error) {
+	req, err := http.NewRequest(http.MethodGet, url, http.NoBody)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", "text/plain;version=0.0.4")
+	req.Header.Set("Accept-Encoding", "gzip")
+	tr := &http.Transport{DisableKeepAlives: true, DisableCompression: true}
+	defer tr.CloseIdleConnections()
+	resp, err := (&http.Client{Transport: tr, Timeout: timeout}).Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("status %d", resp.StatusCode)
+	}
+	var body io.Reader = resp.Body
+	if resp.Header.Get("Content-Encoding") == "gzip" {
+		zr, err := gzip.NewReader(resp.Body)
+		if err != nil {
+			return nil, err
+		}
+		defer zr.Close()
+		body = zr
+	}
+	seen := map[string]float64{}
+	sc := bufio.NewScanner(body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	prefix := []byte(callsFamily + "{")
+	for sc.Scan() {
+		line := sc.Bytes()
+		if !bytes.HasPrefix(line, prefix) {
+			continue
+		}
+		end := bytes.LastIndexByte(line, '}')
+		if end < 0 {
+			return nil, fmt.Errorf("calls line without its label set: %q", line)
+		}
+		fields := strings.Fields(string(line[end+1:]))
+		if len(fields) == 0 {
+			return nil, fmt.Errorf("calls line without a value: %q", line)
+		}
+		v, err := strconv.ParseFloat(fields[0], 64)
+		if err != nil {
+			return nil, fmt.Errorf("calls line %q: %w", line, err)
+		}
+		seen[string(line[len(prefix):end])] = v
+	}
+	return seen, sc.Err()
 }
 
 // SumSeries adds the values of every series of family whose labels include all of want.
