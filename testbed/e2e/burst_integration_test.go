@@ -232,7 +232,7 @@ func (w *hollowWatch) waitForTotal(want float64, timeout time.Duration) float64 
 }
 
 func (w *hollowWatch) scrapeOnce() error {
-	seen, err := scrapeCallsLines(w.url, 2*time.Minute)
+	seen, err := scrapeFamilyLines(w.url, callsFamily, 2*time.Minute)
 	if err != nil {
 		return err
 	}

@@ -234,7 +234,7 @@ func TestBusiestOperationsGetTheirSeries(t *testing.T) {
 		flushesTaken = flushes() - flushesAtStart
 		// Only the calls lines are read, so each pass takes a fraction of the flush interval
 		// and the flush it reads is the one whose render the scrape shows, or the next.
-		seen, err := scrapeCallsLines(metricsURL, 30*time.Second)
+		seen, err := scrapeFamilyLines(metricsURL, calls, 30*time.Second)
 		require.NoError(t, err)
 		for labels, v := range seen {
 			if v == 0 || !strings.Contains(labels, `service_name="shop"`) {

@@ -222,10 +222,11 @@ func scrape(url string) (map[string]*dto.MetricFamily, error) {
 	return parser.TextToMetricFamilies(body)
 }
 
-// scrapeCallsLines GETs a Prometheus endpoint (accepting gzip) and returns the value of each
-// calls series, keyed by the text of its label set. It reads the page line by line and skips
-// every other family, so that a loop scraping a large page still sees each flush.
-func scrapeCallsLines(url string, timeout time.Duration) (map[string]float64, error) {
+// scrapeFamilyLines GETs a Prometheus endpoint (accepting gzip) and returns the value of each
+// series of one counter or gauge family, keyed by the text of its label set. It reads the page
+// line by line and skips every other family, so that a loop scraping a large page still sees
+// each flush.
+func scrapeFamilyLines(url, family string, timeout time.Duration) (map[string]float64, error) {
 	req, err := http.NewRequest(http.MethodGet, url, http.NoBody)
 	if err != nil {
 		return nil, err
@@ -254,7 +255,7 @@ func scrapeCallsLines(url string, timeout time.Duration) (map[string]float64, er
 	seen := map[string]float64{}
 	sc := bufio.NewScanner(body)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	prefix := []byte(callsFamily + "{")
+	prefix := []byte(family + "{")
 	for sc.Scan() {
 		line := sc.Bytes()
 		if !bytes.HasPrefix(line, prefix) {
@@ -262,15 +263,15 @@ func scrapeCallsLines(url string, timeout time.Duration) (map[string]float64, er
 		}
 		end := bytes.LastIndexByte(line, '}')
 		if end < 0 {
-			return nil, fmt.Errorf("calls line without its label set: %q", line)
+			return nil, fmt.Errorf("%s line without its label set: %q", family, line)
 		}
 		fields := strings.Fields(string(line[end+1:]))
 		if len(fields) == 0 {
-			return nil, fmt.Errorf("calls line without a value: %q", line)
+			return nil, fmt.Errorf("%s line without a value: %q", family, line)
 		}
 		v, err := strconv.ParseFloat(fields[0], 64)
 		if err != nil {
-			return nil, fmt.Errorf("calls line %q: %w", line, err)
+			return nil, fmt.Errorf("%s line %q: %w", family, line, err)
 		}
 		seen[string(line[len(prefix):end])] = v
 	}
