@@ -93,7 +93,7 @@ func TestComponentsListed(t *testing.T) {
 		"batch", "memory_limiter", "filter", "attributes", "resource", "transform",
 		"spanmetrics", "servicegraph", "forward",
 		"otlp_grpc", "otlp_http", "debug", "prometheus", "elasticsearch",
-		"health_check", "pprof", "zpages", "file_storage",
+		"health_check", "pprof", "zpages", "file_storage", "gcheadroom",
 	} {
 		require.Contains(t, string(out), "- name: "+name+"\n", "component %q missing", name)
 	}

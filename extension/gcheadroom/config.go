@@ -1,0 +1,55 @@
+package gcheadroom // import "github.com/otelcol-red/otelcol-red/extension/gcheadroom"
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Config bounds the Go garbage collector's headroom: how far the heap may grow above what
+// the last collection found live before the next collection starts.
+type Config struct {
+	// MaxHeadroomMiB is the most the heap may grow above the live heap between two
+	// collections, in MiB. While GOGC (default 100) allows less than this, GOGC applies
+	// as it is; above it the extension lowers the GC percent so that live × percent / 100
+	// stays at this size. Default 256.
+	MaxHeadroomMiB int64 `mapstructure:"max_headroom_mib"`
+	// MinGCPercent is the lowest GC percent the extension sets, whatever the live heap:
+	// it bounds the CPU the collections take when the live heap is many times
+	// max_headroom_mib. Default 25.
+	MinGCPercent int `mapstructure:"min_gc_percent"`
+	// CheckInterval is how often the live heap is read and the GC percent adjusted.
+	// Default 1s.
+	CheckInterval time.Duration `mapstructure:"check_interval"`
+	// prevent unkeyed literal initialization
+	_ struct{}
+}
+
+const (
+	defaultMaxHeadroomMiB = 256
+	defaultMinGCPercent   = 25
+	defaultCheckInterval  = time.Second
+)
+
+func createDefaultConfig() *Config {
+	return &Config{
+		MaxHeadroomMiB: defaultMaxHeadroomMiB,
+		MinGCPercent:   defaultMinGCPercent,
+		CheckInterval:  defaultCheckInterval,
+	}
+}
+
+// Validate names the key at fault.
+func (c *Config) Validate() error {
+	var errs []error
+	if c.MaxHeadroomMiB < 1 {
+		errs = append(errs, fmt.Errorf("max_headroom_mib: %d, must be at least 1", c.MaxHeadroomMiB))
+	}
+	if c.MinGCPercent < 1 || c.MinGCPercent > 100 {
+		errs = append(errs, fmt.Errorf("min_gc_percent: %d, must be 1..100", c.MinGCPercent))
+	}
+	if c.CheckInterval < 10*time.Millisecond {
+		errs = append(errs, fmt.Errorf("check_interval: %v, must be at least 10ms", c.CheckInterval))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,53 @@
+package gcheadroom
+
+import (
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/confmap/confmaptest"
+	"go.opentelemetry.io/collector/confmap/xconfmap"
+)
+
+func TestDefaultConfigIsValid(t *testing.T) {
+	cfg := NewFactory().CreateDefaultConfig().(*Config)
+	require.NoError(t, xconfmap.Validate(cfg))
+	assert.Equal(t, int64(256), cfg.MaxHeadroomMiB)
+	assert.Equal(t, 25, cfg.MinGCPercent)
+	assert.Equal(t, time.Second, cfg.CheckInterval)
+}
+
+func TestLoadConfig(t *testing.T) {
+	cm, err := confmaptest.LoadConf(filepath.Join("testdata", "config.yaml"))
+	require.NoError(t, err)
+	cfg := createDefaultConfig()
+	require.NoError(t, cm.Unmarshal(cfg))
+	require.NoError(t, xconfmap.Validate(cfg))
+	assert.Equal(t, int64(512), cfg.MaxHeadroomMiB)
+	assert.Equal(t, 40, cfg.MinGCPercent)
+	assert.Equal(t, 2*time.Second, cfg.CheckInterval)
+}
+
+func TestValidateNamesTheKey(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		modify func(*Config)
+		want   string
+	}{
+		{"no headroom", func(c *Config) { c.MaxHeadroomMiB = 0 }, "max_headroom_mib: 0, must be at least 1"},
+		{"negative headroom", func(c *Config) { c.MaxHeadroomMiB = -5 }, "max_headroom_mib: -5"},
+		{"percent 0", func(c *Config) { c.MinGCPercent = 0 }, "min_gc_percent: 0, must be 1..100"},
+		{"percent above GOGC's default", func(c *Config) { c.MinGCPercent = 101 }, "min_gc_percent: 101"},
+		{"interval too short", func(c *Config) { c.CheckInterval = time.Millisecond }, "check_interval: 1ms, must be at least 10ms"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := createDefaultConfig()
+			tc.modify(cfg)
+			err := xconfmap.Validate(cfg)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
+}

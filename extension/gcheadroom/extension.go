@@ -1,0 +1,152 @@
+package gcheadroom // import "github.com/otelcol-red/otelcol-red/extension/gcheadroom"
+
+import (
+	"context"
+	"errors"
+	"runtime/debug"
+	"runtime/metrics"
+	"sync/atomic"
+	"time"
+
+	"go.opentelemetry.io/collector/component"
+	"go.uber.org/zap"
+)
+
+// liveHeapMetric is the heap the last collection marked live (runtime/metrics, Go 1.21+):
+// what the GC percent multiplies into the next heap goal.
+const liveHeapMetric = "/gc/heap/live:bytes"
+
+// running guards the process-wide GC percent: two tuners would undo each other's settings.
+var running atomic.Bool
+
+// tuner is the extension: one goroutine that reads the live heap every check_interval and
+// sets the GC percent for it.
+type tuner struct {
+	cfg    *Config
+	logger *zap.Logger
+	tel    *telemetry
+
+	readLive   func() uint64 // the live heap in bytes; tests replace it
+	setPercent func(int) int // debug.SetGCPercent; tests replace it
+
+	base    int          // the GC percent in effect at Start (GOGC), restored at Shutdown
+	owns    bool         // Start took running
+	percent atomic.Int64 // the GC percent set last
+	live    atomic.Int64 // the live heap read last
+	stop    chan struct{}
+	done    chan struct{}
+}
+
+func newTuner(set component.TelemetrySettings, cfg *Config) (*tuner, error) {
+	t := &tuner{cfg: cfg, logger: set.Logger, readLive: newLiveHeapReader(), setPercent: debug.SetGCPercent}
+	tel, err := newTelemetry(set, t)
+	if err != nil {
+		return nil, err
+	}
+	t.tel = tel
+	return t, nil
+}
+
+// newLiveHeapReader returns a function that reads liveHeapMetric into one sample it keeps,
+// so a check allocates nothing.
+func newLiveHeapReader() func() uint64 {
+	sample := []metrics.Sample{{Name: liveHeapMetric}}
+	return func() uint64 {
+		metrics.Read(sample)
+		if sample[0].Value.Kind() != metrics.KindUint64 {
+			return 0
+		}
+		return sample[0].Value.Uint64()
+	}
+}
+
+// Start reads the GC percent in effect and starts adjusting it. With GOGC=off the
+// collector has chosen no collections (GOMEMLIMIT alone, say), and the extension leaves it so.
+func (t *tuner) Start(context.Context, component.Host) error {
+	if !running.CompareAndSwap(false, true) {
+		return errors.New("gcheadroom: another gcheadroom extension is running; the GC percent is one per process, configure one")
+	}
+	t.owns = true
+	// debug.SetGCPercent is the only way to read it: set any value and put the old one back.
+	t.base = t.setPercent(100)
+	t.setPercent(t.base)
+	t.percent.Store(int64(t.base))
+	if t.base < 0 {
+		t.logger.Info("GOGC=off: the GC percent is left as it is")
+		return nil
+	}
+	t.stop, t.done = make(chan struct{}), make(chan struct{})
+	t.check()
+	go t.run()
+	return nil
+}
+
+func (t *tuner) run() {
+	defer close(t.done)
+	tick := time.NewTicker(t.cfg.CheckInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-t.stop:
+			return
+		case <-tick.C:
+			t.check()
+		}
+	}
+}
+
+// check reads the live heap and sets the GC percent for it, when that changes it.
+func (t *tuner) check() {
+	live := t.readLive()
+	t.live.Store(int64(live))
+	p := percentFor(live, uint64(t.cfg.MaxHeadroomMiB)<<20, t.cfg.MinGCPercent, t.base)
+	if int64(p) != t.percent.Load() {
+		t.setPercent(p)
+		t.percent.Store(int64(p))
+	}
+}
+
+// percentFor is the GC percent that lets the heap grow by at most headroom bytes above live:
+// base (GOGC) while base allows less, never above base, and never below minPercent unless
+// base is lower still.
+func percentFor(live, headroom uint64, minPercent, base int) int {
+	if base <= 0 || live == 0 {
+		return base
+	}
+	p := headroom / live * 100
+	if p < uint64(base) {
+		// In two steps: headroom*100 could overflow for an absurd headroom, headroom/live
+		// alone loses the fraction.
+		p = headroom * 100 / live
+	}
+	switch {
+	case p >= uint64(base):
+		return base
+	case p < uint64(minPercent):
+		return min(minPercent, base)
+	}
+	return int(p)
+}
+
+// Shutdown stops adjusting and puts back the GC percent found at Start.
+func (t *tuner) Shutdown(ctx context.Context) error {
+	t.tel.shutdown()
+	if !t.owns {
+		return nil
+	}
+	var err error
+	if t.stop != nil {
+		close(t.stop)
+		select {
+		case <-t.done:
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
+	}
+	if err == nil {
+		t.setPercent(t.base)
+		t.owns = false
+		running.Store(false)
+	}
+	return err
+}

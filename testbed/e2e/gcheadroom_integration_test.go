@@ -1,0 +1,60 @@
+//go:build integration
+
+package e2e
+
+import (
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestGCHeadroomThroughTheBinary runs configs/default.yaml, which carries the gcheadroom
+// extension, twice: as shipped, where the collector's small live heap is far below the 256 MiB
+// headroom and GOGC applies as it is; and with max_headroom_mib lowered to 1 MiB, where any live
+// heap over 4 MiB asks for less than 25% and the extension sets its floor, min_gc_percent.
+// Both read the extension's own telemetry, from the real runtime.
+func TestGCHeadroomThroughTheBinary(t *testing.T) {
+	gogc := 100
+	if v := os.Getenv("GOGC"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			t.Fatalf("GOGC=%q: this test needs a numeric GOGC or none", v)
+		}
+		gogc = n
+	}
+	for _, tc := range []struct {
+		name    string
+		overlay string
+		want    float64
+	}{
+		{"as shipped", "", float64(gogc)},
+		{"headroom of 1 MiB", "extensions:\n  gcheadroom:\n    max_headroom_mib: 1\n    min_gc_percent: 25\n", float64(min(25, gogc))},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env, _ := defaultEnv(t)
+			var overlays []string
+			if tc.overlay != "" {
+				overlays = overlayFiles(t, tc.overlay)
+			}
+			StartCollector(t, configPath("default.yaml"), env, overlays...)
+			url := telemetryURLOf(env)
+			var percent, live float64
+			for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+				fams, err := scrape(url)
+				if err != nil {
+					continue
+				}
+				percent, _ = SumSeries(fams, "otelcol_extension_gcheadroom_gc_percent", nil)
+				live, _ = SumSeries(fams, "otelcol_extension_gcheadroom_live_heap_bytes", nil)
+				if live > 0 && percent == tc.want {
+					break
+				}
+			}
+			require.Positive(t, live, "the live heap the extension read")
+			require.Equal(t, tc.want, percent, "GC percent (live heap %.0f bytes)", live)
+		})
+	}
+}
