@@ -191,35 +191,47 @@ func Scrape(tb testing.TB, url string) map[string]*dto.MetricFamily {
 }
 
 func scrape(url string) (map[string]*dto.MetricFamily, error) {
-	req, err := http.NewRequest(http.MethodGet, url, nil)
+	var fams map[string]*dto.MetricFamily
+	err := readScrape(url, 30*time.Second, func(body io.Reader) error {
+		parser := expfmt.NewTextParser(model.UTF8Validation)
+		var err error
+		fams, err = parser.TextToMetricFamilies(body)
+		return err
+	})
+	return fams, err
+}
+
+// readScrape GETs a Prometheus endpoint in the text format, accepting gzip, and hands read the
+// decoded page.
+func readScrape(url string, timeout time.Duration, read func(io.Reader) error) error {
+	req, err := http.NewRequest(http.MethodGet, url, http.NoBody)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	req.Header.Set("Accept", "text/plain;version=0.0.4")
 	req.Header.Set("Accept-Encoding", "gzip")
 	// A transport of its own so no idle connection outlives the test (goleak).
 	tr := &http.Transport{DisableKeepAlives: true, DisableCompression: true}
 	defer tr.CloseIdleConnections()
-	resp, err := (&http.Client{Transport: tr, Timeout: 30 * time.Second}).Do(req)
+	resp, err := (&http.Client{Transport: tr, Timeout: timeout}).Do(req)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(resp.Body)
-		return nil, fmt.Errorf("status %d: %s", resp.StatusCode, tailOf(string(b), 500))
+		return fmt.Errorf("status %d: %s", resp.StatusCode, tailOf(string(b), 500))
 	}
 	var body io.Reader = resp.Body
 	if resp.Header.Get("Content-Encoding") == "gzip" {
 		zr, err := gzip.NewReader(resp.Body)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		defer zr.Close()
 		body = zr
 	}
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	return parser.TextToMetricFamilies(body)
+	return read(body)
 }
 
 // scrapeFamilyLines GETs a Prometheus endpoint (accepting gzip) and returns the value of each
@@ -227,32 +239,13 @@ func scrape(url string) (map[string]*dto.MetricFamily, error) {
 // line by line and skips every other family, so that a loop scraping a large page still sees
 // each flush.
 func scrapeFamilyLines(url, family string, timeout time.Duration) (map[string]float64, error) {
-	req, err := http.NewRequest(http.MethodGet, url, http.NoBody)
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Accept", "text/plain;version=0.0.4")
-	req.Header.Set("Accept-Encoding", "gzip")
-	tr := &http.Transport{DisableKeepAlives: true, DisableCompression: true}
-	defer tr.CloseIdleConnections()
-	resp, err := (&http.Client{Transport: tr, Timeout: timeout}).Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("status %d", resp.StatusCode)
-	}
-	var body io.Reader = resp.Body
-	if resp.Header.Get("Content-Encoding") == "gzip" {
-		zr, err := gzip.NewReader(resp.Body)
-		if err != nil {
-			return nil, err
-		}
-		defer zr.Close()
-		body = zr
-	}
 	seen := map[string]float64{}
+	err := readScrape(url, timeout, func(body io.Reader) error { return readFamilyLines(body, family, seen) })
+	return seen, err
+}
+
+// readFamilyLines adds to seen the value of each series of family on the page body.
+func readFamilyLines(body io.Reader, family string, seen map[string]float64) error {
 	sc := bufio.NewScanner(body)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	prefix := []byte(family + "{")
@@ -263,19 +256,19 @@ func scrapeFamilyLines(url, family string, timeout time.Duration) (map[string]fl
 		}
 		end := bytes.LastIndexByte(line, '}')
 		if end < 0 {
-			return nil, fmt.Errorf("%s line without its label set: %q", family, line)
+			return fmt.Errorf("%s line without its label set: %q", family, line)
 		}
 		fields := strings.Fields(string(line[end+1:]))
 		if len(fields) == 0 {
-			return nil, fmt.Errorf("%s line without a value: %q", family, line)
+			return fmt.Errorf("%s line without a value: %q", family, line)
 		}
 		v, err := strconv.ParseFloat(fields[0], 64)
 		if err != nil {
-			return nil, fmt.Errorf("%s line %q: %w", family, line, err)
+			return fmt.Errorf("%s line %q: %w", family, line, err)
 		}
 		seen[string(line[len(prefix):end])] = v
 	}
-	return seen, sc.Err()
+	return sc.Err()
 }
 
 // SumSeries adds the values of every series of family whose labels include all of want.
