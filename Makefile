@@ -50,7 +50,7 @@ unit:
 	cd testbed && $(GO) test -race -count=1 ./...
 	cd deploy && $(GO) test -race -count=1 ./...
 
-## prometheus3: build Prometheus 3 and its promtool once (native histograms; ~4 min cold on two cores), before the tests that use them
+## prometheus3: build Prometheus 3 and its promtool once (native histograms; ~4 min on two cores once its modules are downloaded), before the tests that use them
 prometheus3:
 	scripts/prometheus3.sh install >/dev/null
 

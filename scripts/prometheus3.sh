@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Prometheus 3 on 127.0.0.1:${PROM3_PORT:-19091}, for tests of native histograms. Debian ships
 # Prometheus 2.42; Prometheus 3 (native histograms stable, scrape_native_histograms) is built once
-# from its Go module, pinned, and cached under $STATE (about 4 minutes cold with its promtool on two
-# cores; the web UI's assets are not embedded that way, the API and scraping are all the tests use).
+# from its Go module, pinned, and cached under $STATE (about 4 minutes with its promtool on two
+# cores once the modules are downloaded; the web UI's assets are not embedded that way, the API
+# and scraping are all the tests use).
 #   PROM_CONFIG=scrape.yml scripts/prometheus3.sh start   (a fresh TSDB at every start)
 #   scripts/prometheus3.sh stop|status|install
 #   scripts/prometheus3.sh promtool ARGS...   (Prometheus 3's promtool, built with it: its rule

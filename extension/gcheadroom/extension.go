@@ -128,25 +128,20 @@ func percentFor(live, headroom uint64, minPercent, base int) int {
 	return int(p)
 }
 
-// Shutdown stops adjusting and puts back the GC percent found at Start.
-func (t *tuner) Shutdown(ctx context.Context) error {
+// Shutdown stops adjusting and puts back the GC percent found at Start. It waits for the loop
+// without a deadline: a check is a metrics read and at most one SetGCPercent, so the loop ends
+// at once, and the percent is put back only after its last check.
+func (t *tuner) Shutdown(context.Context) error {
 	t.tel.shutdown()
 	if !t.owns {
 		return nil
 	}
-	var err error
 	if t.stop != nil {
 		close(t.stop)
-		select {
-		case <-t.done:
-		case <-ctx.Done():
-			err = ctx.Err()
-		}
+		<-t.done
 	}
-	if err == nil {
-		t.setPercent(t.base)
-		t.owns = false
-		running.Store(false)
-	}
-	return err
+	t.setPercent(t.base)
+	t.owns = false
+	running.Store(false)
+	return nil
 }

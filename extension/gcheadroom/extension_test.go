@@ -145,3 +145,15 @@ func TestOnTheRealRuntime(t *testing.T) {
 	after := debug.SetGCPercent(before)
 	assert.Equal(t, before, after)
 }
+
+// TestCheckAllocatesNothing: a check reads runtime/metrics into the sample it keeps and sets
+// nothing while the percent stays the same.
+func TestCheckAllocatesNothing(t *testing.T) {
+	rt := &fakeRuntime{percent: 100}
+	tu := newTestTuner(t, rt, createDefaultConfig())
+	tu.readLive = newLiveHeapReader()
+	tu.base = 100
+	tu.percent.Store(100)
+	allocs := testing.AllocsPerRun(1000, tu.check)
+	assert.Zero(t, allocs, "allocations per check")
+}

@@ -193,7 +193,8 @@ func TestBusiestOperationsGetTheirSeries(t *testing.T) {
 	// the ID burst could still be counted in shop's first intervals, where the sketch ranks
 	// it with shop's operations. Shop starts once every ID span is on the page, in an
 	// interval after the burst's.
-	WaitForSum(t, metricsURL, calls, map[string]string{"service_name": "ids-in-names"}, float64(noise), time.Minute)
+	require.Equal(t, float64(noise), WaitForSum(t, metricsURL, calls, map[string]string{"service_name": "ids-in-names"}, float64(noise), time.Minute),
+		"calls of the ID burst before shop starts")
 
 	// shop and steady send every 100 ms (20 spans a second per operation) while the main
 	// goroutine scrapes.
