@@ -102,30 +102,6 @@ func (n *spanNamer) cluster(s *nameScratch, svc, name string) string {
 	return out
 }
 
-// touchTemplates reads ahead the clustering entries that the names of spans [from, to) of
-// service svc will be looked up in (Clusterer.Touch), each run of one name once; like
-// touchSpans, it returns a byte only to keep the reads. Below touchTemplatesFrom templates
-// (about 0.5 MiB of snapshot entries) they stay cached and it is skipped: in
-// BenchmarkLayers' reduce cells it took ~8 ns a span for nothing at 250 templates (a CPU
-// profile), and at 25,000 the layers cost 197 cpu-ns/span with it against 240 without
-// (medians of 5 alternating rounds).
-func (n *spanNamer) touchTemplates(s *nameScratch, svc string, spans ptrace.SpanSlice, from, to int) byte {
-	if n.clusters == nil || n.clusters.Templates() < touchTemplatesFrom {
-		return 0
-	}
-	var t byte
-	prev := ""
-	for k := from; k < to; k++ {
-		if name := spans.At(k).Name(); name != prev {
-			t ^= n.clusters.Touch(&s.cluster, svc, name)
-			prev = name
-		}
-	}
-	return t
-}
-
-const touchTemplatesFrom = 4096
-
 // learnNames hands the names a batch's producer did not find templates for to the learner.
 // Aggregator goroutine: the learner is single-threaded, and it is the one goroutine that
 // sees every batch, after the producers are done with it. now is unix nanoseconds.

@@ -56,9 +56,6 @@ func (r *reducer) reduce(b *deltaBatch, td ptrace.Traces) {
 				if k%touchAhead == 0 && spans.Len()-k >= minTouch {
 					end := min(k+touchAhead, spans.Len())
 					b.touch ^= touchSpans(spans, k, end)
-					if r.names != nil {
-						b.touch ^= r.names.touchTemplates(&b.names, svcName, spans, k, end)
-					}
 				}
 				r.reduceSpan(b, res, resHash, svcName, resAttrs, scope, withScope, spans.At(k))
 			}

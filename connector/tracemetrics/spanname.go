@@ -253,7 +253,7 @@ type nameScratch struct {
 // the next span with the same service, name and http.route presence: a request usually holds
 // one operation's spans in a row (as a server and a client, ok and failed, a burst of one
 // endpoint), and each of them after the first costs a comparison instead of the rule
-// prefixes, clustering's scan of the name and its look-up, a cache miss with many templates.
+// prefixes, clustering's scan of the name and its look-up.
 // It lives for one reduce call (publish clears it): svc and name point into the request, and
 // out into s.rule or s.cluster, which only a call that replaces it rewrites. A repeat does
 // not stamp its clustering template again: the first span of the run did, in the same call.

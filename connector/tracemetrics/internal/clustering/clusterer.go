@@ -21,8 +21,8 @@ const (
 	// MaxServices is the number of services with templates; names of further services get
 	// the ID heuristics only, until services expire.
 	MaxServices = 1000
-	// MaxTemplates bounds the templates of all services together (about 700 bytes each with
-	// their tree and snapshot entries, 2 to 4 of 64 bytes: ~70 MiB): when it is reached, a service makes room
+	// MaxTemplates bounds the templates of all services together (about 550 bytes each with
+	// their tree and snapshot slots, 2 to 4 of 20 bytes: ~55 MiB): when it is reached, a service makes room
 	// among its own templates, and a service without templates gets none.
 	MaxTemplates = 100_000
 	// MaxNameLen and maxEdges bound the names learned: longer ones get the ID heuristics and
@@ -138,8 +138,8 @@ func (c *Clusterer) Template(s *Scratch, svc, name string) (string, bool) {
 	}
 	if len(out) <= MaxNameLen && edges <= maxEdges {
 		h := maphash.String(c.seed, out)
-		if e := snapLookup(snap, h, out); e != nil {
-			e.stamp(c.now.Load())
+		if i := snapLookup(snap, h); i >= 0 {
+			snap.stamp(i, c.now.Load())
 		} else {
 			s.addLearn(svc, out, h)
 		}
@@ -147,27 +147,11 @@ func (c *Clusterer) Template(s *Scratch, svc, name string) (string, bool) {
 	return out, copied > 0 && out != name
 }
 
-// Touch reads the entry of svc's snapshot where Template will look name up when name is its
-// own template (a clean name: no ID, no merged position), and returns a byte of it for the
-// caller to keep the read. With tens of thousands of templates the snapshots do not stay in
-// the CPU caches, and each look-up is a cache miss that nothing else overlaps; a caller that
-// touches the next spans' names first, in a short loop, has their misses in flight at once
-// (as the reducer's touchSpans does for the spans). A name that Template rewrites touches an
-// entry for nothing. It changes nothing but s's service (as Template with svc would).
-func (c *Clusterer) Touch(s *Scratch, svc, name string) byte {
-	snap := c.snapshotOf(s, svc)
-	if snap == nil || len(name) > MaxNameLen {
-		return 0
-	}
-	h := maphash.String(c.seed, name)
-	return snap.known[h&uint64(len(snap.known)-1)].n
-}
-
-func snapLookup(snap *snapshot, h uint64, name string) *knownEntry {
+func snapLookup(snap *snapshot, h uint64) int {
 	if snap == nil {
-		return nil
+		return -1
 	}
-	return snap.lookup(h, name)
+	return snap.lookup(h)
 }
 
 // snapshotOf returns svc's snapshot, nil when the learner has none. The slot found is kept

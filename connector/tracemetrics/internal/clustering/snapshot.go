@@ -7,50 +7,35 @@ import (
 )
 
 // snapshot is what producers read of one service's tree: the templates it holds and the
-// merged positions, each in an open-addressing table of immutable entries, found by hash
-// and compared exactly (a collision never gives a name another's template). The learner
-// builds a new one whenever the service's tree changed and stores it in the service's slot;
-// after that only the entries' seen stamps (atomics) are written.
+// merged positions, each in an open-addressing table, found by hash. The learner builds a new
+// one whenever the service's tree changed and stores it in the service's slot; after that only
+// the seen stamps (atomics) are written.
+//
+// A producer's look-up of a template only decides whether to stamp it or hand the name to the
+// learner: the name a span gets is decided before it, by the scan of the name and the merged
+// positions, which are compared exactly. So the templates' table holds their 64-bit hashes
+// alone (a collision, one in 2^64 per pair under a per-process seed, would stamp a template
+// for a name the learner then never sees), and their look-up reads 8 bytes a probe: 25,000
+// templates take 400 KiB, which stays in the CPU's caches beside the reducer's own tables,
+// where 64-byte entries holding the names (3.2 MiB) missed them at every new name of a
+// request (BenchmarkLayers, README.md).
 type snapshot struct {
-	known  []knownEntry  // power of two; a nil tmpl is an empty slot
-	merged []mergedEntry // power of two, or nil when no position is merged
+	hashes []uint64        // power of two; knownHash of each template, 0 in an empty slot
+	seen   []atomic.Uint32 // as hashes: tmpls[i].lastSeen as this snapshot last stamped it, truncated
+	tmpls  []*template     // as hashes: for lastSeen only
+	merged []mergedEntry   // power of two, or nil when no position is merged
 }
 
-// knownEntry is one cache line (64 bytes), so that a producer's look-up of a known name,
-// stamp included, usually reads one line of memory: the name is compared in inline when it
-// fits (most names, and every template of an ID or a wildcard it holds, are short), and
-// seen mirrors tmpl.lastSeen, which is stamped through it once per second at most. With
-// tens of thousands of templates the tables do not stay cached, and reading the name and the
-// template from their own heap objects cost two more misses a span (~60 ns, BenchmarkLayers).
-type knownEntry struct {
-	hash   uint64
-	seen   atomic.Int64 // tmpl.lastSeen as this snapshot last stamped or read it
-	tmpl   *template    // for lastSeen only
-	name   string
-	n      uint8 // len(name) when it is in inline, else inlineName+1
-	inline [inlineName]byte
-}
+// knownHash is what the templates' table stores of a name's hash: never 0, which marks an
+// empty slot. The slot is picked by the hash itself.
+func knownHash(h uint64) uint64 { return h | 1 }
 
-// inlineName is the longest name a knownEntry holds in itself: what is left of 64 bytes.
-const inlineName = 23
-
-// is reports whether e is the entry of name, whose hash is h.
-func (e *knownEntry) is(h uint64, name string) bool {
-	if e.hash != h {
-		return false
-	}
-	if len(name) <= inlineName {
-		return int(e.n) == len(name) && string(e.inline[:len(name)]) == name
-	}
-	return e.name == name
-}
-
-// stamp records that the template was seen at now (unix seconds): once per second at most
-// does it write the template itself.
-func (e *knownEntry) stamp(now int64) {
-	if e.seen.Load() != now {
-		e.seen.Store(now)
-		e.tmpl.lastSeen.Store(now)
+// stamp records that template i was seen at now (unix seconds): once per second at most does
+// it write the template itself.
+func (s *snapshot) stamp(i int, now int64) {
+	if s.seen[i].Load() != uint32(now) {
+		s.seen[i].Store(uint32(now))
+		s.tmpls[i].lastSeen.Store(now)
 	}
 }
 
@@ -69,23 +54,19 @@ func tableSize(n int) int { return 1 << bits.Len(uint(2*n+1)) }
 
 // buildSnapshot copies sv's tree into a new snapshot.
 func (l *learner) buildSnapshot(seed maphash.Seed, sv *service) *snapshot {
-	s := &snapshot{known: make([]knownEntry, tableSize(sv.count))}
+	size := tableSize(sv.count)
+	s := &snapshot{hashes: make([]uint64, size), seen: make([]atomic.Uint32, size), tmpls: make([]*template, size)}
 	var merged []*node
 	var walk func(n *node)
 	walk = func(n *node) {
 		if n.tmpl != nil {
 			h := maphash.String(seed, n.tmpl.name)
-			i := h & uint64(len(s.known)-1)
-			for s.known[i].tmpl != nil {
-				i = (i + 1) & uint64(len(s.known)-1)
+			i := h & uint64(size-1)
+			for s.hashes[i] != 0 {
+				i = (i + 1) & uint64(size-1)
 			}
-			e := &s.known[i]
-			e.hash, e.name, e.tmpl = h, n.tmpl.name, n.tmpl
-			e.seen.Store(n.tmpl.lastSeen.Load())
-			e.n = inlineName + 1
-			if len(e.name) <= inlineName {
-				e.n = uint8(copy(e.inline[:], e.name))
-			}
+			s.hashes[i], s.tmpls[i] = knownHash(h), n.tmpl
+			s.seen[i].Store(uint32(n.tmpl.lastSeen.Load()))
 		}
 		if n.merged {
 			merged = append(merged, n)
@@ -110,15 +91,15 @@ func (l *learner) buildSnapshot(seed maphash.Seed, sv *service) *snapshot {
 	return s
 }
 
-// lookup returns the template entry named name, or nil.
-func (s *snapshot) lookup(h uint64, name string) *knownEntry {
-	mask := uint64(len(s.known) - 1)
-	for i := h & mask; s.known[i].tmpl != nil; i = (i + 1) & mask {
-		if e := &s.known[i]; e.is(h, name) {
-			return e
+// lookup returns the slot of the template whose name hashes to h, or -1.
+func (s *snapshot) lookup(h uint64) int {
+	mask, want := uint64(len(s.hashes)-1), knownHash(h)
+	for i := h & mask; s.hashes[i] != 0; i = (i + 1) & mask {
+		if s.hashes[i] == want {
+			return int(i)
 		}
 	}
-	return nil
+	return -1
 }
 
 // isMerged reports whether the position after prefix is merged.
