@@ -15,8 +15,7 @@ import (
 // cache_loop and builds the metrics on metrics_flush_interval (flusher.go).
 type aggregator struct {
 	p      *plan
-	q      *intake.Queue[halfBatch]
-	free   *intake.FreeList[halfBatch]
+	pipe   *intake.Pipe[halfBatch]
 	clock  clockwork.Clock
 	tel    *telemetry
 	fl     *flusher
@@ -38,13 +37,13 @@ type aggregator struct {
 	done chan struct{}
 }
 
-func newAggregator(p *plan, q *intake.Queue[halfBatch], free *intake.FreeList[halfBatch], clock clockwork.Clock, tel *telemetry, fl *flusher) *aggregator {
+func newAggregator(p *plan, pipe *intake.Pipe[halfBatch], clock clockwork.Clock, tel *telemetry, fl *flusher) *aggregator {
 	a := &aggregator{
-		p: p, q: q, free: free, clock: clock, tel: tel, fl: fl,
+		p: p, pipe: pipe, clock: clock, tel: tel, fl: fl,
 		pairs:       newPairTable(len(p.dims)),
 		series:      newSeriesTable(p),
 		in:          newInterner(),
-		wakeItems:   max(1, min(16, q.Cap()/8)),
+		wakeItems:   max(1, min(16, pipe.Queue.Cap()/8)),
 		scratchDims: make([]uint32, 2*len(p.dims)),
 		stop:        make(chan struct{}),
 		done:        make(chan struct{}),
@@ -95,9 +94,9 @@ func (a *aggregator) run(t tickers) {
 	flushC, expireC, cleanC := t.chans()
 	var flushDue, expireDue, cleanDue bool
 	for {
-		if !a.q.Arm(a.wakeItems) {
+		if !a.pipe.Queue.Arm(a.wakeItems) {
 			select {
-			case <-a.q.Wake():
+			case <-a.pipe.Queue.Wake():
 			case <-flushC:
 				flushDue = true
 			case <-expireC:
@@ -105,12 +104,12 @@ func (a *aggregator) run(t tickers) {
 			case <-cleanC:
 				cleanDue = true
 			case <-a.stop:
-				a.q.Disarm()
+				a.pipe.Queue.Disarm()
 				a.finish()
 				return
 			}
 		}
-		a.q.Disarm()
+		a.pipe.Queue.Disarm()
 		applied := a.drain()
 		// Under sustained load Arm keeps finding batches and the select above is not reached:
 		// look at the tickers on every round.
@@ -149,7 +148,7 @@ func (a *aggregator) finish() {
 
 // drain applies every batch queued and returns how many there were.
 func (a *aggregator) drain() int {
-	a.buf = a.q.Drain(a.buf[:0])
+	a.buf = a.pipe.Queue.Drain(a.buf[:0])
 	if len(a.buf) == 0 {
 		return 0
 	}
@@ -163,9 +162,7 @@ func (a *aggregator) drain() int {
 		a.tel.invalidWeights.Add(int64(b.invalidWeights))
 		a.tel.noService.Add(int64(b.noService))
 		a.tel.backwards.Add(int64(b.backwards))
-		a.q.Release(b.held)
-		b.reset()
-		a.free.Put(b)
+		a.pipe.Recycle(b)
 		a.buf[i] = nil
 	}
 	a.tel.receivedSpans.Add(int64(spans))

@@ -5,6 +5,8 @@ import (
 	"unsafe"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
+
+	"github.com/otelcol-red/otelcol-red/internal/intake"
 )
 
 // side says which end of a call a half edge describes.
@@ -70,6 +72,15 @@ type halfBatch struct {
 	lastTS     string
 	lastWeight float64
 	lastValid  bool
+}
+
+// halfBatches is how the intake pipe handles halfBatch. A batch of spans without edge halves
+// still goes to the aggregator, which counts the spans received.
+var halfBatches = intake.Batch[halfBatch]{
+	Reset:     (*halfBatch).reset,
+	Empty:     func(b *halfBatch) bool { return len(b.halves) == 0 && b.spans == 0 },
+	Footprint: (*halfBatch).footprint,
+	Held:      func(b *halfBatch) *int64 { return &b.held },
 }
 
 func (b *halfBatch) reset() {

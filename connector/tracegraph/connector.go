@@ -34,9 +34,7 @@ type connectorImp struct {
 	clock   clockwork.Clock
 	reducer reducer
 	hints   sizeHints
-	q       *intake.Queue[halfBatch]
-	free    *intake.FreeList[halfBatch]
-	gate    intake.Gate
+	pipe    *intake.Pipe[halfBatch]
 	agg     *aggregator
 	fl      *flusher
 	tel     *telemetry
@@ -51,9 +49,8 @@ var _ consumer.Traces = (*connectorImp)(nil)
 
 func newConnector(set component.TelemetrySettings, cfg *Config, next consumer.Metrics, clock clockwork.Clock) (*connectorImp, error) {
 	p := newPlan(cfg, readGates())
-	q := intake.New[halfBatch](p.ringSize)
-	q.LimitBytes(ringMemory)
-	tel, err := newTelemetry(set, q)
+	pipe := intake.NewPipe(p.ringSize, ringMemory, halfBatches)
+	tel, err := newTelemetry(set, pipe.Queue)
 	if err != nil {
 		return nil, err
 	}
@@ -61,14 +58,11 @@ func newConnector(set component.TelemetrySettings, cfg *Config, next consumer.Me
 		p:       p,
 		clock:   clock,
 		reducer: reducer{p: p},
-		q:       q,
-		// Batches alive at once: the ring's, the aggregator's drained ones and one per producer.
-		free: intake.NewFreeList[halfBatch](4 * q.Cap()),
-		tel:  tel,
+		pipe:    pipe,
+		tel:     tel,
 	}
-	c.free.LimitBytes(ringMemory, (*halfBatch).footprint)
 	c.fl = newFlusher(p, next, set.Logger, tel, clock)
-	c.agg = newAggregator(p, q, c.free, clock, tel, c.fl)
+	c.agg = newAggregator(p, pipe, clock, tel, c.fl)
 	return c, nil
 }
 
@@ -94,16 +88,12 @@ func (c *connectorImp) Start(context.Context, component.Host) error {
 func (c *connectorImp) Shutdown(ctx context.Context) error {
 	var err error
 	c.shutdownOnce.Do(func() {
-		err = c.gate.Close(ctx)
+		err = c.pipe.Close(ctx)
 		if c.started {
 			close(c.agg.stop)
-			for _, done := range []chan struct{}{c.agg.done, c.fl.done} {
-				select {
-				case <-done:
-				case <-ctx.Done():
-					err = errors.Join(err, ctx.Err())
-					return
-				}
+			if werr := intake.Await(ctx, c.agg.done, c.fl.done); werr != nil {
+				err = errors.Join(err, werr)
+				return
 			}
 			c.tickers.stop()
 		}
@@ -121,27 +111,15 @@ func (*connectorImp) Capabilities() consumer.Capabilities {
 // holds no lock and, once the batch pool is warm, allocates nothing. When the ring is full it
 // waits for room until ctx is done, and then returns the context's error with nothing taken.
 func (c *connectorImp) ConsumeTraces(ctx context.Context, td ptrace.Traces) error {
-	if !c.gate.Enter() {
+	b, ok := c.pipe.Take()
+	if !ok {
 		c.tel.droppedSpans.Add(int64(td.SpanCount()))
 		return errShutdown
-	}
-	defer c.gate.Exit()
-	b := c.free.Get()
-	if b == nil {
-		b = new(halfBatch)
 	}
 	c.hints.fit(b)
 	c.reducer.reduce(b, td)
 	c.hints.raise(b)
-	if len(b.halves) == 0 && b.spans == 0 {
-		b.reset()
-		c.free.Put(b)
-		return nil
-	}
-	b.held = b.footprint()
-	if err := c.q.PutSized(ctx, b, b.held); err != nil {
-		b.reset()
-		c.free.Put(b)
+	if err := c.pipe.Submit(ctx, b); err != nil {
 		c.tel.droppedSpans.Add(int64(td.SpanCount()))
 		return err
 	}

@@ -20,9 +20,8 @@ func buildWith(t *testing.T, cfg *Config, g gates, tds ...ptrace.Traces) map[str
 	p := newPlan(cfg, g)
 	clock := clockwork.NewFakeClock()
 	tel := &telemetry{}
-	q := intake.New[halfBatch](4)
 	fl := newFlusher(p, &consumertest.MetricsSink{}, zap.NewNop(), tel, clock)
-	a := newAggregator(p, q, intake.NewFreeList[halfBatch](4), clock, tel, fl)
+	a := newAggregator(p, intake.NewPipe(4, 0, halfBatches), clock, tel, fl)
 	for _, td := range tds {
 		b := new(halfBatch)
 		reducer{p: p}.reduce(b, td)

@@ -219,14 +219,14 @@ func sortedKeys(m map[string]point) []string {
 // aggregator wakes when the batch it armed for is complete, so settle completes it with empty
 // batches (from the pool, as a producer's would be), as a quiet producer's next calls would.
 func (c *connectorImp) settle() {
-	for c.q.Len() > 0 || c.q.HeldBytes() > 0 {
+	for c.pipe.Queue.Len() > 0 || c.pipe.Queue.HeldBytes() > 0 {
 		for range c.agg.wakeItems {
-			b := c.free.Get()
+			b := c.pipe.Free.Get()
 			if b == nil {
 				b = new(halfBatch)
 			}
 			c.hints.fit(b) // it joins the pool: as large as a producer's
-			_ = c.q.Put(context.Background(), b)
+			_ = c.pipe.Queue.Put(context.Background(), b)
 		}
 		time.Sleep(50 * time.Microsecond)
 	}

@@ -19,8 +19,7 @@ type aggregator struct {
 
 	touch uint32 // see touchSeries
 
-	q         *intake.Queue[deltaBatch]
-	free      *intake.FreeList[deltaBatch]
+	pipe      *intake.Pipe[deltaBatch]
 	hints     *sizeHints // the producers' batch sizes (wakeItems)
 	wakeItems int
 	clock     clockwork.Clock
@@ -97,32 +96,32 @@ var overflowLimits = [overflowKinds]string{
 func (a *aggregator) run() {
 	defer close(a.done)
 	for {
-		if !a.q.Arm(a.wakeItems) {
+		if !a.pipe.Queue.Arm(a.wakeItems) {
 			// back is nil, so never ready, unless a flush waits for the flusher's buffer.
 			var back chan *deltaBuffer
 			if a.flushDue {
 				back = a.returned
 			}
 			select {
-			case <-a.q.Wake():
+			case <-a.pipe.Queue.Wake():
 			case spare := <-back:
-				a.q.Disarm()
+				a.pipe.Queue.Disarm()
 				a.drain()
 				a.swap(spare, false)
 				continue
 			case <-a.ticker.Chan():
-				a.q.Disarm()
+				a.pipe.Queue.Disarm()
 				a.drain()
 				a.flush(false)
 				continue
 			case <-a.stop:
-				a.q.Disarm()
+				a.pipe.Queue.Disarm()
 				a.drain()
 				a.flush(true)
 				return
 			}
 		}
-		a.q.Disarm()
+		a.pipe.Queue.Disarm()
 		a.drain()
 	}
 }
@@ -166,7 +165,7 @@ func (a *aggregator) drain() {
 			tick = a.tickDue()
 		}
 		afterTick := tick // this round's Drain comes after the tick
-		a.drainBuf = a.q.Drain(a.drainBuf[:0])
+		a.drainBuf = a.pipe.Queue.Drain(a.drainBuf[:0])
 		if len(a.drainBuf) == 0 {
 			a.flushOrSwap(tick)
 			break
@@ -184,9 +183,7 @@ func (a *aggregator) drain() {
 			a.apply(b)
 			a.names.learnNames(&b.names, now)
 			spans += b.spans
-			a.q.Release(b.held)
-			b.reset()
-			a.free.Put(b)
+			a.pipe.Recycle(b)
 			a.drainBuf[i] = nil
 		}
 		// One atomic add per round, however many batches and spans it held; the templates
@@ -197,7 +194,7 @@ func (a *aggregator) drain() {
 		if afterTick {
 			tick = false
 		}
-		a.wakeItems = wakeItems(a.q.Cap(), int(a.hints.get(hintSeries)))
+		a.wakeItems = wakeItems(a.pipe.Queue.Cap(), int(a.hints.get(hintSeries)))
 		if len(a.drainBuf) < a.wakeItems && !tick {
 			break
 		}

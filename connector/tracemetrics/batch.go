@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"unsafe"
 
+	"github.com/otelcol-red/otelcol-red/internal/intake"
 	"github.com/otelcol-red/otelcol-red/internal/sampling"
 )
 
@@ -71,6 +72,14 @@ type batchSeries struct {
 type observation struct {
 	series uint32
 	code   int32
+}
+
+// deltaBatches is how the intake pipe handles deltaBatch.
+var deltaBatches = intake.Batch[deltaBatch]{
+	Reset:     (*deltaBatch).reset,
+	Empty:     (*deltaBatch).empty,
+	Footprint: (*deltaBatch).footprint,
+	Held:      func(b *deltaBatch) *int64 { return &b.held },
 }
 
 func (b *deltaBatch) reset() {

@@ -57,7 +57,7 @@ func TestSizeHintsForgetOldIntervals(t *testing.T) {
 	fresh = new(deltaBatch)
 	red.reduce(fresh, small[1])
 	require.Less(t, cap(fresh.series), 100, "sized for the small requests")
-	require.Greater(t, wakeItems(c.q.Cap(), int(red.hints.get(hintSeries))), 16, "small batches wake the aggregator less often")
+	require.Greater(t, wakeItems(c.pipe.Queue.Cap(), int(red.hints.get(hintSeries))), 16, "small batches wake the aggregator less often")
 
 	// Through the connector: the producer raises the hints as it reduces, and a real flush
 	// (which drains the ring before it swaps) rotates them.

@@ -642,13 +642,13 @@ func saturate(c *connectorImp, stop *atomic.Bool, queued *atomic.Int64) {
 	tmpl.ts = time.Now().UnixNano()
 	c.reducer.reduce(tmpl, manySeries(2000))
 	for !stop.Load() {
-		b := c.free.Get()
+		b := c.pipe.Free.Get()
 		if b == nil {
 			b = new(deltaBatch)
 		}
 		copyBatch(b, tmpl)
 		queued.Add(1)
-		if err := c.q.Put(context.Background(), b); err != nil {
+		if err := c.pipe.Queue.Put(context.Background(), b); err != nil {
 			panic(err)
 		}
 	}

@@ -35,9 +35,7 @@ type connectorImp struct {
 	logger  *zap.Logger
 	clock   clockwork.Clock
 	reducer *reducer
-	q       *intake.Queue[deltaBatch]
-	free    *intake.FreeList[deltaBatch]
-	gate    intake.Gate
+	pipe    *intake.Pipe[deltaBatch]
 	agg     *aggregator
 	fl      *flusher
 	tel     *telemetry
@@ -51,9 +49,9 @@ var _ consumer.Traces = (*connectorImp)(nil)
 
 func newConnector(set component.TelemetrySettings, cfg *Config, next consumer.Metrics, d deps, instanceID string) (*connectorImp, error) {
 	p := newPlan(cfg, readGates(), instanceID)
-	q := intake.New[deltaBatch](p.ringSize)
-	q.LimitBytes(p.ringBytes)
-	tel, err := newTelemetry(set, q, p)
+	// The free list holds up to ring_memory_mib of batches as well: beyond, the GC takes them.
+	pipe := intake.NewPipe(p.ringSize, p.ringBytes, deltaBatches)
+	tel, err := newTelemetry(set, pipe.Queue, p)
 	if err != nil {
 		return nil, err
 	}
@@ -62,23 +60,17 @@ func newConnector(set component.TelemetrySettings, cfg *Config, next consumer.Me
 		logger:  set.Logger,
 		clock:   d.clock,
 		reducer: newReducer(p, d.keyHash),
-		q:       q,
-		// Batches alive at once: the ring's, the aggregator's drained ones (at most a ring's
-		// worth) and one per producer in ConsumeTraces; the free list holds them all, up to
-		// ring_memory_mib of them: beyond, the GC takes them back.
-		free: intake.NewFreeList[deltaBatch](4 * q.Cap()),
-		tel:  tel,
+		pipe:    pipe,
+		tel:     tel,
 	}
-	c.free.LimitBytes(p.ringBytes, (*deltaBatch).footprint)
 	returned := make(chan *deltaBuffer, 1)
 	toFlusher := make(chan *deltaBuffer, 1)
 	returned <- newDeltaBuffer(len(p.families))
 	c.agg = &aggregator{
 		plan:      p,
-		q:         q,
-		free:      c.free,
+		pipe:      pipe,
 		hints:     &c.reducer.hints,
-		wakeItems: wakeItems(q.Cap(), firstSeriesPerBatch),
+		wakeItems: wakeItems(pipe.Queue.Cap(), firstSeriesPerBatch),
 		clock:     d.clock,
 		services:  map[string]uint32{},
 		epoch:     1, // 0 marks a series without a row
@@ -131,19 +123,11 @@ func (c *connectorImp) Start(context.Context, component.Host) error {
 func (c *connectorImp) Shutdown(ctx context.Context) error {
 	var err error
 	c.shutdownOnce.Do(func() {
-		err = c.gate.Close(ctx)
+		err = c.pipe.Close(ctx)
 		if c.started {
 			close(c.agg.stop)
-			select {
-			case <-c.agg.done:
-			case <-ctx.Done():
-				err = errors.Join(err, ctx.Err())
-				return
-			}
-			select {
-			case <-c.fl.done:
-			case <-ctx.Done():
-				err = errors.Join(err, ctx.Err())
+			if werr := intake.Await(ctx, c.agg.done, c.fl.done); werr != nil {
+				err = errors.Join(err, werr)
 				return
 			}
 			c.agg.ticker.Stop()
@@ -162,26 +146,14 @@ func (*connectorImp) Capabilities() consumer.Capabilities {
 // and, once the batch pool is warm, allocates nothing. When the ring is full it waits for
 // room until ctx is done, and then returns the context's error with nothing aggregated.
 func (c *connectorImp) ConsumeTraces(ctx context.Context, td ptrace.Traces) error {
-	if !c.gate.Enter() {
+	b, ok := c.pipe.Take()
+	if !ok {
 		c.tel.refusedSpans.Add(int64(td.SpanCount()))
 		return errShutdown
 	}
-	defer c.gate.Exit()
-	b := c.free.Get()
-	if b == nil {
-		b = new(deltaBatch)
-	}
 	b.ts = c.clock.Now().UnixNano()
 	c.reducer.reduce(b, td)
-	if b.empty() {
-		b.reset()
-		c.free.Put(b)
-		return nil
-	}
-	b.held = b.footprint()
-	if err := c.q.PutSized(ctx, b, b.held); err != nil {
-		b.reset()
-		c.free.Put(b)
+	if err := c.pipe.Submit(ctx, b); err != nil {
 		c.tel.refusedSpans.Add(int64(td.SpanCount()))
 		return err
 	}

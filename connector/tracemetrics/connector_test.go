@@ -310,7 +310,7 @@ func TestFullRingAppliesBackpressure(t *testing.T) {
 	refused := genTraces(r, 10, genOptions{services: 1, names: 2})
 	err := c.ConsumeTraces(ctx, refused)
 	require.True(t, errors.Is(err, context.DeadlineExceeded), "got %v", err)
-	require.Equal(t, uint64(1), c.q.Stats().FullWaits)
+	require.Equal(t, uint64(1), c.pipe.Queue.Stats().FullWaits)
 	m, err := tel.GetMetric("otelcol_connector_tracemetrics_refused_spans")
 	require.NoError(t, err)
 	require.Equal(t, countedSpans(refused), m.Data.(metricdata.Sum[int64]).DataPoints[0].Value)
@@ -350,18 +350,18 @@ func TestRingMemoryAppliesBackpressure(t *testing.T) {
 			break
 		}
 		accepted += countedSpans(td)
-		require.LessOrEqual(t, c.q.HeldBytes(), int64(bound))
+		require.LessOrEqual(t, c.pipe.Queue.HeldBytes(), int64(bound))
 	}
-	require.Less(t, c.q.Len(), c.q.Cap()/4, "held back by bytes, not by a full ring")
-	require.Equal(t, uint64(1), c.q.Stats().BytesWaits)
-	require.Zero(t, c.q.Stats().FullWaits)
+	require.Less(t, c.pipe.Queue.Len(), c.pipe.Queue.Cap()/4, "held back by bytes, not by a full ring")
+	require.Equal(t, uint64(1), c.pipe.Queue.Stats().BytesWaits)
+	require.Zero(t, c.pipe.Queue.Stats().FullWaits)
 	m, err := tel.GetMetric("otelcol_connector_tracemetrics_ring_memory_waits")
 	require.NoError(t, err)
 	require.Equal(t, int64(1), m.Data.(metricdata.Sum[int64]).DataPoints[0].Value)
 	m, err = tel.GetMetric("otelcol_connector_tracemetrics_ring_memory")
 	require.NoError(t, err)
 	held := m.Data.(metricdata.Gauge[int64]).DataPoints[0].Value
-	require.Equal(t, c.q.HeldBytes(), held)
+	require.Equal(t, c.pipe.Queue.HeldBytes(), held)
 	require.Greater(t, held, int64(bound/2))
 
 	done := make(chan error)
@@ -372,9 +372,9 @@ func TestRingMemoryAppliesBackpressure(t *testing.T) {
 	accepted += countedSpans(waiting)
 	require.NoError(t, c.Shutdown(context.Background()))
 	require.Equal(t, accepted, sumUp(mergeMetrics(sink.AllMetrics())).calls)
-	require.Zero(t, c.q.HeldBytes())
-	require.Positive(t, c.free.HeldBytes())
-	require.LessOrEqual(t, c.free.HeldBytes(), int64(bound))
+	require.Zero(t, c.pipe.Queue.HeldBytes())
+	require.Positive(t, c.pipe.Free.HeldBytes())
+	require.LessOrEqual(t, c.pipe.Free.HeldBytes(), int64(bound))
 }
 
 func flushOnce(t *testing.T, c *connectorImp, sink *consumertest.MetricsSink, clock *clockwork.FakeClock, d time.Duration) pmetric.Metrics {

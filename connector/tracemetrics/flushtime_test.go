@@ -69,7 +69,7 @@ func TestFlushOnTimeUnderOverload(t *testing.T) {
 		stop.Store(true)
 		wg.Wait()
 	}()
-	require.Eventually(t, func() bool { return c.q.Stats().FullWaits > 100 }, 30*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return c.pipe.Queue.Stats().FullWaits > 100 }, 30*time.Second, time.Millisecond)
 
 	require.NoError(t, clock.BlockUntilContext(context.Background(), 1))
 	clock.Advance(time.Second) // the fake ticker's channel holds the tick when Advance returns
@@ -78,7 +78,7 @@ func TestFlushOnTimeUnderOverload(t *testing.T) {
 	require.Eventually(t, func() bool { return c.tel.flushes.Load() >= 1 }, time.Minute, time.Millisecond,
 		"no flush under overload")
 	// Keep the load on until the bound could be exceeded, so that passing means something.
-	bound := publishedAtTick + int64(c.q.Cap())
+	bound := publishedAtTick + int64(c.pipe.Queue.Cap())
 	require.Eventually(t, func() bool { return queued.Load() > 2*bound }, time.Minute, time.Millisecond)
 	stop.Store(true)
 	wg.Wait()
@@ -91,5 +91,5 @@ func TestFlushOnTimeUnderOverload(t *testing.T) {
 	batches := flushed / seriesPerBatch
 	require.Positive(t, batches)
 	require.LessOrEqual(t, batches, bound,
-		"the first flush came late: it holds batches published after the tick (%d at the tick, ring of %d)", publishedAtTick, c.q.Cap())
+		"the first flush came late: it holds batches published after the tick (%d at the tick, ring of %d)", publishedAtTick, c.pipe.Queue.Cap())
 }

@@ -469,9 +469,9 @@ func (c *connectorImp) flusherIdle() bool { return len(c.agg.returned) == 1 }
 func (c *connectorImp) settle(tb testing.TB) {
 	tb.Helper()
 	puts := 0
-	c.fillUntil(tb, func() bool { return puts > 0 && c.q.Len() < puts }, &puts)
-	queued, more := c.q.Len(), 0
-	c.fillUntil(tb, func() bool { return c.q.Len() < queued+more }, &more)
+	c.fillUntil(tb, func() bool { return puts > 0 && c.pipe.Queue.Len() < puts }, &puts)
+	queued, more := c.pipe.Queue.Len(), 0
+	c.fillUntil(tb, func() bool { return c.pipe.Queue.Len() < queued+more }, &more)
 }
 
 // fillUntil queues empty batches until done, counting them in puts: quickly up to the batch the
@@ -481,13 +481,13 @@ func (c *connectorImp) fillUntil(tb testing.TB, done func() bool, puts *int) {
 	tb.Helper()
 	deadline := time.Now().Add(2 * time.Minute)
 	patience := time.Now().Add(2 * time.Millisecond)
-	likely := max(wakeItems(c.q.Cap(), int(c.reducer.hints.get(hintSeries))), wakeItems(c.q.Cap(), firstSeriesPerBatch))
-	largest := wakeItems(c.q.Cap(), 0)
+	likely := max(wakeItems(c.pipe.Queue.Cap(), int(c.reducer.hints.get(hintSeries))), wakeItems(c.pipe.Queue.Cap(), firstSeriesPerBatch))
+	largest := wakeItems(c.pipe.Queue.Cap(), 0)
 	for !done() {
 		require.True(tb, time.Now().Before(deadline), "the aggregator does not drain the ring")
-		n := c.q.Len()
+		n := c.pipe.Queue.Len()
 		if n < largest {
-			require.NoError(tb, c.q.Put(context.Background(), c.emptyBatch(patience)))
+			require.NoError(tb, c.pipe.Queue.Put(context.Background(), c.emptyBatch(patience)))
 			*puts++
 		}
 		if n < likely {
@@ -504,7 +504,7 @@ func (c *connectorImp) fillUntil(tb testing.TB, done func() bool, puts *int) {
 // smaller than the aggregator's batch in small tests).
 func (c *connectorImp) emptyBatch(patience time.Time) *deltaBatch {
 	for {
-		if b := c.free.Get(); b != nil {
+		if b := c.pipe.Free.Get(); b != nil {
 			return b
 		}
 		if time.Now().After(patience) {
