@@ -1,6 +1,10 @@
 package cachedprom // import "github.com/otelcol-red/otelcol-red/exporter/cachedprom"
 
-import "unsafe"
+import (
+	"unsafe"
+
+	"github.com/otelcol-red/otelcol-red/internal/offheap"
+)
 
 // The store's big arrays (label bytes, rows, bucket counts) hold no
 // pointers, so they can live outside the Go heap. There they do not count
@@ -20,7 +24,7 @@ type offHeapChunk[T any] struct {
 func newOffHeapChunk[T any](n int) offHeapChunk[T] {
 	var zero T
 	size := n * int(unsafe.Sizeof(zero))
-	if mem := mapChunk(size); mem != nil {
+	if mem := offheap.Map(size); mem != nil {
 		return offHeapChunk[T]{mem: mem, values: unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(mem))), n)}
 	}
 	return offHeapChunk[T]{values: make([]T, n)}
@@ -30,7 +34,7 @@ func newOffHeapChunk[T any](n int) offHeapChunk[T] {
 // afterwards.
 func (c *offHeapChunk[T]) free() {
 	if c.mem != nil {
-		unmapChunk(c.mem)
+		offheap.Unmap(c.mem)
 	}
 	c.mem, c.values = nil, nil
 }

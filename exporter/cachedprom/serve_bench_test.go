@@ -17,6 +17,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
+
+	"github.com/otelcol-red/otelcol-red/internal/offheap"
 )
 
 // BenchmarkServeBody measures what serving one gzip body costs the serving
@@ -56,9 +58,9 @@ func BenchmarkServeBody(b *testing.B) {
 	content := make([]byte, size)
 	_, _ = rand.Read(content) // a gzip body is incompressible noise to the kernel as well
 
-	anon := mapChunk(size)
+	anon := offheap.Map(size)
 	require.NotNil(b, anon)
-	defer unmapChunk(anon)
+	defer offheap.Unmap(anon)
 	copy(anon, content)
 
 	fd, err := unix.MemfdCreate("bench-body", unix.MFD_CLOEXEC)

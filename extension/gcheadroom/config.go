@@ -21,6 +21,12 @@ type Config struct {
 	// CheckInterval is how often the live heap is read and the GC percent adjusted.
 	// Default 1s.
 	CheckInterval time.Duration `mapstructure:"check_interval"`
+	// MemoryLimitCountsOffHeap, while a Go memory limit is in effect (GOMEMLIMIT), lowers it
+	// by the bytes components keep outside the Go heap (cachedprom's series store and gzip
+	// snapshot), which the runtime does not count: the process as a whole then stays within
+	// the limit set for it, not its Go heap alone. It never lowers the limit below a quarter
+	// of GOMEMLIMIT, and does nothing without a memory limit. Default true.
+	MemoryLimitCountsOffHeap bool `mapstructure:"memory_limit_counts_off_heap"`
 	// prevent unkeyed literal initialization
 	_ struct{}
 }
@@ -36,6 +42,8 @@ func createDefaultConfig() *Config {
 		MaxHeadroomMiB: defaultMaxHeadroomMiB,
 		MinGCPercent:   defaultMinGCPercent,
 		CheckInterval:  defaultCheckInterval,
+
+		MemoryLimitCountsOffHeap: true,
 	}
 }
 

@@ -3,6 +3,7 @@ package gcheadroom // import "github.com/otelcol-red/otelcol-red/extension/gchea
 import (
 	"context"
 	"errors"
+	"math"
 	"runtime/debug"
 	"runtime/metrics"
 	"sync/atomic"
@@ -10,6 +11,8 @@ import (
 
 	"go.opentelemetry.io/collector/component"
 	"go.uber.org/zap"
+
+	"github.com/otelcol-red/otelcol-red/internal/offheap"
 )
 
 // liveHeapMetric is the heap the last collection marked live (runtime/metrics, Go 1.21+):
@@ -20,25 +23,34 @@ const liveHeapMetric = "/gc/heap/live:bytes"
 var running atomic.Bool
 
 // tuner is the extension: one goroutine that reads the live heap every check_interval and
-// sets the GC percent for it.
+// sets the GC percent for it, and, under a memory limit, sets the limit for what is mapped
+// outside the Go heap.
 type tuner struct {
 	cfg    *Config
 	logger *zap.Logger
 	tel    *telemetry
 
-	readLive   func() uint64 // the live heap in bytes; tests replace it
-	setPercent func(int) int // debug.SetGCPercent; tests replace it
+	readLive    func() uint64     // the live heap in bytes; tests replace it
+	setPercent  func(int) int     // debug.SetGCPercent; tests replace it
+	readOffHeap func() int64      // offheap.Bytes; tests replace it
+	setLimit    func(int64) int64 // debug.SetMemoryLimit; tests replace it
 
-	base    int          // the GC percent in effect at Start (GOGC), restored at Shutdown
-	owns    bool         // Start took running
-	percent atomic.Int64 // the GC percent set last
-	live    atomic.Int64 // the live heap read last
-	stop    chan struct{}
-	done    chan struct{}
+	base      int          // the GC percent in effect at Start (GOGC), restored at Shutdown
+	baseLimit int64        // the memory limit in effect at Start (GOMEMLIMIT), restored at Shutdown
+	tunes     bool         // the GC percent is adjusted (GOGC is not off)
+	limits    bool         // the memory limit is adjusted (one is in effect, and the config asks)
+	owns      bool         // Start took running
+	percent   atomic.Int64 // the GC percent set last
+	live      atomic.Int64 // the live heap read last
+	limit     atomic.Int64 // the memory limit set last
+	offHeap   atomic.Int64 // the off-heap bytes read last
+	stop      chan struct{}
+	done      chan struct{}
 }
 
 func newTuner(set component.TelemetrySettings, cfg *Config) (*tuner, error) {
-	t := &tuner{cfg: cfg, logger: set.Logger, readLive: newLiveHeapReader(), setPercent: debug.SetGCPercent}
+	t := &tuner{cfg: cfg, logger: set.Logger, readLive: newLiveHeapReader(), setPercent: debug.SetGCPercent,
+		readOffHeap: offheap.Bytes, setLimit: debug.SetMemoryLimit}
 	tel, err := newTelemetry(set, t)
 	if err != nil {
 		return nil, err
@@ -60,8 +72,10 @@ func newLiveHeapReader() func() uint64 {
 	}
 }
 
-// Start reads the GC percent in effect and starts adjusting it. With GOGC=off the
-// collector has chosen no collections (GOMEMLIMIT alone, say), and the extension leaves it so.
+// Start reads the GC percent and the memory limit in effect and starts adjusting them. With
+// GOGC=off the collector has chosen no collections (GOMEMLIMIT alone, say), and the extension
+// leaves the percent so; it still adjusts the memory limit, which then alone starts
+// collections, so it matters most there.
 func (t *tuner) Start(context.Context, component.Host) error {
 	if !running.CompareAndSwap(false, true) {
 		return errors.New("gcheadroom: another gcheadroom extension is running; the GC percent is one per process, configure one")
@@ -71,8 +85,14 @@ func (t *tuner) Start(context.Context, component.Host) error {
 	t.base = t.setPercent(100)
 	t.setPercent(t.base)
 	t.percent.Store(int64(t.base))
-	if t.base < 0 {
+	t.tunes = t.base >= 0
+	if !t.tunes {
 		t.logger.Info("GOGC=off: the GC percent is left as it is")
+	}
+	t.baseLimit = t.setLimit(-1) // a negative limit reads it
+	t.limit.Store(t.baseLimit)
+	t.limits = t.cfg.MemoryLimitCountsOffHeap && t.baseLimit < math.MaxInt64
+	if !t.tunes && !t.limits {
 		return nil
 	}
 	t.stop, t.done = make(chan struct{}), make(chan struct{})
@@ -95,15 +115,38 @@ func (t *tuner) run() {
 	}
 }
 
-// check reads the live heap and sets the GC percent for it, when that changes it.
+// check reads the live heap and sets the GC percent for it, and reads the off-heap bytes and
+// sets the memory limit for them, each when it changes.
 func (t *tuner) check() {
-	live := t.readLive()
-	t.live.Store(int64(live))
-	p := percentFor(live, uint64(t.cfg.MaxHeadroomMiB)<<20, t.cfg.MinGCPercent, t.base)
-	if int64(p) != t.percent.Load() {
-		t.setPercent(p)
-		t.percent.Store(int64(p))
+	if t.tunes {
+		live := t.readLive()
+		t.live.Store(int64(live))
+		p := percentFor(live, uint64(t.cfg.MaxHeadroomMiB)<<20, t.cfg.MinGCPercent, t.base)
+		if int64(p) != t.percent.Load() {
+			t.setPercent(p)
+			t.percent.Store(int64(p))
+		}
 	}
+	if t.limits {
+		off := t.readOffHeap()
+		t.offHeap.Store(off)
+		l := limitFor(t.baseLimit, off)
+		if d := l - t.limit.Load(); d >= limitStep || d <= -limitStep || l == t.baseLimit && d != 0 {
+			t.setLimit(l)
+			t.limit.Store(l)
+		}
+	}
+}
+
+// limitStep is the least change of the memory limit worth setting: the off-heap bytes move
+// by a few pages at every render.
+const limitStep = 1 << 20
+
+// limitFor is the Go memory limit that keeps the Go heap and off bytes outside it within
+// base: base less off, but not below a quarter of base, where the runtime would collect all
+// the time for memory it cannot free.
+func limitFor(base, off int64) int64 {
+	return max(base-off, base/4)
 }
 
 // percentFor is the GC percent that lets the heap grow by at most headroom bytes above live:
@@ -128,9 +171,10 @@ func percentFor(live, headroom uint64, minPercent, base int) int {
 	return int(p)
 }
 
-// Shutdown stops adjusting and puts back the GC percent found at Start. It waits for the loop
-// without a deadline: a check is a metrics read and at most one SetGCPercent, so the loop ends
-// at once, and the percent is put back only after its last check.
+// Shutdown stops adjusting and puts back the GC percent and the memory limit found at Start. It waits for the loop
+// without a deadline: a check is a metrics read and at most one SetGCPercent and one
+// SetMemoryLimit, so the loop ends at once, and the settings are put back only after its last
+// check.
 func (t *tuner) Shutdown(context.Context) error {
 	t.tel.shutdown()
 	if !t.owns {
@@ -141,6 +185,9 @@ func (t *tuner) Shutdown(context.Context) error {
 		<-t.done
 	}
 	t.setPercent(t.base)
+	if t.limits {
+		t.setLimit(t.baseLimit)
+	}
 	t.owns = false
 	running.Store(false)
 	return nil

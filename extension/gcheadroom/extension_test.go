@@ -2,6 +2,7 @@ package gcheadroom
 
 import (
 	"context"
+	"math"
 	"runtime"
 	"runtime/debug"
 	"sync"
@@ -13,6 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/extension/extensiontest"
+
+	"github.com/otelcol-red/otelcol-red/internal/offheap"
 )
 
 const mib = 1 << 20
@@ -43,12 +46,33 @@ func TestPercentFor(t *testing.T) {
 	}
 }
 
-// fakeRuntime stands for the live heap and debug.SetGCPercent.
+// fakeRuntime stands for the live heap, debug.SetGCPercent, the off-heap bytes and
+// debug.SetMemoryLimit (no limit unless a test sets one).
 type fakeRuntime struct {
-	mu      sync.Mutex
-	percent int
-	sets    []int
-	live    atomic.Uint64
+	mu        sync.Mutex
+	percent   int
+	sets      []int
+	live      atomic.Uint64
+	limit     int64
+	limitSets []int64
+	offHeap   atomic.Int64
+}
+
+func (f *fakeRuntime) setLimit(l int64) int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	old := f.limit
+	if l >= 0 {
+		f.limit = l
+		f.limitSets = append(f.limitSets, l)
+	}
+	return old
+}
+
+func (f *fakeRuntime) getLimit() int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.limit
 }
 
 func (f *fakeRuntime) set(p int) int {
@@ -71,6 +95,11 @@ func newTestTuner(t *testing.T, rt *fakeRuntime, cfg *Config) *tuner {
 	require.NoError(t, err)
 	tu.readLive = rt.live.Load
 	tu.setPercent = rt.set
+	tu.readOffHeap = rt.offHeap.Load
+	tu.setLimit = rt.setLimit
+	if rt.limit == 0 {
+		rt.limit = math.MaxInt64
+	}
 	return tu
 }
 
@@ -146,14 +175,92 @@ func TestOnTheRealRuntime(t *testing.T) {
 	assert.Equal(t, before, after)
 }
 
-// TestCheckAllocatesNothing: a check reads runtime/metrics into the sample it keeps and sets
-// nothing while the percent stays the same.
+// TestCheckAllocatesNothing: a check reads runtime/metrics into the sample it keeps and the
+// off-heap counter, and sets nothing while the percent and the limit stay the same.
 func TestCheckAllocatesNothing(t *testing.T) {
 	rt := &fakeRuntime{percent: 100}
 	tu := newTestTuner(t, rt, createDefaultConfig())
 	tu.readLive = newLiveHeapReader()
-	tu.base = 100
+	tu.readOffHeap = offheap.Bytes
+	tu.base, tu.tunes = 100, true
 	tu.percent.Store(100)
+	tu.baseLimit, tu.limits = 1024*mib, true
+	tu.limit.Store(1024 * mib)
 	allocs := testing.AllocsPerRun(1000, tu.check)
 	assert.Zero(t, allocs, "allocations per check")
+}
+
+func TestLimitFor(t *testing.T) {
+	assert.EqualValues(t, 1024*mib, limitFor(1024*mib, 0))
+	assert.EqualValues(t, 724*mib, limitFor(1024*mib, 300*mib))
+	assert.EqualValues(t, 256*mib, limitFor(1024*mib, 900*mib), "never below a quarter")
+	assert.EqualValues(t, 256*mib, limitFor(1024*mib, 4096*mib))
+}
+
+func TestMemoryLimitFollowsTheOffHeapBytesAndIsRestored(t *testing.T) {
+	rt := &fakeRuntime{percent: 100, limit: 1024 * mib}
+	cfg := createDefaultConfig()
+	cfg.CheckInterval = 10 * time.Millisecond
+	tu := newTestTuner(t, rt, cfg)
+	require.NoError(t, tu.Start(context.Background(), componenttest.NewNopHost()))
+	assert.EqualValues(t, 1024*mib, rt.getLimit(), "nothing off the heap yet")
+
+	rt.offHeap.Store(300 * mib)
+	require.Eventually(t, func() bool { return rt.getLimit() == 724*mib }, 5*time.Second, 5*time.Millisecond)
+	assert.EqualValues(t, 300*mib, tu.offHeap.Load())
+	assert.EqualValues(t, 724*mib, tu.limit.Load())
+	rt.offHeap.Store(300*mib + 4096) // a page more: not worth a setting
+	rt.offHeap.Store(900 * mib)
+	require.Eventually(t, func() bool { return rt.getLimit() == 256*mib }, 5*time.Second, 5*time.Millisecond, "a quarter at least")
+	rt.offHeap.Store(0)
+	require.Eventually(t, func() bool { return rt.getLimit() == 1024*mib }, 5*time.Second, 5*time.Millisecond)
+	rt.offHeap.Store(300 * mib)
+	require.Eventually(t, func() bool { return rt.getLimit() == 724*mib }, 5*time.Second, 5*time.Millisecond)
+
+	require.NoError(t, tu.Shutdown(context.Background()))
+	assert.EqualValues(t, 1024*mib, rt.getLimit(), "GOMEMLIMIT as found at Start")
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	for _, l := range rt.limitSets {
+		assert.Contains(t, []int64{1024 * mib, 724 * mib, 256 * mib}, l, "only the limits the off-heap bytes asked for: %v", rt.limitSets)
+	}
+}
+
+func TestNoMemoryLimitIsLeftAlone(t *testing.T) {
+	rt := &fakeRuntime{percent: 100}
+	rt.offHeap.Store(300 * mib)
+	cfg := createDefaultConfig()
+	cfg.CheckInterval = 10 * time.Millisecond
+	tu := newTestTuner(t, rt, cfg)
+	require.NoError(t, tu.Start(context.Background(), componenttest.NewNopHost()))
+	time.Sleep(50 * time.Millisecond)
+	require.NoError(t, tu.Shutdown(context.Background()))
+	assert.EqualValues(t, int64(math.MaxInt64), rt.getLimit())
+	assert.Empty(t, rt.limitSets, "no limit was set")
+}
+
+func TestMemoryLimitAloneUnderGOGCOff(t *testing.T) {
+	rt := &fakeRuntime{percent: -1, limit: 2048 * mib}
+	rt.live.Store(4096 * mib)
+	rt.offHeap.Store(512 * mib)
+	cfg := createDefaultConfig()
+	cfg.CheckInterval = 10 * time.Millisecond
+	tu := newTestTuner(t, rt, cfg)
+	require.NoError(t, tu.Start(context.Background(), componenttest.NewNopHost()))
+	assert.EqualValues(t, 1536*mib, rt.getLimit(), "set at Start")
+	assert.Equal(t, -1, rt.get(), "GOGC stays off")
+	require.NoError(t, tu.Shutdown(context.Background()))
+	assert.EqualValues(t, 2048*mib, rt.getLimit())
+	assert.Equal(t, -1, rt.get())
+}
+
+func TestMemoryLimitCountsOffHeapOff(t *testing.T) {
+	rt := &fakeRuntime{percent: 100, limit: 1024 * mib}
+	rt.offHeap.Store(300 * mib)
+	cfg := createDefaultConfig()
+	cfg.MemoryLimitCountsOffHeap = false
+	tu := newTestTuner(t, rt, cfg)
+	require.NoError(t, tu.Start(context.Background(), componenttest.NewNopHost()))
+	require.NoError(t, tu.Shutdown(context.Background()))
+	assert.Empty(t, rt.limitSets)
 }

@@ -3,6 +3,7 @@ package gcheadroom // import "github.com/otelcol-red/otelcol-red/extension/gchea
 import (
 	"context"
 	"errors"
+	"math"
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/otel/metric"
@@ -27,6 +28,14 @@ func newTelemetry(set component.TelemetrySettings, t *tuner) (*telemetry, error)
 		metric.WithDescription("The heap the last garbage collection found live, as the extension last read it."),
 		metric.WithUnit("By"))
 	errs = errors.Join(errs, err)
+	offHeapG, err := meter.Int64ObservableGauge("otelcol_extension_gcheadroom_off_heap",
+		metric.WithDescription("Bytes mapped outside the Go heap (cachedprom's series store and snapshot), as the extension last read them; 0 while it does not adjust the memory limit."),
+		metric.WithUnit("By"))
+	errs = errors.Join(errs, err)
+	limitG, err := meter.Int64ObservableGauge("otelcol_extension_gcheadroom_memory_limit",
+		metric.WithDescription("The Go memory limit in effect, as the extension last read or set it (GOMEMLIMIT less the off-heap bytes); not reported without a memory limit."),
+		metric.WithUnit("By"))
+	errs = errors.Join(errs, err)
 	if errs != nil {
 		return nil, errs
 	}
@@ -34,8 +43,12 @@ func newTelemetry(set component.TelemetrySettings, t *tuner) (*telemetry, error)
 	tel.registration, err = meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 		o.ObserveInt64(percentG, t.percent.Load())
 		o.ObserveInt64(liveG, t.live.Load())
+		o.ObserveInt64(offHeapG, t.offHeap.Load())
+		if l := t.limit.Load(); l > 0 && l < math.MaxInt64 {
+			o.ObserveInt64(limitG, l)
+		}
 		return nil
-	}, percentG, liveG)
+	}, percentG, liveG, offHeapG, limitG)
 	return tel, err
 }
 

@@ -58,3 +58,30 @@ func TestGCHeadroomThroughTheBinary(t *testing.T) {
 		})
 	}
 }
+
+// TestGCHeadroomCountsOffHeapUnderGOMEMLIMIT: with GOMEMLIMIT set, once cachedprom holds
+// series (mapped outside the Go heap), the Go memory limit in effect is GOMEMLIMIT less
+// those bytes, as the extension reports both.
+func TestGCHeadroomCountsOffHeapUnderGOMEMLIMIT(t *testing.T) {
+	const limit = 1 << 30
+	env, _ := defaultEnv(t)
+	env["GOMEMLIMIT"] = "1GiB"
+	StartCollector(t, configPath("default.yaml"), env)
+	sendUniqueSpanNames(t, env["OTLP_GRPC_ENDPOINT"], 20, 1000)
+	url := telemetryURLOf(env)
+	var off, got float64
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		fams, err := scrape(url)
+		if err != nil {
+			continue
+		}
+		off, _ = SumSeries(fams, "otelcol_extension_gcheadroom_off_heap_bytes", nil)
+		got, _ = SumSeries(fams, "otelcol_extension_gcheadroom_memory_limit_bytes", nil)
+		if off > 0 && got > 0 && limit-got >= off-(1<<20) && limit-got <= off+(1<<20) {
+			break
+		}
+	}
+	require.Positive(t, off, "bytes mapped off the Go heap once cachedprom holds 20,000 series")
+	require.InDelta(t, limit-off, got, 1<<20, "the Go memory limit: GOMEMLIMIT less the off-heap bytes (within the 1 MiB step)")
+	t.Logf("off the heap %.0f bytes, Go memory limit %.0f bytes", off, got)
+}

@@ -1,0 +1,36 @@
+// Package offheap maps anonymous memory outside the Go heap and counts it, process-wide.
+//
+// Memory mapped here holds no pointers and is not garbage collected, so it is left out of
+// the Go runtime's heap goal and of its memory limit (GOMEMLIMIT) alike: a gateway whose
+// exporter keeps its series and snapshot here would pass a limit set for the whole
+// process while the runtime thinks it is well under it. Bytes reports what is mapped, so
+// that whatever sets the runtime's limit (extension/gcheadroom) can subtract it.
+package offheap // import "github.com/otelcol-red/otelcol-red/internal/offheap"
+
+import "sync/atomic"
+
+var mapped atomic.Int64
+
+// Map returns n zeroed bytes of anonymous memory outside the Go heap, or nil when the system
+// refuses or has no such mappings (the caller then uses the heap). Pages become resident as
+// they are written.
+func Map(n int) []byte {
+	b := mapAnon(n)
+	if b != nil {
+		mapped.Add(int64(len(b)))
+	}
+	return b
+}
+
+// Unmap returns b, which Map returned, to the system; b must not be used afterwards.
+func Unmap(b []byte) {
+	if b == nil {
+		return
+	}
+	unmapAnon(b)
+	mapped.Add(-int64(len(b)))
+}
+
+// Bytes is what Map has mapped and Unmap not yet returned: an upper bound of the resident
+// memory it stands for (a mapping grown by doubling has unwritten pages).
+func Bytes() int64 { return mapped.Load() }
