@@ -142,9 +142,9 @@ func (t *tuner) check() {
 // by a few pages at every render.
 const limitStep = 1 << 20
 
-// limitFor is the Go memory limit that keeps the Go heap and off bytes outside it within
-// base: base less off, but not below a quarter of base, where the runtime would collect all
-// the time for memory it cannot free.
+// limitFor is the Go memory limit that keeps the Go heap and the off bytes mapped outside it
+// within base together: base less off, but not below a quarter of base, under which the
+// runtime would collect all the time for memory it cannot free.
 func limitFor(base, off int64) int64 {
 	return max(base-off, base/4)
 }
