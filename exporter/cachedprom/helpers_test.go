@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"net"
 	"net/http"
 	"sort"
 	"strings"
@@ -34,15 +33,14 @@ import (
 
 	"github.com/otelcol-red/otelcol-red/connector/tracemetrics"
 	"github.com/otelcol-red/otelcol-red/exporter/cachedprom/internal/metadata"
+	"github.com/otelcol-red/otelcol-red/internal/freeport"
 )
 
 // freeEndpoint returns a loopback address nobody listens on right now.
 func freeEndpoint(tb testing.TB) string {
 	tb.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := freeport.Addr()
 	require.NoError(tb, err)
-	addr := ln.Addr().String()
-	require.NoError(tb, ln.Close())
 	return addr
 }
 

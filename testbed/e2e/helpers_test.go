@@ -24,6 +24,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
+	"github.com/otelcol-red/otelcol-red/internal/freeport"
 	"github.com/otelcol-red/otelcol-red/internal/testservice"
 )
 
@@ -60,15 +61,15 @@ func configPath(name string) string {
 	return filepath.Join(testservice.Root(), "configs", name)
 }
 
-// freeAddr returns a 127.0.0.1 address with a port that was free a moment ago.
+// freeAddr returns a 127.0.0.1 address with a port that was free a moment ago, from below the
+// ephemeral range so that no client's connect takes it before the collector binds it.
 func freeAddr(tb testing.TB) string {
 	tb.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := freeport.Addr()
 	if err != nil {
 		tb.Fatalf("cannot find a free port: %v", err)
 	}
-	defer l.Close()
-	return l.Addr().String()
+	return addr
 }
 
 // portOf returns the port of a host:port address.

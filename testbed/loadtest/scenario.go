@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/otelcol-red/otelcol-red/internal/freeport"
 )
 
 // Transport is how spans reach the collectors.
@@ -142,17 +144,19 @@ func newEndpoints() (endpoints, error) {
 	}, nil
 }
 
-// freePorts asks the kernel for n distinct free ports; the listeners stay open until all are
-// picked so that the same port is not handed out twice.
+// freePorts returns n distinct free ports from below the ephemeral range, where the load
+// generator's and the collectors' own client sockets cannot take them before a collector binds.
 func freePorts(n int) ([]int, error) {
-	ports := make([]int, 0, n)
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, fmt.Errorf("cannot find a free port: %w", err)
+	addrs, err := freeport.Addrs(n)
+	if err != nil {
+		return nil, err
+	}
+	ports := make([]int, n)
+	for i, a := range addrs {
+		_, p, _ := net.SplitHostPort(a)
+		if ports[i], err = strconv.Atoi(p); err != nil {
+			return nil, err
 		}
-		defer l.Close()
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
 	}
 	return ports, nil
 }
