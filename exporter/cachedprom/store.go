@@ -448,8 +448,8 @@ func (s *seriesStore) resource(job, inst string, attrs pcommon.Map) *resource {
 		pairs = append(pairs, labelPair{name: n, value: vals[n]})
 	}
 	slices.SortFunc(pairs, func(a, b labelPair) int { return strings.Compare(a.name, b.name) })
-	pairs = s.repairLabels(pairs)
-	if pairs == nil {
+	pairs, ok = s.repairLabels(pairs)
+	if !ok {
 		return r
 	}
 	s.lblBuf = appendLabels(s.lblBuf[:0], pairs)
@@ -689,8 +689,8 @@ func (s *seriesStore) renderLabels(sc *scopeInfo) bool {
 	// scope and resource labels, const labels, which decides collisions.
 	slices.SortStableFunc(pairs, func(a, b labelPair) int { return strings.Compare(a.name, b.name) })
 	s.pairs = pairs
-	pairs = s.repairLabels(pairs)
-	if pairs == nil {
+	pairs, ok := s.repairLabels(pairs)
+	if !ok {
 		return false
 	}
 	s.lblBuf = appendLabels(s.lblBuf[:0], pairs)
@@ -704,14 +704,15 @@ func (s *seriesStore) renderLabels(sc *scopeInfo) bool {
 // original names, as the Prometheus translator joins resource attributes;
 // a const label named like one of the series' own labels (job, instance)
 // yields to it. Each repair is counted. An invalid label name refuses the
-// series (nil). pairs must be sorted stably by name.
-func (s *seriesStore) repairLabels(pairs []labelPair) []labelPair {
+// series (false); no labels at all is a series like any other. pairs must be
+// sorted stably by name.
+func (s *seriesStore) repairLabels(pairs []labelPair) ([]labelPair, bool) {
 	out := pairs[:0]
 	for i := range pairs {
 		p := pairs[i]
 		if !model.UTF8Validation.IsValidLabelName(p.name) || strings.HasPrefix(p.name, model.ReservedLabelPrefix) {
 			s.events[eventRefusedLabel]++
-			return nil
+			return nil, false
 		}
 		if !utf8.ValidString(p.value) {
 			p.value = strings.ToValidUTF8(p.value, "\uFFFD")
@@ -733,7 +734,7 @@ func (s *seriesStore) repairLabels(pairs []labelPair) []labelPair {
 		}
 		out = append(out, p)
 	}
-	return out
+	return out, true
 }
 
 // overflowSets is the number of label sets that are not counted by

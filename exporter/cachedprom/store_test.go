@@ -74,6 +74,64 @@ func TestDeltaSumsAccumulate(t *testing.T) {
 	assert.Contains(t, body(t, e), "} 12\n")
 }
 
+// TestDeltaWritersInterleave: several OTLP series writing deltas to one
+// Prometheus series (graph gateways writing one edge, each naming itself in
+// a scope attribute that without_scope_info keeps off the labels) have
+// intervals that overlap each other's. Each writer's intervals are checked
+// against its own: all of them count, and a writer's retry is still dropped.
+func TestDeltaWritersInterleave(t *testing.T) {
+	e, _ := startOurs(t, func(c *Config) { c.RenderInterval = time.Hour; c.WithoutScopeInfo = true })
+	ctx := context.Background()
+	point := func(writer string, v uint64, start, end time.Time) pmetric.Metrics {
+		md := pmetric.NewMetrics()
+		sm := md.ResourceMetrics().AppendEmpty().ScopeMetrics().AppendEmpty()
+		sm.Scope().Attributes().PutStr("writer", writer)
+		ms := sm.Metrics()
+		m := ms.AppendEmpty()
+		m.SetName("calls")
+		sum := m.SetEmptySum()
+		sum.SetIsMonotonic(true)
+		sum.SetAggregationTemporality(pmetric.AggregationTemporalityDelta)
+		dp := sum.DataPoints().AppendEmpty()
+		dp.SetStartTimestamp(pcommon.NewTimestampFromTime(start))
+		dp.SetTimestamp(pcommon.NewTimestampFromTime(end))
+		dp.SetIntValue(int64(v))
+		m = ms.AppendEmpty()
+		m.SetName("lat")
+		h := m.SetEmptyHistogram()
+		h.SetAggregationTemporality(pmetric.AggregationTemporalityDelta)
+		hp := h.DataPoints().AppendEmpty()
+		hp.SetStartTimestamp(pcommon.NewTimestampFromTime(start))
+		hp.SetTimestamp(pcommon.NewTimestampFromTime(end))
+		hp.ExplicitBounds().FromRaw([]float64{1})
+		hp.BucketCounts().FromRaw([]uint64{v, 0})
+		hp.SetCount(v)
+		hp.SetSum(float64(v))
+		return md
+	}
+	t0 := testBase
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	for _, p := range []pmetric.Metrics{
+		point("a", 1, t0, t0.Add(ms(1000))),
+		point("b", 10, t0.Add(ms(300)), t0.Add(ms(1300))),
+		point("c", 100, t0.Add(ms(600)), t0.Add(ms(1600))),
+		point("a", 2, t0.Add(ms(1000)), t0.Add(ms(2000))),
+		point("b", 20, t0.Add(ms(1300)), t0.Add(ms(2300))),
+		point("c", 200, t0.Add(ms(1600)), t0.Add(ms(2600))),
+	} {
+		require.NoError(t, e.ConsumeMetrics(ctx, p))
+	}
+	out := body(t, e)
+	assert.Contains(t, out, "calls_total 333\n", out)
+	assert.Contains(t, out, "lat_count 333\n", out)
+	assert.Contains(t, out, `lat_bucket{le="1"} 333`+"\n", out)
+	// A retry of b's second interval overlaps b's own last one: dropped.
+	require.NoError(t, e.ConsumeMetrics(ctx, point("b", 20, t0.Add(ms(1300)), t0.Add(ms(2300)))))
+	out = body(t, e)
+	assert.Contains(t, out, "calls_total 333\n", out)
+	assert.Contains(t, out, "lat_count 333\n", out)
+}
+
 // TestDeltaHistogramGapIsAdded is the histogram side of the gap rule.
 func TestDeltaHistogramGapIsAdded(t *testing.T) {
 	e, _ := startOurs(t, func(c *Config) { c.RenderInterval = time.Hour })

@@ -43,6 +43,45 @@ func overlaps(start, ts pcommon.Timestamp, prev int64) bool {
 	return int64(ts) <= prev
 }
 
+// freshDelta reports whether a delta point adds to its series: it must not
+// overlap the previous point of the same writer. A series with one writer
+// compares with its own state. When a second OTLP series writes deltas to
+// it (graph gateways writing one edge, each with its own writer identity),
+// every writer's last timestamp is kept in merged, so each writer's
+// intervals are checked against its own and a retry is still dropped, while
+// writers whose intervals interleave all count. The overflow series takes
+// every writer past max_series and keeps no state per writer: its deltas are
+// added as they come.
+func (s *seriesStore) freshDelta(p *pointCtx, start, ts pcommon.Timestamp) bool {
+	r := p.r
+	if r.flags&rowOverflow != 0 {
+		return true
+	}
+	if p.own {
+		if overlaps(start, ts, r.ts) {
+			s.events[eventOutOfOrder]++
+			return false
+		}
+		return true
+	}
+	if r.flags&rowMerged == 0 {
+		// The first other writer: from now on the first writer is tracked
+		// too, from its last point.
+		s.merged[r.ident] = &writerState{row: p.id, ts: r.ts}
+		r.flags |= rowMerged
+	}
+	w := s.merged[p.ident]
+	if w == nil {
+		w = &writerState{row: p.id}
+		s.merged[p.ident] = w
+	} else if overlaps(start, ts, w.ts) {
+		s.events[eventOutOfOrder]++
+		return false
+	}
+	w.ts = int64(ts)
+	return true
+}
+
 func updateNumber(p *pointCtx, dp pmetric.NumberDataPoint) bool {
 	s, r := p.s, p.r
 	v, ts := numberValue(dp), int64(dp.Timestamp())
@@ -53,16 +92,12 @@ func updateNumber(p *pointCtx, dp pmetric.NumberDataPoint) bool {
 		}
 	case p.isNew:
 		r.value, r.ts = v, ts
-	case p.delta && !p.own:
-		r.value += v
-		r.ts = max(r.ts, ts)
 	case p.delta:
-		if overlaps(dp.StartTimestamp(), dp.Timestamp(), r.ts) {
-			s.events[eventOutOfOrder]++
+		if !s.freshDelta(p, dp.StartTimestamp(), dp.Timestamp()) {
 			return false
 		}
 		r.value += v
-		r.ts = ts
+		r.ts = max(r.ts, ts)
 	default: // a gauge (last write wins) or the own cumulative counter
 		if ts < r.ts {
 			return false
@@ -156,11 +191,8 @@ func updateHistogram(p *pointCtx, dp pmetric.HistogramDataPoint) bool {
 		return s.addIncrease(p, ts, dp.Sum(), dp.Count(), &counts)
 	case p.isNew:
 		s.setHistogram(p, dp)
-	case p.delta && !p.own:
-		s.accumulateHistogram(p, dp)
 	case p.delta:
-		if overlaps(dp.StartTimestamp(), dp.Timestamp(), r.ts) {
-			s.events[eventOutOfOrder]++
+		if !s.freshDelta(p, dp.StartTimestamp(), dp.Timestamp()) {
 			return false
 		}
 		s.accumulateHistogram(p, dp)
@@ -245,8 +277,7 @@ func updateExpHistogram(p *pointCtx, dp pmetric.ExponentialHistogramDataPoint) b
 	case p.isNew:
 		set()
 	case p.delta:
-		if p.own && overlaps(dp.StartTimestamp(), dp.Timestamp(), r.ts) {
-			s.events[eventOutOfOrder]++
+		if !s.freshDelta(p, dp.StartTimestamp(), dp.Timestamp()) {
 			return false
 		}
 		// Merging buckets (downscaling to the smaller scale, widening the
