@@ -67,7 +67,22 @@ type Config struct {
 
 	// Sampling (ours) weighs edges by the spans' adjusted counts.
 	Sampling SamplingConfig `mapstructure:"sampling"`
+
+	// AggregationTemporality (ours) is AGGREGATION_TEMPORALITY_CUMULATIVE (the default:
+	// totals since start, as servicegraph sends them) or AGGREGATION_TEMPORALITY_DELTA: each
+	// flush sends what was counted since the one before, and an edge series idle through a whole
+	// interval is removed at once, so a graph gateway that hands its edges on to an edge tier
+	// holds each one only between two flushes. Delta points carry the collector's
+	// service.instance.id as their resource: the writer that keeps one gateway's deltas of an
+	// edge apart from another's.
+	AggregationTemporality string `mapstructure:"aggregation_temporality"`
 }
+
+// The values of aggregation_temporality, spelled as in spanmetrics.
+const (
+	temporalityCumulative = "AGGREGATION_TEMPORALITY_CUMULATIVE"
+	temporalityDelta      = "AGGREGATION_TEMPORALITY_DELTA"
+)
 
 // StoreConfig bounds the half edges waiting for their other span.
 type StoreConfig struct {
@@ -135,6 +150,11 @@ func (c *Config) Validate() error {
 	}
 	if c.SeriesExpiration < 0 {
 		add("series_expiration: can not be negative")
+	}
+	switch c.AggregationTemporality {
+	case "", temporalityCumulative, temporalityDelta:
+	default:
+		add("aggregation_temporality: must be %s or %s, got %q", temporalityCumulative, temporalityDelta, c.AggregationTemporality)
 	}
 	if c.RingSize < 2 || c.RingSize > maxRingSize {
 		add("ring_size: must be between 2 and %d, got %d", maxRingSize, c.RingSize)

@@ -46,6 +46,7 @@ func TestLoadConfig(t *testing.T) {
 			c.SeriesExpiration = 30 * time.Minute
 			c.RingSize = 4096
 			c.Sampling.Weighted = false
+			c.AggregationTemporality = temporalityDelta
 		})},
 		{id: "both_histograms", errorMessage: "latency_histogram_buckets: use either"},
 		{id: "unsorted_buckets", errorMessage: "latency_histogram_buckets[1]: 100ms is not greater"},
@@ -54,6 +55,7 @@ func TestLoadConfig(t *testing.T) {
 		{id: "negative_interval", errorMessage: "metrics_flush_interval: can not be negative"},
 		{id: "duplicate_dimension", errorMessage: `dimensions[1]: "a" is listed twice`},
 		{id: "bad_ring", errorMessage: "ring_size: must be between 2"},
+		{id: "bad_temporality", errorMessage: `aggregation_temporality: must be AGGREGATION_TEMPORALITY_CUMULATIVE or AGGREGATION_TEMPORALITY_DELTA, got "delta"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.id+"/"+tt.errorMessage, func(t *testing.T) {

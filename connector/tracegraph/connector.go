@@ -49,6 +49,9 @@ var _ consumer.Traces = (*connectorImp)(nil)
 
 func newConnector(set component.TelemetrySettings, cfg *Config, next consumer.Metrics, clock clockwork.Clock) (*connectorImp, error) {
 	p := newPlan(cfg, readGates())
+	if id, ok := set.Resource.Attributes().Get("service.instance.id"); ok {
+		p.writer = id.AsString()
+	}
 	pipe := intake.NewPipe(p.ringSize, ringMemory, halfBatches)
 	tel, err := newTelemetry(set, pipe.Queue)
 	if err != nil {

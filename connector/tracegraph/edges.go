@@ -166,14 +166,43 @@ func (t *seriesTable) bucketCounts(id uint32, which int) []uint64 {
 // expire removes the series without a request since before, servicegraph's cache cleaning.
 func (t *seriesTable) expire(before int64) {
 	for id := range t.series {
-		s := &t.series[id]
-		if s.live && s.lastAt < before {
-			t.index.Delete(s.hash, uint32(id))
-			s.live = false
-			t.free = append(t.free, uint32(id))
-			t.live--
+		if s := &t.series[id]; s.live && s.lastAt < before {
+			t.remove(uint32(id))
 		}
 	}
+}
+
+// restart begins a delta interval once the last one was handed to the sender: a series that
+// counted requests in it starts again from zero, a series idle through it is removed, unless a
+// weighted fraction is still pending (it then waits for its next request or its expiry).
+func (t *seriesTable) restart() {
+	for id := range t.series {
+		s := &t.series[id]
+		switch {
+		case !s.live:
+		case s.count == 0 && s.carry == 0:
+			t.remove(uint32(id))
+		default:
+			s.count = 0
+			s.latency = [2]histogramState{}
+			clear(t.buckets[id*2*t.nb : (id+1)*2*t.nb])
+			if t.expo != nil {
+				for _, x := range t.expo[id] {
+					if x != nil {
+						x.Clear()
+					}
+				}
+			}
+		}
+	}
+}
+
+func (t *seriesTable) remove(id uint32) {
+	s := &t.series[id]
+	t.index.Delete(s.hash, id)
+	s.live = false
+	t.free = append(t.free, id)
+	t.live--
 }
 
 // markStrings marks every string a series key refers to.

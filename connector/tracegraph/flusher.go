@@ -67,9 +67,12 @@ func (f *flusher) run() {
 
 // flush builds the metrics of every series and queues them for the sender; final waits for
 // room, sends and closes the queue. Aggregator goroutine only.
+//
+// With delta temporality a flush that finds the sender busy is skipped the same way, and its
+// interval goes on: nothing is reset, so the next flush sends the longer interval's counts.
 func (f *flusher) flush(a *aggregator, final bool) {
 	t0 := time.Now()
-	md, points := f.build(a)
+	md, points, now := f.build(a)
 	f.tel.recordFlush(time.Since(t0))
 	if final {
 		if points > 0 {
@@ -78,37 +81,52 @@ func (f *flusher) flush(a *aggregator, final bool) {
 		close(f.out)
 		return
 	}
-	if points == 0 {
-		return
+	if points > 0 {
+		select {
+		case f.out <- md:
+		default:
+			f.tel.flushesSkipped.Add(1)
+			return
+		}
 	}
-	select {
-	case f.out <- md:
-	default:
-		f.tel.flushesSkipped.Add(1)
+	if f.p.delta {
+		f.start = now
+		a.series.restart()
+		a.tel.series.Store(int64(a.series.live))
 	}
 }
 
 // build writes one data point per series and metric: request_total, request_failed_total
-// (failed series), and the server and client latency histograms, cumulative since start.
-func (f *flusher) build(a *aggregator) (pmetric.Metrics, int) {
+// (failed series), and the server and client latency histograms, cumulative since start, or
+// with delta temporality counted since start (the last flush) for the series that counted.
+// It returns the points written and their timestamp.
+func (f *flusher) build(a *aggregator) (pmetric.Metrics, int, pcommon.Timestamp) {
 	md := pmetric.NewMetrics()
 	t := a.series
-	if t.live == 0 {
-		return md, 0
-	}
 	now := pcommon.NewTimestampFromTime(f.clock.Now().Add(-f.p.tsOffset))
-	sm := md.ResourceMetrics().AppendEmpty().ScopeMetrics().AppendEmpty()
+	if t.live == 0 {
+		return md, 0, now
+	}
+	temporality := pmetric.AggregationTemporalityCumulative
+	if f.p.delta {
+		temporality = pmetric.AggregationTemporalityDelta
+	}
+	rm := md.ResourceMetrics().AppendEmpty()
+	if f.p.delta && f.p.writer != "" {
+		rm.Resource().Attributes().PutStr("service.instance.id", f.p.writer)
+	}
+	sm := rm.ScopeMetrics().AppendEmpty()
 	sm.Scope().SetName(scopeName)
 	ms := sm.Metrics()
 	total := ms.AppendEmpty()
 	total.SetName(metricTotal)
-	totals := sumOf(total)
+	totals := sumOf(total, temporality)
 	var failedTotals pmetric.NumberDataPointSlice
 	for id := range t.series {
-		if t.series[id].live && t.key(uint32(id))[keyFailed] == 1 {
+		if s := &t.series[id]; s.live && (!f.p.delta || s.count > 0) && t.key(uint32(id))[keyFailed] == 1 {
 			failed := ms.AppendEmpty()
 			failed.SetName(metricFailed)
-			failedTotals = sumOf(failed)
+			failedTotals = sumOf(failed, temporality)
 			break
 		}
 	}
@@ -130,16 +148,16 @@ func (f *flusher) build(a *aggregator) (pmetric.Metrics, int) {
 			continue
 		}
 		if f.p.bounds == nil {
-			m.SetEmptyExponentialHistogram().SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+			m.SetEmptyExponentialHistogram().SetAggregationTemporality(temporality)
 		} else {
-			m.SetEmptyHistogram().SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+			m.SetEmptyHistogram().SetAggregationTemporality(temporality)
 		}
 	}
 	attrs := pcommon.NewMap()
 	points := 0
 	for id := range t.series {
 		s := &t.series[id]
-		if !s.live {
+		if !s.live || f.p.delta && s.count == 0 {
 			continue
 		}
 		k := t.key(uint32(id))
@@ -178,7 +196,7 @@ func (f *flusher) build(a *aggregator) (pmetric.Metrics, int) {
 			points++
 		}
 	}
-	return md, points
+	return md, points, now
 }
 
 // stamped is what the data point types share for their timestamps.
@@ -214,10 +232,10 @@ func (f *flusher) attributes(in *interner, k []uint32, m pcommon.Map) {
 	}
 }
 
-func sumOf(m pmetric.Metric) pmetric.NumberDataPointSlice {
+func sumOf(m pmetric.Metric, temporality pmetric.AggregationTemporality) pmetric.NumberDataPointSlice {
 	s := m.SetEmptySum()
 	s.SetIsMonotonic(true)
-	s.SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+	s.SetAggregationTemporality(temporality)
 	return s.DataPoints()
 }
 

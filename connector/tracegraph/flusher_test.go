@@ -7,6 +7,8 @@ import (
 	"github.com/jonboulle/clockwork"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/consumer/consumertest"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.uber.org/zap"
 
@@ -29,7 +31,7 @@ func buildWith(t *testing.T, cfg *Config, g gates, tds ...ptrace.Traces) map[str
 			a.apply(b, &b.halves[i], clock.Now().UnixNano())
 		}
 	}
-	md, _ := fl.build(a)
+	md, _, _ := fl.build(a)
 	return flatten(md)
 }
 
@@ -71,4 +73,97 @@ func TestHalvesExpireWhileRunning(t *testing.T) {
 		"{client=a,connection_type=virtual_node,failed=false,server=redis}": 1,
 		"{client=user,connection_type=virtual_node,failed=false,server=a}":  1,
 	}, requestTotals(lastFlush(t, sink)))
+}
+
+// With delta temporality each flush sends the interval's counts from the previous flush's time,
+// as the collector's instance; a series idle for an interval is removed, and a flush that finds
+// the sender busy lets the interval go on instead of losing it.
+func TestDeltaFlushes(t *testing.T) {
+	cfg := createDefaultConfig().(*Config)
+	cfg.AggregationTemporality = temporalityDelta
+	p := newPlan(cfg, readGates())
+	p.writer = "gateway-1"
+	clock := clockwork.NewFakeClock()
+	tel := &telemetry{}
+	fl := newFlusher(p, &consumertest.MetricsSink{}, zap.NewNop(), tel, clock)
+	a := newAggregator(p, intake.NewPipe(4, 0, halfBatches), clock, tel, fl)
+	fl.start = pcommon.NewTimestampFromTime(clock.Now())
+	var trace byte
+	call := func(server string, failed bool) {
+		trace++
+		mod := func(s ptrace.Span) {
+			if failed {
+				s.Status().SetCode(ptrace.StatusCodeError)
+			}
+		}
+		for _, td := range []ptrace.Traces{oneSpan("a", ptrace.SpanKindClient, trace, 1, 0, nil), oneSpan(server, ptrace.SpanKindServer, trace, 2, 1, mod)} {
+			b := new(halfBatch)
+			reducer{p: p}.reduce(b, td)
+			for i := range b.halves {
+				a.apply(b, &b.halves[i], clock.Now().UnixNano())
+			}
+		}
+	}
+	const ab, abFailed, ac = "{client=a,connection_type=,failed=false,server=b}", "{client=a,connection_type=,failed=true,server=b}", "{client=a,connection_type=,failed=false,server=c}"
+	// sent flushes once and returns what went to the sender, with its interval.
+	sent := func() (map[string]point, [2]pcommon.Timestamp) {
+		t.Helper()
+		clock.Advance(time.Second)
+		fl.flush(a, false)
+		select {
+		case md := <-fl.out:
+			rm := md.ResourceMetrics().At(0)
+			id, _ := rm.Resource().Attributes().Get("service.instance.id")
+			require.Equal(t, "gateway-1", id.Str())
+			m := rm.ScopeMetrics().At(0).Metrics().At(0)
+			require.Equal(t, pmetric.AggregationTemporalityDelta, m.Sum().AggregationTemporality())
+			dp := m.Sum().DataPoints().At(0)
+			return flatten(md), [2]pcommon.Timestamp{dp.StartTimestamp(), dp.Timestamp()}
+		default:
+			return nil, [2]pcommon.Timestamp{}
+		}
+	}
+	t0 := fl.start
+
+	call("b", false)
+	call("b", false)
+	call("b", true)
+	got, span := sent()
+	require.Equal(t, int64(2), got[metricTotal+ab].Int)
+	require.Equal(t, int64(1), got[metricTotal+abFailed].Int)
+	require.Equal(t, int64(1), got[metricFailed+abFailed].Int)
+	require.Equal(t, uint64(2), got[metricServer+ab].Count)
+	require.Equal(t, t0, span[0])
+	t1 := span[1]
+
+	// Only the edges that counted in the interval, from the previous flush's time.
+	call("b", false)
+	call("c", false)
+	got, span = sent()
+	require.Equal(t, []string{metricClient + ab, metricClient + ac, metricServer + ab, metricServer + ac, metricTotal + ab, metricTotal + ac}, sortedKeys(got))
+	require.Equal(t, int64(1), got[metricTotal+ab].Int)
+	require.Equal(t, uint64(1), got[metricServer+ab].Count)
+	require.Equal(t, uint64(1), got[metricServer+ab].Buckets[6], "0.1 s: the (0.05, 0.1] bucket")
+	require.Equal(t, [2]pcommon.Timestamp{t1, t1 + pcommon.Timestamp(time.Second)}, span)
+	require.Equal(t, 2, a.series.live, "a→b failed was idle: removed")
+
+	// The sender is busy: the flush is skipped and the interval goes on.
+	call("b", false)
+	clock.Advance(time.Second)
+	fl.flush(a, false) // queued, nobody reads it yet
+	call("b", false)
+	clock.Advance(time.Second)
+	fl.flush(a, false) // skipped
+	require.EqualValues(t, 1, tel.flushesSkipped.Load())
+	first := flatten(<-fl.out)
+	require.Equal(t, int64(1), first[metricTotal+ab].Int)
+	got, _ = sent()
+	require.Equal(t, int64(1), got[metricTotal+ab].Int, "the skipped interval's call, sent once")
+
+	// Nothing counted: nothing sent, every series removed.
+	got, _ = sent()
+	require.Nil(t, got)
+	got, _ = sent()
+	require.Nil(t, got)
+	require.Zero(t, a.series.live)
 }

@@ -29,6 +29,10 @@ type plan struct {
 	virtualLabel bool
 	dbAttrs      []string
 	weighted     bool
+	// delta: each flush sends the interval's counts and idle series are removed.
+	delta bool
+	// writer is the collector's service.instance.id, the resource of delta points.
+	writer string
 
 	flushInterval    time.Duration // 0: flush after every drained round
 	expireEvery      time.Duration
@@ -49,6 +53,7 @@ func newPlan(c *Config, g gates) *plan {
 		virtualLabel:     c.VirtualNodeExtraLabel,
 		dbAttrs:          c.DatabaseNameAttributes,
 		weighted:         c.Sampling.Weighted,
+		delta:            c.AggregationTemporality == temporalityDelta,
 		flushInterval:    defaultFlushInterval,
 		expireEvery:      orDefault(c.StoreExpirationLoop, defaultStoreExpirationLoop),
 		cleanEvery:       orDefault(c.CacheLoop, defaultCacheLoop),

@@ -158,13 +158,14 @@ func (m *manifests) workloads() []workload {
 func TestManifestsParseIntoAPITypes(t *testing.T) {
 	m := loadManifests(t)
 	require.Len(t, m.statefulSets, 1, "the gateway StatefulSet")
-	require.Len(t, m.deployments, 1, "the graph gateway Deployment")
+	require.Len(t, m.deployments, 2, "the graph gateway and edge gateway Deployments")
 	require.Len(t, m.daemonSets, 1, "the agent DaemonSet")
-	require.Len(t, m.hpas, 2, "gateways and graph gateways")
-	require.Len(t, m.pdbs, 2, "gateways and graph gateways")
+	require.Len(t, m.hpas, 3, "gateways, graph gateways, edge gateways")
+	require.Len(t, m.pdbs, 3, "gateways, graph gateways, edge gateways")
 	require.Len(t, m.podMonitors, 1)
 	require.Contains(t, m.configMaps, "otelcol-red-gateway")
 	require.Contains(t, m.configMaps, "otelcol-red-graph-gateway")
+	require.Contains(t, m.configMaps, "otelcol-red-edge-gateway")
 	require.Contains(t, m.configMaps, "otelcol-red-agent")
 	require.Len(t, m.namespaces, 1)
 	ns := m.namespaces[0].Name
@@ -254,9 +255,10 @@ func envValue(c corev1.Container, name string) string {
 }
 
 // checkScaledTier checks the objects around a tier of interchangeable Kafka consumers (gateways,
-// graph gateways): the workload's selector, its headless Service, its HPA and PDB select its pods
-// and no other workload's, and the PodMonitor and the scrape annotations reach its metrics port.
-// It returns the container ports by name.
+// graph gateways, edge gateways): the workload's selector, its headless Service, its HPA and PDB
+// select its pods and no other workload's, and the PodMonitor and the scrape annotations reach its
+// metrics port, or its telemetry port for a tier that serves no metrics of its own (graph
+// gateways hand their edges on). It returns the container ports by name.
 func checkScaledTier(t *testing.T, m *manifests, kind, name string, selector *metav1.LabelSelector, pod corev1.PodTemplateSpec, serviceName string) map[string]int32 {
 	t.Helper()
 	podLabels := labels.Set(pod.Labels)
@@ -330,13 +332,20 @@ func checkScaledTier(t *testing.T, m *manifests, kind, name string, selector *me
 	pmSel, err := metaSelector(pm.Spec.Selector.MatchLabels)
 	require.NoError(t, err)
 	assert.True(t, pmSel.Matches(podLabels), "PodMonitor selects the pods of %s", name)
+	// The operator scrapes the endpoints whose port the pod has: telemetry on every tier.
+	pmPorts := map[string]bool{}
 	for _, e := range pm.Spec.PodMetricsEndpoints {
 		require.NotNil(t, e.Port)
-		_, ok := containerPorts[*e.Port]
-		assert.True(t, ok, "PodMonitor port %s is a port of %s", *e.Port, name)
+		pmPorts[*e.Port] = true
 	}
-	require.Contains(t, containerPorts, "metrics")
-	assert.Equal(t, fmt.Sprint(containerPorts["metrics"]), pod.Annotations["prometheus.io/port"], "%s: prometheus.io/port is the metrics port", name)
+	require.Contains(t, containerPorts, "telemetry")
+	assert.True(t, pmPorts["telemetry"], "PodMonitor scrapes the telemetry port")
+	scraped := "telemetry"
+	if _, ok := containerPorts["metrics"]; ok {
+		scraped = "metrics"
+		assert.True(t, pmPorts["metrics"], "PodMonitor scrapes the metrics port of %s", name)
+	}
+	assert.Equal(t, fmt.Sprint(containerPorts[scraped]), pod.Annotations["prometheus.io/port"], "%s: prometheus.io/port is the %s port", name, scraped)
 	return containerPorts
 }
 
@@ -375,12 +384,12 @@ const (
 // they read the topic the agents write the edge spans to, with the partitions the agents key by.
 func TestGraphGatewayTier(t *testing.T) {
 	m := loadManifests(t)
-	require.Len(t, m.deployments, 1)
-	d := m.deployments[0]
+	d := m.deployment(t, "otelcol-red-graph-gateway")
 	containerPorts := checkScaledTier(t, m, "Deployment", d.Name, d.Spec.Selector, d.Spec.Template, d.Name)
 	c := d.Spec.Template.Spec.Containers[0]
-	assert.Equal(t, int32(9465), containerPorts["metrics"], "graph-gateway.yaml serves on 9465")
-	assert.Equal(t, "$(POD_IP):9465", envValue(c, "METRICS_ENDPOINT"))
+	assert.NotContains(t, containerPorts, "metrics", "with graph-gateway-edges.yaml a graph gateway serves no edges")
+	assert.Contains(t, c.Args, "--config=/etc/otelcol-red/graph-gateway-edges.yaml")
+	assert.NotEmpty(t, envValue(c, "KAFKA_EDGE_TOPIC"))
 
 	// No disk: nothing but ConfigMaps is mounted (a Deployment's pods share no claim).
 	for _, v := range d.Spec.Template.Spec.Volumes {
@@ -413,6 +422,58 @@ func TestGraphGatewayTier(t *testing.T) {
 	assert.LessOrEqual(t, *d.Spec.Replicas, hpa.Spec.MaxReplicas)
 }
 
+// edgeTopicPartitions is the edge topic's partition count the sizing asks for (README.md here,
+// "Sizing", edge gateways).
+const edgeTopicPartitions = 8
+
+// TestEdgeGatewayTier checks the edge gateways' Deployment and the objects around it, and that
+// they read the topic the graph gateways write their edges to, in a group of their own.
+func TestEdgeGatewayTier(t *testing.T) {
+	m := loadManifests(t)
+	d := m.deployment(t, "otelcol-red-edge-gateway")
+	containerPorts := checkScaledTier(t, m, "Deployment", d.Name, d.Spec.Selector, d.Spec.Template, d.Name)
+	c := d.Spec.Template.Spec.Containers[0]
+	assert.Equal(t, int32(9466), containerPorts["metrics"], "edge-gateway.yaml serves on 9466")
+	assert.Equal(t, "$(POD_IP):9466", envValue(c, "METRICS_ENDPOINT"))
+	for _, v := range d.Spec.Template.Spec.Volumes {
+		assert.NotNil(t, v.ConfigMap, "edge gateway volume %s: only configuration is mounted", v.Name)
+	}
+
+	graph := m.deployment(t, "otelcol-red-graph-gateway").Spec.Template.Spec.Containers[0]
+	require.NotEmpty(t, envValue(c, "KAFKA_EDGE_TOPIC"))
+	assert.Equal(t, envValue(graph, "KAFKA_EDGE_TOPIC"), envValue(c, "KAFKA_EDGE_TOPIC"), "edge gateways read the graph gateways' edge topic")
+	assert.Equal(t, envValue(graph, "KAFKA_BROKERS"), envValue(c, "KAFKA_BROKERS"))
+	group := envValue(c, "KAFKA_EDGE_GROUP")
+	assert.NotEmpty(t, group)
+	for _, other := range []string{envValue(graph, "KAFKA_GRAPH_GROUP"), envValue(m.statefulSets[0].Spec.Template.Spec.Containers[0], "KAFKA_GROUP")} {
+		assert.NotEqual(t, other, group, "edge gateways have a consumer group of their own")
+	}
+
+	var hpa *autoscalingv2.HorizontalPodAutoscaler
+	for _, h := range m.hpas {
+		if h.Spec.ScaleTargetRef.Name == d.Name {
+			hpa = h
+		}
+	}
+	require.NotNil(t, hpa)
+	assert.LessOrEqual(t, hpa.Spec.MaxReplicas, int32(edgeTopicPartitions), "an edge gateway reads whole partitions")
+	require.NotNil(t, d.Spec.Replicas)
+	assert.GreaterOrEqual(t, *d.Spec.Replicas, *hpa.Spec.MinReplicas)
+	assert.LessOrEqual(t, *d.Spec.Replicas, hpa.Spec.MaxReplicas)
+}
+
+// deployment returns the Deployment called name.
+func (m *manifests) deployment(t *testing.T, name string) *appsv1.Deployment {
+	t.Helper()
+	for _, d := range m.deployments {
+		if d.Name == name {
+			return d
+		}
+	}
+	t.Fatalf("no Deployment %s", name)
+	return nil
+}
+
 // TestAgentsFeedTheGateways: the agents write the spans topic the gateways read.
 func TestAgentsFeedTheGateways(t *testing.T) {
 	m := loadManifests(t)
@@ -441,6 +502,8 @@ func TestConfigMapsCarryTheShippedConfigs(t *testing.T) {
 		{"otelcol-red-agent", "agent.yaml", "agent.yaml"},
 		{"otelcol-red-agent", "agent-graph.yaml", "agent-graph.yaml"},
 		{"otelcol-red-graph-gateway", "graph-gateway.yaml", "graph-gateway.yaml"},
+		{"otelcol-red-graph-gateway", "graph-gateway-edges.yaml", "graph-gateway-edges.yaml"},
+		{"otelcol-red-edge-gateway", "edge-gateway.yaml", "edge-gateway.yaml"},
 	} {
 		t.Run(tc.configMap+"/"+tc.key, func(t *testing.T) {
 			shipped, err := os.ReadFile(filepath.Join("..", "..", "configs", tc.shipped))
@@ -585,11 +648,11 @@ func TestConfigWritesGoToVolumes(t *testing.T) {
 	assert.Positive(t, dirs, "the gateway config keeps its queue in a directory")
 }
 
-// configListenEndpoint matches an `endpoint: ${env:NAME:-default}` key whose default is a bare
+// configListenEndpoint matches an `endpoint` value ${env:NAME:-default} whose default is a bare
 // host:port: a server the collector opens (OTLP receivers, health, /metrics), not a URL it calls.
-var configListenEndpoint = regexp.MustCompile(`(?m)^\s*endpoint:\s*\$\{env:([A-Za-z_][A-Za-z0-9_]*):-([^}/]+:\d+)\}\s*$`)
+var configListenEndpoint = regexp.MustCompile(`^\$\{env:([A-Za-z_][A-Za-z0-9_]*):-([^}/]+:\d+)\}$`)
 
-// TestEndpointsListenOnThePodIP: every server a mounted config opens is moved off the image's
+// TestEndpointsListenOnThePodIP: every server the mounted configs open is moved off the image's
 // 127.0.0.1 default onto the pod's IP by the container's environment, on a declared container
 // port, so probes, scrapes and (agents) the applications' OTLP reach it.
 func TestEndpointsListenOnThePodIP(t *testing.T) {
@@ -601,23 +664,109 @@ func TestEndpointsListenOnThePodIP(t *testing.T) {
 			for _, p := range c.Ports {
 				ports[fmt.Sprint(p.ContainerPort)] = true
 			}
-			for arg, content := range mountedConfigFiles(t, m, w.pod.Spec, c) {
-				for _, match := range configListenEndpoint.FindAllStringSubmatch(stripComments(content), -1) {
-					endpoints++
-					v := envValue(c, match[1])
-					if !assert.NotEmpty(t, v, "%s/%s: %s listens on %s unless %s is set", w.name, c.Name, arg, match[2], match[1]) {
-						continue
-					}
-					host, port, ok := strings.Cut(v, ":")
-					require.True(t, ok, "%s/%s: %s=%s is host:port", w.name, c.Name, match[1], v)
-					assert.Equal(t, "$(POD_IP)", host, "%s/%s: %s", w.name, c.Name, match[1])
-					assert.True(t, ports[port], "%s/%s: %s=%s is on a container port", w.name, c.Name, match[1], v)
+			for _, match := range listenEndpoints(t, m, w.pod.Spec, c) {
+				endpoints++
+				v := envValue(c, match[1])
+				if !assert.NotEmpty(t, v, "%s/%s: %s listens on %s unless %s is set", w.name, c.Name, match[0], match[2], match[1]) {
+					continue
 				}
+				host, port, ok := strings.Cut(v, ":")
+				require.True(t, ok, "%s/%s: %s=%s is host:port", w.name, c.Name, match[1], v)
+				assert.Equal(t, "$(POD_IP)", host, "%s/%s: %s", w.name, c.Name, match[1])
+				assert.True(t, ports[port], "%s/%s: %s=%s is on a container port", w.name, c.Name, match[1], v)
 			}
 		}
 	}
-	// Gateway: metrics and health; graph gateway: the same; agent: OTLP gRPC, OTLP HTTP, health.
-	assert.GreaterOrEqual(t, endpoints, 7)
+	// Gateway: metrics and health; graph gateway: health; edge gateway: metrics and health; agent:
+	// OTLP gRPC, OTLP HTTP, health.
+	assert.GreaterOrEqual(t, endpoints, 8)
+}
+
+// listenEndpoints merges the configs container c is started with, in their --config order (maps
+// merge, anything else is replaced, as the collector merges), and returns, for every receiver,
+// exporter and extension the service uses, each `endpoint` it listens on: the component, the
+// environment variable and its default. A component defined but in no pipeline opens nothing.
+func listenEndpoints(t *testing.T, m *manifests, pod corev1.PodSpec, c corev1.Container) [][3]string {
+	t.Helper()
+	files := mountedConfigFiles(t, m, pod, c)
+	merged := map[string]any{}
+	for _, a := range c.Args {
+		content, ok := files[a]
+		if !ok {
+			continue
+		}
+		var doc map[string]any
+		require.NoError(t, yaml.Unmarshal([]byte(content), &doc), "%s: %s", c.Name, a)
+		mergeConfig(merged, doc)
+	}
+	service, _ := merged["service"].(map[string]any)
+	used := map[string]map[string]bool{"receivers": {}, "exporters": {}, "extensions": {}}
+	for _, id := range asList(service["extensions"]) {
+		used["extensions"][id] = true
+	}
+	pipelines, _ := service["pipelines"].(map[string]any)
+	for _, p := range pipelines {
+		p, _ := p.(map[string]any)
+		for _, kind := range []string{"receivers", "exporters"} {
+			for _, id := range asList(p[kind]) {
+				used[kind][id] = true
+			}
+		}
+	}
+	var out [][3]string
+	for kind, ids := range used {
+		section, _ := merged[kind].(map[string]any)
+		for id := range ids {
+			walkEndpoints(section[id], func(v string) {
+				if sub := configListenEndpoint.FindStringSubmatch(v); sub != nil {
+					out = append(out, [3]string{kind + "::" + id, sub[1], sub[2]})
+				}
+			})
+		}
+	}
+	return out
+}
+
+// mergeConfig merges src into dst: maps key by key, anything else replaced.
+func mergeConfig(dst, src map[string]any) {
+	for k, v := range src {
+		if sm, ok := v.(map[string]any); ok {
+			if dm, ok := dst[k].(map[string]any); ok {
+				mergeConfig(dm, sm)
+				continue
+			}
+		}
+		dst[k] = v
+	}
+}
+
+func asList(v any) []string {
+	var out []string
+	l, _ := v.([]any)
+	for _, e := range l {
+		if s, ok := e.(string); ok {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// walkEndpoints calls f with the value of every `endpoint` key under v.
+func walkEndpoints(v any, f func(string)) {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, e := range v {
+			if s, ok := e.(string); ok && k == "endpoint" {
+				f(s)
+				continue
+			}
+			walkEndpoints(e, f)
+		}
+	case []any:
+		for _, e := range v {
+			walkEndpoints(e, f)
+		}
+	}
 }
 
 // queueBytesPerSpan is the disk budget per queued span the claim is checked against: a span of

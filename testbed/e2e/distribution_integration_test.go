@@ -90,7 +90,7 @@ func TestComponentsListed(t *testing.T) {
 	require.NoError(t, err, string(out))
 	for _, name := range []string{
 		"otlp", "kafka", // receivers (kafka is also an exporter)
-		"batch", "memory_limiter", "filter", "attributes", "resource", "transform",
+		"batch", "memory_limiter", "filter", "attributes", "resource", "transform", "groupbyattrs",
 		"spanmetrics", "servicegraph", "forward",
 		"otlp_grpc", "otlp_http", "debug", "prometheus", "elasticsearch",
 		"health_check", "pprof", "zpages", "file_storage", "gcheadroom",

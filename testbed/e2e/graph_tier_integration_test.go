@@ -69,6 +69,27 @@ func splitmix64(x uint64) uint64 {
 	return x ^ x>>31
 }
 
+// sendGTCalls sends the gtCalls calls through the agent's OTLP sender, gtPerRequest a request,
+// the callee's spans one request before the caller's, and returns the requests and the failed
+// requests sent per edge.
+func sendGTCalls(t *testing.T, sender *esOTLPSender, run byte) (want, wantFailed map[[2]string]int) {
+	t.Helper()
+	want, wantFailed = map[[2]string]int{}, map[[2]string]int{}
+	for first := 0; first < gtCalls; first += gtPerRequest {
+		clientSide, serverSide := gtTraces(run, first, gtPerRequest)
+		require.NoError(t, sender.send(serverSide))
+		require.NoError(t, sender.send(clientSide))
+		for i := first; i < first+gtPerRequest; i++ {
+			c, s := gtEdge(i)
+			want[[2]string{c, s}]++
+			if i%gtErrorEvery == 0 {
+				wantFailed[[2]string{c, s}]++
+			}
+		}
+	}
+	return want, wantFailed
+}
+
 // agentGraphOverlay is configs/agent-graph.yaml writing to topic with buckets trace-ID buckets.
 func agentGraphOverlay(t *testing.T, topic string, buckets int) string {
 	t.Helper()
@@ -78,21 +99,31 @@ func agentGraphOverlay(t *testing.T, topic string, buckets int) string {
 	return strings.ReplaceAll(s, "${env:KAFKA_GRAPH_BUCKETS:-16}", strconv.Itoa(buckets))
 }
 
-// startGraphGateway runs configs/graph-gateway.yaml reading topic in consumer group group.
-func startGraphGateway(t *testing.T, broker, topic, group string) *gateway {
+// startGraphGateway runs configs/graph-gateway.yaml reading topic in consumer group group; env
+// adds to the environment and overlays are merged over the config.
+func startGraphGateway(t *testing.T, broker, topic, group string, env map[string]string, overlays ...string) *gateway {
 	t.Helper()
-	metrics, telemetry := freeAddr(t), freeAddr(t)
-	env := map[string]string{
+	all := map[string]string{
 		"KAFKA_BROKERS":          broker,
 		"KAFKA_GRAPH_TOPIC":      topic,
 		"KAFKA_GRAPH_GROUP":      group,
-		"METRICS_ENDPOINT":       metrics,
-		"HEALTH_ENDPOINT":        freeAddr(t),
-		"TELEMETRY_PORT":         portOf(telemetry),
 		"METRICS_FLUSH_INTERVAL": "1s",
 	}
+	for k, v := range env {
+		all[k] = v
+	}
+	return startServing(t, "graph-gateway.yaml", all, overlays...)
+}
+
+// startServing runs configs/<config> on free metrics, health and telemetry endpoints.
+func startServing(t *testing.T, config string, env map[string]string, overlays ...string) *gateway {
+	t.Helper()
+	metrics, telemetry := freeAddr(t), freeAddr(t)
+	env["METRICS_ENDPOINT"] = metrics
+	env["HEALTH_ENDPOINT"] = freeAddr(t)
+	env["TELEMETRY_PORT"] = portOf(telemetry)
 	return &gateway{
-		Collector:    StartCollector(t, configPath("graph-gateway.yaml"), env),
+		Collector:    StartCollector(t, configPath(config), env, overlays...),
 		metricsURL:   "http://" + metrics + "/metrics",
 		telemetryURL: "http://" + telemetry + "/metrics",
 	}
@@ -129,60 +160,22 @@ func TestGraphTierPairsAcrossServiceKeys(t *testing.T) {
 			}
 			gws := make([]*gateway, gtGateways)
 			for i := range gws {
-				gws[i] = startGraphGateway(t, broker, read, "gt-"+suffix)
+				gws[i] = startGraphGateway(t, broker, read, "gt-"+suffix, nil)
 			}
 			requireAllAssigned(t, read, gws)
 			ag := startAgent(t, broker, spansTopic, agentGraphOverlay(t, graphTopic, gtPartitions))
 			sender := newESOTLPSender(t, ag.otlpHTTP)
 
-			want, wantFailed := map[[2]string]int{}, map[[2]string]int{}
 			var run byte = 1
 			if tc.byTraceID {
 				run = 2
 			}
-			for first := 0; first < gtCalls; first += gtPerRequest {
-				clientSide, serverSide := gtTraces(run, first, gtPerRequest)
-				require.NoError(t, sender.send(serverSide))
-				require.NoError(t, sender.send(clientSide))
-				for i := first; i < first+gtPerRequest; i++ {
-					c, s := gtEdge(i)
-					want[[2]string{c, s}]++
-					if i%gtErrorEvery == 0 {
-						wantFailed[[2]string{c, s}]++
-					}
-				}
-			}
+			want, wantFailed := sendGTCalls(t, sender, run)
 
 			// Requests between the services, summed over the gateways, per edge.
 			edges := func() (requests, failed map[[2]string]int, err error) {
-				requests, failed = map[[2]string]int{}, map[[2]string]int{}
-				for _, g := range gws {
-					fams, err := scrape(g.metricsURL)
-					if err != nil {
-						return nil, nil, err
-					}
-					for family, into := range map[string]map[[2]string]int{
-						"traces_service_graph_request_total":        requests,
-						"traces_service_graph_request_failed_total": failed,
-					} {
-						for _, m := range fams[family].GetMetric() {
-							l := map[string]string{}
-							for _, lp := range m.GetLabel() {
-								l[lp.GetName()] = lp.GetValue()
-							}
-							if strings.HasPrefix(l["client"], "gt") && strings.HasPrefix(l["server"], "gt") {
-								into[[2]string{l["client"], l["server"]}] += int(m.GetCounter().GetValue())
-							}
-						}
-					}
-				}
-				return requests, failed, nil
-			}
-			sum := func(m map[[2]string]int) (n int) {
-				for _, v := range m {
-					n += v
-				}
-				return n
+				c, err := scrapeEdges(gws)
+				return c.requests, c.failed, err
 			}
 			if tc.byTraceID {
 				paired := 0
@@ -229,4 +222,58 @@ func TestGraphTierPairsAcrossServiceKeys(t *testing.T) {
 			require.Less(t, sum(requests), gtCalls*9/10, "calls paired when the two spans go to the gateways of their services")
 		})
 	}
+}
+
+// edgeCounts is what gateways serve of the edges between the gt services, summed over the
+// gateways: requests, failed requests and the server latency histograms' counts per edge, and
+// how many gateways hold a request_total series of each edge.
+type edgeCounts struct {
+	requests, failed, latencyCount, holders map[[2]string]int
+}
+
+func scrapeEdges(gws []*gateway) (edgeCounts, error) {
+	c := edgeCounts{requests: map[[2]string]int{}, failed: map[[2]string]int{}, latencyCount: map[[2]string]int{}, holders: map[[2]string]int{}}
+	for _, g := range gws {
+		fams, err := scrape(g.metricsURL)
+		if err != nil {
+			return c, err
+		}
+		held := map[[2]string]bool{}
+		for family, into := range map[string]map[[2]string]int{
+			"traces_service_graph_request_total":          c.requests,
+			"traces_service_graph_request_failed_total":   c.failed,
+			"traces_service_graph_request_server_seconds": c.latencyCount,
+		} {
+			for _, m := range fams[family].GetMetric() {
+				l := map[string]string{}
+				for _, lp := range m.GetLabel() {
+					l[lp.GetName()] = lp.GetValue()
+				}
+				if !strings.HasPrefix(l["client"], "gt") || !strings.HasPrefix(l["server"], "gt") {
+					continue
+				}
+				edge := [2]string{l["client"], l["server"]}
+				switch {
+				case m.GetHistogram() != nil:
+					into[edge] += int(m.GetHistogram().GetSampleCount())
+				default:
+					into[edge] += int(m.GetCounter().GetValue())
+				}
+				if family == "traces_service_graph_request_total" {
+					held[edge] = true
+				}
+			}
+		}
+		for e := range held {
+			c.holders[e]++
+		}
+	}
+	return c, nil
+}
+
+func sum(m map[[2]string]int) (n int) {
+	for _, v := range m {
+		n += v
+	}
+	return n
 }
