@@ -223,12 +223,25 @@ func TestWorkloadsAreLockedDown(t *testing.T) {
 			limit, ok := c.Resources.Limits[corev1.ResourceMemory]
 			require.True(t, ok, "%s/%s: memory limit", w.name, c.Name)
 			assert.GreaterOrEqual(t, limit.Cmp(c.Resources.Requests[corev1.ResourceMemory]), 0, "%s/%s: limit ≥ request", w.name, c.Name)
-			// GOMEMLIMIT keeps the runtime under the container limit: a soft goal below it.
+			// The runtime knows the container limit, a soft goal below it: GOMEMLIMIT, or the
+			// gcheadroom extension's share of the cgroup's limit.
 			if v := envValue(c, "GOMEMLIMIT"); v != "" {
 				q, err := resource.ParseQuantity(strings.TrimSuffix(v, "B"))
 				require.NoError(t, err, "%s/%s: GOMEMLIMIT=%s", w.name, c.Name, v)
 				assert.Equal(t, -1, q.Cmp(limit), "%s/%s: GOMEMLIMIT below the memory limit", w.name, c.Name)
 				assert.Equal(t, 1, q.Cmp(c.Resources.Requests[corev1.ResourceMemory]), "%s/%s: GOMEMLIMIT above the request", w.name, c.Name)
+			} else {
+				cfg := mergedConfig(t, m, pod, c)
+				service, _ := cfg["service"].(map[string]any)
+				assert.Contains(t, asList(service["extensions"]), "gcheadroom", "%s/%s: no GOMEMLIMIT and no gcheadroom", w.name, c.Name)
+				ext, _ := cfg["extensions"].(map[string]any)
+				gc, _ := ext["gcheadroom"].(map[string]any)
+				pct, _ := gc["memory_limit_percentage"].(float64)
+				assert.True(t, pct > 0 && pct < 100, "%s/%s: without GOMEMLIMIT, gcheadroom's memory_limit_percentage sets the Go memory limit below the container's (got %v)", w.name, c.Name, gc["memory_limit_percentage"])
+				if pct > 0 {
+					goal := limit.Value() / 100 * int64(pct)
+					assert.Greater(t, goal, c.Resources.Requests.Memory().Value(), "%s/%s: the Go memory limit above the request", w.name, c.Name)
+				}
 			}
 
 			ports := map[string]bool{}
@@ -682,23 +695,12 @@ func TestEndpointsListenOnThePodIP(t *testing.T) {
 	assert.GreaterOrEqual(t, endpoints, 8)
 }
 
-// listenEndpoints merges the configs container c is started with, in their --config order (maps
-// merge, anything else is replaced, as the collector merges), and returns, for every receiver,
-// exporter and extension the service uses, each `endpoint` it listens on: the component, the
-// environment variable and its default. A component defined but in no pipeline opens nothing.
+// listenEndpoints returns, for every receiver, exporter and extension that the service of the
+// merged configs of container c uses (mergedConfig), each `endpoint` it listens on: the component,
+// the environment variable and its default. A component defined but in no pipeline opens nothing.
 func listenEndpoints(t *testing.T, m *manifests, pod corev1.PodSpec, c corev1.Container) [][3]string {
 	t.Helper()
-	files := mountedConfigFiles(t, m, pod, c)
-	merged := map[string]any{}
-	for _, a := range c.Args {
-		content, ok := files[a]
-		if !ok {
-			continue
-		}
-		var doc map[string]any
-		require.NoError(t, yaml.Unmarshal([]byte(content), &doc), "%s: %s", c.Name, a)
-		mergeConfig(merged, doc)
-	}
+	merged := mergedConfig(t, m, pod, c)
 	service, _ := merged["service"].(map[string]any)
 	used := map[string]map[string]bool{"receivers": {}, "exporters": {}, "extensions": {}}
 	for _, id := range asList(service["extensions"]) {
@@ -725,6 +727,24 @@ func listenEndpoints(t *testing.T, m *manifests, pod corev1.PodSpec, c corev1.Co
 		}
 	}
 	return out
+}
+
+// mergedConfig merges the configs container c is started with, in their --config order, as the
+// collector does (mergeConfig).
+func mergedConfig(t *testing.T, m *manifests, pod corev1.PodSpec, c corev1.Container) map[string]any {
+	t.Helper()
+	files := mountedConfigFiles(t, m, pod, c)
+	merged := map[string]any{}
+	for _, a := range c.Args {
+		content, ok := files[a]
+		if !ok {
+			continue
+		}
+		var doc map[string]any
+		require.NoError(t, yaml.Unmarshal([]byte(content), &doc), "%s: %s", c.Name, a)
+		mergeConfig(merged, doc)
+	}
+	return merged
 }
 
 // mergeConfig merges src into dst: maps key by key, anything else replaced.

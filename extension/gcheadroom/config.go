@@ -27,6 +27,14 @@ type Config struct {
 	// the limit set for it, not its Go heap alone. It never lowers the limit below a quarter
 	// of GOMEMLIMIT, and does nothing without a memory limit. Default true.
 	MemoryLimitCountsOffHeap bool `mapstructure:"memory_limit_counts_off_heap"`
+	// MemoryLimitPercentage, when GOMEMLIMIT is not set, sets the Go memory limit at Start to
+	// this percentage of the memory limit of the cgroup the process runs in (a container's:
+	// cgroup v2 memory.max or v1 memory.limit_in_bytes, the lowest up the hierarchy), so that
+	// the runtime knows the container's limit without a GOMEMLIMIT kept in step with it by
+	// hand. GOMEMLIMIT, when set, wins. memory_limit_counts_off_heap then applies to this limit
+	// as to GOMEMLIMIT. 0, or no cgroup limit: no memory limit, as without the extension.
+	// Default 0.
+	MemoryLimitPercentage int `mapstructure:"memory_limit_percentage"`
 	// prevent unkeyed literal initialization
 	_ struct{}
 }
@@ -55,6 +63,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MinGCPercent < 1 || c.MinGCPercent > 100 {
 		errs = append(errs, fmt.Errorf("min_gc_percent: %d, must be 1..100", c.MinGCPercent))
+	}
+	if c.MemoryLimitPercentage < 0 || c.MemoryLimitPercentage > 100 {
+		errs = append(errs, fmt.Errorf("memory_limit_percentage: %d, must be 0..100", c.MemoryLimitPercentage))
 	}
 	if c.CheckInterval < 10*time.Millisecond {
 		errs = append(errs, fmt.Errorf("check_interval: %v, must be at least 10ms", c.CheckInterval))

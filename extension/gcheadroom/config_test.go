@@ -41,6 +41,8 @@ func TestValidateNamesTheKey(t *testing.T) {
 		{"percent 0", func(c *Config) { c.MinGCPercent = 0 }, "min_gc_percent: 0, must be 1..100"},
 		{"percent above GOGC's default", func(c *Config) { c.MinGCPercent = 101 }, "min_gc_percent: 101"},
 		{"interval too short", func(c *Config) { c.CheckInterval = time.Millisecond }, "check_interval: 1ms, must be at least 10ms"},
+		{"negative memory percentage", func(c *Config) { c.MemoryLimitPercentage = -1 }, "memory_limit_percentage: -1, must be 0..100"},
+		{"memory percentage above 100", func(c *Config) { c.MemoryLimitPercentage = 101 }, "memory_limit_percentage: 101, must be 0..100"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := createDefaultConfig()

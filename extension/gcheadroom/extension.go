@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"os"
 	"runtime/debug"
 	"runtime/metrics"
 	"sync/atomic"
@@ -30,13 +31,16 @@ type tuner struct {
 	logger *zap.Logger
 	tel    *telemetry
 
-	readLive    func() uint64     // the live heap in bytes; tests replace it
-	setPercent  func(int) int     // debug.SetGCPercent; tests replace it
-	readOffHeap func() int64      // offheap.Bytes; tests replace it
-	setLimit    func(int64) int64 // debug.SetMemoryLimit; tests replace it
+	readLive    func() uint64        // the live heap in bytes; tests replace it
+	setPercent  func(int) int        // debug.SetGCPercent; tests replace it
+	readOffHeap func() int64         // offheap.Bytes; tests replace it
+	setLimit    func(int64) int64    // debug.SetMemoryLimit; tests replace it
+	readCgroup  func() (int64, bool) // the cgroup's memory limit; tests replace it
 
 	base      int          // the GC percent in effect at Start (GOGC), restored at Shutdown
-	baseLimit int64        // the memory limit in effect at Start (GOMEMLIMIT), restored at Shutdown
+	baseLimit int64        // the memory limit to keep: GOMEMLIMIT, or memory_limit_percentage of the cgroup's
+	found     int64        // the memory limit in effect at Start, restored at Shutdown
+	setBase   bool         // Start set baseLimit from the cgroup's limit
 	tunes     bool         // the GC percent is adjusted (GOGC is not off)
 	limits    bool         // the memory limit is adjusted (one is in effect, and the config asks)
 	owns      bool         // Start took running
@@ -50,7 +54,7 @@ type tuner struct {
 
 func newTuner(set component.TelemetrySettings, cfg *Config) (*tuner, error) {
 	t := &tuner{cfg: cfg, logger: set.Logger, readLive: newLiveHeapReader(), setPercent: debug.SetGCPercent,
-		readOffHeap: offheap.Bytes, setLimit: debug.SetMemoryLimit}
+		readOffHeap: offheap.Bytes, setLimit: debug.SetMemoryLimit, readCgroup: readCgroupMemoryLimit}
 	tel, err := newTelemetry(set, t)
 	if err != nil {
 		return nil, err
@@ -89,7 +93,11 @@ func (t *tuner) Start(context.Context, component.Host) error {
 	if !t.tunes {
 		t.logger.Info("GOGC=off: the GC percent is left as it is")
 	}
-	t.baseLimit = t.setLimit(-1) // a negative limit reads it
+	t.found = t.setLimit(-1) // a negative limit reads it
+	t.baseLimit = t.found
+	if t.found == math.MaxInt64 && t.cfg.MemoryLimitPercentage > 0 {
+		t.limitFromCgroup()
+	}
 	t.limit.Store(t.baseLimit)
 	t.limits = t.cfg.MemoryLimitCountsOffHeap && t.baseLimit < math.MaxInt64
 	if !t.tunes && !t.limits {
@@ -99,6 +107,31 @@ func (t *tuner) Start(context.Context, component.Host) error {
 	t.check()
 	go t.run()
 	return nil
+}
+
+// limitFromCgroup sets the Go memory limit to memory_limit_percentage of the cgroup's memory
+// limit, when there is one.
+func (t *tuner) limitFromCgroup() {
+	cg, ok := t.readCgroup()
+	if !ok {
+		t.logger.Info("no cgroup memory limit found: the Go runtime has no memory limit (set GOMEMLIMIT for one)")
+		return
+	}
+	t.baseLimit = cg / 100 * int64(t.cfg.MemoryLimitPercentage)
+	t.setLimit(t.baseLimit)
+	t.setBase = true
+	t.logger.Info("Go memory limit set from the cgroup's memory limit",
+		zap.Int64("cgroup_limit_bytes", cg), zap.Int("memory_limit_percentage", t.cfg.MemoryLimitPercentage),
+		zap.Int64("memory_limit_bytes", t.baseLimit))
+}
+
+// readCgroupMemoryLimit reads the memory limit of the process' cgroup (cgroup.go).
+func readCgroupMemoryLimit() (int64, bool) {
+	self, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		return 0, false
+	}
+	return cgroupMemoryLimit("/sys/fs/cgroup", self)
 }
 
 func (t *tuner) run() {
@@ -171,7 +204,8 @@ func percentFor(live, headroom uint64, minPercent, base int) int {
 	return int(p)
 }
 
-// Shutdown stops adjusting and puts back the GC percent and the memory limit found at Start. It waits for the loop
+// Shutdown stops adjusting and puts back the GC percent and the memory limit found at Start (none,
+// when Start set it from the cgroup's). It waits for the loop
 // without a deadline: a check is a metrics read and at most one SetGCPercent and one
 // SetMemoryLimit, so the loop ends at once, and the settings are put back only after its last
 // check.
@@ -185,9 +219,10 @@ func (t *tuner) Shutdown(context.Context) error {
 		<-t.done
 	}
 	t.setPercent(t.base)
-	if t.limits {
-		t.setLimit(t.baseLimit)
+	if t.limits || t.setBase {
+		t.setLimit(t.found)
 	}
+	t.setBase = false
 	t.owns = false
 	running.Store(false)
 	return nil

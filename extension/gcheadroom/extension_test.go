@@ -264,3 +264,62 @@ func TestMemoryLimitCountsOffHeapOff(t *testing.T) {
 	require.NoError(t, tu.Shutdown(context.Background()))
 	assert.Empty(t, rt.limitSets)
 }
+
+// cgroupLimit stands for the cgroup's memory limit: lim bytes, or none when 0.
+func cgroupLimit(lim int64) func() (int64, bool) {
+	return func() (int64, bool) { return lim, lim > 0 }
+}
+
+func TestMemoryLimitFromTheCgroup(t *testing.T) {
+	rt := &fakeRuntime{percent: 100}
+	rt.offHeap.Store(100 * mib)
+	cfg := createDefaultConfig()
+	cfg.CheckInterval = 10 * time.Millisecond
+	cfg.MemoryLimitPercentage = 90
+	tu := newTestTuner(t, rt, cfg)
+	tu.readCgroup = cgroupLimit(1000 * mib)
+	require.NoError(t, tu.Start(context.Background(), componenttest.NewNopHost()))
+	assert.EqualValues(t, 800*mib, rt.getLimit(), "90% of the cgroup's 1000 MiB, less 100 MiB off the heap")
+	rt.offHeap.Store(0)
+	require.Eventually(t, func() bool { return rt.getLimit() == 900*mib }, 5*time.Second, 5*time.Millisecond)
+	require.NoError(t, tu.Shutdown(context.Background()))
+	assert.EqualValues(t, int64(math.MaxInt64), rt.getLimit(), "no limit, as found at Start")
+
+	// Without memory_limit_counts_off_heap: the cgroup's share alone, set once.
+	rt = &fakeRuntime{percent: 100}
+	rt.offHeap.Store(100 * mib)
+	cfg.MemoryLimitCountsOffHeap = false
+	tu = newTestTuner(t, rt, cfg)
+	tu.readCgroup = cgroupLimit(1000 * mib)
+	require.NoError(t, tu.Start(context.Background(), componenttest.NewNopHost()))
+	assert.EqualValues(t, 900*mib, rt.getLimit())
+	require.NoError(t, tu.Shutdown(context.Background()))
+	assert.EqualValues(t, int64(math.MaxInt64), rt.getLimit())
+}
+
+func TestGOMEMLIMITWinsOverTheCgroup(t *testing.T) {
+	rt := &fakeRuntime{percent: 100, limit: 2048 * mib}
+	cfg := createDefaultConfig()
+	cfg.MemoryLimitPercentage = 90
+	tu := newTestTuner(t, rt, cfg)
+	tu.readCgroup = func() (int64, bool) {
+		t.Error("the cgroup is not read when GOMEMLIMIT is set")
+		return 0, false
+	}
+	require.NoError(t, tu.Start(context.Background(), componenttest.NewNopHost()))
+	assert.EqualValues(t, 2048*mib, rt.getLimit())
+	require.NoError(t, tu.Shutdown(context.Background()))
+	assert.EqualValues(t, 2048*mib, rt.getLimit())
+}
+
+func TestNoCgroupLimitLeavesNoLimit(t *testing.T) {
+	rt := &fakeRuntime{percent: 100}
+	cfg := createDefaultConfig()
+	cfg.MemoryLimitPercentage = 90
+	tu := newTestTuner(t, rt, cfg)
+	tu.readCgroup = cgroupLimit(0)
+	require.NoError(t, tu.Start(context.Background(), componenttest.NewNopHost()))
+	require.NoError(t, tu.Shutdown(context.Background()))
+	assert.EqualValues(t, int64(math.MaxInt64), rt.getLimit())
+	assert.Empty(t, rt.limitSets)
+}
