@@ -236,13 +236,15 @@ type expState struct {
 }
 
 // writerState is one OTLP series' last cumulative point, kept for the
-// writers of a merged series so each contributes its increase once.
+// writers of a merged series so each contributes its increase once; of a
+// delta writer, only the end of its last interval.
 type writerState struct {
 	row     uint32
 	ts      int64
 	value   float64 // number value, or histogram sum
 	count   uint64
 	buckets []uint64
+	delta   bool // kept for the overlap check of deltas alone (freshDelta)
 }
 
 func newSeriesStore(cfg *Config, logger *zap.Logger) *seriesStore {
@@ -858,6 +860,15 @@ func (s *seriesStore) expire(cutoff time.Time) int {
 		if r.flags&rowUsed != 0 && r.seen < c {
 			s.remove(uint32(id))
 			n++
+		}
+	}
+	// A delta writer gone quiet (a graph gateway replaced by another with
+	// its own identity) is forgotten while its series lives on: its state
+	// only served to drop a retry of its last interval, and the writers of
+	// a long-lived series would otherwise pile up with every restart.
+	for k, w := range s.merged {
+		if w.delta && w.ts < c {
+			delete(s.merged, k)
 		}
 	}
 	// A resource whose data points were all refused never got a series.

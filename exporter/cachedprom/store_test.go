@@ -130,6 +130,18 @@ func TestDeltaWritersInterleave(t *testing.T) {
 	out = body(t, e)
 	assert.Contains(t, out, "calls_total 333\n", out)
 	assert.Contains(t, out, "lat_count 333\n", out)
+
+	// Writers quiet since before the expiry cutoff are forgotten, their series kept: the
+	// writers of a long-lived series do not pile up as gateways come and go.
+	e.store.mu.Lock()
+	require.Len(t, e.store.merged, 6, "3 writers × 2 series")
+	e.store.mu.Unlock()
+	seen := e.store.row(0).seen
+	require.Zero(t, e.store.expire(time.Unix(0, min(seen, int64(pcommon.NewTimestampFromTime(t0.Add(ms(2600)))))+1)))
+	e.store.mu.Lock()
+	assert.Empty(t, e.store.merged)
+	e.store.mu.Unlock()
+	assert.Equal(t, 2, e.store.len())
 }
 
 // TestDeltaHistogramGapIsAdded is the histogram side of the gap rule.

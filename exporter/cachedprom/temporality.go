@@ -67,12 +67,12 @@ func (s *seriesStore) freshDelta(p *pointCtx, start, ts pcommon.Timestamp) bool 
 	if r.flags&rowMerged == 0 {
 		// The first other writer: from now on the first writer is tracked
 		// too, from its last point.
-		s.merged[r.ident] = &writerState{row: p.id, ts: r.ts}
+		s.merged[r.ident] = &writerState{row: p.id, ts: r.ts, delta: true}
 		r.flags |= rowMerged
 	}
 	w := s.merged[p.ident]
 	if w == nil {
-		w = &writerState{row: p.id}
+		w = &writerState{row: p.id, delta: true}
 		s.merged[p.ident] = w
 	} else if overlaps(start, ts, w.ts) {
 		s.events[eventOutOfOrder]++
