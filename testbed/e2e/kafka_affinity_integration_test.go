@@ -113,18 +113,24 @@ func seriesOf(t *testing.T, url string) []string {
 }
 
 // rssBytes is the resident set size of a running collector, from /proc.
-func rssBytes(t *testing.T, c *Collector) int64 {
+func rssBytes(t *testing.T, c *Collector) int64 { return procStatusBytes(t, c, "VmRSS") }
+
+// peakRSSMiB is the peak resident set size of a running collector so far, in MiB.
+func peakRSSMiB(t *testing.T, c *Collector) int64 { return procStatusBytes(t, c, "VmHWM") >> 20 }
+
+// procStatusBytes reads a size field (kB) of a running collector's /proc status, in bytes.
+func procStatusBytes(t *testing.T, c *Collector, field string) int64 {
 	t.Helper()
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", c.cmd.Process.Pid))
 	require.NoError(t, err)
 	for _, line := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(line, "VmRSS:") {
+		if strings.HasPrefix(line, field+":") {
 			kb, err := strconv.ParseInt(strings.Fields(line)[1], 10, 64)
 			require.NoError(t, err)
 			return kb << 10
 		}
 	}
-	t.Fatal("no VmRSS in /proc status")
+	t.Fatalf("no %s in /proc status", field)
 	return 0
 }
 
