@@ -39,6 +39,17 @@ func TestEdgeTierHoldsEachEdgeOnce(t *testing.T) {
 	for e, n := range c.holders {
 		require.Equal(t, 1, n, "edge %v is held by %d edge gateways", e, n)
 	}
+	// servicegraph's labels, nothing more: the edge back from the resource, the writer (a scope
+	// attribute) and the scope itself off the labels.
+	for _, g := range edges {
+		for _, m := range Scrape(t, g.metricsURL)["traces_service_graph_request_total"].GetMetric() {
+			var names []string
+			for _, lp := range m.GetLabel() {
+				names = append(names, lp.GetName())
+			}
+			require.Equal(t, []string{"client", "connection_type", "failed", "server"}, names)
+		}
+	}
 	for i, g := range edges {
 		held := 0
 		for _, n := range mustScrapeEdges(t, g).holders {
