@@ -1,6 +1,8 @@
 package tracegraph
 
 import (
+	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
@@ -166,4 +168,73 @@ func TestDeltaFlushes(t *testing.T) {
 	got, _ = sent()
 	require.Nil(t, got)
 	require.Zero(t, a.series.live)
+}
+
+// Weighted edges in delta: whatever the flushes in between, the deltas of a series add up to
+// what the cumulative output counts for the same calls (the fraction each delta leaves is
+// carried to the next interval, not lost with it).
+func TestDeltaWeightsAddUpToCumulative(t *testing.T) {
+	thresholds := []string{"", "ot=th:8", "ot=th:c", "ot=th:55555555555555", "ot=th:e666"}
+	run := func(delta bool, seed uint64) (sum int64, latency uint64) {
+		cfg := createDefaultConfig().(*Config)
+		if delta {
+			cfg.AggregationTemporality = temporalityDelta
+		}
+		p := newPlan(cfg, readGates())
+		clock := clockwork.NewFakeClock()
+		tel := &telemetry{}
+		fl := newFlusher(p, &consumertest.MetricsSink{}, zap.NewNop(), tel, clock)
+		a := newAggregator(p, intake.NewPipe(4, 0, halfBatches), clock, tel, fl)
+		rng := rand.New(rand.NewPCG(seed, 1))
+		// collect takes the flush from the sender's queue: deltas add up, a cumulative flush
+		// replaces what the one before said.
+		collect := func() {
+			if !delta {
+				sum, latency = 0, 0
+			}
+			select {
+			case md := <-fl.out:
+				for k, pt := range flatten(md) {
+					switch {
+					case strings.HasPrefix(k, metricTotal+"{"):
+						sum += pt.Int
+					case strings.HasPrefix(k, metricServer+"{"):
+						latency += pt.Count
+					}
+				}
+			default:
+			}
+		}
+		for i := range 300 {
+			trace := byte(i)
+			th := thresholds[rng.IntN(len(thresholds))]
+			mod := func(s ptrace.Span) { s.TraceState().FromRaw(th) }
+			// Four edges, so that an edge is often idle through an interval with a fraction
+			// still to carry.
+			server := []string{"b", "c", "d", "e"}[rng.IntN(4)]
+			for _, td := range []ptrace.Traces{oneSpan("a", ptrace.SpanKindClient, trace, 1, 0, mod), oneSpan(server, ptrace.SpanKindServer, trace, 2, 1, mod)} {
+				b := new(halfBatch)
+				reducer{p: p}.reduce(b, td)
+				for j := range b.halves {
+					a.apply(b, &b.halves[j], clock.Now().UnixNano())
+				}
+			}
+			if rng.IntN(3) == 0 {
+				clock.Advance(time.Second)
+				fl.flush(a, false)
+				collect()
+			}
+		}
+		clock.Advance(time.Second)
+		fl.flush(a, false)
+		collect()
+		return sum, latency
+	}
+	for seed := range uint64(20) {
+		cumulative, cumulativeLatency := run(false, seed)
+		deltas, deltaLatency := run(true, seed)
+		require.Positive(t, cumulative)
+		require.Equal(t, cumulative, deltas, "seed %d: request_total", seed)
+		require.Equal(t, cumulativeLatency, deltaLatency, "seed %d: latency count", seed)
+	}
 }
