@@ -71,6 +71,7 @@ func newConnector(set component.TelemetrySettings, cfg *Config, next consumer.Me
 		pipe:      pipe,
 		hints:     &c.reducer.hints,
 		wakeItems: wakeItems(pipe.Queue.Cap(), firstSeriesPerBatch),
+		drainBuf:  pipe.Queue.DrainBuffer(),
 		clock:     d.clock,
 		services:  map[string]uint32{},
 		epoch:     1, // 0 marks a series without a row

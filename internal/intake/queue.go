@@ -261,7 +261,7 @@ func (q *Queue[T]) Wake() <-chan struct{} { return q.wake }
 // It calls Get only for items the queued counter has seen published, so it never spins on an
 // empty ring. (Get may briefly yield while a producer that reserved an earlier slot finishes
 // writing it; that producer is between two atomic operations and needs no consumer action.)
-// Consumer only.
+// It appends at most Cap items: into a DrainBuffer, draining never allocates. Consumer only.
 func (q *Queue[T]) Drain(buf []*T) []*T {
 	n := q.queued.Load()
 	for i := int64(0); i < n; i++ {
@@ -277,6 +277,12 @@ func (q *Queue[T]) Drain(buf []*T) []*T {
 	}
 	return buf
 }
+
+// DrainBuffer returns an empty buffer with room for a whole ring. A consumer that drains into a
+// buffer grown on demand allocates the first time a drain is larger than every one before,
+// which depends on how far the scheduler let the producers run ahead: once in a while, long
+// after the warm-up.
+func (q *Queue[T]) DrainBuffer() []*T { return make([]*T, 0, q.Cap()) }
 
 // wakeRoomWaiters wakes every producer waiting for room; they look again. It allocates only
 // when some wait, which is the slow path.
