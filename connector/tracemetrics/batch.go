@@ -199,6 +199,8 @@ const (
 	hintTable
 	hintAttrs
 	hintAttrKeys
+	hintSeriesWeights // 0 until weighted traffic comes (sampling.go)
+	hintObsWeights
 	numHints
 )
 
@@ -211,6 +213,8 @@ func (h *sizeHints) reserve(b *deltaBatch) {
 	b.exemplars = reserve(b.exemplars, h.get(hintExemplars))
 	b.arena = reserve(b.arena, 64*h.get(hintArena))
 	b.sorter.attrs = reserve(b.sorter.attrs, h.get(hintAttrs))
+	b.seriesW = reserve(b.seriesW, h.get(hintSeriesWeights))
+	b.obsW = reserve(b.obsW, h.get(hintObsWeights))
 	// The sorter's memo is kept across requests: grow it keeping its content.
 	b.sorter.perm = regrow(b.sorter.perm, h.get(hintAttrs))
 	b.sorter.memoLens = regrow(b.sorter.memoLens, h.get(hintAttrs))
@@ -233,6 +237,8 @@ func (h *sizeHints) update(b *deltaBatch) {
 	h.raise(hintTable, len(b.table))
 	h.raise(hintAttrs, b.sorter.peakAttrs)
 	h.raise(hintAttrKeys, b.sorter.peakKeys)
+	h.raise(hintSeriesWeights, len(b.seriesW))
+	h.raise(hintObsWeights, len(b.obsW))
 }
 
 func (h *sizeHints) raise(i, n int) {
