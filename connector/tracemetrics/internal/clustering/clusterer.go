@@ -21,8 +21,8 @@ const (
 	// MaxServices is the number of services with templates; names of further services get
 	// the ID heuristics only, until services expire.
 	MaxServices = 1000
-	// MaxTemplates bounds the templates of all services together (about 550 bytes each with
-	// their tree and snapshot slots, 2 to 4 of 20 bytes: ~55 MiB): when it is reached, a service makes room
+	// MaxTemplates bounds the templates of all services together (150 to 220 bytes each with
+	// their tree and snapshot slots, 2 to 4 of 16 bytes: ~22 MiB): when it is reached, a service makes room
 	// among its own templates, and a service without templates gets none.
 	MaxTemplates = 100_000
 	// MaxNameLen and maxEdges bound the names learned: longer ones get the ID heuristics and
@@ -215,6 +215,7 @@ func (c *Clusterer) Publish() {
 		c.services.Store(&m)
 	}
 	c.held.Store(int64(l.held))
+	l.compactEdges()
 }
 
 // Expire forgets the templates unseen for the configured expiration, and publishes.

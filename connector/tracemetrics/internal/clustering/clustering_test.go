@@ -2,6 +2,7 @@ package clustering
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"sync"
 	"testing"
@@ -190,7 +191,7 @@ func TestTemplatesBoundedUnderChurn(t *testing.T) {
 	require.Len(t, l.services, MaxServices)
 	for name, sv := range l.services {
 		require.LessOrEqual(t, len(sv.order), 2*sv.count+16, name)
-		nodes := countNodes(sv.root)
+		nodes := countNodes(l, sv.root)
 		require.LessOrEqual(t, nodes, 1+maxEdges*sv.count, name)
 	}
 	require.EqualValues(t, l.held, h.c.Templates())
@@ -216,10 +217,10 @@ func TestTemplatesBoundedAcrossServices(t *testing.T) {
 	require.Equal(t, 150, h.c.l.services["svc-0"].count+h.c.l.services["svc-1"].count)
 }
 
-func countNodes(n *node) int {
+func countNodes(l *learner, n int32) int {
 	c := 1
-	for _, ch := range n.children {
-		c += countNodes(ch)
+	for ch := l.nodes[n].first; ch != 0; ch = l.nodes[ch].next {
+		c += countNodes(l, ch)
 	}
 	return c
 }
@@ -235,7 +236,9 @@ func TestEvictionAndExpiration(t *testing.T) {
 		h.send("s", letters(i))
 	}
 	require.Equal(t, 10, h.c.l.services["s"].count)
-	require.NotNil(t, h.c.l.services["s"].root.children["hot"].tmpl, "the hot template survived 100 cold ones")
+	hot := h.c.l.child(h.c.l.services["s"].root, []byte("hot"))
+	require.NotZero(t, hot)
+	require.NotZero(t, h.c.l.nodes[hot].tmpl, "the hot template survived 100 cold ones")
 
 	h.send("t", "other")
 	clock += int64(30 * time.Second)
@@ -310,4 +313,109 @@ func TestProducersAndLearnerConcurrently(t *testing.T) {
 	close(toLearn)
 	<-done
 	require.Positive(t, c.Templates())
+}
+
+// checkTree checks what the learner's index-based trees must keep: every node of a service is
+// reachable from its root and found by its (parent, edge) in the children index, the index
+// holds nothing else, the child counts and the live edge bytes add up, and every template
+// listed is live where it ends or dead and nowhere.
+func checkTree(t *testing.T, l *learner) {
+	t.Helper()
+	reached, edges, templates := 0, 0, 0
+	var walk func(n int32)
+	walk = func(n int32) {
+		nd := l.nodes[n]
+		require.True(t, nd.used, "node %d", n)
+		reached++
+		edges += int(nd.edgeLen)
+		if nd.tmpl != 0 {
+			templates++
+			require.Equal(t, n, l.tmpls[nd.tmpl].node)
+			require.False(t, l.tmpls[nd.tmpl].dead)
+		}
+		k := int32(0)
+		for c := nd.first; c != 0; c = l.nodes[c].next {
+			require.Equal(t, n, l.nodes[c].parent)
+			require.Equal(t, c, l.child(n, l.edge(c)), "child %d of %d found by its edge", c, n)
+			k++
+			walk(c)
+		}
+		require.Equal(t, nd.nChildren, k)
+	}
+	held := 0
+	for _, sv := range l.services {
+		walk(sv.root)
+		held += sv.count
+		for _, tm := range sv.order[sv.head:] {
+			if tp := l.tmpls[tm]; !tp.dead {
+				require.Equal(t, tm, l.nodes[tp.node].tmpl)
+			}
+		}
+	}
+	require.Equal(t, held, templates)
+	require.Equal(t, l.held, held)
+	require.Equal(t, reached, len(l.nodes)-1-len(l.freeNodes), "nodes neither reachable nor free")
+	require.Equal(t, reached-len(l.services), l.children.n, "index entries")
+	require.Equal(t, l.edgesLive, edges)
+}
+
+// Two positions that fold into one when their parent merges keep what either had learned: a
+// merged one makes the result merged, and under it every word is the wildcard, whichever of
+// the two the merge meets first.
+func TestFoldedPositionStaysMerged(t *testing.T) {
+	for _, order := range [][]string{{"x", "y"}, {"y", "x"}} {
+		h := newHarness(t, Config{MaxChildren: 2, MaxTemplatesPerService: 100})
+		for _, p := range order {
+			if p == "x" { // GET /wx: a merged position, its words {*}
+				h.send("s", "GET /wx/wa", "GET /wx/wb", "GET /wx/wc", "GET /wx/wd")
+			} else { // GET /wy: one word, not merged
+				h.send("s", "GET /wy/wa")
+			}
+		}
+		require.Equal(t, "GET /wx/{*}", h.one("s", "GET /wx/wz"), "order %v", order)
+		// A third position after GET merges it: /wx and /wy fold into /{*}.
+		h.send("s", "GET /wq/wa")
+		h.send("s", "GET /wr/wa")
+		require.Equal(t, "GET /{*}/{*}", h.one("s", "GET /wz/we"), "order %v", order)
+		require.Equal(t, "GET /{*}/{*}", h.one("s", "GET /wz/wf"), "order %v", order)
+		checkTree(t, h.c.l)
+	}
+}
+
+// Under random names, merges, evictions and expiry, the index-based trees stay consistent
+// (checkTree), and the edges' arena stays within its bound.
+func TestTreeStaysConsistent(t *testing.T) {
+	words := []string{"GET", "POST", "/users", "/orders", "/x", "/y", " ", "/", ":", "a", "b"}
+	for seed := range 12 {
+		r := rand.New(rand.NewPCG(uint64(seed), 7))
+		h := newHarness(t, Config{MaxChildren: 2 + r.IntN(6), MaxTemplatesPerService: 5 + r.IntN(300),
+			TemplateExpiration: time.Duration(r.IntN(3)) * 30 * time.Second})
+		for i := range 4000 {
+			var name strings.Builder
+			for range 1 + r.IntN(5) {
+				switch r.IntN(4) {
+				case 0:
+					name.WriteString(fmt.Sprintf("/%d", r.IntN(1000)))
+				case 1:
+					name.WriteString("/" + letters(r.IntN(12)))
+				default:
+					name.WriteString(words[r.IntN(len(words))])
+				}
+			}
+			h.c.Template(&h.s, fmt.Sprintf("s%d", r.IntN(4)), name.String())
+			if r.IntN(8) == 0 {
+				clock += int64(time.Second) * int64(r.IntN(5))
+				h.learn()
+				if i%10 == 0 {
+					checkTree(t, h.c.l)
+				}
+			}
+			if r.IntN(500) == 0 {
+				h.c.Expire(clock)
+				checkTree(t, h.c.l)
+			}
+		}
+		l := h.c.l
+		require.LessOrEqual(t, len(l.edges), 2*l.edgesLive+4096)
+	}
 }

@@ -21,9 +21,11 @@ import (
 // request (BenchmarkLayers, README.md).
 type snapshot struct {
 	hashes []uint64        // power of two; knownHash of each template, 0 in an empty slot
-	seen   []atomic.Uint32 // as hashes: tmpls[i].lastSeen as this snapshot last stamped it, truncated
-	tmpls  []*template     // as hashes: for lastSeen only
+	seen   []atomic.Uint32 // as hashes: the template's lastSeen as this snapshot last stamped it, truncated
+	tmpls  []int32         // as hashes: the template, for lastSeen only
 	merged []mergedEntry   // power of two, or nil when no position is merged
+
+	lastSeen *seenStore // the learner's
 }
 
 // knownHash is what the templates' table stores of a name's hash: never 0, which marks an
@@ -35,7 +37,7 @@ func knownHash(h uint64) uint64 { return h | 1 }
 func (s *snapshot) stamp(i int, now int64) {
 	if s.seen[i].Load() != uint32(now) {
 		s.seen[i].Store(uint32(now))
-		s.tmpls[i].lastSeen.Store(now)
+		s.lastSeen.at(s.tmpls[i]).Store(now)
 	}
 }
 
@@ -55,25 +57,31 @@ func tableSize(n int) int { return 1 << bits.Len(uint(2*n+1)) }
 // buildSnapshot copies sv's tree into a new snapshot.
 func (l *learner) buildSnapshot(seed maphash.Seed, sv *service) *snapshot {
 	size := tableSize(sv.count)
-	s := &snapshot{hashes: make([]uint64, size), seen: make([]atomic.Uint32, size), tmpls: make([]*template, size)}
-	var merged []*node
-	var walk func(n *node)
-	walk = func(n *node) {
-		if n.tmpl != nil {
-			h := maphash.String(seed, n.tmpl.name)
+	s := &snapshot{hashes: make([]uint64, size), seen: make([]atomic.Uint32, size), tmpls: make([]int32, size),
+		lastSeen: l.lastSeen}
+	var merged []int32
+	// The walk keeps the path of the node it is at in l.path: a template's name.
+	l.path = l.path[:0]
+	var walk func(n int32)
+	walk = func(n int32) {
+		depth := len(l.path)
+		l.path = append(l.path, l.edge(n)...)
+		if t := l.nodes[n].tmpl; t != 0 {
+			h := maphash.Bytes(seed, l.path)
 			i := h & uint64(size-1)
 			for s.hashes[i] != 0 {
 				i = (i + 1) & uint64(size-1)
 			}
-			s.hashes[i], s.tmpls[i] = knownHash(h), n.tmpl
-			s.seen[i].Store(uint32(n.tmpl.lastSeen.Load()))
+			s.hashes[i], s.tmpls[i] = knownHash(h), t
+			s.seen[i].Store(uint32(l.lastSeen.at(t).Load()))
 		}
-		if n.merged {
+		if l.nodes[n].merged {
 			merged = append(merged, n)
 		}
-		for _, c := range n.children {
+		for c := l.nodes[n].first; c != 0; c = l.nodes[c].next {
 			walk(c)
 		}
+		l.path = l.path[:depth]
 	}
 	walk(sv.root)
 	if len(merged) > 0 {
