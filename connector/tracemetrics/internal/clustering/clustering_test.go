@@ -196,6 +196,14 @@ func TestTemplatesBoundedUnderChurn(t *testing.T) {
 	}
 	require.EqualValues(t, l.held, h.c.Templates())
 	require.LessOrEqual(t, h.c.Templates(), int64(maxT+1+MaxServices))
+	// The slabs and the edges' arena are bounded by what is held, not by what went through:
+	// freed nodes and templates are reused, and the arena is rewritten at each publish once
+	// its garbage outweighs the live edges.
+	checkTree(t, l)
+	held, nodes := int(h.c.Templates()), len(l.nodes)-len(l.freeNodes)
+	require.LessOrEqual(t, len(l.tmpls), 2*held+16*MaxServices, "template slots")
+	require.LessOrEqual(t, len(l.nodes), 2*nodes, "node slots")
+	require.LessOrEqual(t, len(l.edges), 2*l.edgesLive+4096, "edge bytes")
 }
 
 // The templates of all services are bounded too: a service makes room among its own, and a
