@@ -372,6 +372,61 @@ func TestUniqueNameChurnStaysBounded(t *testing.T) {
 
 // uniqueNames is request seq of TestUniqueNameChurnStaysBounded: churnPerRequest SERVER spans of
 // service churn, each with a name no other span has.
+// TestUniqueNameChurnStaysBoundedWithLayers is TestUniqueNameChurnStaysBounded through
+// configs/cardinality.yaml, every layer on, with names clustering cannot fold: one word of
+// letters each (a root position of the template tree, which never merges), so every name is a
+// new template and the learner evicts at max_templates_per_service for the whole run. The
+// same bounds hold, and the templates held never pass their bound.
+func TestUniqueNameChurnStaysBoundedWithLayers(t *testing.T) {
+	const maxSeries, maxTemplates = 10_000, 500 // max_templates_per_service's default
+	run := 45 * time.Second
+	if v := os.Getenv("OTELCOL_RED_NAME_CHURN"); v != "" {
+		d, err := time.ParseDuration(v)
+		require.NoError(t, err, "OTELCOL_RED_NAME_CHURN")
+		run = d
+	}
+	env, metricsURL := defaultEnv(t)
+	env["MAX_SERIES"] = strconv.Itoa(maxSeries)
+	env["MAX_SERIES_PER_SERVICE"] = strconv.Itoa(maxSeries)
+	c := StartCollector(t, configPath("cardinality.yaml"), env,
+		overlayFiles(t, fmt.Sprintf("exporters:\n  cachedprom:\n    metric_expiration: %s\n", run+10*time.Minute))...)
+	telemetry := telemetryURLOf(env)
+	var maxHeld, maxTemplatesHeld float64
+	st := streamChurn(t, env["OTLP_GRPC_ENDPOINT"], c, run, uniqueWords, func(since time.Duration) {
+		page := Scrape(t, telemetry)
+		held, _ := SumSeries(page, "otelcol_connector_tracemetrics_series", nil)
+		templates, n := SumSeries(page, "otelcol_connector_tracemetrics_span_name_templates", nil)
+		require.Positive(t, n, "span_name_templates on the telemetry page")
+		maxHeld, maxTemplatesHeld = max(maxHeld, held), max(maxTemplatesHeld, templates)
+		require.LessOrEqual(t, held, float64(maxSeries+10), "series held at %s", since.Round(time.Second))
+		require.LessOrEqual(t, templates, float64(maxTemplates+1), "templates held at %s", since.Round(time.Second))
+	})
+	t.Logf("%d spans of names seen once in %s; at most %.0f series and %.0f templates held; RSS max %d MiB in the first half, %d MiB in the second",
+		st.sent, run, maxHeld, maxTemplatesHeld, st.firstHalfRSS>>20, st.secondHalfRSS>>20)
+	require.Positive(t, maxTemplatesHeld, "clustering learned the names")
+	st.requireFlat(t)
+	got := WaitForSum(t, metricsURL, "traces_span_metrics_calls_total", map[string]string{"service_name": "churn"}, float64(st.sent), time.Minute)
+	require.Equal(t, float64(st.sent), got, "calls, named and overflow")
+}
+
+// uniqueWords is uniqueNames with names of one word of letters, which no ID heuristic takes.
+func uniqueWords(seq int, now time.Time) ptrace.Traces {
+	td := uniqueNames(seq, now)
+	spans := td.ResourceSpans().At(0).ScopeSpans().At(0).Spans()
+	for i := range spans.Len() {
+		n := seq*churnPerRequest + i
+		b := []byte("op")
+		for {
+			b = append(b, byte('a'+n%26))
+			if n /= 26; n == 0 {
+				break
+			}
+		}
+		spans.At(i).SetName(string(b))
+	}
+	return td
+}
+
 func uniqueNames(seq int, now time.Time) ptrace.Traces {
 	td := ptrace.NewTraces()
 	rs := td.ResourceSpans().AppendEmpty()
