@@ -342,12 +342,7 @@ func TestCardinalityConfigNamesByTemplate(t *testing.T) {
 // never pass the cap and its overflow series, and every span sent is counted.
 func TestUniqueNameChurnStaysBounded(t *testing.T) {
 	const maxSeries = 10_000
-	run := 45 * time.Second
-	if v := os.Getenv("OTELCOL_RED_NAME_CHURN"); v != "" {
-		d, err := time.ParseDuration(v)
-		require.NoError(t, err, "OTELCOL_RED_NAME_CHURN")
-		run = d
-	}
+	run := churnDuration(t, "OTELCOL_RED_NAME_CHURN")
 	env, metricsURL := defaultEnv(t)
 	// Slots freed by idle series go to whichever names come next, each holding its one span;
 	// cachedprom keeps every series longer than the run, so the calls on /metrics still add up
@@ -379,12 +374,7 @@ func TestUniqueNameChurnStaysBounded(t *testing.T) {
 // same bounds hold, and the templates held never pass their bound.
 func TestUniqueNameChurnStaysBoundedWithLayers(t *testing.T) {
 	const maxSeries, maxTemplates = 10_000, 500 // max_templates_per_service's default
-	run := 45 * time.Second
-	if v := os.Getenv("OTELCOL_RED_NAME_CHURN"); v != "" {
-		d, err := time.ParseDuration(v)
-		require.NoError(t, err, "OTELCOL_RED_NAME_CHURN")
-		run = d
-	}
+	run := churnDuration(t, "OTELCOL_RED_NAME_CHURN")
 	env, metricsURL := defaultEnv(t)
 	env["MAX_SERIES"] = strconv.Itoa(maxSeries)
 	env["MAX_SERIES_PER_SERVICE"] = strconv.Itoa(maxSeries)

@@ -35,12 +35,7 @@ const (
 // store is bounded, not the rate. Afterwards every span sent has been expired (evicted ones
 // included) and counted as a request to its virtual node, none is still waiting and none refused.
 func TestTraceGraphUnpairedStreamStaysBounded(t *testing.T) {
-	run := 45 * time.Second
-	if v := os.Getenv("OTELCOL_RED_GRAPH_CHURN"); v != "" {
-		d, err := time.ParseDuration(v)
-		require.NoError(t, err, "OTELCOL_RED_GRAPH_CHURN")
-		run = d
-	}
+	run := churnDuration(t, "OTELCOL_RED_GRAPH_CHURN")
 	env, metricsURL := defaultEnv(t)
 	c := StartCollector(t, configPath("tracegraph.yaml"), env)
 	telemetry := telemetryURLOf(env)
@@ -80,6 +75,19 @@ func TestTraceGraphUnpairedStreamStaysBounded(t *testing.T) {
 type churnStream struct {
 	sent                        int
 	firstHalfRSS, secondHalfRSS int64
+}
+
+// churnDuration is how long a churn test streams: 45 s (make test), or the duration in the
+// environment variable name (the full forms' 10 minutes).
+func churnDuration(t *testing.T, name string) time.Duration {
+	t.Helper()
+	v := os.Getenv(name)
+	if v == "" {
+		return 45 * time.Second
+	}
+	d, err := time.ParseDuration(v)
+	require.NoError(t, err, name)
+	return d
 }
 
 // requireFlat fails when the resident memory of the second half of the stream passed that of the
