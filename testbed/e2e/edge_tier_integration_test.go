@@ -5,6 +5,7 @@ package e2e
 import (
 	"encoding/binary"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -32,7 +33,7 @@ func TestEdgeTierHoldsEachEdgeOnce(t *testing.T) {
 	graph, edges, sender := startEdgeTier(t, "et")
 	want, wantFailed := sendGTCalls(t, sender, 3)
 
-	c := settledEdges(t, edges, gtCalls, 2*time.Minute)
+	c := settledEdges(t, graph, edges, gtCalls, 2*time.Minute)
 	require.Equal(t, want, c.requests, "requests per edge, summed over the edge gateways")
 	require.Equal(t, wantFailed, c.failed, "failed requests per edge")
 	require.Equal(t, want, c.latencyCount, "server latency count per edge")
@@ -60,7 +61,7 @@ func TestEdgeTierHoldsEachEdgeOnce(t *testing.T) {
 		require.Positive(t, held, "edge gateway %d holds no edge: the edge topic is not keyed by the edge", i)
 	}
 	for i, g := range edges {
-		dropped := telemetrySum(t, g.telemetryURL, "otelcol_exporter_cachedprom_adjusted_points_total", map[string]string{"reason": "out_of_order"})
+		dropped := telemetrySum(t, g.telemetryURL, "otelcol_exporter_cachedprom_dropped_points_total", map[string]string{"reason": "out_of_order"})
 		require.LessOrEqual(t, dropped, 0.0, "edge gateway %d dropped deltas as overlaps", i)
 	}
 	requireGraphGatewaysEmpty(t, graph)
@@ -107,7 +108,7 @@ func TestEdgeTierAtTenThousandEdges(t *testing.T) {
 		require.NoError(t, sender.send(serverSide))
 		require.NoError(t, sender.send(clientSide))
 	}
-	c := settledEdges(t, edges, calls, 3*time.Minute)
+	c := settledEdges(t, graph, edges, calls, 3*time.Minute)
 	require.Len(t, c.requests, pairs)
 	require.Equal(t, want, c.requests, "requests per edge")
 	require.Equal(t, want, c.latencyCount, "server latency count per edge")
@@ -115,7 +116,7 @@ func TestEdgeTierAtTenThousandEdges(t *testing.T) {
 		require.Equal(t, 1, n, "edge %v is held by %d edge gateways", e, n)
 	}
 	for i, g := range edges {
-		dropped := telemetrySum(t, g.telemetryURL, "otelcol_exporter_cachedprom_adjusted_points_total", map[string]string{"reason": "out_of_order"})
+		dropped := telemetrySum(t, g.telemetryURL, "otelcol_exporter_cachedprom_dropped_points_total", map[string]string{"reason": "out_of_order"})
 		require.LessOrEqual(t, dropped, 0.0, "edge gateway %d dropped deltas as overlaps", i)
 		t.Logf("edge gateway %d: %d edges, peak RSS %d MiB", i, len(mustScrapeEdges(t, g).holders), peakRSSMiB(t, g.Collector))
 	}
@@ -127,15 +128,18 @@ func TestEdgeTierAtTenThousandEdges(t *testing.T) {
 
 // settledEdges waits until the edge gateways count calls requests, then two more flushes of the
 // graph gateways (nothing beyond the calls sent may come), and returns what they serve.
-func settledEdges(t *testing.T, edges []*gateway, calls int, timeout time.Duration) edgeCounts {
+func settledEdges(t *testing.T, graph, edges []*gateway, calls int, timeout time.Duration) edgeCounts {
 	t.Helper()
 	start := time.Now()
 	counted := 0
-	require.True(t, waitFor(timeout, func() bool {
+	if !waitFor(timeout, func() bool {
 		c, err := scrapeEdges(edges)
 		counted = sum(c.requests)
 		return err == nil && counted >= calls
-	}), "requests on the edge tier: %d of %d", counted, calls)
+	}) {
+		logTierTelemetry(t, graph, edges)
+		t.Fatalf("requests on the edge tier: %d of %d", counted, calls)
+	}
 	t.Logf("every call on the edge tier %v after the last request", time.Since(start).Round(time.Second))
 	time.Sleep(3 * time.Second)
 	c, err := scrapeEdges(edges)
@@ -188,6 +192,41 @@ func requireGraphGatewaysEmpty(t *testing.T, graph []*gateway) {
 		}
 		return true
 	}), "the graph gateways still hold edges after the calls stopped")
+}
+
+// logTierTelemetry logs what the gateways count of drops, refusals, failures and expiries, so a
+// shortfall says where it was lost.
+func logTierTelemetry(t *testing.T, gateways ...[]*gateway) {
+	t.Helper()
+	for _, tier := range gateways {
+		for i, g := range tier {
+			fams, err := scrape(g.telemetryURL)
+			if err != nil {
+				t.Logf("gateway %d: %v", i, err)
+				continue
+			}
+			for name, f := range fams {
+				if !strings.Contains(name, "fail") && !strings.Contains(name, "refused") && !strings.Contains(name, "dropped") &&
+					!strings.Contains(name, "adjusted") && !strings.Contains(name, "expired") && !strings.Contains(name, "tracegraph") &&
+					!strings.Contains(name, "accepted") && !strings.Contains(name, "sent") {
+					continue
+				}
+				for _, m := range f.GetMetric() {
+					v := m.GetCounter().GetValue() + m.GetGauge().GetValue()
+					if v == 0 {
+						continue
+					}
+					var lbls []string
+					for _, lp := range m.GetLabel() {
+						if lp.GetName() == "reason" || lp.GetName() == "outcome" || strings.HasSuffix(lp.GetName(), "_type") || lp.GetName() == "otelcol_component_id" {
+							lbls = append(lbls, lp.GetName()+"="+lp.GetValue())
+						}
+					}
+					t.Logf("%s %d: %s%v %g", g.cmd.Args[len(g.cmd.Args)-1], i, name, lbls, v)
+				}
+			}
+		}
+	}
 }
 
 func mustScrapeEdges(t *testing.T, g *gateway) edgeCounts {
