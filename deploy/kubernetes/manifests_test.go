@@ -452,7 +452,14 @@ func TestEdgeGatewayTier(t *testing.T) {
 		assert.NotNil(t, v.ConfigMap, "edge gateway volume %s: only configuration is mounted", v.Name)
 	}
 
-	graph := m.deployment(t, "otelcol-red-graph-gateway").Spec.Template.Spec.Containers[0]
+	graphPod := m.deployment(t, "otelcol-red-graph-gateway").Spec.Template.Spec
+	graph := graphPod.Containers[0]
+	// An edge gateway drops a writer's delta that starts before that writer's last one ended: the
+	// graph gateways' flushes must reach each partition in order, so their queue has one sender.
+	exporters, _ := mergedConfig(t, m, graphPod, graph)["exporters"].(map[string]any)
+	edgeExporter, _ := exporters["kafka/edges"].(map[string]any)
+	queue, _ := edgeExporter["sending_queue"].(map[string]any)
+	assert.EqualValues(t, 1, queue["num_consumers"], "graph gateways send their edge deltas with one queue sender")
 	require.NotEmpty(t, envValue(c, "KAFKA_EDGE_TOPIC"))
 	assert.Equal(t, envValue(graph, "KAFKA_EDGE_TOPIC"), envValue(c, "KAFKA_EDGE_TOPIC"), "edge gateways read the graph gateways' edge topic")
 	assert.Equal(t, envValue(graph, "KAFKA_BROKERS"), envValue(c, "KAFKA_BROKERS"))
