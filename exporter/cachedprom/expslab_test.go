@@ -110,7 +110,7 @@ func checkExpSlab(t *testing.T, s *seriesStore, round int, want func(delta bool,
 		require.NotNil(t, e, "round %d", round)
 		held++
 		var k int
-		_, err := fmt.Sscanf(strings.SplitN(string(s.labels.bytes(r.lbl)), `k="`, 2)[1], "%d", &k)
+		_, err := fmt.Sscanf(strings.SplitN(string(s.labels.appendTo(nil, r.lbl)), `k="`, 2)[1], "%d", &k)
 		require.NoError(t, err)
 		w := want(s.families[r.fam].name == "delta", k)
 		require.NotNil(t, w, "round %d: series %d held but deleted", round, k)

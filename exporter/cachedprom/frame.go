@@ -127,9 +127,9 @@ func (s *seriesStore) copyRows(f *frame, fam uint32, from int, withTimestamps, n
 	for ; pos < len(ids) && len(f.rows) < frameRows; pos++ {
 		id := ids[pos]
 		sr := s.row(id)
-		lbl := s.labels.bytes(sr.lbl)
-		r := row{lblOff: len(f.labels), lblLen: len(lbl), kind: sr.kind, valid: true, start: sr.start}
-		f.labels = append(f.labels, lbl...)
+		r := row{lblOff: len(f.labels), kind: sr.kind, valid: true, start: sr.start}
+		f.labels = s.labels.appendTo(f.labels, sr.lbl)
+		r.lblLen = len(f.labels) - r.lblOff
 		if withTimestamps {
 			r.ts = sr.ts / 1e6
 		}

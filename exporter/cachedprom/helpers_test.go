@@ -329,9 +329,7 @@ func (s *seriesStore) offHeapBytes() int {
 	for _, c := range s.buckets.chunks {
 		n += len(c.mem)
 	}
-	for _, c := range s.labels.chunks {
-		n += len(c.mem)
-	}
+	n += s.labels.pairs.mappedBytes() + s.labels.sets.mappedBytes()
 	return n
 }
 
@@ -339,7 +337,7 @@ func (s *seriesStore) offHeapBytes() int {
 func (s *seriesStore) len() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.index)
+	return s.index.n
 }
 
 // clients returns the number of addresses the pacer remembers.

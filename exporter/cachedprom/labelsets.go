@@ -1,167 +1,153 @@
 package cachedprom // import "github.com/otelcol-red/otelcol-red/exporter/cachedprom"
 
-import (
-	"bytes"
-	"hash/maphash"
-)
-
 // labelSets interns rendered label sets (`a="x",b="y"`, sorted, escaped).
 // Each distinct set is stored once and shared by every family that uses it:
 // the calls counter and the duration histogram of one RED series share
-// theirs. The bytes live in large append-only chunks and the per-set fields
-// in flat slices, so nothing here is a per-set Go object with pointers for
-// the garbage collector to scan.
+// theirs. A set is stored as the ids of its pairs (`a="x"`), each pair once:
+// the sets of a million RED series repeat a few thousand pairs (the
+// service, the span kind and status, the scope and the job), so a set takes
+// four bytes a pair where its text took ~220 bytes. The renderer copies the
+// pairs' bytes in order (appendTo).
 type labelSets struct {
-	chunks []offHeapChunk[byte] // arenas of labelChunkSize bytes (larger for a larger set)
-	used   int                  // bytes used in the last chunk
-	off    []uint64             // per id: chunk<<32 | offset in the chunk
-	size   []uint32
-	refs   []uint32 // rows using the set; 0 means the id is free
-	hash   []uint64
-	free   []uint32
+	pairs interned[byte]   // `name="value"`, escaped as rendered
+	sets  interned[uint32] // pair ids, in label order
+	ids   []uint32         // scratch: the pair ids of the set being found
 
-	// index maps a set's hash to its id. A set whose hash is already taken
-	// by a different set goes to spill, keyed by its bytes: hashes are 64
-	// bits, so spill is empty in practice, but equality is always decided
-	// on the stored bytes.
-	index map[uint64]uint32
-	spill map[string]uint32
-	seed  maphash.Seed
-
-	live      int // sets in use
-	peak      int // most sets in use since the index was last rebuilt
-	liveBytes int
-	deadBytes int // bytes of freed sets still in the chunks
+	// byIdent caches the set of an OTLP identity (its scope, resource and
+	// attributes, not its metric's name: the calls counter and the duration
+	// histogram of a RED series find their one set with one entry), so a
+	// point of a known series skips rendering its labels. A set remembers
+	// one identity, the last that rendered to it: a set written by several
+	// OTLP series (merged series, labels equal after sanitizing) serves the
+	// others through the rendering path, which is always right. The entry
+	// goes with its set.
+	byIdent idTable
+	ident   []identKey // per set id: the cached identity; zero when none
 }
 
-// labelChunkSize is the arena chunk: large enough that chunk headers cost
-// nothing per set, small enough that growing by one chunk is cheap.
-const labelChunkSize = 1 << 20
+// Arena chunks: large enough that chunk headers cost nothing per value,
+// small enough that growing by one chunk is cheap.
+const (
+	labelPairChunk = 1 << 20 // bytes
+	labelSetChunk  = 1 << 18 // pair ids
+)
 
 func newLabelSets() *labelSets {
-	return &labelSets{index: map[uint64]uint32{}, spill: map[string]uint32{}, seed: maphash.MakeSeed()}
+	return &labelSets{pairs: newInterned[byte](labelPairChunk), sets: newInterned[uint32](labelSetChunk)}
 }
 
-// bytes returns the stored set; valid until the next compact.
-func (l *labelSets) bytes(id uint32) []byte {
-	o := l.off[id]
-	c := l.chunks[o>>32].values
-	start := uint32(o)
-	return c[start : start+l.size[id] : start+l.size[id]]
+// live is the number of sets in use, the unit of max_series.
+func (l *labelSets) live() int { return l.sets.live }
+
+// refs returns the number of rows using set id.
+func (l *labelSets) refs(id uint32) uint32 { return l.sets.refs[id] }
+
+// appendTo appends the bytes of set id.
+func (l *labelSets) appendTo(dst []byte, id uint32) []byte {
+	for i, p := range l.sets.values(id) {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, l.pairs.values(p)...)
+	}
+	return dst
 }
 
-// find returns the id of the set b, if stored, and b's hash.
-func (l *labelSets) find(b []byte) (id uint32, h uint64, ok bool) {
-	h = maphash.Bytes(l.seed, b)
-	if id, ok = l.index[h]; ok && bytes.Equal(l.bytes(id), b) {
-		return id, h, true
+// pairAt returns pair i of the set b rendered by appendLabels, whose pairs
+// end at ends (the ',' between two pairs belongs to neither).
+func pairAt(b []byte, ends []int, i int) []byte {
+	start := 0
+	if i > 0 {
+		start = ends[i-1] + 1
 	}
-	if len(l.spill) > 0 {
-		id, ok = l.spill[string(b)]
-		return id, h, ok
-	}
-	return 0, h, false
+	return b[start:ends[i]]
 }
 
-// add stores b (not yet stored, hash h) with no references and returns its id.
-func (l *labelSets) add(b []byte, h uint64) uint32 {
-	var id uint32
-	if n := len(l.free); n > 0 {
-		id = l.free[n-1]
-		l.free = l.free[:n-1]
-	} else {
-		id = uint32(len(l.off))
-		l.off = append(l.off, 0)
-		l.size = append(l.size, 0)
-		l.refs = append(l.refs, 0)
-		l.hash = append(l.hash, 0)
+// find returns the id of the set b, rendered with pair ends ends, if stored.
+func (l *labelSets) find(b []byte, ends []int) (uint32, bool) {
+	ids := l.ids[:0]
+	for i := range ends {
+		p, _, ok := l.pairs.find(pairAt(b, ends, i))
+		if !ok {
+			return 0, false // a new pair: a new set
+		}
+		ids = append(ids, p)
 	}
-	l.off[id] = l.store(b)
-	l.size[id] = uint32(len(b))
-	l.hash[id] = h
-	if _, taken := l.index[h]; taken {
-		l.spill[string(b)] = id
-	} else {
-		l.index[h] = id
+	l.ids = ids
+	id, _, ok := l.sets.find(ids)
+	return id, ok
+}
+
+// add stores the set b, rendered with pair ends ends, not yet stored, with
+// no references, and returns its id.
+func (l *labelSets) add(b []byte, ends []int) uint32 {
+	ids := l.ids[:0]
+	for i := range ends {
+		pb := pairAt(b, ends, i)
+		p, h, ok := l.pairs.find(pb)
+		if !ok {
+			p, _ = l.pairs.add(pb, h)
+		}
+		l.pairs.ref(p)
+		ids = append(ids, p)
 	}
-	l.live++
-	l.peak = max(l.peak, l.live)
-	l.liveBytes += len(b)
+	l.ids = ids
+	id, fresh := l.sets.add(ids, l.sets.hashOf(ids))
+	if fresh {
+		l.ident = append(l.ident, identKey{})
+	}
 	return id
 }
 
-// store appends b to the last chunk, or to a new one, and returns its place.
-func (l *labelSets) store(b []byte) uint64 {
-	n := len(l.chunks)
-	if n == 0 || l.used+len(b) > len(l.chunks[n-1].values) {
-		l.chunks = append(l.chunks, newOffHeapChunk[byte](max(labelChunkSize, len(b))))
-		l.used = 0
-		n++
-	}
-	off := l.used
-	l.used += copy(l.chunks[n-1].values[off:], b)
-	return uint64(n-1)<<32 | uint64(off)
+// cached returns the set last found for OTLP identity ik.
+func (l *labelSets) cached(ik identKey) (uint32, bool) {
+	return l.byIdent.find(ik[0], func(id uint32) bool { return l.ident[id] == ik })
 }
 
-func (l *labelSets) ref(id uint32) { l.refs[id]++ }
-
-// unref drops one reference; the last one frees the set.
-func (l *labelSets) unref(id uint32) {
-	l.refs[id]--
-	if l.refs[id] > 0 {
+// remember makes ik find set id, in place of the identity it remembered.
+func (l *labelSets) remember(id uint32, ik identKey) {
+	if l.ident[id] == ik {
 		return
 	}
-	b := l.bytes(id)
-	if cur, ok := l.index[l.hash[id]]; ok && cur == id {
-		delete(l.index, l.hash[id])
-	} else {
-		delete(l.spill, string(b))
-	}
-	l.live--
-	l.liveBytes -= len(b)
-	l.deadBytes += len(b)
-	l.free = append(l.free, id)
+	l.forget(id)
+	l.ident[id] = ik
+	l.byIdent.insert(ik[0], id)
 }
 
-// compact gives memory back after a cardinality burst: when most stored
-// bytes belong to freed sets, the live ones are copied into fresh chunks;
-// when most of the index's peak is gone, the index is rebuilt (Go maps never
-// shrink). Both are linear in what is live, and rare.
+// forget drops the identity set id remembers.
+func (l *labelSets) forget(id uint32) {
+	if l.ident[id] != (identKey{}) {
+		l.byIdent.remove(l.ident[id][0], id)
+		l.ident[id] = identKey{}
+	}
+}
+
+func (l *labelSets) ref(id uint32) { l.sets.ref(id) }
+
+// unref drops one reference; the last one frees the set and its hold on
+// its pairs.
+func (l *labelSets) unref(id uint32) {
+	if !l.sets.unref(id) {
+		return
+	}
+	for _, p := range l.sets.values(id) {
+		l.pairs.unref(p)
+	}
+	l.forget(id)
+}
+
+// compact gives memory back after a cardinality burst (see interned.compact).
 func (l *labelSets) compact() {
-	if l.deadBytes > labelChunkSize && l.deadBytes > l.liveBytes {
-		old := l.chunks
-		l.chunks, l.used = nil, 0
-		for id := range l.off {
-			if l.refs[id] == 0 {
-				continue
-			}
-			o := l.off[id]
-			start := uint32(o)
-			l.off[id] = l.store(old[o>>32].values[start : start+l.size[id]])
-		}
-		for i := range old {
-			old[i].free()
-		}
-		l.deadBytes = 0
+	if l.sets.compact() {
+		l.ident = nil
+		l.byIdent.reset()
 	}
-	if l.peak > 4096 && l.live < l.peak/4 {
-		index := make(map[uint64]uint32, l.live)
-		for h, id := range l.index {
-			index[h] = id
-		}
-		l.index = index
-		l.peak = l.live
-		if len(l.free) > 0 && l.live == 0 {
-			// Nothing is live: drop the per-id slices too.
-			l.off, l.size, l.refs, l.hash, l.free = nil, nil, nil, nil, nil
-		}
-	}
+	l.byIdent.fit()
+	l.pairs.compact()
 }
 
 // release gives the chunks back; the sets must not be used afterwards.
 func (l *labelSets) release() {
-	for i := range l.chunks {
-		l.chunks[i].free()
-	}
-	l.chunks = nil
+	l.sets.release()
+	l.pairs.release()
 }

@@ -63,7 +63,6 @@ type seriesRow struct {
 	kind     seriesKind
 	flags    uint8
 	ident    uint64 // hash of the OTLP identity of the series' first writer
-	gen      uint32 // bumped when the row is freed, so stale byIdent entries miss
 	ts       int64  // timestamp of the last point, unix nanoseconds
 	seen     int64  // wall clock of the last update, unix nanoseconds
 	value    float64
@@ -120,12 +119,7 @@ type seriesStore struct {
 	labels    *labelSets
 	families  []family
 	famByName map[string]uint32
-	index     map[uint64]uint32 // fam<<32 | label set → row
-	// byIdent maps a 128-bit hash of an OTLP identity to its row (gen<<32 |
-	// row), so a point of a known series skips rendering its labels. It is
-	// a cache: a miss, or an entry whose row was freed since, takes the
-	// path through the label-set index, which compares stored bytes.
-	byIdent   map[identKey]uint64
+	index     idTable // rows by family and label set (rowKey)
 	chunks    []offHeapChunk[seriesRow]
 	freeRows  []uint32
 	rowCount  int
@@ -148,11 +142,12 @@ type seriesStore struct {
 
 	seed, seed2 maphash.Seed
 	// scratch buffers, reused across data points
-	key    []byte
-	attrs  []labelPair
-	pairs  []labelPair
-	lblBuf []byte
-	expAdd [2]expBuckets // a delta point's sides while added (addBuckets)
+	key     []byte
+	attrs   []labelPair
+	pairs   []labelPair
+	lblBuf  []byte
+	lblEnds []int         // where each pair of lblBuf ends (renderPairs)
+	expAdd  [2]expBuckets // a delta point's sides while added (addBuckets)
 
 	events [numEvents]int64 // since the last takeEvents
 	closed bool             // the off-heap memory is released: nothing is read or written
@@ -255,14 +250,12 @@ func newSeriesStore(cfg *Config, logger *zap.Logger) *seriesStore {
 		exemplars: cfg.EnableOpenMetrics,
 		labels:    newLabelSets(),
 		famByName: map[string]uint32{},
-		index:     map[uint64]uint32{},
 		resources: map[string]*resource{},
 		quantiles: map[uint32][]quantile{},
 		exs:       map[uint32][]exemplar{},
 		merged:    map[uint64]*writerState{},
 		seed:      maphash.MakeSeed(),
 		seed2:     maphash.MakeSeed(),
-		byIdent:   map[identKey]uint64{},
 	}
 	s.bounds.init()
 	for k, v := range cfg.ConstLabels {
@@ -271,9 +264,24 @@ func newSeriesStore(cfg *Config, logger *zap.Logger) *seriesStore {
 	return s
 }
 
-// identKey is a 128-bit hash of an OTLP identity: at 2^21 series the
-// chance that two collide is below 2^-85.
+// identKey is a 128-bit hash of an OTLP identity less its metric's name
+// and type: at 2^21 series the chance that two collide is below 2^-85.
 type identKey [2]uint64
+
+// rowKey is the hash under which the index holds the row of family fam
+// and label set lbl (a 64-bit mix: the table takes its top bits).
+func rowKey(fam, lbl uint32) uint64 {
+	h := (uint64(fam)<<32 | uint64(lbl)) * 0x9e3779b97f4a7c15
+	return h ^ h>>29
+}
+
+// rowOf returns the row of family fam with label set lbl.
+func (s *seriesStore) rowOf(fam, lbl uint32) (uint32, bool) {
+	return s.index.find(rowKey(fam, lbl), func(id uint32) bool {
+		r := s.row(id)
+		return r.fam == fam && r.lbl == lbl
+	})
+}
 
 func (s *seriesStore) row(id uint32) *seriesRow {
 	return &s.chunks[id/rowChunk].values[id%rowChunk]
@@ -513,7 +521,8 @@ func (s *seriesStore) addMetric(m pmetric.Metric, sc *scopeInfo, now int64) bool
 		s.logger.Debug("instrument type conflict, keeping the existing type", zap.String("metric", name))
 		return false
 	}
-	p := pointCtx{s: s, m: m, fam: fam, kind: kind, sc: sc, now: now}
+	p := pointCtx{s: s, m: m, fam: fam, kind: kind, sc: sc, now: now,
+		nameHash: maphash.String(s.seed2, m.Name()) + uint64(m.Type())}
 
 	switch kind {
 	case kindNumber:
@@ -549,6 +558,9 @@ type pointCtx struct {
 	now     int64
 	delta   bool
 	counter bool // monotonic sum
+	// nameHash is the hash of the metric's OTLP name and type: with the
+	// identKey of a point's other parts it makes the point's ident.
+	nameHash uint64
 
 	id    uint32 // the row
 	r     *seriesRow
@@ -610,29 +622,30 @@ func createdStart(p *pointCtx, held, start int64) int64 {
 // series is deleted, as the stock exporter does) or refused.
 func (s *seriesStore) lookup(p *pointCtx, attrs pcommon.Map, flags pmetric.DataPointFlags) bool {
 	s.attrs = sortedAttrs(s.attrs, attrs)
-	k := s.key[:0]
-	k = append(k, p.m.Name()...)
-	k = append(k, 0xff, byte(p.m.Type()))
-	k = append(k, p.sc.sig...)
+	k := append(s.key[:0], p.sc.sig...)
 	k = appendAttrs(k, s.attrs)
 	s.key = k
-	p.ident = maphash.Bytes(s.seed, k)
-	ik := identKey{p.ident, maphash.Bytes(s.seed2, k)}
-	if v, ok := s.byIdent[ik]; ok && !flags.NoRecordedValue() {
-		id := uint32(v)
-		if r := s.row(id); r.gen == uint32(v>>32) && r.flags&rowUsed != 0 && r.fam == p.fam {
-			s.found(p, id, false)
+	ik := identKey{maphash.Bytes(s.seed, k), maphash.Bytes(s.seed2, k)}
+	// The full identity adds the metric's name and type: the labels do not
+	// depend on them, the series does.
+	p.ident = maphash.Comparable(s.seed, [3]uint64{ik[0], ik[1], p.nameHash})
+	if !flags.NoRecordedValue() {
+		if lbl, ok := s.labels.cached(ik); ok {
+			if id, ok := s.rowOf(p.fam, lbl); ok {
+				s.found(p, id, false)
+			} else {
+				s.found(p, s.newRow(p, lbl, false), true)
+			}
 			return true
 		}
-		delete(s.byIdent, ik)
 	}
 
 	if !s.renderLabels(p.sc) {
 		return false
 	}
-	lbl, h, found := s.labels.find(s.lblBuf)
+	lbl, found := s.labels.find(s.lblBuf, s.lblEnds)
 	overflow := false
-	if !found && s.cfg.MaxSeries > 0 && s.labels.live-s.overflowSets() >= s.cfg.MaxSeries && !flags.NoRecordedValue() {
+	if !found && s.cfg.MaxSeries > 0 && s.labels.live()-s.overflowSets() >= s.cfg.MaxSeries && !flags.NoRecordedValue() {
 		// Over the cap: the family's overflow series takes the point, so
 		// totals stay exact while memory stays bounded.
 		lbl, found, overflow = s.overflowLabels(), true, true
@@ -641,7 +654,7 @@ func (s *seriesStore) lookup(p *pointCtx, attrs pcommon.Map, flags pmetric.DataP
 	var id uint32
 	var ok bool
 	if found {
-		id, ok = s.index[uint64(p.fam)<<32|uint64(lbl)]
+		id, ok = s.rowOf(p.fam, lbl)
 	}
 	if flags.NoRecordedValue() {
 		if ok {
@@ -651,15 +664,14 @@ func (s *seriesStore) lookup(p *pointCtx, attrs pcommon.Map, flags pmetric.DataP
 	}
 	if !ok {
 		if !found {
-			lbl = s.labels.add(s.lblBuf, h)
+			lbl = s.labels.add(s.lblBuf, s.lblEnds)
 		}
 		id = s.newRow(p, lbl, overflow)
 	}
 	s.found(p, id, !ok)
 	if !overflow {
-		// Overflow points stay off the cache: past the cap, memory must not
-		// grow per OTLP series.
-		s.byIdent[ik] = uint64(p.r.gen)<<32 | uint64(id)
+		// Overflow points stay off the cache: the overflow set is not theirs.
+		s.labels.remember(lbl, ik)
 	}
 	return true
 }
@@ -695,8 +707,22 @@ func (s *seriesStore) renderLabels(sc *scopeInfo) bool {
 	if !ok {
 		return false
 	}
-	s.lblBuf = appendLabels(s.lblBuf[:0], pairs)
+	s.renderPairs(pairs)
 	return true
+}
+
+// renderPairs renders pairs into s.lblBuf as appendLabels does, and where
+// each pair ends into s.lblEnds: the label sets store a set by its pairs.
+func (s *seriesStore) renderPairs(pairs []labelPair) {
+	b, ends := s.lblBuf[:0], s.lblEnds[:0]
+	for i := range pairs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendLabels(b, pairs[i:i+1])
+		ends = append(ends, len(b))
+	}
+	s.lblBuf, s.lblEnds = b, ends
 }
 
 // repairLabels resolves what would make client_golang refuse a series, the
@@ -761,10 +787,10 @@ func (s *seriesStore) overflowLabels() uint32 {
 		}
 	}
 	slices.SortFunc(pairs, func(a, b labelPair) int { return strings.Compare(a.name, b.name) })
-	s.lblBuf = appendLabels(s.lblBuf[:0], pairs)
-	id, h, ok := s.labels.find(s.lblBuf)
+	s.renderPairs(pairs)
+	id, ok := s.labels.find(s.lblBuf, s.lblEnds)
 	if !ok {
-		id = s.labels.add(s.lblBuf, h)
+		id = s.labels.add(s.lblBuf, s.lblEnds)
 	}
 	s.labels.ref(id) // held by the store itself until no overflow row is left
 	s.overflowLbl, s.hasOverflow = id, true
@@ -786,7 +812,7 @@ func (s *seriesStore) newRow(p *pointCtx, lbl uint32, overflow bool) uint32 {
 	}
 	fam := &s.families[p.fam]
 	r := s.row(id)
-	*r = seriesRow{fam: p.fam, lbl: lbl, pos: uint32(len(fam.rows)), kind: p.kind, flags: rowUsed, ident: p.ident, seen: p.now, gen: r.gen}
+	*r = seriesRow{fam: p.fam, lbl: lbl, pos: uint32(len(fam.rows)), kind: p.kind, flags: rowUsed, ident: p.ident, seen: p.now}
 	if overflow {
 		r.flags |= rowOverflow
 	} else if p.sc.res != nil {
@@ -795,14 +821,14 @@ func (s *seriesStore) newRow(p *pointCtx, lbl uint32, overflow bool) uint32 {
 	}
 	fam.rows = append(fam.rows, id)
 	s.labels.ref(lbl)
-	s.index[uint64(p.fam)<<32|uint64(lbl)] = id
+	s.index.insert(rowKey(p.fam, lbl), id)
 	return id
 }
 
 // remove deletes a row; the caller holds mu.
 func (s *seriesStore) remove(id uint32) {
 	r := s.row(id)
-	delete(s.index, uint64(r.fam)<<32|uint64(r.lbl))
+	s.index.remove(rowKey(r.fam, r.lbl), id)
 	fam := &s.families[r.fam]
 	last := len(fam.rows) - 1
 	moved := fam.rows[last]
@@ -816,7 +842,7 @@ func (s *seriesStore) remove(id uint32) {
 		delete(s.famByName, fam.name)
 	}
 	s.labels.unref(r.lbl)
-	if r.flags&rowOverflow != 0 && s.hasOverflow && s.labels.refs[s.overflowLbl] == 1 {
+	if r.flags&rowOverflow != 0 && s.hasOverflow && s.labels.refs(s.overflowLbl) == 1 {
 		s.labels.unref(s.overflowLbl)
 		s.hasOverflow = false
 	}
@@ -841,7 +867,7 @@ func (s *seriesStore) remove(id uint32) {
 			}
 		}
 	}
-	*r = seriesRow{gen: r.gen + 1}
+	*r = seriesRow{}
 	s.freeRows = append(s.freeRows, id)
 }
 
@@ -889,27 +915,8 @@ func (s *seriesStore) expire(cutoff time.Time) int {
 // are released.
 func (s *seriesStore) compact() {
 	s.labels.compact()
-	live := len(s.index)
-	if s.rowCount > 4*rowChunk && live < s.rowCount/4 {
-		index := make(map[uint64]uint32, live)
-		for k, v := range s.index {
-			index[k] = v
-		}
-		s.index = index
-	}
-	if len(s.byIdent) > 4*rowChunk && live < len(s.byIdent)/2 {
-		// Drop the entries of freed rows (and the map's peak size).
-		byIdent := make(map[identKey]uint64, live)
-		for k, v := range s.byIdent {
-			if r := s.row(uint32(v)); r.gen == uint32(v>>32) && r.flags&rowUsed != 0 {
-				byIdent[k] = v
-			}
-		}
-		s.byIdent = byIdent
-	}
-	if live == 0 {
-		// Row generations restart with the chunks: no entry may survive.
-		s.byIdent = map[identKey]uint64{}
+	s.index.fit()
+	if s.index.n == 0 {
 		for i := range s.chunks {
 			s.chunks[i].free()
 		}
@@ -937,8 +944,7 @@ func (s *seriesStore) close() {
 		s.families[i].rows, s.families[i].dead = nil, true
 	}
 	clear(s.famByName)
-	clear(s.index)
-	clear(s.byIdent)
+	s.index.reset()
 	clear(s.resources)
 }
 
@@ -954,5 +960,5 @@ func (s *seriesStore) takeEvents() [numEvents]int64 {
 func (s *seriesStore) labelSetCount() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.labels.live
+	return s.labels.live()
 }

@@ -336,17 +336,17 @@ func TestMemoryFallsAfterBurst(t *testing.T) {
 	s := newSeriesStore(createDefaultConfig().(*Config), zap.NewNop())
 	t.Cleanup(s.close)
 	t0 := time.Unix(1_700_000_000, 0)
-	const n = 30_000 // RED series: ~3 MB of label bytes
+	const n = 60_000 // RED series: 2 MiB of label sets (pair ids), 3 chunks
 	for from := 0; from < n; from += 1000 {
 		s.consume(redDeltaBatch(from, from+1000, t0, t0.Add(time.Minute)), t0)
 	}
 	// The last 1000 are updated later and survive.
 	s.consume(redDeltaBatch(n-1000, n, t0.Add(time.Minute), t0.Add(2*time.Minute)), t0.Add(time.Minute))
-	chunksBefore := len(s.labels.chunks)
+	chunksBefore := len(s.labels.sets.chunks)
 	require.Equal(t, n-1000, s.expire(t0.Add(time.Second))/2)
-	assert.Less(t, len(s.labels.chunks), chunksBefore, "label bytes compacted")
-	assert.Zero(t, s.labels.deadBytes)
-	assert.Equal(t, 1000, s.labels.live)
+	assert.Less(t, len(s.labels.sets.chunks), chunksBefore, "label sets compacted")
+	assert.Zero(t, s.labels.sets.deadLen)
+	assert.Equal(t, 1000, s.labels.live())
 
 	rd := &renderer{}
 	out := string(rd.renderText(nil, s))
@@ -357,8 +357,9 @@ func TestMemoryFallsAfterBurst(t *testing.T) {
 	require.Equal(t, 2000, s.expire(t0.Add(time.Hour)))
 	assert.Empty(t, s.chunks)
 	assert.Empty(t, s.buckets.chunks)
-	assert.Empty(t, s.byIdent)
-	assert.Zero(t, s.labels.live)
+	assert.Zero(t, s.labels.byIdent.n)
+	assert.Zero(t, s.index.n)
+	assert.Zero(t, s.labels.live())
 	// And the store works again.
 	s.consume(redDeltaBatch(0, 10, t0.Add(2*time.Hour), t0.Add(3*time.Hour)), t0.Add(2*time.Hour))
 	assert.Equal(t, 20, s.len())

@@ -1,0 +1,155 @@
+package cachedprom // import "github.com/otelcol-red/otelcol-red/exporter/cachedprom"
+
+import (
+	"hash/maphash"
+	"slices"
+	"unsafe"
+)
+
+// interned stores distinct sequences of T once each, under small ids that
+// are reused once freed, counted by reference: the label pairs (their
+// bytes) and the label sets (their pairs' ids). The values live in large
+// append-only chunks off the Go heap and the per-id fields in flat slices,
+// so nothing here is a per-value Go object for the garbage collector to
+// scan. T must hold no pointers.
+type interned[T comparable] struct {
+	chunkLen int               // values per chunk (more for a longer sequence)
+	chunks   []offHeapChunk[T] // the arenas
+	used     int               // values used in the last chunk
+	off      []uint64          // per id: chunk<<32 | offset in the chunk
+	size     []uint32          // per id: length
+	refs     []uint32          // per id: holders; 0 means the id is free
+	hash     []uint64          // per id: hash of the values
+	free     []uint32          // ids to reuse
+	byValue  idTable           // ids by hash; equality is decided on the stored values
+	seed     maphash.Seed
+
+	live    int // ids in use
+	liveLen int // values of live ids
+	deadLen int // values of freed ids still in the chunks
+}
+
+func newInterned[T comparable](chunkLen int) interned[T] {
+	return interned[T]{chunkLen: chunkLen, seed: maphash.MakeSeed()}
+}
+
+// values returns the stored sequence; valid until the next compact.
+func (x *interned[T]) values(id uint32) []T {
+	o := x.off[id]
+	c := x.chunks[o>>32].values
+	start := uint32(o)
+	return c[start : start+x.size[id] : start+x.size[id]]
+}
+
+func (x *interned[T]) hashOf(v []T) uint64 {
+	var zero T
+	return maphash.Bytes(x.seed, unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(v))), len(v)*int(unsafe.Sizeof(zero))))
+}
+
+// find returns the id of v, if stored, and v's hash.
+func (x *interned[T]) find(v []T) (id uint32, h uint64, ok bool) {
+	h = x.hashOf(v)
+	id, ok = x.byValue.find(h, func(id uint32) bool { return x.hash[id] == h && slices.Equal(x.values(id), v) })
+	return id, h, ok
+}
+
+// add stores v (not yet stored, hash h) with no references and returns its
+// id; the bool is true when the id is new rather than reused.
+func (x *interned[T]) add(v []T, h uint64) (uint32, bool) {
+	var id uint32
+	fresh := false
+	if n := len(x.free); n > 0 {
+		id = x.free[n-1]
+		x.free = x.free[:n-1]
+	} else {
+		id, fresh = uint32(len(x.off)), true
+		x.off = append(x.off, 0)
+		x.size = append(x.size, 0)
+		x.refs = append(x.refs, 0)
+		x.hash = append(x.hash, 0)
+	}
+	x.off[id] = x.store(v)
+	x.size[id] = uint32(len(v))
+	x.hash[id] = h
+	x.byValue.insert(h, id)
+	x.live++
+	x.liveLen += len(v)
+	return id, fresh
+}
+
+// store appends v to the last chunk, or to a new one, and returns its place.
+func (x *interned[T]) store(v []T) uint64 {
+	n := len(x.chunks)
+	if n == 0 || x.used+len(v) > len(x.chunks[n-1].values) {
+		x.chunks = append(x.chunks, newOffHeapChunk[T](max(x.chunkLen, len(v))))
+		x.used = 0
+		n++
+	}
+	off := x.used
+	x.used += copy(x.chunks[n-1].values[off:], v)
+	return uint64(n-1)<<32 | uint64(off)
+}
+
+func (x *interned[T]) ref(id uint32) { x.refs[id]++ }
+
+// unref drops one reference; the last one frees the id (true).
+func (x *interned[T]) unref(id uint32) bool {
+	x.refs[id]--
+	if x.refs[id] > 0 {
+		return false
+	}
+	x.byValue.remove(x.hash[id], id)
+	x.live--
+	x.liveLen -= int(x.size[id])
+	x.deadLen += int(x.size[id])
+	x.free = append(x.free, id)
+	return true
+}
+
+// compact gives memory back after a cardinality burst: when most stored
+// values belong to freed ids, the live ones are copied into fresh chunks;
+// the table shrinks when mostly empty; with nothing live, the per-id slices
+// go too (true: the caller drops its own per-id state). Each is linear in
+// what is live, and rare.
+func (x *interned[T]) compact() bool {
+	if x.deadLen > x.chunkLen && x.deadLen > x.liveLen {
+		old := x.chunks
+		x.chunks, x.used = nil, 0
+		for id := range x.off {
+			if x.refs[id] == 0 {
+				continue
+			}
+			o := x.off[id]
+			start := uint32(o)
+			x.off[id] = x.store(old[o>>32].values[start : start+x.size[id]])
+		}
+		for i := range old {
+			old[i].free()
+		}
+		x.deadLen = 0
+	}
+	x.byValue.fit()
+	if x.live == 0 && len(x.off) > 4096 {
+		x.off, x.size, x.refs, x.hash, x.free = nil, nil, nil, nil, nil
+		x.byValue.reset()
+		return true
+	}
+	return false
+}
+
+// release gives the chunks back; the values must not be used afterwards.
+func (x *interned[T]) release() {
+	for i := range x.chunks {
+		x.chunks[i].free()
+	}
+	x.chunks = nil
+}
+
+// mappedBytes is what the chunks map.
+func (x *interned[T]) mappedBytes() int {
+	n := 0
+	for _, c := range x.chunks {
+		n += len(c.mem)
+	}
+	return n
+}
