@@ -17,6 +17,7 @@ type frame struct {
 	counts []uint64 // cumulative bucket counts, quantile pairs, or exponential buckets
 	exs    []exemplar
 	nat    []nativeRow // exponential histograms' layout, copied for the protobuf body only
+	raw    []uint64    // scratch: one row's bucket counts as stored
 }
 
 // nativeRow is what a native histogram needs besides count and sum; its
@@ -141,7 +142,8 @@ func (s *seriesStore) copyRows(f *frame, fam uint32, from int, withTimestamps, n
 			bs := s.bounds.sets[sr.bounds]
 			r.bounds = bs
 			r.counts = int32(len(f.counts))
-			buckets := s.buckets.slice(sr.bkt, sr.nbkt)
+			buckets := s.loadBuckets(f.raw[:0], sr)
+			f.raw = buckets
 			var cum uint64
 			for _, idx := range bs.order {
 				if idx < len(buckets) {

@@ -77,6 +77,7 @@ const (
 	rowUsed     uint8 = 1 << iota
 	rowMerged         // cumulative writers are tracked one by one in merged
 	rowOverflow       // the family's overflow series (max_series reached)
+	rowWide           // bucket counts 64 bits wide (bucketwidth.go)
 )
 
 // rowChunk is the number of rows per chunk: rows never move, and growing
@@ -147,6 +148,7 @@ type seriesStore struct {
 	pairs   []labelPair
 	lblBuf  []byte
 	lblEnds []int         // where each pair of lblBuf ends (renderPairs)
+	bkts    []uint64      // a histogram row's counts while a point is applied
 	expAdd  [2]expBuckets // a delta point's sides while added (addBuckets)
 
 	events [numEvents]int64 // since the last takeEvents
@@ -854,9 +856,7 @@ func (s *seriesStore) remove(id uint32) {
 			s.resByID[r.res-1] = nil
 		}
 	}
-	if r.nbkt > 0 {
-		s.buckets.free(r.bkt, r.nbkt)
-	}
+	s.freeBuckets(r)
 	s.expFree(id)
 	delete(s.quantiles, id)
 	delete(s.exs, id)

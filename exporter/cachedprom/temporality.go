@@ -121,7 +121,7 @@ func (s *seriesStore) addIncrease(p *pointCtx, ts int64, value float64, count ui
 		// too, starting from what the series holds.
 		first := &writerState{row: p.id, ts: r.ts, value: r.value, count: r.count}
 		if r.nbkt > 0 {
-			first.buckets = slices.Clone(s.buckets.slice(r.bkt, r.nbkt))
+			first.buckets = s.loadBuckets(nil, r)
 		}
 		s.merged[r.ident] = first
 		r.flags |= rowMerged
@@ -145,7 +145,7 @@ func (s *seriesStore) addIncrease(p *pointCtx, ts int64, value float64, count ui
 	r.count += count - w.count
 	if buckets != nil {
 		if int(r.nbkt) == buckets.Len() {
-			dst := s.buckets.slice(r.bkt, r.nbkt)
+			dst := s.loadBuckets(s.bkts[:0], r)
 			for i := range dst {
 				var prev uint64
 				if i < len(w.buckets) {
@@ -153,6 +153,8 @@ func (s *seriesStore) addIncrease(p *pointCtx, ts int64, value float64, count ui
 				}
 				dst[i] += buckets.At(i) - prev
 			}
+			s.storeBuckets(r, dst)
+			s.bkts = dst
 		} else {
 			s.events[eventUnsupported]++ // bucket layouts differ: the buckets cannot be added
 		}
@@ -183,7 +185,7 @@ func updateHistogram(p *pointCtx, dp pmetric.HistogramDataPoint) bool {
 		if p.isNew {
 			s.setHistogram(p, dp)
 			r.value, r.count = 0, 0
-			clear(s.buckets.slice(r.bkt, r.nbkt))
+			s.allocBuckets(r, r.nbkt)
 		} else if s.bounds.sets[r.bounds].equal(dp.ExplicitBounds()) == false {
 			s.events[eventUnsupported]++
 			return false
@@ -212,15 +214,14 @@ func (s *seriesStore) setHistogram(p *pointCtx, dp pmetric.HistogramDataPoint) {
 	r.bounds = s.bounds.intern(dp.ExplicitBounds())
 	counts := dp.BucketCounts()
 	if int(r.nbkt) != counts.Len() || p.isNew {
-		if r.nbkt > 0 && !p.isNew {
-			s.buckets.free(r.bkt, r.nbkt)
-		}
-		r.bkt, r.nbkt = s.buckets.alloc(uint32(counts.Len())), uint32(counts.Len())
+		s.allocBuckets(r, uint32(counts.Len()))
 	}
-	dst := s.buckets.slice(r.bkt, r.nbkt)
-	for i := range dst {
-		dst[i] = counts.At(i)
+	dst := s.bkts[:0]
+	for i := range counts.Len() {
+		dst = append(dst, counts.At(i))
 	}
+	s.storeBuckets(r, dst)
+	s.bkts = dst
 	if s.exemplars {
 		s.setExemplars(p.id, dp.Exemplars(), 0)
 	}
@@ -242,10 +243,12 @@ func (s *seriesStore) accumulateHistogram(p *pointCtx, dp pmetric.HistogramDataP
 	}
 	r.count += dp.Count()
 	r.value += dp.Sum()
-	dst := s.buckets.slice(r.bkt, r.nbkt)
+	dst := s.loadBuckets(s.bkts[:0], r)
 	for i := range dst {
 		dst[i] += counts.At(i)
 	}
+	s.storeBuckets(r, dst)
+	s.bkts = dst
 	r.ts = max(r.ts, int64(dp.Timestamp()))
 	delete(s.exs, p.id)
 }
