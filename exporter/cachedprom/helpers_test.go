@@ -337,7 +337,7 @@ func (s *seriesStore) offHeapBytes() int {
 func (s *seriesStore) len() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.index.n
+	return s.live
 }
 
 // clients returns the number of addresses the pacer remembers.

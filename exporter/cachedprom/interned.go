@@ -19,10 +19,12 @@ type interned[T comparable] struct {
 	off      []uint64          // per id: chunk<<32 | offset in the chunk
 	size     []uint32          // per id: length
 	refs     []uint32          // per id: holders; 0 means the id is free
-	hash     []uint64          // per id: hash of the values
 	free     []uint32          // ids to reuse
-	byValue  idTable           // ids by hash; equality is decided on the stored values
-	seed     maphash.Seed
+	// byValue finds ids by the hash of their values: its 32-bit tags sift
+	// the candidates and equality is decided on the stored values, so no
+	// hash is kept per id (a removal hashes the values again).
+	byValue idTable
+	seed    maphash.Seed
 
 	live    int // ids in use
 	liveLen int // values of live ids
@@ -49,7 +51,7 @@ func (x *interned[T]) hashOf(v []T) uint64 {
 // find returns the id of v, if stored, and v's hash.
 func (x *interned[T]) find(v []T) (id uint32, h uint64, ok bool) {
 	h = x.hashOf(v)
-	id, ok = x.byValue.find(h, func(id uint32) bool { return x.hash[id] == h && slices.Equal(x.values(id), v) })
+	id, ok = x.byValue.find(h, func(id uint32) bool { return slices.Equal(x.values(id), v) })
 	return id, h, ok
 }
 
@@ -66,11 +68,9 @@ func (x *interned[T]) add(v []T, h uint64) (uint32, bool) {
 		x.off = append(x.off, 0)
 		x.size = append(x.size, 0)
 		x.refs = append(x.refs, 0)
-		x.hash = append(x.hash, 0)
 	}
 	x.off[id] = x.store(v)
 	x.size[id] = uint32(len(v))
-	x.hash[id] = h
 	x.byValue.insert(h, id)
 	x.live++
 	x.liveLen += len(v)
@@ -98,7 +98,7 @@ func (x *interned[T]) unref(id uint32) bool {
 	if x.refs[id] > 0 {
 		return false
 	}
-	x.byValue.remove(x.hash[id], id)
+	x.byValue.remove(x.hashOf(x.values(id)), id)
 	x.live--
 	x.liveLen -= int(x.size[id])
 	x.deadLen += int(x.size[id])
@@ -130,7 +130,7 @@ func (x *interned[T]) compact() bool {
 	}
 	x.byValue.fit()
 	if x.live == 0 && len(x.off) > 4096 {
-		x.off, x.size, x.refs, x.hash, x.free = nil, nil, nil, nil, nil
+		x.off, x.size, x.refs, x.free = nil, nil, nil, nil
 		x.byValue.reset()
 		return true
 	}

@@ -120,7 +120,13 @@ type seriesStore struct {
 	labels    *labelSets
 	families  []family
 	famByName map[string]uint32
-	index     idTable // rows by family and label set (rowKey)
+	// A label set's first two rows (row + 1; 0 for none) are found through
+	// setRows: a RED series' set has two, its calls counter and duration
+	// histogram. Further rows of a set (a set shared by more families) are
+	// in index, by family and label set (rowKey).
+	setRows [][2]uint32
+	index   idTable
+	live    int // rows in use
 	chunks    []offHeapChunk[seriesRow]
 	freeRows  []uint32
 	rowCount  int
@@ -279,10 +285,42 @@ func rowKey(fam, lbl uint32) uint64 {
 
 // rowOf returns the row of family fam with label set lbl.
 func (s *seriesStore) rowOf(fam, lbl uint32) (uint32, bool) {
+	if int(lbl) < len(s.setRows) {
+		for _, v := range s.setRows[lbl] {
+			if v != 0 && s.row(v-1).fam == fam {
+				return v - 1, true
+			}
+		}
+	}
 	return s.index.find(rowKey(fam, lbl), func(id uint32) bool {
 		r := s.row(id)
 		return r.fam == fam && r.lbl == lbl
 	})
+}
+
+// holdRow makes row id of family fam and label set lbl findable.
+func (s *seriesStore) holdRow(fam, lbl, id uint32) {
+	if int(lbl) >= len(s.setRows) {
+		s.setRows = slices.Grow(s.setRows, int(lbl)+1-len(s.setRows))[:int(lbl)+1]
+	}
+	for i, v := range s.setRows[lbl] {
+		if v == 0 {
+			s.setRows[lbl][i] = id + 1
+			return
+		}
+	}
+	s.index.insert(rowKey(fam, lbl), id)
+}
+
+// dropRow undoes holdRow.
+func (s *seriesStore) dropRow(fam, lbl, id uint32) {
+	for i, v := range s.setRows[lbl] {
+		if v == id+1 {
+			s.setRows[lbl][i] = 0
+			return
+		}
+	}
+	s.index.remove(rowKey(fam, lbl), id)
 }
 
 func (s *seriesStore) row(id uint32) *seriesRow {
@@ -823,14 +861,16 @@ func (s *seriesStore) newRow(p *pointCtx, lbl uint32, overflow bool) uint32 {
 	}
 	fam.rows = append(fam.rows, id)
 	s.labels.ref(lbl)
-	s.index.insert(rowKey(p.fam, lbl), id)
+	s.holdRow(p.fam, lbl, id)
+	s.live++
 	return id
 }
 
 // remove deletes a row; the caller holds mu.
 func (s *seriesStore) remove(id uint32) {
 	r := s.row(id)
-	s.index.remove(rowKey(r.fam, r.lbl), id)
+	s.dropRow(r.fam, r.lbl, id)
+	s.live--
 	fam := &s.families[r.fam]
 	last := len(fam.rows) - 1
 	moved := fam.rows[last]
@@ -916,7 +956,8 @@ func (s *seriesStore) expire(cutoff time.Time) int {
 func (s *seriesStore) compact() {
 	s.labels.compact()
 	s.index.fit()
-	if s.index.n == 0 {
+	if s.live == 0 {
+		s.setRows = nil
 		for i := range s.chunks {
 			s.chunks[i].free()
 		}
@@ -945,6 +986,7 @@ func (s *seriesStore) close() {
 	}
 	clear(s.famByName)
 	s.index.reset()
+	s.setRows, s.live = nil, 0
 	clear(s.resources)
 }
 

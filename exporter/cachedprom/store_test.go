@@ -359,8 +359,49 @@ func TestMemoryFallsAfterBurst(t *testing.T) {
 	assert.Empty(t, s.buckets.chunks)
 	assert.Zero(t, s.labels.byIdent.n)
 	assert.Zero(t, s.index.n)
+	assert.Nil(t, s.setRows)
 	assert.Zero(t, s.labels.live())
 	// And the store works again.
 	s.consume(redDeltaBatch(0, 10, t0.Add(2*time.Hour), t0.Add(3*time.Hour)), t0.Add(2*time.Hour))
 	assert.Equal(t, 20, s.len())
+}
+
+// TestLabelSetSharedByManyFamilies: a label set's first two rows are held
+// beside the set and the others in the index; every row of a set shared by
+// six families is found, updated and removed through both, in any order.
+func TestLabelSetSharedByManyFamilies(t *testing.T) {
+	e, _ := startOurs(t, func(c *Config) { c.RenderInterval = time.Hour })
+	ctx := context.Background()
+	names := []string{"g0", "g1", "g2", "g3", "g4", "g5"}
+	for _, n := range names {
+		require.NoError(t, e.ConsumeMetrics(ctx, gaugeBatch(n, testBase, "a")))
+	}
+	require.Equal(t, 6, e.store.len())
+	e.store.mu.Lock()
+	assert.Equal(t, 4, e.store.index.n, "two rows beside the set, four in the index")
+	e.store.mu.Unlock()
+	// Remove one held beside the set and one in the index; their places are reused.
+	for _, n := range []string{"g1", "g4"} {
+		md := gaugeBatch(n, testBase.Add(time.Second), "a")
+		md.ResourceMetrics().At(0).ScopeMetrics().At(0).Metrics().At(0).Gauge().DataPoints().At(0).SetFlags(pmetric.DefaultDataPointFlags.WithNoRecordedValue(true))
+		require.NoError(t, e.ConsumeMetrics(ctx, md))
+	}
+	require.Equal(t, 4, e.store.len())
+	require.NoError(t, e.ConsumeMetrics(ctx, gaugeBatch("g6", testBase.Add(2*time.Second), "a")))
+	for i, n := range []string{"g0", "g2", "g3", "g5", "g6"} {
+		// A second value per family: each update must reach its own row.
+		md := gaugeBatch(n, testBase.Add(3*time.Second), "a")
+		md.ResourceMetrics().At(0).ScopeMetrics().At(0).Metrics().At(0).Gauge().DataPoints().At(0).SetDoubleValue(float64(10 + i))
+		require.NoError(t, e.ConsumeMetrics(ctx, md))
+	}
+	require.Equal(t, 5, e.store.len())
+	out := body(t, e)
+	for i, n := range []string{"g0", "g2", "g3", "g5", "g6"} {
+		assert.Contains(t, out, n+`{instance="i-1",job="svc",k="a",otel_scope_name="",otel_scope_schema_url="",otel_scope_version=""} `+strconv.Itoa(10+i)+"\n")
+	}
+	assert.NotContains(t, out, "g1{")
+	assert.NotContains(t, out, "g4{")
+	e.store.mu.Lock()
+	assert.Equal(t, 3, e.store.index.n)
+	e.store.mu.Unlock()
 }
