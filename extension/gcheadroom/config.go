@@ -12,7 +12,7 @@ type Config struct {
 	// MaxHeadroomMiB is the most the heap may grow above the live heap between two
 	// collections, in MiB. While GOGC (default 100) allows less than this, GOGC applies
 	// as it is; above it the extension lowers the GC percent so that live × percent / 100
-	// stays at this size. Default 128.
+	// stays at this size. Default 64.
 	MaxHeadroomMiB int64 `mapstructure:"max_headroom_mib"`
 	// MinGCPercent is the lowest GC percent the extension sets, whatever the live heap:
 	// it bounds the CPU the collections take when the live heap is many times
@@ -40,7 +40,7 @@ type Config struct {
 }
 
 const (
-	defaultMaxHeadroomMiB = 128
+	defaultMaxHeadroomMiB = 64
 	defaultMinGCPercent   = 25
 	defaultCheckInterval  = time.Second
 )

@@ -14,7 +14,7 @@ import (
 func TestDefaultConfigIsValid(t *testing.T) {
 	cfg := NewFactory().CreateDefaultConfig().(*Config)
 	require.NoError(t, xconfmap.Validate(cfg))
-	assert.Equal(t, int64(128), cfg.MaxHeadroomMiB)
+	assert.Equal(t, int64(64), cfg.MaxHeadroomMiB)
 	assert.Equal(t, 25, cfg.MinGCPercent)
 	assert.Equal(t, time.Second, cfg.CheckInterval)
 }
