@@ -43,13 +43,13 @@ type deltaFamily struct {
 	expired   []uint32  // ids expired at this swap; reusable once the flusher hands the buffer back
 }
 
-// deltaRow is what one series accumulated during the current interval (48 bytes).
+// deltaRow is what one series accumulated during the current interval (40 bytes). The batch
+// time of its last span is stamped on the series' record instead (seriesMeta.lastSeen).
 type deltaRow struct {
 	id    uint32
 	exOff int32 // first exemplar slot in deltaFamily.exemplars, -1 when none
 	exN   int32
 	first int64 // batch time of the first span this interval
-	last  int64 // batch time of the last span this interval
 	count uint64
 	sum   float64
 }
@@ -76,7 +76,7 @@ func (d *deltaFamily) newRow(id uint32, ts int64, nb int, expo bool) int32 {
 	}
 	r := int32(d.rows.n)
 	d.slot[id] = r + 1
-	d.rows.add(1)[0] = deltaRow{id: id, exOff: -1, first: ts, last: ts}
+	d.rows.add(1)[0] = deltaRow{id: id, exOff: -1, first: ts}
 	if nb > 0 {
 		clear(d.buckets.add(nb))
 	}

@@ -29,7 +29,7 @@ type seriesMeta struct {
 	res      uint32
 	row      int32  // row in the active delta buffer, valid when epoch is current
 	epoch    uint32 // aggregator epoch (flush count) of row
-	lastSeen int64  // refreshed from the delta rows at each swap
+	lastSeen int64  // batch time of the series' last span, stamped as each batch is applied
 }
 
 func (t *seriesTable) key(id uint32) []byte {
