@@ -55,7 +55,7 @@ func TestBucketCountsWidenPastUint32(t *testing.T) {
 		e.store.mu.Lock()
 		defer e.store.mu.Unlock()
 		lbl, ok := e.store.labels.find([]byte(`k="`+k+`",otel_scope_name="",otel_scope_schema_url="",otel_scope_version=""`),
-			[]int{len(`k="` + k + `"`), len(`k="`+k+`",otel_scope_name=""`), len(`k="`+k+`",otel_scope_name="",otel_scope_schema_url=""`),
+			[]int{len(`k="` + k + `"`), len(`k="` + k + `",otel_scope_name=""`), len(`k="` + k + `",otel_scope_name="",otel_scope_schema_url=""`),
 				len(`k="` + k + `",otel_scope_name="",otel_scope_schema_url="",otel_scope_version=""`)})
 		require.True(t, ok, k)
 		id, ok := e.store.rowOf(e.store.famByName["lat"], lbl)

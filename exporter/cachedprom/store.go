@@ -124,9 +124,9 @@ type seriesStore struct {
 	// setRows: a RED series' set has two, its calls counter and duration
 	// histogram. Further rows of a set (a set shared by more families) are
 	// in index, by family and label set (rowKey).
-	setRows [][2]uint32
-	index   idTable
-	live    int // rows in use
+	setRows   [][2]uint32
+	index     idTable
+	live      int // rows in use
 	chunks    []offHeapChunk[seriesRow]
 	freeRows  []uint32
 	rowCount  int
