@@ -347,6 +347,9 @@ func TestMemoryFallsAfterBurst(t *testing.T) {
 	assert.Less(t, len(s.labels.sets.chunks), chunksBefore, "label sets compacted")
 	assert.Zero(t, s.labels.sets.deadLen)
 	assert.Equal(t, 1000, s.labels.live())
+	assert.Equal(t, 1000, s.labels.sets.byValue.n, "a freed set leaves its table")
+	assert.Equal(t, 1000, s.labels.byIdent.n, "a freed set forgets its identity")
+	assert.Equal(t, s.labels.pairs.live, s.labels.pairs.byValue.n, "a freed pair leaves its table")
 
 	rd := &renderer{}
 	out := string(rd.renderText(nil, s))
