@@ -47,7 +47,7 @@ func (e *edge) complete() bool { return e.client != 0 && e.server != 0 }
 // span ID, bounded in number (store.max_items) and age (store.ttl). Owned by the aggregator.
 //
 // A waiting edge costs its record (TestWaitingEdgeSize), 8 bytes per configured dimension (two
-// ids) and a 16-byte index slot at a load of 3/4 or less; README.md ("The store") has the
+// ids) and an 8-byte index slot at a load of 3/4 or less; README.md ("The store") has the
 // measured total.
 type pairTable struct {
 	index   hash.Index

@@ -545,6 +545,11 @@ func (a *aggregator) swap(spare *deltaBuffer, final bool) {
 	}
 	now := a.clock.Now().UnixNano()
 	a.expire(now, full)
+	// After a burst has expired, an index under 1/8 full gives its slots back; the check is
+	// constant time, and the rebuild, linear in the live series, happens once per burst.
+	for _, t := range a.tables {
+		t.index.Fit()
+	}
 	if a.sel != nil && !final {
 		a.sel.rerank(a, full)
 	}

@@ -581,4 +581,6 @@ func TestDefaultsExpireABurst(t *testing.T) {
 		flushOnce(t, c, sink, clock, defaultFlushInterval)
 	}
 	require.Equal(t, 1, c.agg.tables[0].n, "only the steady series is left")
+	require.Equal(t, 1, c.agg.tables[0].index.Len())
+	require.Less(t, c.agg.tables[0].index.Bytes(), 1024, "the index gave back the burst's slots")
 }

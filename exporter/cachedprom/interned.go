@@ -4,6 +4,8 @@ import (
 	"hash/maphash"
 	"slices"
 	"unsafe"
+
+	"github.com/otelcol-red/otelcol-red/internal/hash"
 )
 
 // interned stores distinct sequences of T once each, under small ids that
@@ -23,7 +25,7 @@ type interned[T comparable] struct {
 	// byValue finds ids by the hash of their values: its 32-bit tags sift
 	// the candidates and equality is decided on the stored values, so no
 	// hash is kept per id (a removal hashes the values again).
-	byValue idTable
+	byValue hash.Index
 	seed    maphash.Seed
 
 	live    int // ids in use
@@ -51,8 +53,13 @@ func (x *interned[T]) hashOf(v []T) uint64 {
 // find returns the id of v, if stored, and v's hash.
 func (x *interned[T]) find(v []T) (id uint32, h uint64, ok bool) {
 	h = x.hashOf(v)
-	id, ok = x.byValue.find(h, func(id uint32) bool { return slices.Equal(x.values(id), v) })
-	return id, h, ok
+	p := x.byValue.Probe(h)
+	for id, ok := p.Next(); ok; id, ok = p.Next() {
+		if slices.Equal(x.values(id), v) {
+			return id, h, true
+		}
+	}
+	return 0, h, false
 }
 
 // add stores v (not yet stored, hash h) with no references and returns its
@@ -71,7 +78,7 @@ func (x *interned[T]) add(v []T, h uint64) (uint32, bool) {
 	}
 	x.off[id] = x.store(v)
 	x.size[id] = uint32(len(v))
-	x.byValue.insert(h, id)
+	x.byValue.Insert(h, id)
 	x.live++
 	x.liveLen += len(v)
 	return id, fresh
@@ -98,7 +105,7 @@ func (x *interned[T]) unref(id uint32) bool {
 	if x.refs[id] > 0 {
 		return false
 	}
-	x.byValue.remove(x.hashOf(x.values(id)), id)
+	x.byValue.Delete(x.hashOf(x.values(id)), id)
 	x.live--
 	x.liveLen -= int(x.size[id])
 	x.deadLen += int(x.size[id])
@@ -128,10 +135,10 @@ func (x *interned[T]) compact() bool {
 		}
 		x.deadLen = 0
 	}
-	x.byValue.fit()
+	x.byValue.Fit()
 	if x.live == 0 && len(x.off) > 4096 {
 		x.off, x.size, x.refs, x.free = nil, nil, nil, nil
-		x.byValue.reset()
+		x.byValue.Reset()
 		return true
 	}
 	return false

@@ -1,5 +1,7 @@
 package cachedprom // import "github.com/otelcol-red/otelcol-red/exporter/cachedprom"
 
+import "github.com/otelcol-red/otelcol-red/internal/hash"
+
 // labelSets interns rendered label sets (`a="x",b="y"`, sorted, escaped).
 // Each distinct set is stored once and shared by every family that uses it:
 // the calls counter and the duration histogram of one RED series share
@@ -21,7 +23,7 @@ type labelSets struct {
 	// OTLP series (merged series, labels equal after sanitizing) serves the
 	// others through the rendering path, which is always right. The entry
 	// goes with its set.
-	byIdent idTable
+	byIdent hash.Index
 	ident   []identKey // per set id: the cached identity; zero when none
 }
 
@@ -101,7 +103,13 @@ func (l *labelSets) add(b []byte, ends []int) uint32 {
 
 // cached returns the set last found for OTLP identity ik.
 func (l *labelSets) cached(ik identKey) (uint32, bool) {
-	return l.byIdent.find(ik[0], func(id uint32) bool { return l.ident[id] == ik })
+	p := l.byIdent.Probe(ik[0])
+	for id, ok := p.Next(); ok; id, ok = p.Next() {
+		if l.ident[id] == ik {
+			return id, true
+		}
+	}
+	return 0, false
 }
 
 // remember makes ik find set id, in place of the identity it remembered.
@@ -111,13 +119,13 @@ func (l *labelSets) remember(id uint32, ik identKey) {
 	}
 	l.forget(id)
 	l.ident[id] = ik
-	l.byIdent.insert(ik[0], id)
+	l.byIdent.Insert(ik[0], id)
 }
 
 // forget drops the identity set id remembers.
 func (l *labelSets) forget(id uint32) {
 	if l.ident[id] != (identKey{}) {
-		l.byIdent.remove(l.ident[id][0], id)
+		l.byIdent.Delete(l.ident[id][0], id)
 		l.ident[id] = identKey{}
 	}
 }
@@ -140,9 +148,9 @@ func (l *labelSets) unref(id uint32) {
 func (l *labelSets) compact() {
 	if l.sets.compact() {
 		l.ident = nil
-		l.byIdent.reset()
+		l.byIdent.Reset()
 	}
-	l.byIdent.fit()
+	l.byIdent.Fit()
 	l.pairs.compact()
 }
 

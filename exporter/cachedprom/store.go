@@ -13,6 +13,8 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.uber.org/zap"
+
+	"github.com/otelcol-red/otelcol-red/internal/hash"
 )
 
 // familyType is the Prometheus type of a metric family.
@@ -125,7 +127,7 @@ type seriesStore struct {
 	// histogram. Further rows of a set (a set shared by more families) are
 	// in index, by family and label set (rowKey).
 	setRows   [][2]uint32
-	index     idTable
+	index     hash.Index
 	live      int // rows in use
 	chunks    []offHeapChunk[seriesRow]
 	freeRows  []uint32
@@ -292,10 +294,13 @@ func (s *seriesStore) rowOf(fam, lbl uint32) (uint32, bool) {
 			}
 		}
 	}
-	return s.index.find(rowKey(fam, lbl), func(id uint32) bool {
-		r := s.row(id)
-		return r.fam == fam && r.lbl == lbl
-	})
+	p := s.index.Probe(rowKey(fam, lbl))
+	for id, ok := p.Next(); ok; id, ok = p.Next() {
+		if r := s.row(id); r.fam == fam && r.lbl == lbl {
+			return id, true
+		}
+	}
+	return 0, false
 }
 
 // holdRow makes row id of family fam and label set lbl findable.
@@ -309,7 +314,7 @@ func (s *seriesStore) holdRow(fam, lbl, id uint32) {
 			return
 		}
 	}
-	s.index.insert(rowKey(fam, lbl), id)
+	s.index.Insert(rowKey(fam, lbl), id)
 }
 
 // dropRow undoes holdRow.
@@ -320,7 +325,7 @@ func (s *seriesStore) dropRow(fam, lbl, id uint32) {
 			return
 		}
 	}
-	s.index.remove(rowKey(fam, lbl), id)
+	s.index.Delete(rowKey(fam, lbl), id)
 }
 
 func (s *seriesStore) row(id uint32) *seriesRow {
@@ -955,7 +960,7 @@ func (s *seriesStore) expire(cutoff time.Time) int {
 // are released.
 func (s *seriesStore) compact() {
 	s.labels.compact()
-	s.index.fit()
+	s.index.Fit()
 	if s.live == 0 {
 		s.setRows = nil
 		for i := range s.chunks {
@@ -985,7 +990,7 @@ func (s *seriesStore) close() {
 		s.families[i].rows, s.families[i].dead = nil, true
 	}
 	clear(s.famByName)
-	s.index.reset()
+	s.index.Reset()
 	s.setRows, s.live = nil, 0
 	clear(s.resources)
 }

@@ -347,9 +347,9 @@ func TestMemoryFallsAfterBurst(t *testing.T) {
 	assert.Less(t, len(s.labels.sets.chunks), chunksBefore, "label sets compacted")
 	assert.Zero(t, s.labels.sets.deadLen)
 	assert.Equal(t, 1000, s.labels.live())
-	assert.Equal(t, 1000, s.labels.sets.byValue.n, "a freed set leaves its table")
-	assert.Equal(t, 1000, s.labels.byIdent.n, "a freed set forgets its identity")
-	assert.Equal(t, s.labels.pairs.live, s.labels.pairs.byValue.n, "a freed pair leaves its table")
+	assert.Equal(t, 1000, s.labels.sets.byValue.Len(), "a freed set leaves its table")
+	assert.Equal(t, 1000, s.labels.byIdent.Len(), "a freed set forgets its identity")
+	assert.Equal(t, s.labels.pairs.live, s.labels.pairs.byValue.Len(), "a freed pair leaves its table")
 
 	rd := &renderer{}
 	out := string(rd.renderText(nil, s))
@@ -360,8 +360,8 @@ func TestMemoryFallsAfterBurst(t *testing.T) {
 	require.Equal(t, 2000, s.expire(t0.Add(time.Hour)))
 	assert.Empty(t, s.chunks)
 	assert.Empty(t, s.buckets.chunks)
-	assert.Zero(t, s.labels.byIdent.n)
-	assert.Zero(t, s.index.n)
+	assert.Zero(t, s.labels.byIdent.Len())
+	assert.Zero(t, s.index.Len())
 	assert.Nil(t, s.setRows)
 	assert.Zero(t, s.labels.live())
 	// And the store works again.
@@ -381,7 +381,7 @@ func TestLabelSetSharedByManyFamilies(t *testing.T) {
 	}
 	require.Equal(t, 6, e.store.len())
 	e.store.mu.Lock()
-	assert.Equal(t, 4, e.store.index.n, "two rows beside the set, four in the index")
+	assert.Equal(t, 4, e.store.index.Len(), "two rows beside the set, four in the index")
 	e.store.mu.Unlock()
 	// Remove one held beside the set and one in the index; their places are reused.
 	for _, n := range []string{"g1", "g4"} {
@@ -405,6 +405,6 @@ func TestLabelSetSharedByManyFamilies(t *testing.T) {
 	assert.NotContains(t, out, "g1{")
 	assert.NotContains(t, out, "g4{")
 	e.store.mu.Lock()
-	assert.Equal(t, 3, e.store.index.n)
+	assert.Equal(t, 3, e.store.index.Len())
 	e.store.mu.Unlock()
 }

@@ -10,9 +10,6 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// Len returns the number of entries.
-func (x *Index) Len() int { return x.n }
-
 func lookup(x *Index, h uint64) []uint32 {
 	var ids []uint32
 	p := x.Probe(h)
@@ -20,6 +17,17 @@ func lookup(x *Index, h uint64) []uint32 {
 		ids = append(ids, id)
 	}
 	return ids
+}
+
+// holds reports whether a lookup of h yields id.
+func holds(x *Index, h uint64, id uint32) bool {
+	p := x.Probe(h)
+	for got, ok := p.Next(); ok; got, ok = p.Next() {
+		if got == id {
+			return true
+		}
+	}
+	return false
 }
 
 func TestIndexAgainstMap(t *testing.T) {
@@ -68,15 +76,75 @@ func BenchmarkSum64(b *testing.B) {
 }
 
 // First names the slot a lookup starts at: the id stored there when its own hash sits in its
-// home slot, 0 for an empty slot or an empty index.
+// home slot, 0 for an empty slot or an empty index. The home slot comes from the hash's top
+// 32 bits.
 func TestFirstIsTheLookupsStartingSlot(t *testing.T) {
 	var x Index
-	require.Zero(t, x.First(42), "empty index")
-	x.Insert(3, 7)
-	require.Equal(t, uint32(8), x.First(3))
-	require.Equal(t, uint32(8), x.First(3+uint64(len(x.slots))), "same home slot, other hash")
-	require.Zero(t, x.First(4))
-	x.Insert(3, 9) // same home: stored one slot further
-	require.Equal(t, uint32(8), x.First(3))
-	require.Equal(t, uint32(10), x.First(4), "the slot after holds the displaced entry")
+	require.Zero(t, x.First(42<<32), "empty index")
+	x.Insert(3<<32, 7)
+	require.Equal(t, uint32(8), x.First(3<<32))
+	require.Equal(t, uint32(8), x.First(3<<32|0xffff), "the low 32 bits do not move the home slot")
+	require.Equal(t, uint32(8), x.First((3+uint64(len(x.slots)))<<32), "same home slot, other tag")
+	require.Zero(t, x.First(4<<32))
+	x.Insert(3<<32, 9) // same home: stored one slot further
+	require.Equal(t, uint32(8), x.First(3<<32))
+	require.Equal(t, uint32(10), x.First(4<<32), "the slot after holds the displaced entry")
+}
+
+// TestIndexAgreesWithAMapThroughFit inserts and deletes ids at random, with hashes drawn from
+// a small set so that tags collide and probe runs wrap around the table's end, fitting the
+// table now and then, and checks every id is found under its hash, an id never inserted is
+// not, the table is never over 3/4 full, and an emptied table shrinks to the minimum.
+func TestIndexAgreesWithAMapThroughFit(t *testing.T) {
+	for seed := range uint64(8) {
+		rng := rand.New(rand.NewPCG(seed, 1))
+		var x Index
+		hashOf := map[uint32]uint64{}
+		hashes := make([]uint64, 1+rng.IntN(200))
+		for i := range hashes {
+			hashes[i] = rng.Uint64()
+		}
+		next := uint32(0)
+		for step := range 20_000 {
+			if len(hashOf) == 0 || rng.IntN(100) < 55 {
+				h := hashes[rng.IntN(len(hashes))]
+				x.Insert(h, next)
+				hashOf[next] = h
+				next++
+			} else {
+				for id, h := range hashOf {
+					require.True(t, x.Delete(h, id))
+					delete(hashOf, id)
+					break
+				}
+			}
+			if step%97 == 0 {
+				x.Fit()
+			}
+			require.Equal(t, len(hashOf), x.Len())
+			if step%50 != 0 {
+				continue
+			}
+			for id, h := range hashOf {
+				if !holds(&x, h, id) {
+					t.Fatalf("seed %d step %d: id %d lost", seed, step, id)
+				}
+			}
+			require.False(t, holds(&x, hashes[0], next), "an id never inserted is found")
+			require.LessOrEqual(t, 4*x.Len(), 3*len(x.slots), "over 3/4 full")
+		}
+		for id, h := range hashOf {
+			require.True(t, x.Delete(h, id))
+		}
+		require.False(t, x.Delete(hashes[0], next), "not held")
+		require.Zero(t, x.Len())
+		for _, s := range x.slots {
+			require.Zero(t, s.id1, "a slot left behind")
+		}
+		x.Fit()
+		require.Len(t, x.slots, minSlots, "an empty table shrinks to the minimum")
+		x.Reset()
+		require.Nil(t, x.slots)
+		require.Empty(t, lookup(&x, hashes[0]))
+	}
 }
