@@ -37,7 +37,8 @@ import (
 // (segmentSize × slotsPerWorker × workers) and the hand-over rare.
 const segmentSize = 2 << 20
 
-// parallelMinBody is the last body's length above which segments are used.
+// parallelMinBody is the expected body length (snapshotRenderer.expectedLen)
+// above which segments are used.
 // Smaller bodies take milliseconds to compress on one core; starting workers
 // would not pay. It is above maxKeptBody, so a body collected for identity
 // clients (keepSink) is always compressed on the renderer's goroutine.

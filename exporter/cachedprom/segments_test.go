@@ -179,3 +179,35 @@ func TestScrapeOfSegmentsDecodes(t *testing.T) {
 		})
 	}
 }
+
+// TestFirstRenderOfABurstUsesTheCores: the render that first shows a burst
+// of new series, after a render of the empty store, compresses in segments
+// when the rows now call for it. Deciding on the last body's length alone
+// left that render, the one a burst waits for, to one core.
+func TestFirstRenderOfABurstUsesTheCores(t *testing.T) {
+	e, _ := startOurs(t, func(c *Config) {
+		c.MaxSeries = 0
+		c.RenderInterval = time.Hour
+	})
+	e.renderer.workers = 2
+	e.renderNow()
+	require.Zero(t, e.renderer.work, "the empty store is compressed on the renderer's goroutine")
+
+	const n = 200_000 // a line of about 60 bytes each: about 12 MB of text
+	values := make([]string, n)
+	for i := range values {
+		values[i] = "v" + strconv.Itoa(i)
+	}
+	require.NoError(t, e.ConsumeMetrics(context.Background(), gaugeBatch("burst", testBase, values...)))
+	e.renderNow()
+	snap := e.snapshot.Load()
+	require.Greater(t, snap.textLen, parallelMinBody)
+	require.Positive(t, e.renderer.work, "the first render of the burst is compressed in segments")
+	inSegments := gunzipOneMember(t, snap.textGzip)
+
+	e.renderer.workers = 1
+	e.renderNow()
+	assert.Zero(t, e.renderer.work)
+	assert.Equal(t, gunzipOneMember(t, e.snapshot.Load().textGzip), inSegments)
+	assert.Equal(t, n, bytes.Count(inSegments, []byte("\nburst{")))
+}

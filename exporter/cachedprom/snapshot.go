@@ -80,9 +80,12 @@ type snapshotRenderer struct {
 	chunk   []byte      // chunk buffer of streamed renders
 	keep    keepSink    // collects the body being streamed for identity clients
 	// lastLen is the uncompressed length of each format's last body
-	// (text, OpenMetrics, protobuf): it sizes the kept body and chooses
-	// between one and several compressing goroutines.
-	lastLen [numBodies]int
+	// (text, OpenMetrics, protobuf) and lastRows the store's rows when it
+	// was rendered: scaled to the rows now (expectedLen), they size the kept
+	// body and choose between one and several compressing goroutines.
+	lastLen, lastRows [numBodies]int
+	// rows is the store's row count as this render began.
+	rows int
 
 	// segments compresses large bodies on several goroutines (segments.go).
 	segments segmentCompressor
@@ -104,6 +107,7 @@ func (r *snapshotRenderer) render(e *cachedExporter) *snapshot {
 	}
 	snap := &snapshot{}
 	r.work, r.waited = 0, 0
+	r.rows = e.store.liveRows()
 	// Reuse the buffers of a retired snapshot no scrape is reading: bodies
 	// are large, and allocating (and zeroing) them per render would make
 	// memory and GC work grow with every render.
@@ -131,7 +135,7 @@ func (r *snapshotRenderer) render(e *cachedExporter) *snapshot {
 		snap.protoETag = e.etagPrefix + strconv.FormatUint(h.Sum64(), 36) + "-"
 	} else {
 		snap.protoGzipBuf.free()
-		r.lastLen[bodyProto] = 0
+		r.lastLen[bodyProto], r.lastRows[bodyProto] = 0, 0
 		r.rd.proto.release()
 	}
 	// The ETag is derived from the content (gzip output is deterministic),
@@ -179,23 +183,24 @@ const maxKeptBody = 4 << 20
 
 // body streams one format into the compressor in chunks and keeps the chunk
 // buffer for next time. With keep it also collects the body for identity
-// clients, if the last body fitted in maxKeptBody and as long as this one
+// clients, if the body is expected to fit in maxKeptBody and as long as it
 // does: collecting from the stream (instead of rendering the whole body,
 // then compressing it) means a store that grew past the limit never holds a
 // body it will not keep.
 func (r *snapshotRenderer) body(which int, textBuf []byte, gz *offHeapBuffer, keep bool, render func([]byte, *seriesStore) []byte) (body []byte, kept bool, length int) {
 	r.keep = keepSink{}
-	lastLen := r.lastLen[which]
-	if keep && lastLen <= maxKeptBody {
-		if cap(textBuf) < lastLen {
-			// Size for the last body plus growth room instead of letting
-			// append double its way up (and leave the halves as garbage).
-			textBuf = make([]byte, 0, min(lastLen+lastLen/8, maxKeptBody))
+	expected := r.expectedLen(which)
+	if keep && expected <= maxKeptBody {
+		if cap(textBuf) < expected {
+			// Size for the expected body plus growth room instead of
+			// letting append double its way up (and leave the halves as
+			// garbage).
+			textBuf = make([]byte, 0, min(expected+expected/8, maxKeptBody))
 		}
 		r.keep = keepSink{on: true, buf: textBuf[:0]}
 	}
 	renderBody := func(dst []byte) []byte { return render(dst, r.store) }
-	if workers := compressWorkers(r.workers); workers > 1 && lastLen > parallelMinBody {
+	if workers := compressWorkers(r.workers); workers > 1 && expected > parallelMinBody {
 		// Large bodies (never kept: parallelMinBody > maxKeptBody) are
 		// compressed in segments on several goroutines.
 		var work, waited time.Duration
@@ -209,7 +214,7 @@ func (r *snapshotRenderer) body(which int, textBuf []byte, gz *offHeapBuffer, ke
 		}
 		r.chunk, length = r.rd.renderCompressed(gz, r.chunk, r.zw, &r.keep, renderBody)
 	}
-	r.lastLen[which] = length
+	r.lastLen[which], r.lastRows[which] = length, r.rows
 	body, kept = r.keep.buf, r.keep.on
 	r.keep = keepSink{}
 	if !kept {
@@ -217,6 +222,24 @@ func (r *snapshotRenderer) body(which int, textBuf []byte, gz *offHeapBuffer, ke
 	}
 	return body, kept, length
 }
+
+// expectedLen is the uncompressed length the body of format which is
+// expected to have now: the last body's length per row scaled to the rows
+// now, or at least minRowBytes a row when the last body had no rows (the
+// first render after a start, or after the store emptied). Deciding on the
+// last body's length alone left the first render of a burst, the one that
+// makes a million new series visible, to one core: the body before it was
+// empty.
+func (r *snapshotRenderer) expectedLen(which int) int {
+	if last := r.lastRows[which]; last > 0 {
+		return int(int64(r.lastLen[which]) * int64(r.rows) / int64(last))
+	}
+	return max(r.lastLen[which], r.rows*minRowBytes)
+}
+
+// minRowBytes is less than any row's text: a counter's one line with its
+// name, a label and a value. A histogram row takes a line per bucket.
+const minRowBytes = 48
 
 // keepSink passes the streamed body on to the compressor and, while on,
 // collects a copy; it turns itself off (and lets the copy go) when the body

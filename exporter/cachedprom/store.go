@@ -1003,6 +1003,13 @@ func (s *seriesStore) takeEvents() [numEvents]int64 {
 	return ev
 }
 
+// liveRows returns the number of series rows in use.
+func (s *seriesStore) liveRows() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.live
+}
+
 // labelSetCount returns the number of label sets held, the unit of max_series.
 func (s *seriesStore) labelSetCount() int {
 	s.mu.Lock()
