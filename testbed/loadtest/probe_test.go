@@ -1,6 +1,8 @@
 package loadtest
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"fmt"
 	"net/http"
@@ -121,6 +123,37 @@ func TestScrapersCountStatuses(t *testing.T) {
 	assert.Positive(t, float64(st.P99))
 	// Every answer is counted once, in one class; the requests cut by end are not counted.
 	assert.LessOrEqual(t, int64(st.OK+st.Empty+st.Unavailable), n.Load())
+}
+
+// An empty page sent gzip-encoded is 20 bytes of framing: it is counted empty, as an empty
+// identity page is, not as an answer whose size and latency describe the exposition.
+func TestScrapersCountAnEmptyGzipPageAsEmpty(t *testing.T) {
+	gzipOf := func(s string) []byte {
+		var b bytes.Buffer
+		zw := gzip.NewWriter(&b)
+		_, _ = zw.Write([]byte(s))
+		require.NoError(t, zw.Close())
+		return b.Bytes()
+	}
+	empty, page := gzipOf(""), gzipOf("calls_total 1\n")
+	require.Len(t, empty, 23) // Go's writer; cachedprom's is 20: both under headBytes
+	var n atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		assert.Equal(t, "gzip", r.Header.Get("Accept-Encoding"))
+		w.Header().Set("Content-Encoding", "gzip")
+		if n.Add(1)%2 == 0 {
+			_, _ = w.Write(empty)
+			return
+		}
+		_, _ = w.Write(page)
+	}))
+	defer srv.Close()
+	sc := startScrapers(context.Background(), srv.URL, 1, true, 0, time.Second)
+	require.Eventually(t, func() bool { return n.Load() >= 20 }, 10*time.Second, time.Millisecond)
+	st := sc.end()
+	assert.Positive(t, st.OK)
+	assert.Positive(t, st.Empty)
+	assert.Equal(t, int64(len(page)), st.WireBytes, "the size is that of the page with content")
 }
 
 func TestScrapersCountFailures(t *testing.T) {

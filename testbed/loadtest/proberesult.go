@@ -95,7 +95,8 @@ type ScrapeStats struct {
 	Clients int  `json:"clients"`
 	Gzip    bool `json:"gzip"`
 	OK      int  `json:"ok"`
-	// Empty counts 200 answers without a body (no flush rendered yet); they are not in P50/P99.
+	// Empty counts 200 answers without content (no flush rendered yet): no body, or a gzip body
+	// that inflates to nothing. They are not in P50/P99.
 	Empty int `json:"empty"`
 	// Unavailable counts 503 answers (an in-flight limit turning scrapes away).
 	Unavailable int `json:"unavailable"`

@@ -1,6 +1,8 @@
 package loadtest
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"io"
 	"net/http"
@@ -64,10 +66,15 @@ func (s *scrapers) scrapeOnce(ctx context.Context, client *http.Client, url stri
 	start := time.Now()
 	resp, err := client.Do(req)
 	headers := time.Since(start)
-	var n int64
+	var (
+		n     int64
+		empty bool
+	)
 	if err == nil {
-		n, err = io.Copy(io.Discard, resp.Body)
+		var head headWriter
+		n, err = io.Copy(&head, resp.Body)
 		resp.Body.Close()
+		empty = n == 0 || resp.Header.Get("Content-Encoding") == "gzip" && inflatesToNothing(head.b)
 	}
 	d := time.Since(start)
 	if ctx.Err() != nil {
@@ -79,8 +86,9 @@ func (s *scrapers) scrapeOnce(ctx context.Context, client *http.Client, url stri
 	switch {
 	case err != nil:
 		s.stats.Failed++
-	case resp.StatusCode == http.StatusOK && n == 0:
-		// Served before the first flush: it times an empty page, not the exposition.
+	case resp.StatusCode == http.StatusOK && empty:
+		// Served before the first render of a flush: it times an empty page, not the
+		// exposition (compressed, an empty page is still 20 bytes of gzip framing).
 		s.stats.Empty++
 	case resp.StatusCode == http.StatusOK:
 		s.stats.OK++
@@ -116,4 +124,32 @@ func nearestRank(sorted []time.Duration, p float64) time.Duration {
 	}
 	rank := int(p/100*float64(len(sorted))+0.999999999) - 1
 	return sorted[max(0, min(rank, len(sorted)-1))]
+}
+
+// headWriter discards what it is given and keeps its first headBytes bytes.
+type headWriter struct{ b []byte }
+
+// headBytes is more than a gzip member of an empty page takes (20 bytes).
+const headBytes = 64
+
+func (w *headWriter) Write(p []byte) (int, error) {
+	if room := headBytes - len(w.b); room > 0 {
+		w.b = append(w.b, p[:min(room, len(p))]...)
+	}
+	return len(p), nil
+}
+
+// inflatesToNothing reports whether head, the start of a gzip body, is the whole body and
+// holds no byte of content.
+func inflatesToNothing(head []byte) bool {
+	if len(head) >= headBytes {
+		return false
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(head))
+	if err != nil {
+		return false
+	}
+	var one [1]byte
+	n, _ := io.ReadFull(zr, one[:])
+	return n == 0
 }
