@@ -15,6 +15,7 @@ func TestDefaultConfigIsValid(t *testing.T) {
 	cfg := NewFactory().CreateDefaultConfig().(*Config)
 	require.NoError(t, xconfmap.Validate(cfg))
 	assert.Equal(t, int64(64), cfg.MaxHeadroomMiB)
+	assert.Equal(t, int64(32), cfg.MinHeadroomMiB)
 	assert.Equal(t, 25, cfg.MinGCPercent)
 	assert.Equal(t, time.Second, cfg.CheckInterval)
 }
@@ -26,6 +27,7 @@ func TestLoadConfig(t *testing.T) {
 	require.NoError(t, cm.Unmarshal(cfg))
 	require.NoError(t, xconfmap.Validate(cfg))
 	assert.Equal(t, int64(512), cfg.MaxHeadroomMiB)
+	assert.Equal(t, int64(48), cfg.MinHeadroomMiB)
 	assert.Equal(t, 40, cfg.MinGCPercent)
 	assert.Equal(t, 2*time.Second, cfg.CheckInterval)
 }
@@ -38,6 +40,7 @@ func TestValidateNamesTheKey(t *testing.T) {
 	}{
 		{"no headroom", func(c *Config) { c.MaxHeadroomMiB = 0 }, "max_headroom_mib: 0, must be at least 1"},
 		{"negative headroom", func(c *Config) { c.MaxHeadroomMiB = -5 }, "max_headroom_mib: -5"},
+		{"negative least headroom", func(c *Config) { c.MinHeadroomMiB = -1 }, "min_headroom_mib: -1, must be at least 0"},
 		{"percent 0", func(c *Config) { c.MinGCPercent = 0 }, "min_gc_percent: 0, must be 1..100"},
 		{"percent above GOGC's default", func(c *Config) { c.MinGCPercent = 101 }, "min_gc_percent: 101"},
 		{"interval too short", func(c *Config) { c.CheckInterval = time.Millisecond }, "check_interval: 1ms, must be at least 10ms"},

@@ -31,13 +31,15 @@ type tuner struct {
 	logger *zap.Logger
 	tel    *telemetry
 
-	readLive    func() uint64        // the live heap in bytes; tests replace it
-	setPercent  func(int) int        // debug.SetGCPercent; tests replace it
-	readOffHeap func() int64         // offheap.Bytes; tests replace it
-	setLimit    func(int64) int64    // debug.SetMemoryLimit; tests replace it
-	readCgroup  func() (int64, bool) // the cgroup's memory limit; tests replace it
+	readLive    func() uint64               // the live heap in bytes; tests replace it
+	setPercent  func(int) int               // debug.SetGCPercent; tests replace it
+	readOffHeap func() int64                // offheap.Bytes; tests replace it
+	setLimit    func(int64) int64           // debug.SetMemoryLimit; tests replace it
+	readCgroup  func() (int64, bool)        // the cgroup's memory limit; tests replace it
+	lookupEnv   func(string) (string, bool) // os.LookupEnv; tests replace it
 
 	base      int          // the GC percent in effect at Start (GOGC), restored at Shutdown
+	reserve   []byte       // min_headroom_mib of heap never written, counted live; nil when GOGC is set
 	baseLimit int64        // the memory limit to keep: GOMEMLIMIT, or memory_limit_percentage of the cgroup's
 	found     int64        // the memory limit in effect at Start, restored at Shutdown
 	setBase   bool         // Start set baseLimit from the cgroup's limit
@@ -54,7 +56,7 @@ type tuner struct {
 
 func newTuner(set component.TelemetrySettings, cfg *Config) (*tuner, error) {
 	t := &tuner{cfg: cfg, logger: set.Logger, readLive: newLiveHeapReader(), setPercent: debug.SetGCPercent,
-		readOffHeap: offheap.Bytes, setLimit: debug.SetMemoryLimit, readCgroup: readCgroupMemoryLimit}
+		readOffHeap: offheap.Bytes, setLimit: debug.SetMemoryLimit, readCgroup: readCgroupMemoryLimit, lookupEnv: os.LookupEnv}
 	tel, err := newTelemetry(set, t)
 	if err != nil {
 		return nil, err
@@ -90,6 +92,9 @@ func (t *tuner) Start(context.Context, component.Host) error {
 	t.setPercent(t.base)
 	t.percent.Store(int64(t.base))
 	t.tunes = t.base >= 0
+	if _, set := t.lookupEnv("GOGC"); !set && t.tunes && t.cfg.MinHeadroomMiB > 0 {
+		t.reserveHeadroom()
+	}
 	if !t.tunes {
 		t.logger.Info("GOGC=off: the GC percent is left as it is")
 	}
@@ -107,6 +112,18 @@ func (t *tuner) Start(context.Context, component.Host) error {
 	t.check()
 	go t.run()
 	return nil
+}
+
+// reserveHeadroom allocates min_headroom_mib that is never written. The collector counts it
+// live, so the heap goal is at least twice it above the live heap (GOGC=100), and collections
+// at a small live heap come that much less often; pages never written are never resident, so
+// it costs address space, not memory. Allocated at Start, before the pipeline runs, it takes
+// pages fresh from the system, which need no zeroing. A percent above GOGC would do the same on
+// paper, but it would apply to whatever the next collection finds live: a flush's spike found
+// at a high percent set for the quiet heap before it would overshoot by the spike times the
+// percent.
+func (t *tuner) reserveHeadroom() {
+	t.reserve = make([]byte, min(t.cfg.MinHeadroomMiB, t.cfg.MaxHeadroomMiB)<<20)
 }
 
 // limitFromCgroup sets the Go memory limit to memory_limit_percentage of the cgroup's memory
@@ -182,18 +199,18 @@ func limitFor(base, off int64) int64 {
 	return max(base-off, base/4)
 }
 
-// percentFor is the GC percent that lets the heap grow by at most headroom bytes above live:
+// percentFor is the GC percent that lets the heap grow by at most maxRoom bytes above live:
 // base (GOGC) while base allows less, never above base, and never below minPercent unless
 // base is lower still.
-func percentFor(live, headroom uint64, minPercent, base int) int {
+func percentFor(live, maxRoom uint64, minPercent, base int) int {
 	if base <= 0 || live == 0 {
 		return base
 	}
-	p := headroom / live * 100
+	p := maxRoom / live * 100
 	if p < uint64(base) {
-		// In two steps: headroom*100 could overflow for an absurd headroom, headroom/live
+		// In two steps: maxRoom*100 could overflow for an absurd headroom, maxRoom/live
 		// alone loses the fraction.
-		p = headroom * 100 / live
+		p = maxRoom * 100 / live
 	}
 	switch {
 	case p >= uint64(base):
@@ -219,6 +236,7 @@ func (t *tuner) Shutdown(context.Context) error {
 		<-t.done
 	}
 	t.setPercent(t.base)
+	t.reserve = nil
 	if t.limits || t.setBase {
 		t.setLimit(t.found)
 	}

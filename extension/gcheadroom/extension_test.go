@@ -2,7 +2,9 @@ package gcheadroom
 
 import (
 	"context"
+	"fmt"
 	"math"
+	"os"
 	"runtime"
 	"runtime/debug"
 	"sync"
@@ -44,6 +46,67 @@ func TestPercentFor(t *testing.T) {
 			assert.Equal(t, tc.want, percentFor(tc.live, tc.headroom, tc.minPercent, tc.base))
 		})
 	}
+}
+
+// The least headroom applies while GOGC is not set in the environment; a GOGC set by hand is
+// the ceiling, as without it.
+func TestLeastHeadroomOnlyWithoutGOGCInTheEnvironment(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		env  bool
+		want int
+	}{{"GOGC unset", false, 32 * mib}, {"GOGC set", true, 0}} {
+		t.Run(tc.name, func(t *testing.T) {
+			rt := &fakeRuntime{percent: 100}
+			tu := newTestTuner(t, rt, createDefaultConfig())
+			tu.lookupEnv = func(k string) (string, bool) { return "100", tc.env && k == "GOGC" }
+			require.NoError(t, tu.Start(context.Background(), componenttest.NewNopHost()))
+			assert.Len(t, tu.reserve, tc.want)
+			require.NoError(t, tu.Shutdown(context.Background()))
+			assert.Nil(t, tu.reserve, "let go at Shutdown")
+		})
+	}
+	cfg := createDefaultConfig()
+	cfg.MinHeadroomMiB = 0
+	tu := newTestTuner(t, &fakeRuntime{percent: 100}, cfg)
+	require.NoError(t, tu.Start(context.Background(), componenttest.NewNopHost()))
+	assert.Nil(t, tu.reserve, "min_headroom_mib: 0 reserves nothing")
+	require.NoError(t, tu.Shutdown(context.Background()))
+	cfg = createDefaultConfig()
+	cfg.MaxHeadroomMiB = 16
+	tu = newTestTuner(t, &fakeRuntime{percent: 100}, cfg)
+	require.NoError(t, tu.Start(context.Background(), componenttest.NewNopHost()))
+	assert.Len(t, tu.reserve, 16*mib, "never more than max_headroom_mib")
+	require.NoError(t, tu.Shutdown(context.Background()))
+}
+
+// The reserved headroom is counted live by the collector but never written, so it is not
+// resident: the process' RSS grows by far less than its size.
+func TestReservedHeadroomIsNotResident(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("reads /proc/self/statm")
+	}
+	rss := func() int64 {
+		b, err := os.ReadFile("/proc/self/statm")
+		require.NoError(t, err)
+		var size, resident int64
+		_, err = fmt.Sscan(string(b), &size, &resident)
+		require.NoError(t, err)
+		return resident * int64(os.Getpagesize())
+	}
+	cfg := createDefaultConfig()
+	cfg.MinHeadroomMiB = 64
+	tu := newTestTuner(t, &fakeRuntime{percent: 100}, cfg)
+	before := rss()
+	tu.reserveHeadroom()
+	runtime.GC()
+	grew := rss() - before
+	require.Len(t, tu.reserve, 64*mib)
+	assert.Less(t, grew, int64(8*mib), "RSS grew by %d bytes for a 64 MiB reservation", grew)
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	assert.GreaterOrEqual(t, ms.HeapAlloc, uint64(64*mib), "the collector counts it live")
+	runtime.KeepAlive(tu.reserve)
 }
 
 // fakeRuntime stands for the live heap, debug.SetGCPercent, the off-heap bytes and
@@ -97,6 +160,7 @@ func newTestTuner(t *testing.T, rt *fakeRuntime, cfg *Config) *tuner {
 	tu.setPercent = rt.set
 	tu.readOffHeap = rt.offHeap.Load
 	tu.setLimit = rt.setLimit
+	tu.lookupEnv = func(string) (string, bool) { return "", false }
 	if rt.limit == 0 {
 		rt.limit = math.MaxInt64
 	}
