@@ -55,7 +55,8 @@ func memoryRun(ctx context.Context, p Probe, c Collector, pool *Pool, o Options,
 	}
 	profile := o.HeapProfile && c.Name == "ours"
 	// cachedprom's renders are timed from the second flush on, when every series exists.
-	var renders, rendersAtSecond renderTotals
+	var renders, rendersAtSecond, rendersAtFirst renderTotals
+	var firstFlushSeen time.Time
 	timeRenders := c.Name == "ours"
 	// The load lasts the window, and longer (up to MaxWindow) until memoryFlushes flushes were
 	// delivered: a collector whose flushes fall behind still gets measured after its second one.
@@ -64,6 +65,18 @@ func memoryRun(ctx context.Context, p Probe, c Collector, pool *Pool, o Options,
 			break
 		}
 		seen := len(flushes(fw.snapshot(), o.FlushInterval))
+		if timeRenders && seen >= 1 && run.FirstRenderSeconds == 0 {
+			// The first render that ends after the first flush: its own time, and how long
+			// the burst waited for it.
+			now := readRenders(ctx, s)
+			switch {
+			case firstFlushSeen.IsZero():
+				firstFlushSeen, rendersAtFirst = time.Now(), now
+			case now.count > rendersAtFirst.count:
+				run.FirstRenderSeconds = (now.sum - rendersAtFirst.sum) / (now.count - rendersAtFirst.count)
+				run.FirstRenderAfter = time.Since(firstFlushSeen).Seconds()
+			}
+		}
 		if timeRenders && seen >= 2 && rendersAtSecond.count == 0 {
 			rendersAtSecond = readRenders(ctx, s)
 		}

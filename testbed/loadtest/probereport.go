@@ -87,6 +87,10 @@ func writeMemory(b *bufio.Writer, res *ProbeResult) {
 			latency(ph.Scrapes, ph.Scrapes.HeadersP50), latency(ph.Scrapes, ph.Scrapes.HeadersP99), ph.Scrapes.WireBytes)
 	}
 	for _, run := range res.Runs {
+		if run.FirstRenderSeconds > 0 {
+			fmt.Fprintf(b, "\n%s: the first render after the first flush took %.2f s and was seen done %.0f s after that flush (own telemetry, polled each second).\n",
+				run.Collector, run.FirstRenderSeconds, run.FirstRenderAfter)
+		}
 		if run.Renders > 0 {
 			fmt.Fprintf(b, "\n%s: %d renders of the snapshot from the second flush to the end of the load, %.2f s each on average (own telemetry).\n",
 				run.Collector, run.Renders, run.RenderSeconds)

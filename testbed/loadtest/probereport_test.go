@@ -57,7 +57,7 @@ func TestProbeRunLabel(t *testing.T) {
 func TestWriteMemoryCountedCell(t *testing.T) {
 	phase := []Phase{{Name: "load", SpansPerSec: 1_000_000, CPUPercent: 790}}
 	res := &ProbeResult{Probe: Probe{Name: "memory-1m-gomaxprocs-8", Kind: ProbeMemory, Sides: []string{"ours", "stock"}}, Runs: []ProbeRun{
-		{Collector: "ours", Series: 1_000_000, RSSMaxMiB: 1000, Phases: phase, Sent: 5000, Counted: 5000, Renders: 3, RenderSeconds: 1.5},
+		{Collector: "ours", Series: 1_000_000, RSSMaxMiB: 1000, Phases: phase, Sent: 5000, Counted: 5000, Renders: 3, RenderSeconds: 1.5, FirstRenderSeconds: 2.25, FirstRenderAfter: 4},
 		{Collector: "ours", Series: 1_000_000, RSSMaxMiB: 1000, Phases: phase, Sent: 5000, Counted: 4999},
 		{Collector: "ours", Series: 1_000_000, RSSMaxMiB: 1000, Phases: phase, Sent: 5000, Counted: -1},
 		{Collector: "stock", Series: 1_000_000, RSSMaxMiB: 1000, Phases: phase},
@@ -73,4 +73,6 @@ func TestWriteMemoryCountedCell(t *testing.T) {
 	assert.Contains(t, md, "| stock | 1000000 | 790 | 1000 | 1049 | not checked |")
 	assert.Contains(t, md, "ours: 3 renders of the snapshot from the second flush to the end of the load, 1.50 s each")
 	assert.Equal(t, 1, strings.Count(md, "renders of the snapshot"), "runs without timed renders say nothing")
+	assert.Contains(t, md, "ours: the first render after the first flush took 2.25 s and was seen done 4 s after that flush")
+	assert.Equal(t, 1, strings.Count(md, "the first render after"), "runs without it say nothing")
 }

@@ -56,6 +56,12 @@ type ProbeRun struct {
 	// the end of the load and their mean time, from its own telemetry (ProbeMemory, ours).
 	Renders       int     `json:"renders,omitempty"`
 	RenderSeconds float64 `json:"render_seconds,omitempty"`
+	// FirstRenderSeconds is how long cachedprom's first render after the first flush took,
+	// and FirstRenderAfter when the probe first saw it done, in seconds after it saw that
+	// flush (polled each second): the render that makes the burst's series visible
+	// (ProbeMemory, ours; 0: none seen during the load).
+	FirstRenderSeconds float64 `json:"first_render_seconds,omitempty"`
+	FirstRenderAfter   float64 `json:"first_render_after_seconds,omitempty"`
 	// StopSeconds is how long the graceful shutdown (final flush included) took.
 	StopSeconds float64 `json:"stop_seconds"`
 	// RSSMaxMiB is the largest RSS reading of the whole run.
