@@ -175,7 +175,7 @@ func TestOverflowCountedBeforeItIsServed(t *testing.T) {
 	clock.Advance(e.renderSettle)
 	e.step(clock.Now(), st)
 	require.Less(t, clock.Now().Sub(st.lastLog), cfg.RenderInterval, "the next log line is not due")
-	require.Contains(t, textOf(t, e.snapshot.Load()), `traces_span_metrics_calls_total{otel_metric_overflow="true"} 3`)
+	require.Contains(t, textOf(t, hold(t, e)), `traces_span_metrics_calls_total{otel_metric_overflow="true"} 3`)
 	assert.Equal(t, int64(2), counterValue(t, tel, "otelcol_exporter_cachedprom_adjusted_points", "overflow"),
 		"calls and duration of span c")
 }
@@ -307,7 +307,7 @@ func TestSampleNameCollisionsHidden(t *testing.T) {
 		}
 		require.NoError(t, e.ConsumeMetrics(context.Background(), md))
 		e.renderNow()
-		snap := e.snapshot.Load()
+		snap := hold(t, e)
 		out := textOf(t, snap)
 		assert.Equal(t, 1, strings.Count(out, "\nx_count{"), "%s:\n%s", order, out)
 		assert.Contains(t, out, "x_count{instance=\"i1\",job=\"svc\",otel_scope_name=\"\",otel_scope_schema_url=\"\",otel_scope_version=\"\"} 1\n")

@@ -226,6 +226,10 @@ func (e *cachedExporter) newSchedule(now time.Time) *schedule {
 // enough when that is all a render waits for, else 0. It takes the time as
 // an argument so tests drive it with their own clock instead of sleeping.
 func (e *cachedExporter) step(now time.Time, st *schedule) (settleIn time.Duration) {
+	// A spare still read when its render retired it is given back now.
+	e.renderMu.Lock()
+	e.renderer.discardSpares()
+	e.renderMu.Unlock()
 	if !now.Before(st.nextSweep) {
 		if n := e.store.expire(now.Add(-e.cfg.MetricExpiration)); n > 0 {
 			e.markDirty(now)

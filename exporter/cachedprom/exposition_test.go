@@ -120,7 +120,7 @@ func TestExpositionAlwaysParses(t *testing.T) {
 			require.NoError(t, e.ConsumeMetrics(context.Background(), awkwardBatch(testBase)))
 			require.NoError(t, e.ConsumeMetrics(context.Background(), awkwardBatch(testBase.Add(time.Second))))
 			e.renderNow()
-			snap := e.snapshot.Load()
+			snap := hold(t, e)
 			checkExposition(t, []byte(textOf(t, snap)), false)
 			om := gunzip(t, snap.omGzip)
 			checkExposition(t, om, true)

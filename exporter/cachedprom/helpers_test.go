@@ -297,6 +297,18 @@ func assertSameLines(t *testing.T, want, got []byte, what string) {
 	}
 }
 
+// hold returns the published snapshot registered as a reader until the test
+// ends, as a scrape holds it: a render (the render loop's included) may
+// retire it meanwhile, and a retired snapshot nobody reads gives its pages
+// back.
+func hold(tb testing.TB, e *cachedExporter) *snapshot {
+	tb.Helper()
+	s := e.acquire()
+	require.NotNil(tb, s, "no snapshot published")
+	tb.Cleanup(func() { s.readers.Add(-1) })
+	return s
+}
+
 // textOf returns a snapshot's text body, decompressing it when only the
 // gzip form was kept.
 func textOf(tb testing.TB, s *snapshot) string {

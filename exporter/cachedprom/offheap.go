@@ -79,6 +79,15 @@ func (b *offHeapBuffer) bytes() []byte { return b.chunk.values[:b.n:b.n] }
 // reset empties the buffer and keeps its mapping for the next content.
 func (b *offHeapBuffer) reset() { b.n = 0 }
 
+// discard empties the buffer and gives its written pages back to the system, keeping the
+// mapping for the next content.
+func (b *offHeapBuffer) discard() {
+	if b.chunk.mem != nil {
+		offheap.Discard(b.chunk.mem[:b.n])
+	}
+	b.n = 0
+}
+
 // free returns the mapping to the system; bytes must not be used afterwards.
 func (b *offHeapBuffer) free() {
 	b.chunk.free()

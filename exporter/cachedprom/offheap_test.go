@@ -2,7 +2,9 @@ package cachedprom
 
 import (
 	"bytes"
+	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -52,11 +54,19 @@ func TestRetireFreesOnlyUnreadSnapshots(t *testing.T) {
 	assert.Equal(t, []byte("body"), a.textGzip)
 
 	a.readers.Add(-1)
+	c.readers.Add(1) // a scrape still writing c as a render retires it
 	r.retire(c)
 	assert.Equal(t, []*snapshot{c}, r.retired, "one spare, the newest")
 	assert.Nil(t, a.textGzip)
 	assert.Nil(t, b.textGzip)
-	assert.Equal(t, []byte("body"), c.textGzip)
+	assert.Equal(t, []byte("body"), c.textGzip, "a spare being read keeps its pages")
+
+	c.readers.Add(-1)
+	r.discardSpares()
+	assert.Equal(t, []*snapshot{c}, r.retired)
+	assert.Nil(t, c.textGzip, "a spare nobody reads gives its pages back")
+	assert.NotEmpty(t, c.textGzipBuf.chunk.values, "and keeps its mapping for the next render")
+	assert.Empty(t, c.textGzipBuf.bytes())
 
 	d := newSnap()
 	d.readers.Add(1)
@@ -66,4 +76,28 @@ func TestRetireFreesOnlyUnreadSnapshots(t *testing.T) {
 	assert.Equal(t, []byte("body"), d.textGzip, "a snapshot still read is not unmapped")
 	d.readers.Add(-1)
 	d.free()
+}
+
+func TestRenderGivesTheSparesPagesBack(t *testing.T) {
+	ours, url := startOurs(t, func(c *Config) { c.RenderInterval = time.Hour })
+	require.NoError(t, ours.ConsumeMetrics(context.Background(), spanmetricsLike(2000, 0)))
+	ours.renderNow()
+	first := ours.snapshot.Load()
+	want, _ := scrape(t, url, "", true)
+	require.NotEmpty(t, want)
+
+	ours.renderNow() // retires the first snapshot: the spare
+	ours.renderMu.Lock()
+	require.Equal(t, []*snapshot{first}, ours.renderer.retired)
+	assert.Empty(t, first.textGzipBuf.bytes(), "the spare's body was given back")
+	assert.NotEmpty(t, first.textGzipBuf.chunk.values, "its mapping is kept")
+	ours.renderMu.Unlock()
+
+	// The next render writes its body into the spare's mapping again.
+	require.NoError(t, ours.ConsumeMetrics(context.Background(), spanmetricsLike(2000, 1)))
+	ours.renderNow()
+	require.Same(t, &first.textGzipBuf.chunk.values[0], &ours.snapshot.Load().textGzipBuf.chunk.values[0], "the spare's mapping reused")
+	got, _ := scrape(t, url, "", true)
+	assert.Equal(t, textOf(t, ours.snapshot.Load()), string(got))
+	assert.NotEqual(t, string(want), string(got), "the step changed the values")
 }

@@ -45,7 +45,7 @@ func TestProtoServedWhenAskedFor(t *testing.T) {
 			assert.Contains(t, resp.Header.Get("Content-Type"), "text/plain")
 			assert.Equal(t, text, first)
 			e.renderNow()
-			snap := e.snapshot.Load()
+			snap := hold(t, e)
 			require.NotNil(t, snap.protoGzip)
 
 			// Text is unchanged by the protobuf body beside it.
@@ -131,7 +131,7 @@ func TestProtoRenderedOnlyWhileAskedFor(t *testing.T) {
 
 	e.protoSeen.Store(time.Now().Add(-protoTTL - time.Second).UnixNano())
 	e.renderNow()
-	snap := e.snapshot.Load()
+	snap := hold(t, e)
 	assert.Nil(t, snap.protoGzip)
 	assert.Nil(t, snap.proto)
 	_, resp := scrape(t, url, acceptProm242Native, true)
@@ -153,9 +153,9 @@ func TestProtoIdentityKept(t *testing.T) {
 	// Not kept yet: inflated from the gzip form for this client.
 	body, resp := scrape(t, url, acceptProm3Native, false)
 	assert.Equal(t, wantContentTypeProto, resp.Header.Get("Content-Type"))
-	assert.Equal(t, gunzip(t, e.snapshot.Load().protoGzip), body)
+	assert.Equal(t, gunzip(t, hold(t, e).protoGzip), body)
 	e.renderNow()
-	snap := e.snapshot.Load()
+	snap := hold(t, e)
 	require.True(t, snap.protoKept)
 	assert.Equal(t, gunzip(t, snap.protoGzip), snap.proto)
 	body, resp = scrape(t, url, acceptProm3Native, false)

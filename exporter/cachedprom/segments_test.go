@@ -147,7 +147,7 @@ func TestScrapeOfSegmentsDecodes(t *testing.T) {
 			require.NoError(t, e.ConsumeMetrics(context.Background(), spanmetricsLike(n, 0)))
 			e.renderNow()
 			work := e.renderNow()
-			snap := e.snapshot.Load()
+			snap := hold(t, e)
 			require.Greater(t, snap.textLen, parallelMinBody)
 			if procs == 1 {
 				assert.Zero(t, e.renderer.work, "no workers")
@@ -200,7 +200,7 @@ func TestFirstRenderOfABurstUsesTheCores(t *testing.T) {
 	}
 	require.NoError(t, e.ConsumeMetrics(context.Background(), gaugeBatch("burst", testBase, values...)))
 	e.renderNow()
-	snap := e.snapshot.Load()
+	snap := hold(t, e)
 	require.Greater(t, snap.textLen, parallelMinBody)
 	require.Positive(t, e.renderer.work, "the first render of the burst is compressed in segments")
 	inSegments := gunzipOneMember(t, snap.textGzip)
@@ -208,6 +208,6 @@ func TestFirstRenderOfABurstUsesTheCores(t *testing.T) {
 	e.renderer.workers = 1
 	e.renderNow()
 	assert.Zero(t, e.renderer.work)
-	assert.Equal(t, gunzipOneMember(t, e.snapshot.Load().textGzip), inSegments)
+	assert.Equal(t, gunzipOneMember(t, hold(t, e).textGzip), inSegments)
 	assert.Equal(t, n, bytes.Count(inSegments, []byte("\nburst{")))
 }

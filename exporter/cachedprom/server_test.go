@@ -130,7 +130,8 @@ func TestIdentityScrapeOfGzipOnlySnapshot(t *testing.T) {
 	e, url := startOurs(t, nil)
 	require.NoError(t, e.ConsumeMetrics(context.Background(), mixedMetrics(0, testBase)))
 	e.renderNow()
-	snap := e.snapshot.Load()
+	// The identity scrape below makes the render loop replace it.
+	snap := hold(t, e)
 	require.False(t, snap.textKept, "no identity client seen yet: only gzip is held")
 	require.Nil(t, snap.text)
 	require.NotEmpty(t, snap.textGzip)
@@ -156,7 +157,7 @@ func TestIdentityScrapeOfLargeBody(t *testing.T) {
 	require.Greater(t, e.snapshot.Load().textLen, maxKeptBody)
 
 	body, resp := scrape(t, url, "", false)
-	snap := e.snapshot.Load()
+	snap := hold(t, e)
 	assert.Equal(t, textOf(t, snap), string(body))
 	assert.Equal(t, strconv.Itoa(snap.textLen), resp.Header.Get("Content-Length"))
 	assert.False(t, e.dirty.Load(), "an identity scrape of a body too large to keep asks for no render")
@@ -168,7 +169,7 @@ func TestIdentityScrapeOfLargeBody(t *testing.T) {
 	e.renderer.lastLen = [numBodies]int{}
 	e.renderMu.Unlock()
 	e.renderNow()
-	snap = e.snapshot.Load()
+	snap = hold(t, e)
 	assert.False(t, snap.textKept)
 	assert.Nil(t, snap.text)
 	e.renderNow()
@@ -233,7 +234,7 @@ func TestOneInflationAtATime(t *testing.T) {
 	rec = httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, url, nil))
 	assert.Equal(t, http.StatusOK, rec.Code)
-	assert.Equal(t, textOf(t, e.snapshot.Load()), rec.Body.String())
+	assert.Equal(t, textOf(t, hold(t, e)), rec.Body.String())
 	require.Eventually(t, func() bool { return len(h.inflating) == 0 }, 5*time.Second, time.Millisecond,
 		"the served scrape gives its slot back after as long again as it took")
 }

@@ -35,6 +35,9 @@ type snapshot struct {
 	series                 int
 	hidden                 int // series not rendered: their names collide with another family's
 
+	// discarded says the gzip bodies' pages were given back (discard).
+	discarded bool
+
 	// readers counts scrapes writing this snapshot's bytes, so the renderer
 	// can reuse the buffers of a retired snapshot nobody reads any more.
 	readers atomic.Int32
@@ -65,6 +68,7 @@ func (s *snapshot) size() int {
 // free returns the snapshot's off-heap buffers. Only for a snapshot that is
 // not published and has no readers.
 func (s *snapshot) free() {
+	s.discarded = true
 	s.textGzipBuf.free()
 	s.omGzipBuf.free()
 	s.protoGzipBuf.free()
@@ -274,10 +278,11 @@ func (r *snapshotRenderer) reusable() *snapshot {
 }
 
 // retire records a snapshot that is no longer published. One spare is
-// kept: holding more would multiply memory for large bodies, and a scrape
-// slower than a render interval only costs a fresh buffer. Older ones are
-// freed once no scrape reads them; one still being written to a client
-// stays until a later render finds it unread.
+// kept, its mappings without their pages (discardSpares): holding more
+// would multiply memory for large bodies, and a scrape slower than a render
+// interval only costs a fresh buffer. Older ones are freed once no scrape
+// reads them; one still being written to a client stays until a later
+// render finds it unread.
 func (r *snapshotRenderer) retire(s *snapshot) {
 	if s == nil {
 		return
@@ -294,6 +299,25 @@ func (r *snapshotRenderer) retire(s *snapshot) {
 	}
 	clear(r.retired[len(kept):])
 	r.retired = kept
+	r.discardSpares()
+}
+
+// discardSpares gives back the pages of the retired snapshots nobody reads:
+// the spare keeps its mappings for the next render, but not its pages. A
+// body of a million series is about 100 MB of gzip, and between renders (at
+// least two thirds of the time at that size, see step) the spare would hold
+// it resident for nothing. The next render writes the pages again: faulting
+// them in costs a few milliseconds per 100 MB, against seconds of render.
+func (r *snapshotRenderer) discardSpares() {
+	for _, s := range r.retired {
+		if !s.discarded && s.readers.Load() == 0 {
+			s.textGzipBuf.discard()
+			s.omGzipBuf.discard()
+			s.protoGzipBuf.discard()
+			s.textGzip, s.omGzip, s.protoGzip = nil, nil, nil
+			s.discarded = true
+		}
+	}
 }
 
 // freeAll frees the retired snapshots and published, which must no longer

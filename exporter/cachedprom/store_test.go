@@ -54,7 +54,7 @@ func deltaCounter(v float64, start, end time.Time) pmetric.Metrics {
 func body(t *testing.T, e *cachedExporter) string {
 	t.Helper()
 	e.renderNow()
-	return textOf(t, e.snapshot.Load())
+	return textOf(t, hold(t, e))
 }
 
 func TestDeltaSumsAccumulate(t *testing.T) {
@@ -237,7 +237,7 @@ func TestRenderLoopFollowsItsClock(t *testing.T) {
 	now = clock.Now()
 	assert.Zero(t, e.step(now, st))
 	require.NotNil(t, e.snapshot.Load())
-	first := e.snapshot.Load()
+	first := hold(t, e)
 	assert.Contains(t, textOf(t, first), `temp{`)
 
 	clock.Advance(time.Second)
@@ -248,21 +248,21 @@ func TestRenderLoopFollowsItsClock(t *testing.T) {
 	clock.Advance(time.Second)
 	now = clock.Now()
 	e.step(now, st)
-	assert.Contains(t, textOf(t, e.snapshot.Load()), `k="b"`)
+	assert.Contains(t, textOf(t, hold(t, e)), `k="b"`)
 
 	// "a" was updated at testBase, "b" 1.5 s later: at testBase+5m+1s the
 	// sweep removes "a" only; later it removes "b".
 	clock.Advance(cfg.MetricExpiration - 1500*time.Millisecond)
 	now = clock.Now()
 	e.step(now, st)
-	out := textOf(t, e.snapshot.Load())
+	out := textOf(t, hold(t, e))
 	assert.NotContains(t, out, `k="a"`)
 	assert.Contains(t, out, `k="b"`)
 	clock.Advance(time.Minute)
 	now = clock.Now()
 	e.step(now, st)
 	assert.Zero(t, e.store.len())
-	assert.Empty(t, textOf(t, e.snapshot.Load()))
+	assert.Empty(t, textOf(t, hold(t, e)))
 }
 
 // TestRenderWaitsForTheWholeFlush: a flush arriving as many calls in a row
@@ -286,11 +286,11 @@ func TestRenderWaitsForTheWholeFlush(t *testing.T) {
 	clock.Advance(e.renderSettle - gap)
 	e.step(clock.Now(), st)
 	require.NotNil(t, e.snapshot.Load())
-	assert.Equal(t, 8, strings.Count(textOf(t, e.snapshot.Load()), "temp{"), "the whole flush in one render")
+	assert.Equal(t, 8, strings.Count(textOf(t, hold(t, e)), "temp{"), "the whole flush in one render")
 
 	// Parts that never pause: rendered at the latest renderMaxDelay after
 	// the first one no snapshot shows.
-	rendered := e.snapshot.Load()
+	rendered := hold(t, e)
 	clock.Advance(2 * cfg.RenderInterval) // past the pause after the render
 	began := clock.Now()
 	for i := 0; e.snapshot.Load() == rendered; i++ {
@@ -326,7 +326,7 @@ func TestRenderLoopWakesWhenIngestPaused(t *testing.T) {
 		clock.Advance(step)
 	}
 	assert.GreaterOrEqual(t, clock.Since(began), e.renderSettle)
-	assert.Contains(t, textOf(t, e.snapshot.Load()), `temp{`)
+	assert.Contains(t, textOf(t, hold(t, e)), `temp{`)
 }
 
 // TestMemoryFallsAfterBurst: after a cardinality burst expires, label bytes

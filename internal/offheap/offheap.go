@@ -34,3 +34,12 @@ func Unmap(b []byte) {
 // Bytes is what Map has mapped and Unmap not yet returned: an upper bound of the resident
 // memory it stands for (a mapping grown by doubling has unwritten pages).
 func Bytes() int64 { return mapped.Load() }
+
+// Discard gives b's pages, b being part of what Map returned, back to the system but keeps
+// the mapping: b reads as zeros afterwards, and its pages become resident again as they are
+// written. It stays counted in Bytes, since it is mapped for reuse.
+func Discard(b []byte) {
+	if len(b) > 0 {
+		discardAnon(b)
+	}
+}
