@@ -3,8 +3,14 @@ package cachedprom
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/klauspost/compress/gzip"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -100,4 +106,72 @@ func TestRenderGivesTheSparesPagesBack(t *testing.T) {
 	got, _ := scrape(t, url, "", true)
 	assert.Equal(t, textOf(t, ours.snapshot.Load()), string(got))
 	assert.NotEqual(t, string(want), string(got), "the step changed the values")
+}
+
+// TestScrapesDuringRendersGetWholeBodies: scrapes racing renders, each of
+// which retires the snapshot before it and gives the spare's pages back,
+// always get a whole body: a page given back under a reader would read as
+// zeros and break the gzip checksum.
+func TestScrapesDuringRendersGetWholeBodies(t *testing.T) {
+	const n = 4000 // OTLP series: n/2 calls series
+	ours, url := startOurs(t, nil)
+	require.NoError(t, ours.ConsumeMetrics(context.Background(), spanmetricsLike(n, 0)))
+	ours.renderNow()
+
+	stop := make(chan struct{})
+	errs := make(chan error, 16)
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			client := &http.Client{Transport: &http.Transport{DisableCompression: true}, Timeout: 10 * time.Second}
+			defer client.CloseIdleConnections()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if err := scrapeWhole(client, url, n/2); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	for step := 1; step <= 40; step++ {
+		require.NoError(t, ours.ConsumeMetrics(context.Background(), spanmetricsLike(n, step)))
+		ours.renderNow()
+	}
+	close(stop)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		assert.NoError(t, err)
+	}
+}
+
+// scrapeWhole scrapes url with gzip and checks the body inflates whole and
+// lists calls counters.
+func scrapeWhole(client *http.Client, url string, calls int) error {
+	req, _ := http.NewRequest(http.MethodGet, url, http.NoBody)
+	req.Header.Set("Accept-Encoding", "gzip")
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	zr, err := gzip.NewReader(resp.Body)
+	if err != nil {
+		return err
+	}
+	body, err := io.ReadAll(zr)
+	if err != nil {
+		return err
+	}
+	if got := bytes.Count(body, []byte("\ntraces_span_metrics_calls_total{")); got != calls {
+		return fmt.Errorf("%d calls series in a body of %d bytes, want %d", got, len(body), calls)
+	}
+	return nil
 }
