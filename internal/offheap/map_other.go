@@ -5,5 +5,3 @@ package offheap // import "github.com/otelcol-red/otelcol-red/internal/offheap"
 func mapAnon(int) []byte { return nil }
 
 func unmapAnon([]byte) {}
-
-func discardAnon([]byte) {}

@@ -13,5 +13,3 @@ func mapAnon(n int) []byte {
 }
 
 func unmapAnon(b []byte) { _ = syscall.Munmap(b) }
-
-func discardAnon(b []byte) { _ = syscall.Madvise(b, syscall.MADV_DONTNEED) }

@@ -37,7 +37,8 @@ func Bytes() int64 { return mapped.Load() }
 
 // Discard gives b's pages, b being part of what Map returned, back to the system but keeps
 // the mapping: b reads as zeros afterwards, and its pages become resident again as they are
-// written. It stays counted in Bytes, since it is mapped for reuse.
+// written. It stays counted in Bytes, since it is mapped for reuse. On Linux only; elsewhere
+// the pages stay and their content is undefined, so callers treat b as garbage either way.
 func Discard(b []byte) {
 	if len(b) > 0 {
 		discardAnon(b)
