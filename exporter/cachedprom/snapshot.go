@@ -304,9 +304,9 @@ func (r *snapshotRenderer) retire(s *snapshot) {
 
 // discardSpares gives back the pages of the retired snapshots nobody reads:
 // the spare keeps its mappings for the next render, but not its pages. A
-// body of a million series is about 100 MB of gzip, and between renders (at
-// least two thirds of the time at that size, see step) the spare would hold
-// it resident for nothing. The next render writes the pages again: faulting
+// body of a million series is about 130 MB of gzip, and between renders (at
+// least half the time: step waits as long again as a render took) the spare
+// would hold it resident for nothing. The next render writes the pages again: faulting
 // them in costs a few milliseconds per 100 MB, against seconds of render.
 func (r *snapshotRenderer) discardSpares() {
 	for _, s := range r.retired {
