@@ -79,11 +79,12 @@ func (b *offHeapBuffer) bytes() []byte { return b.chunk.values[:b.n:b.n] }
 // reset empties the buffer and keeps its mapping for the next content.
 func (b *offHeapBuffer) reset() { b.n = 0 }
 
-// discard empties the buffer and gives its written pages back to the system, keeping the
-// mapping for the next content.
+// discard empties the buffer and gives its pages back to the system, keeping the mapping for
+// the next content. The whole mapping, not only the last content: a larger body written before
+// left pages resident beyond it.
 func (b *offHeapBuffer) discard() {
 	if b.chunk.mem != nil {
-		offheap.Discard(b.chunk.mem[:b.n])
+		offheap.Discard(b.chunk.mem)
 	}
 	b.n = 0
 }
