@@ -84,29 +84,49 @@ func startStock(tb testing.TB, mutate func(*prometheusexporter.Config)) (exporte
 // the decoded body and the response.
 func scrape(tb testing.TB, url, accept string, gz bool) ([]byte, *http.Response) {
 	tb.Helper()
-	req, err := http.NewRequest(http.MethodGet, url, http.NoBody)
+	tr := &http.Transport{DisableCompression: true}
+	defer tr.CloseIdleConnections()
+	body, resp, err := fetch(&http.Client{Transport: tr, Timeout: 60 * time.Second}, url, accept, gz)
 	require.NoError(tb, err)
+	return body, resp
+}
+
+// fetch is scrape returning its error instead of failing the test, for
+// goroutines other than the test's: one GET, a 200 answer required, the
+// body inflated when it came gzip-encoded.
+func fetch(c *http.Client, url, accept string, gz bool) ([]byte, *http.Response, error) {
+	req, err := http.NewRequest(http.MethodGet, url, http.NoBody)
+	if err != nil {
+		return nil, nil, err
+	}
 	if accept != "" {
 		req.Header.Set("Accept", accept)
 	}
-	tr := &http.Transport{DisableCompression: true}
-	defer tr.CloseIdleConnections()
 	if gz {
 		req.Header.Set("Accept-Encoding", "gzip")
 	}
-	resp, err := (&http.Client{Transport: tr, Timeout: 60 * time.Second}).Do(req)
-	require.NoError(tb, err)
+	resp, err := c.Do(req)
+	if err != nil {
+		return nil, nil, err
+	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
-	require.NoError(tb, err)
-	require.Equal(tb, http.StatusOK, resp.StatusCode, string(body))
+	if err != nil {
+		return nil, resp, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, resp, fmt.Errorf("status %d: %s", resp.StatusCode, body)
+	}
 	if resp.Header.Get("Content-Encoding") == "gzip" {
 		zr, err := gzip.NewReader(bytes.NewReader(body))
-		require.NoError(tb, err)
-		body, err = io.ReadAll(zr)
-		require.NoError(tb, err)
+		if err != nil {
+			return nil, resp, err
+		}
+		if body, err = io.ReadAll(zr); err != nil {
+			return nil, resp, err
+		}
 	}
-	return body, resp
+	return body, resp, nil
 }
 
 // parseText parses a text 0.0.4 exposition into a comparable form.
