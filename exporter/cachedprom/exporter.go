@@ -53,7 +53,10 @@ type cachedExporter struct {
 	firstRenderWait time.Duration
 	renderSettle    time.Duration
 	renderMaxDelay  time.Duration
-	etagPrefix      string
+	// spareWaitMin is the published gzip body from which a due render
+	// waits for a spare no scrape reads (holdForSpare).
+	spareWaitMin int
+	etagPrefix   string
 
 	// clock is the time of ingest, of the render loop and of identity
 	// scrapes: real in the collector, fake in tests.
@@ -97,6 +100,7 @@ func newExporter(cfg *Config, set exporter.Settings, clock clockwork.Clock) (*ca
 		// late at most.
 		renderSettle:   cfg.RenderInterval / 4,
 		renderMaxDelay: 4 * cfg.RenderInterval,
+		spareWaitMin:   spareWaitMinBytes,
 		// A per-process nonce keeps ETags from an earlier process from
 		// matching a different body after a restart.
 		etagPrefix: `"` + hex.EncodeToString(nonce[:]) + "-",
@@ -212,6 +216,10 @@ type schedule struct {
 	start, nextSweep, nextRender, lastLog time.Time
 	sweepEvery                            time.Duration
 	unlogged                              [numEvents]int64 // counted, not yet logged
+	// lastWork is the last render's processor time, and spareWaitSince
+	// when a due render began to wait for a spare (zero when none waits).
+	lastWork       time.Duration
+	spareWaitSince time.Time
 }
 
 func (e *cachedExporter) newSchedule(now time.Time) *schedule {
@@ -223,8 +231,9 @@ func (e *cachedExporter) newSchedule(now time.Time) *schedule {
 // own telemetry at most once per interval, render when something changed,
 // ingest paused (or the change waited renderMaxDelay) and the last render's
 // pause is over. It returns how long until ingest will have paused long
-// enough when that is all a render waits for, else 0. It takes the time as
-// an argument so tests drive it with their own clock instead of sleeping.
+// enough, or until it looks again for a spare a due render waits for
+// (holdForSpare), else 0. It takes the time as an argument so tests drive
+// it with their own clock instead of sleeping.
 func (e *cachedExporter) step(now time.Time, st *schedule) (settleIn time.Duration) {
 	// A spare still read when its render retired it is given back now.
 	e.renderMu.Lock()
@@ -256,6 +265,9 @@ func (e *cachedExporter) step(now time.Time, st *schedule) (settleIn time.Durati
 	if !due || now.Before(st.nextRender) {
 		return 0
 	}
+	if wait := e.holdForSpare(now, st); wait > 0 {
+		return wait
+	}
 	// Counted before the render: a snapshot showing an overflow series
 	// never comes before the telemetry counting what went into it.
 	e.countEvents(st)
@@ -263,8 +275,54 @@ func (e *cachedExporter) step(now time.Time, st *schedule) (settleIn time.Durati
 	// Idle at least as long as the render's processor time: at most half
 	// a core on average, also when a large body was compressed on several.
 	st.nextRender = now.Add(max(e.cfg.RenderInterval, 2*work))
+	st.lastWork = work
 	return 0
 }
+
+// holdForSpare returns how long a due render waits before it looks again
+// for a spare, or 0 to render now. While a render writes its body, the
+// published one is still served, so two bodies are resident; a render that
+// finds the spare still written to a client (a scrape that began before the
+// last render was published) takes a fresh mapping, and a third body is
+// resident while that scrape lasts: about 130 MB at a million series, where
+// a scrape reads for seconds (Prometheus inflates the whole page before it
+// parses it). So a render of a large body waits for the spare's last
+// reader, at most as long as the last render took (at least
+// render_interval): the data a scrape sees is then at most one render
+// older, and memory holds two bodies unless a scrape outlasts that too.
+// Small bodies never wait: a fresh mapping costs less than the delay.
+func (e *cachedExporter) holdForSpare(now time.Time, st *schedule) time.Duration {
+	pub := e.snapshot.Load()
+	e.renderMu.Lock()
+	busy := pub != nil && pub.size() >= e.spareWaitMin && e.renderer.sparesRead()
+	e.renderMu.Unlock()
+	if !busy {
+		if !st.spareWaitSince.IsZero() {
+			e.telemetry.spareWaits[spareReused].Add(1)
+			st.spareWaitSince = time.Time{}
+		}
+		return 0
+	}
+	if st.spareWaitSince.IsZero() {
+		st.spareWaitSince = now
+	}
+	left := max(e.cfg.RenderInterval, st.lastWork) - now.Sub(st.spareWaitSince)
+	if left <= 0 {
+		e.telemetry.spareWaits[spareFresh].Add(1)
+		st.spareWaitSince = time.Time{}
+		return 0
+	}
+	return min(left, sparePoll)
+}
+
+const (
+	// spareWaitMinBytes is the published gzip body from which a render
+	// waits for its spare: ~60k RED series.
+	spareWaitMinBytes = 8 << 20
+	// sparePoll is how often a waiting render looks for the spare again: a
+	// scrape's end wakes nothing.
+	sparePoll = 50 * time.Millisecond
+)
 
 // renderNow renders and publishes a snapshot of the current store. It
 // returns the render's processor time: its duration, or more when workers

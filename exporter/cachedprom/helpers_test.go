@@ -329,6 +329,17 @@ func hold(tb testing.TB, e *cachedExporter) *snapshot {
 	return s
 }
 
+// onFakeClock returns an exporter of cfg whose ingest, render loop and
+// pacer read a fake clock at testBase, shut down when the test ends.
+func onFakeClock(tb testing.TB, cfg *Config) (*cachedExporter, *clockwork.FakeClock) {
+	tb.Helper()
+	clock := clockwork.NewFakeClockAt(testBase)
+	e, err := newExporter(cfg, exportertest.NewNopSettings(metadata.Type), clock)
+	require.NoError(tb, err)
+	tb.Cleanup(func() { require.NoError(tb, e.Shutdown(context.Background())) })
+	return e, clock
+}
+
 // textOf returns a snapshot's text body, decompressing it when only the
 // gzip form was kept.
 func textOf(tb testing.TB, s *snapshot) string {

@@ -25,6 +25,9 @@ type telemetry struct {
 	scrapes        atomic.Int64
 	scrapesRefused atomic.Int64
 	scrapesPaced   atomic.Int64
+	// spareWaits counts renders that waited for a scrape reading their
+	// spare: by outcome, the spare reused or, past the wait, a fresh mapping.
+	spareWaits [2]atomic.Int64
 
 	renderDuration metric.Float64Histogram
 	dropped        metric.Int64Counter
@@ -69,6 +72,10 @@ func newTelemetry(set component.TelemetrySettings) (*telemetry, error) {
 	pacedC, err := meter.Int64ObservableCounter("otelcol_exporter_cachedprom_scrapes_paced",
 		metric.WithDescription("Scrapes held back until min_scrape_interval had passed since the same client's previous one."), metric.WithUnit("{scrape}"))
 	errs = errors.Join(errs, err)
+	spareWaitsC, err := meter.Int64ObservableCounter("otelcol_exporter_cachedprom_render_spare_waits",
+		metric.WithDescription("Renders that waited for a scrape still reading the retired snapshot whose buffers they reuse, by outcome: spare (it ended, the buffers were reused) or fresh (it outlasted the wait, the render took new ones)."),
+		metric.WithUnit("{render}"))
+	errs = errors.Join(errs, err)
 	if errs != nil {
 		return nil, errs
 	}
@@ -80,8 +87,10 @@ func newTelemetry(set component.TelemetrySettings) (*telemetry, error) {
 		o.ObserveInt64(scrapesC, t.scrapes.Load())
 		o.ObserveInt64(refusedC, t.scrapesRefused.Load())
 		o.ObserveInt64(pacedC, t.scrapesPaced.Load())
+		o.ObserveInt64(spareWaitsC, t.spareWaits[spareReused].Load(), spareOutcome[spareReused])
+		o.ObserveInt64(spareWaitsC, t.spareWaits[spareFresh].Load(), spareOutcome[spareFresh])
 		return nil
-	}, seriesG, labelSetsG, hiddenG, bytesG, scrapesC, refusedC, pacedC)
+	}, seriesG, labelSetsG, hiddenG, bytesG, scrapesC, refusedC, pacedC, spareWaitsC)
 	return t, err
 }
 
@@ -91,6 +100,18 @@ func (t *telemetry) recordRender(d time.Duration, snap *snapshot, labelSets int)
 	t.labelSets.Store(int64(labelSets))
 	t.snapshotBytes.Store(int64(snap.size()))
 	t.renderDuration.Record(context.Background(), d.Seconds())
+}
+
+// Outcomes of a render's wait for its spare (telemetry.spareWaits).
+const (
+	spareReused = iota
+	spareFresh
+)
+
+// spareOutcome are the outcome attributes of render_spare_waits, made once.
+var spareOutcome = [2]metric.ObserveOption{
+	metric.WithAttributes(attribute.String("outcome", "spare")),
+	metric.WithAttributes(attribute.String("outcome", "fresh")),
 }
 
 // recordEvents adds what ingest counted, by reason.

@@ -106,6 +106,74 @@ func TestRenderGivesTheSparesPagesBack(t *testing.T) {
 	assert.NotEqual(t, string(want), string(got), "the step changed the values")
 }
 
+// TestRenderWaitsForTheSparesReader: a due render whose spare a scrape
+// still writes to a client waits for that scrape and then writes into the
+// spare's mapping, instead of holding a third body; it waits at most as
+// long as the last render took (at least render_interval), and not at all
+// for a small body.
+func TestRenderWaitsForTheSparesReader(t *testing.T) {
+	cfg := createDefaultConfig().(*Config)
+	cfg.RenderInterval = 2 * time.Second
+	e, clock := onFakeClock(t, cfg)
+	e.spareWaitMin = 1 // every body is large here
+	st := e.newSchedule(clock.Now())
+	step := 0
+	ingest := func() {
+		step++
+		require.NoError(t, e.ConsumeMetrics(context.Background(), spanmetricsLike(400, step)))
+		clock.Advance(2 * cfg.RenderInterval) // past the settle and the pause after a render
+	}
+	mapping := func(s *snapshot) *byte { return &s.textGzipBuf.chunk.values[0] }
+
+	ingest()
+	e.step(clock.Now(), st)
+	ingest()
+	e.step(clock.Now(), st) // the first snapshot is the spare now, unread
+	read := e.acquire()     // a scrape of the published one, still writing
+	ingest()
+	e.step(clock.Now(), st) // renders into the spare; retires the one read
+	published := e.snapshot.Load()
+	require.True(t, read != published)
+
+	ingest()
+	assert.Equal(t, sparePoll, e.step(clock.Now(), st), "the render waits for the scrape")
+	clock.Advance(cfg.RenderInterval / 2)
+	assert.Equal(t, sparePoll, e.step(clock.Now(), st))
+	assert.True(t, published == e.snapshot.Load(), "no render while the spare is read")
+	want := mapping(read)
+	read.readers.Add(-1) // the scrape ends
+	assert.Zero(t, e.step(clock.Now(), st))
+	require.True(t, published != e.snapshot.Load(), "rendered once the scrape ended")
+	assert.Same(t, want, mapping(e.snapshot.Load()), "written into the spare's mapping")
+	assert.EqualValues(t, 1, e.telemetry.spareWaits[spareReused].Load())
+
+	// A scrape that outlasts the wait: the render takes a fresh mapping, and
+	// the body being read stays whole.
+	read = hold(t, e)
+	ingest()
+	e.step(clock.Now(), st)
+	ingest()
+	waiting := e.snapshot.Load()
+	assert.Equal(t, sparePoll, e.step(clock.Now(), st))
+	clock.Advance(max(cfg.RenderInterval, st.lastWork))
+	assert.Zero(t, e.step(clock.Now(), st), "at most as long as the last render took, at least render_interval")
+	require.True(t, waiting != e.snapshot.Load(), "rendered after the wait")
+	assert.NotSame(t, mapping(read), mapping(e.snapshot.Load()))
+	assert.Contains(t, textOf(t, read), "calls_total{")
+	assert.EqualValues(t, 1, e.telemetry.spareWaits[spareFresh].Load())
+
+	// A small body never waits.
+	e.spareWaitMin = spareWaitMinBytes
+	_ = hold(t, e)
+	ingest()
+	e.step(clock.Now(), st)
+	before := e.snapshot.Load()
+	ingest()
+	assert.Zero(t, e.step(clock.Now(), st))
+	assert.True(t, before != e.snapshot.Load(), "rendered at once")
+	assert.EqualValues(t, 2, e.telemetry.spareWaits[spareReused].Load()+e.telemetry.spareWaits[spareFresh].Load(), "no wait counted for it")
+}
+
 // TestScrapesDuringRendersGetWholeBodies: scrapes racing renders, each of
 // which retires the snapshot before it and gives the spare's pages back,
 // always get a whole body: a page given back under a reader would read as

@@ -15,9 +15,6 @@ import (
 	"github.com/klauspost/compress/gzip"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.opentelemetry.io/collector/exporter/exportertest"
-
-	"github.com/otelcol-red/otelcol-red/exporter/cachedprom/internal/metadata"
 )
 
 func TestPacerGivesEachClientItsTurns(t *testing.T) {
@@ -74,10 +71,7 @@ func TestPacerRefusesBeyondItsQueue(t *testing.T) {
 func TestScrapeWaitsForItsTurn(t *testing.T) {
 	cfg := createDefaultConfig().(*Config)
 	cfg.MinScrapeInterval = time.Second
-	clock := clockwork.NewFakeClockAt(testBase)
-	e, err := newExporter(cfg, exportertest.NewNopSettings(metadata.Type), clock)
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, e.Shutdown(context.Background())) })
+	e, clock := onFakeClock(t, cfg)
 	require.NoError(t, e.ConsumeMetrics(context.Background(), gaugeBatch("temp", clock.Now(), "a")))
 	e.renderNow()
 	h := newHandler(e)

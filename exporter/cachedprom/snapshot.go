@@ -277,6 +277,17 @@ func (r *snapshotRenderer) reusable() *snapshot {
 	return &snapshot{}
 }
 
+// sparesRead reports whether there are retired snapshots and a scrape reads
+// every one of them: the next render would take a fresh mapping (reusable).
+func (r *snapshotRenderer) sparesRead() bool {
+	for _, s := range r.retired {
+		if s.readers.Load() == 0 {
+			return false
+		}
+	}
+	return len(r.retired) > 0
+}
+
 // retire records a snapshot that is no longer published. One spare is
 // kept, its mappings without their pages (discardSpares): holding more
 // would multiply memory for large bodies, and a scrape slower than a render

@@ -7,16 +7,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jonboulle/clockwork"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component/componenttest"
-	"go.opentelemetry.io/collector/exporter/exportertest"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.uber.org/zap"
-
-	"github.com/otelcol-red/otelcol-red/exporter/cachedprom/internal/metadata"
 )
 
 // gaugeBatch builds one gauge metric with a data point per label value.
@@ -224,9 +220,7 @@ func TestIngestAllocatesPerScopeNotPerPoint(t *testing.T) {
 func TestRenderLoopFollowsItsClock(t *testing.T) {
 	cfg := createDefaultConfig().(*Config)
 	cfg.RenderInterval = 2 * time.Second
-	clock := clockwork.NewFakeClockAt(testBase)
-	e, err := newExporter(cfg, exportertest.NewNopSettings(metadata.Type), clock)
-	require.NoError(t, err)
+	e, clock := onFakeClock(t, cfg)
 	now := clock.Now()
 	st := e.newSchedule(now)
 
@@ -270,9 +264,7 @@ func TestRenderLoopFollowsItsClock(t *testing.T) {
 // never pauses is still rendered renderMaxDelay after its first change.
 func TestRenderWaitsForTheWholeFlush(t *testing.T) {
 	cfg := createDefaultConfig().(*Config)
-	clock := clockwork.NewFakeClockAt(testBase)
-	e, err := newExporter(cfg, exportertest.NewNopSettings(metadata.Type), clock)
-	require.NoError(t, err)
+	e, clock := onFakeClock(t, cfg)
 	st := e.newSchedule(clock.Now())
 	gap := e.renderSettle / 4
 
@@ -308,11 +300,8 @@ func TestRenderWaitsForTheWholeFlush(t *testing.T) {
 func TestRenderLoopWakesWhenIngestPaused(t *testing.T) {
 	cfg := createDefaultConfig().(*Config)
 	cfg.NetAddr.Endpoint = freeEndpoint(t)
-	clock := clockwork.NewFakeClockAt(testBase)
-	e, err := newExporter(cfg, exportertest.NewNopSettings(metadata.Type), clock)
-	require.NoError(t, err)
+	e, clock := onFakeClock(t, cfg)
 	require.NoError(t, e.Start(context.Background(), componenttest.NewNopHost()))
-	t.Cleanup(func() { require.NoError(t, e.Shutdown(context.Background())) })
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	require.NoError(t, clock.BlockUntilContext(ctx, 2), "the ticker and the settle timer")

@@ -16,7 +16,7 @@ func TestDefaultConfigIsValid(t *testing.T) {
 	require.NoError(t, xconfmap.Validate(cfg))
 	assert.Equal(t, int64(64), cfg.MaxHeadroomMiB)
 	assert.Equal(t, int64(32), cfg.MinHeadroomMiB)
-	assert.Equal(t, 25, cfg.MinGCPercent)
+	assert.Equal(t, 10, cfg.MinGCPercent)
 	assert.Equal(t, time.Second, cfg.CheckInterval)
 }
 

@@ -189,7 +189,7 @@ func TestTunerFollowsTheLiveHeapAndRestoresGOGC(t *testing.T) {
 
 	assert.Equal(t, 100, rt.get(), "a small heap keeps GOGC")
 	rt.live.Store(1024 * mib)
-	require.Eventually(t, func() bool { return rt.get() == 25 }, 5*time.Second, 5*time.Millisecond, "1 GiB live: 64 MiB is under the floor of 25%%")
+	require.Eventually(t, func() bool { return rt.get() == 10 }, 5*time.Second, 5*time.Millisecond, "1 GiB live: 64 MiB is under the floor of 10%%")
 	rt.live.Store(128 * mib)
 	require.Eventually(t, func() bool { return rt.get() == 50 }, 5*time.Second, 5*time.Millisecond)
 	assert.EqualValues(t, 50, tu.percent.Load())
@@ -197,8 +197,10 @@ func TestTunerFollowsTheLiveHeapAndRestoresGOGC(t *testing.T) {
 	rt.live.Store(64 * mib)
 	require.Eventually(t, func() bool { return rt.get() == 100 }, 5*time.Second, 5*time.Millisecond, "back to GOGC when the heap shrinks")
 
+	rt.live.Store(512 * mib)
+	require.Eventually(t, func() bool { return rt.get() == 12 }, 5*time.Second, 5*time.Millisecond, "512 MiB live: 64 MiB is 12.5%%, above the floor")
 	rt.live.Store(2048 * mib)
-	require.Eventually(t, func() bool { return rt.get() == 25 }, 5*time.Second, 5*time.Millisecond)
+	require.Eventually(t, func() bool { return rt.get() == 10 }, 5*time.Second, 5*time.Millisecond)
 	require.NoError(t, tu.Shutdown(context.Background()))
 	assert.Equal(t, 100, rt.get(), "GOGC as found at Start")
 
