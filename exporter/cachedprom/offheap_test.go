@@ -213,9 +213,12 @@ func TestScrapesDuringRendersGetWholeBodies(t *testing.T) {
 	// Every render retires the snapshot before it, new values or not; new
 	// values now and then change the bodies' lengths. 300 renders take about
 	// 3 s on the 2-core machine; under the race detector the scrapers starve
-	// the renders, and the time bound keeps that run at 10 s.
-	renders, deadline := 0, time.Now().Add(10*time.Second)
-	for ; renders < 300 && time.Now().Before(deadline); renders++ {
+	// the renders, and the time bound keeps that run at 10 s, once 20 renders
+	// are done: beside the other packages' tests of `go test -race ./...`
+	// only 12 were done in 10 s once.
+	renders, soft, hard := 0, time.Now().Add(10*time.Second), time.Now().Add(2*time.Minute)
+	for ; renders < 300 && (renders < 20 || time.Now().Before(soft)); renders++ {
+		require.True(t, time.Now().Before(hard), "only %d renders in 2 minutes", renders)
 		if renders%10 == 9 {
 			require.NoError(t, ours.ConsumeMetrics(context.Background(), spanmetricsLike(n, renders)))
 		}
@@ -227,7 +230,6 @@ func TestScrapesDuringRendersGetWholeBodies(t *testing.T) {
 	for err := range errs {
 		assert.NoError(t, err)
 	}
-	assert.GreaterOrEqual(t, renders, 20, "renders")
 	assert.GreaterOrEqual(t, scrapes.Load(), int64(20), "scrapes racing them")
 }
 
