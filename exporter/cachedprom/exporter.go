@@ -259,11 +259,15 @@ func (e *cachedExporter) step(now time.Time, st *schedule) (settleIn time.Durati
 		case quiet >= e.renderSettle || overdue:
 			due = true
 		case !due && !now.Before(st.nextRender):
-			return e.renderSettle - quiet
+			settleIn = e.renderSettle - quiet
 		}
 	}
 	if !due || now.Before(st.nextRender) {
-		return 0
+		// A wait for a spare ends with the render it held back (ingest
+		// resumed): the next due render waits its whole bound again rather
+		// than from a start that no longer applies.
+		st.spareWaitSince = time.Time{}
+		return settleIn
 	}
 	if wait := e.holdForSpare(now, st); wait > 0 {
 		return wait

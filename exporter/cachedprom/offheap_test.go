@@ -109,8 +109,8 @@ func TestRenderGivesTheSparesPagesBack(t *testing.T) {
 // TestRenderWaitsForTheSparesReader: a due render whose spare a scrape
 // still writes to a client waits for that scrape and then writes into the
 // spare's mapping, instead of holding a third body; it waits at most as
-// long as the last render took (at least render_interval), and not at all
-// for a small body.
+// long as the last render took (at least render_interval), not at all for
+// a small body, and its whole bound again after ingest resumed.
 func TestRenderWaitsForTheSparesReader(t *testing.T) {
 	cfg := createDefaultConfig().(*Config)
 	cfg.RenderInterval = 2 * time.Second
@@ -172,6 +172,30 @@ func TestRenderWaitsForTheSparesReader(t *testing.T) {
 	assert.Zero(t, e.step(clock.Now(), st))
 	assert.True(t, before != e.snapshot.Load(), "rendered at once")
 	assert.EqualValues(t, 2, e.telemetry.spareWaits[spareReused].Load()+e.telemetry.spareWaits[spareFresh].Load(), "no wait counted for it")
+
+	// A wait cut short because ingest resumed (the render is no longer due)
+	// begins anew when the render is due again: it does not count from the
+	// old start, which would render at once with a fresh mapping.
+	e.spareWaitMin = 1
+	read = e.acquire()
+	ingest()
+	e.step(clock.Now(), st) // retires the one read
+	ingest()
+	waiting = e.snapshot.Load()
+	assert.Equal(t, sparePoll, e.step(clock.Now(), st), "the render waits for the scrape")
+	clock.Advance(max(cfg.RenderInterval, st.lastWork) * 3 / 4)
+	require.NoError(t, e.ConsumeMetrics(context.Background(), spanmetricsLike(400, step)))
+	settle := e.step(clock.Now(), st)
+	require.Positive(t, settle, "ingest resumed: the render waits for it to pause")
+	require.NotEqual(t, sparePoll, settle)
+	clock.Advance(settle)
+	assert.Equal(t, sparePoll, e.step(clock.Now(), st), "the wait begins anew")
+	assert.True(t, waiting == e.snapshot.Load(), "no render while the spare is read")
+	want = mapping(read)
+	read.readers.Add(-1) // the scrape ends
+	assert.Zero(t, e.step(clock.Now(), st))
+	require.True(t, waiting != e.snapshot.Load(), "rendered once the scrape ended")
+	assert.EqualValues(t, 2, e.telemetry.spareWaits[spareReused].Load())
 }
 
 // TestScrapesDuringRendersGetWholeBodies: scrapes racing renders, each of
