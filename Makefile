@@ -16,7 +16,7 @@ export GONOSUMDB := github.com/open-telemetry/opentelemetry-collector-contrib
 INTEGRATION := -tags integration -p 1 -count=1 -timeout 40m
 MODULES     := . testbed
 
-.PHONY: all build stock-twin run test rules prometheus3 unit integration test-faults-full test-graph-churn-full test-name-churn-full test-burst-full check-generated generate bench testbed testbed-short testbed-memory testbed-scaling testbed-graph testbed-native lint docker clean tools
+.PHONY: all build stock-twin run test rules prometheus3 unit integration e2e test-faults-full test-graph-churn-full test-name-churn-full test-burst-full check-generated generate bench testbed testbed-short testbed-memory testbed-scaling testbed-graph testbed-native lint docker clean tools
 
 all: build
 
@@ -65,8 +65,22 @@ rules: prometheus3
 
 integration: build stock-twin prometheus3
 	$(GO) test $(INTEGRATION) ./...
-	cd testbed && $(GO) test $(INTEGRATION) ./...
+	cd testbed && $(GO) test $(INTEGRATION) $$($(GO) list ./... | grep -v '/e2e$$')
+	$(MAKE) --no-print-directory e2e
 	cd deploy && $(GO) test $(INTEGRATION) ./...
+
+## e2e: the end-to-end suite (testbed/e2e) as two test processes at once, E2E_FIRST's tests in
+## one and the others in the other: much of the suite waits on a broker, a restart or an outage,
+## so two at once take about half the time of one on two cores. A service (Kafka,
+## Elasticsearch, Prometheus, Redis) is held by one test at a time whatever its process: the
+## second waits for it (internal/testservice). The groups are split for time, the services Kafka
+## and Prometheus 2 mostly in the first, Elasticsearch and the tests without a service in the other.
+E2E_FIRST := ^Test(Kafka|Dashboard|EdgeTier|GraphTier|Awkward|UniqueNameChurnStaysBoundedWithLayers)
+e2e: build stock-twin prometheus3
+	cd testbed && $(GO) test -tags integration -count=1 -run '^$$' ./e2e/ >/dev/null
+	cd testbed && { $(GO) test $(INTEGRATION) -run '$(E2E_FIRST)' ./e2e/ & first=$$!; \
+	  rc=0; $(GO) test $(INTEGRATION) -skip '$(E2E_FIRST)' ./e2e/ || rc=$$?; \
+	  wait $$first || rc=$$?; exit $$rc; }
 
 ## test-faults-full: the long form of the fault tests: Elasticsearch down for 10 minutes under
 ## load (make test runs the same test with a 60 s outage), ~16 min in all

@@ -31,9 +31,16 @@ func Root() string {
 }
 
 // Start runs `scripts/<name>.sh start [args...]`, fails tb if it fails, and stops the service
-// when the test ends. It returns what the script printed on stdout (its address), trimmed.
+// when the test ends. It returns what the script printed on stdout (its address), trimmed. It
+// holds the service's lock from before the start to after the stop (lock.go), waiting for a
+// test of another process that holds it.
 func Start(tb testing.TB, name string, args ...string) string {
 	tb.Helper()
+	unlock, err := lockService(name, tb.Name(), lockTimeout)
+	if err != nil {
+		tb.Fatalf("cannot start %s: %v", name, err)
+	}
+	tb.Cleanup(unlock) // runs after the stop below: cleanups run last registered first
 	out, err := Run(name, append([]string{"start"}, args...)...)
 	if err != nil {
 		tb.Fatalf("cannot start %s: %v", name, err)
