@@ -24,7 +24,7 @@ import (
 // show one at 0 (a series before its value), and no calls series nor the total may ever be
 // lower than a scrape showed before. At the end every span is counted.
 //
-// `make test` runs it with 15,250 series (1 s flushes). $OTELCOL_RED_BURST_SERIES (make
+// `make test` runs it with 19,498 series (1 s flushes). $OTELCOL_RED_BURST_SERIES (make
 // test-burst-full: 1,390,000) runs it at that size instead, the delta case only, with both series
 // caps lifted, 15 s flushes and requests of 10,000 spans, as in the report that found hollow
 // snapshots at that size.
