@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 )
@@ -26,30 +27,39 @@ func TestRunReportsScriptFailure(t *testing.T) {
 }
 
 // TestServiceLockKeepsOtherProcessesOut: while one process holds a service's lock another waits
-// for it, and gets it once released; a wait past its bound fails naming the holder.
+// for it and gets it once released, before the holder can take it again a moment later; a wait
+// past its bound fails naming the holder.
 func TestServiceLockKeepsOtherProcessesOut(t *testing.T) {
 	t.Setenv("OTELCOL_RED_STATE", t.TempDir())
 	unlock, err := lockService("svc", "TestHolder", time.Second)
 	require.NoError(t, err)
 
 	// flock is per open file, so a second open in this process stands for another process.
-	_, err = lockService("svc", "TestWaiter", 300*time.Millisecond)
+	_, err = lockService("svc", "TestGivesUp", 300*time.Millisecond)
 	require.Error(t, err, "the lock is held")
 	require.Contains(t, err.Error(), "TestHolder")
 
-	got := make(chan error, 1)
+	got := make(chan func(), 1)
 	go func() {
 		unlock2, err := lockService("svc", "TestWaiter", 10*time.Second)
-		if err == nil {
-			unlock2()
-		}
-		got <- err
+		assert.NoError(t, err)
+		got <- unlock2
 	}()
 	select {
-	case err := <-got:
-		t.Fatalf("took a held lock: %v", err)
-	case <-time.After(3 * lockPoll):
+	case <-got:
+		t.Fatal("took a held lock")
+	case <-time.After(200 * time.Millisecond):
 	}
 	unlock()
-	require.NoError(t, <-got, "the waiter gets the lock once released")
+	// The holder's next test asks again a moment after its release: the waiter has it by then.
+	time.Sleep(50 * time.Millisecond)
+	_, err = lockService("svc", "TestHolderAgain", 100*time.Millisecond)
+	require.Error(t, err, "the waiter took the lock at its release")
+	require.Contains(t, err.Error(), "TestWaiter")
+	unlock2 := <-got
+	require.NotNil(t, unlock2)
+	unlock2()
+	again, err := lockService("svc", "TestHolderAgain", time.Second)
+	require.NoError(t, err, "free once the waiter released it")
+	again()
 }
