@@ -74,9 +74,9 @@ integration: build stock-twin prometheus3
 ## so the two take about half the time of one (~9.5 against ~20 minutes on two cores). A service
 ## (Kafka, Elasticsearch, Prometheus, Redis) is held by one test at a time whatever its process,
 ## the other waiting for it (internal/testservice). The first runs the tests of Kafka and of
-## Prometheus 2, the second those of Elasticsearch and the tests without a service; the one test
-## that needs Kafka and Elasticsearch runs last of the first, after the second is done with
-## Elasticsearch (kafka_store_crash_integration_test.go).
+## Prometheus 2 (and, by name, three others), the second those of Elasticsearch and the rest; the
+## one test that needs Kafka and Elasticsearch runs last of the first, after the second is done
+## with Elasticsearch (kafka_store_crash_integration_test.go).
 E2E_FIRST := ^Test(Kafka|Dashboard|EdgeTier|GraphTier|Awkward|UniqueNameChurnStaysBoundedWithLayers)
 e2e: build stock-twin prometheus3
 	cd testbed && $(GO) test -tags integration -count=1 -run '^$$' ./e2e/ >/dev/null
