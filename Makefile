@@ -71,12 +71,12 @@ integration: build stock-twin prometheus3
 
 ## e2e: the end-to-end suite (testbed/e2e) as two test processes at once, E2E_FIRST's tests in
 ## one and the others in the other: much of the suite waits on a broker, a restart or an outage,
-## so the two take about half the time of one (~9.5 against ~20 minutes on two cores). A service
+## so the two take about half the time of one (9–10.5 against ~20 minutes on two cores). A service
 ## (Kafka, Elasticsearch, Prometheus, Redis) is held by one test at a time whatever its process,
 ## the other waiting for it (internal/testservice). The first runs the tests of Kafka and of
 ## Prometheus 2 (and, by name, three others), the second those of Elasticsearch and the rest; the
-## one test that needs Kafka and Elasticsearch runs last of the first, after the second is done
-## with Elasticsearch (kafka_store_crash_integration_test.go).
+## one test that needs Kafka and Elasticsearch runs last of the first, by when the second has
+## usually finished with Elasticsearch (kafka_store_crash_integration_test.go); if not, it waits.
 E2E_FIRST := ^Test(Kafka|Dashboard|EdgeTier|GraphTier|Awkward|UniqueNameChurnStaysBoundedWithLayers)
 e2e: build stock-twin prometheus3
 	cd testbed && $(GO) test -tags integration -count=1 -run '^$$' ./e2e/ >/dev/null
