@@ -16,7 +16,7 @@ export GONOSUMDB := github.com/open-telemetry/opentelemetry-collector-contrib
 INTEGRATION := -tags integration -p 1 -count=1 -timeout 40m
 MODULES     := . testbed
 
-.PHONY: all build stock-twin run test rules prometheus3 unit integration e2e test-faults-full test-graph-churn-full test-name-churn-full test-burst-full check-generated generate bench testbed testbed-short testbed-memory testbed-scaling testbed-graph testbed-native lint docker clean tools
+.PHONY: all build stock-twin run test rules prometheus3 unit integration e2e test-faults-full test-graph-churn-full test-name-churn-full test-burst-full check-generated generate bench testbed testbed-short testbed-memory testbed-scaling testbed-graph testbed-native testbed-bundle lint docker clean tools
 
 all: build
 
@@ -138,6 +138,17 @@ testbed-memory: build stock-twin
 ## each pinned to as many CPUs, at 1k and 100k series → testbed/results/raw/scaling/SCALING.md
 testbed-scaling: build stock-twin
 	cd testbed && $(GO) run ./cmd/testbed -scaling -out results/raw/scaling
+
+## testbed-bundle: bin/testbed-bundle.tar.gz, the testbed, both collectors and the configs they read,
+## laid out as in the repo, to run the probes and the scaling plan on a host without Go
+## (testbed/README.md, "On a host without Go")
+testbed-bundle: build stock-twin
+	rm -rf bin/testbed-bundle && mkdir -p bin/testbed-bundle/bin bin/testbed-bundle/testbed
+	cd testbed && CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -o ../bin/testbed-bundle/testbed/testbed ./cmd/testbed
+	cp bin/otelcol-red bin/otelcol-stock bin/testbed-bundle/bin/
+	cp -r configs bin/testbed-bundle/
+	cp -r testbed/configs bin/testbed-bundle/testbed/
+	tar -C bin -czf bin/testbed-bundle.tar.gz testbed-bundle
 
 ## testbed-graph: our RED path, ours with tracegraph and stock with servicegraph on a call graph (100k RED
 ## series, 10k edges), one core each, ~5 min → testbed/results/GRAPH.md

@@ -56,8 +56,10 @@ func floorRun(ctx context.Context, p Probe, c Collector, pool *Pool, o Options, 
 		return errors.Join(err, finishRun(s, run))
 	}
 	if wait(ctx, s, p.Warmup) {
+		profiled := startCPUProfile(ctx, s, o, label, p.Window, run)
 		phase, _ := measurePhase(ctx, s, l, "max rate", p.Window, nil)
 		run.Phases = append(run.Phases, phase)
+		profiled()
 	}
 	l.end()
 	return finishRun(s, run)

@@ -207,22 +207,9 @@ func heapProfile(ctx context.Context, s *solo, o Options, label string, run *Pro
 // only) from the pprof extension and summarises it with `go tool pprof -top -inuse_space`. The
 // collector's config must enable the pprof extension on ${env:PPROF_ENDPOINT}.
 func takeHeapProfile(ctx context.Context, s *solo, o Options, label string, run *ProbeRun) error {
-	url := "http://" + s.pprof + "/debug/pprof/heap?gc=1"
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, http.NoBody)
+	body, err := getPprof(ctx, s, "heap?gc=1", 2*time.Minute)
 	if err != nil {
-		return err
-	}
-	resp, err := (&http.Client{Timeout: 2 * time.Minute}).Do(req)
-	if err != nil {
-		return fmt.Errorf("cannot take heap profile (does %s enable the pprof extension on $%s?): %w", s.c.Config, pprofEnv, err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return fmt.Errorf("cannot read heap profile: %w", err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("cannot take heap profile from url=%q: status %s", url, resp.Status)
+		return fmt.Errorf("cannot take heap profile: %w", err)
 	}
 	path := filepath.Join(o.RawDir, label+"-heap.pb.gz")
 	if err := os.WriteFile(path, body, 0o644); err != nil {

@@ -48,6 +48,11 @@ func startSolo(ctx context.Context, c Collector, o Options, label string, env so
 	if err != nil {
 		return nil, err
 	}
+	if o.CPUProfile > 0 {
+		if c, err = withPprof(c, o.RawDir); err != nil {
+			return nil, err
+		}
+	}
 	all := ep.env()
 	pprofPort, err := freePorts(1)
 	if err != nil {

@@ -71,6 +71,11 @@ func writeProbe(b *bufio.Writer, res *ProbeResult) {
 			fmt.Fprintf(b, "- %s: killed at %.2f GiB RSS after %.0f s\n", run.Label(), run.Killed.RSSMiB/1024, run.Killed.At)
 		}
 	}
+	names := make([]string, len(res.Runs))
+	for i, run := range res.Runs {
+		names[i] = run.Label()
+	}
+	writeCPUProfiles(b, res.Runs, names)
 	b.WriteString("\n")
 }
 

@@ -70,6 +70,10 @@ type ProbeRun struct {
 	// HeapTop the `go tool pprof -top -inuse_space` summary of it.
 	HeapProfile string `json:"heap_profile,omitempty"`
 	HeapTop     string `json:"heap_top,omitempty"`
+	// CPUProfile is the path of the CPU profile taken during the measured phase (Options.CPUProfile),
+	// if any, and CPUTop the `go tool pprof -top` summary of it.
+	CPUProfile string `json:"cpu_profile,omitempty"`
+	CPUTop     string `json:"cpu_top,omitempty"`
 	// HeapInuseBytes is the in-use heap of that profile (sum of inuse_space).
 	HeapInuseBytes int64 `json:"heap_inuse_bytes,omitempty"`
 	// MemStats are runtime.MemStats fields (memStatsKeys) read right after that profile.

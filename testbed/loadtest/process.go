@@ -27,6 +27,10 @@ type Collector struct {
 	Binary string
 	// Config is the collector config; endpoints come from the environment (see Endpoints).
 	Config string
+	// Overlays are further config files merged over Config in order, their lists appended to
+	// Config's (the collector's confmap.enableMergeAppendOption gate), so that an overlay adds a
+	// component to service::extensions without repeating the ones Config lists.
+	Overlays []string
 }
 
 // Process is a running collector: its child process and the probe the sampler reads.
@@ -51,7 +55,7 @@ func startCollector(c Collector, env map[string]string, logPath string, cpus []i
 	if err != nil {
 		return nil, fmt.Errorf("cannot create collector log %q: %w", logPath, err)
 	}
-	cmd := exec.Command(c.Binary, "--config", c.Config)
+	cmd := exec.Command(c.Binary, c.args()...)
 	cmd.Env = append(os.Environ(), "GOMAXPROCS="+CollectorGOMAXPROCS)
 	keys := make([]string, 0, len(env))
 	for k := range env {
@@ -82,6 +86,22 @@ func startCollector(c Collector, env map[string]string, logPath string, cpus []i
 		return nil, fmt.Errorf("cannot watch %s pid=%d: %w", c.Name, cmd.Process.Pid, err)
 	}
 	return p, nil
+}
+
+// mergeAppendGate makes the collector append the lists of later --config files to earlier ones
+// instead of replacing them.
+const mergeAppendGate = "confmap.enableMergeAppendOption"
+
+// args is the command line that runs c: its config, then its overlays.
+func (c Collector) args() []string {
+	args := []string{"--config", c.Config}
+	for _, o := range c.Overlays {
+		args = append(args, "--config", o)
+	}
+	if len(c.Overlays) > 0 {
+		args = append(args, "--feature-gates="+mergeAppendGate)
+	}
+	return args
 }
 
 // Exited reports whether the process ended, and how.

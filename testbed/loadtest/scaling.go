@@ -52,6 +52,27 @@ func ParseProcs(s string) ([]int, error) {
 	return out, nil
 }
 
+// scalingShapes are the cardinalities the scaling plan knows, by the names ParseShapes reads.
+var scalingShapes = map[string]Shape{"1k": Shape1k, "100k": Shape100k, "1m": Shape1M}
+
+// ParseShapes reads a list of scaling shapes like "1k,100k": each one of 1k, 100k and 1m (any
+// case), no repeats, measured in the order given.
+func ParseShapes(s string) ([]Shape, error) {
+	var out []Shape
+	for f := range strings.SplitSeq(s, ",") {
+		f = strings.ToLower(strings.TrimSpace(f))
+		sh, ok := scalingShapes[f]
+		if !ok {
+			return nil, fmt.Errorf("-scaling-series: %q is not one of 1k, 100k, 1m", f)
+		}
+		if slices.Contains(out, sh) {
+			return nil, fmt.Errorf("-scaling-series: %s is listed twice", f)
+		}
+		out = append(out, sh)
+	}
+	return out, nil
+}
+
 // ScalingPlanConfig sizes the scaling plan.
 type ScalingPlanConfig struct {
 	// Procs are the GOMAXPROCS values, one probe each, in this order.
@@ -65,15 +86,20 @@ type ScalingPlanConfig struct {
 	// Concurrency is the OTLP requests in flight at GOMAXPROCS 1; a width N gets N times as
 	// many, so that a wider collector is not left waiting for requests.
 	Concurrency int
-	// With1M adds the million-series shape (Shape1M) after the 1k and 100k ones.
+	// Shapes are the cardinalities measured at each width, in this order (nil: 1k and 100k).
+	Shapes []Shape
+	// With1M adds the million-series shape (Shape1M) after Shapes, unless they have it.
 	With1M bool
 }
 
 // ScalingPlan returns one probe per width: floor, ours and stock at max rate, each shape in turn.
 func ScalingPlan(c ScalingPlanConfig) []Probe {
-	shapes := []Shape{Shape1k, Shape100k}
-	if c.With1M {
-		shapes = append(shapes, Shape1M)
+	shapes := c.Shapes
+	if len(shapes) == 0 {
+		shapes = []Shape{Shape1k, Shape100k}
+	}
+	if c.With1M && !slices.Contains(shapes, Shape1M) {
+		shapes = append(slices.Clip(shapes), Shape1M)
 	}
 	out := make([]Probe, 0, len(c.Procs))
 	for _, n := range c.Procs {
@@ -269,6 +295,15 @@ func (r *ScalingReport) WriteMarkdown(w io.Writer) error {
 			fmt.Fprintf(b, "\n**GOMAXPROCS=%s not fully measured:** %s\n", res.Probe.GOMAXPROCS, res.Error)
 		}
 	}
+	var runs []ProbeRun
+	var names []string
+	for _, res := range r.Results {
+		for _, run := range res.Runs {
+			runs = append(runs, run)
+			names = append(names, fmt.Sprintf("GOMAXPROCS=%s, %s", res.Probe.GOMAXPROCS, run.Label()))
+		}
+	}
+	writeCPUProfiles(b, runs, names)
 	return b.Flush()
 }
 

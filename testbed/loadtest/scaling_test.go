@@ -62,6 +62,24 @@ func TestScalingPlan(t *testing.T) {
 	assert.Equal(t, []Shape{Shape1k, Shape100k, Shape1M}, plan[0].Shapes)
 	assert.Equal(t, 3, plan[0].Rounds)
 	assert.Equal(t, 4, plan[0].Concurrency, "one request in flight per CPU at least")
+
+	plan = ScalingPlan(ScalingPlanConfig{Procs: []int{8}, Shapes: []Shape{Shape1k}})
+	assert.Equal(t, []Shape{Shape1k}, plan[0].Shapes)
+	plan = ScalingPlan(ScalingPlanConfig{Procs: []int{8}, Shapes: []Shape{Shape1M, Shape1k}, With1M: true})
+	assert.Equal(t, []Shape{Shape1M, Shape1k}, plan[0].Shapes, "the million-series shape once")
+}
+
+func TestParseShapes(t *testing.T) {
+	got, err := ParseShapes("1k, 100K,1m")
+	require.NoError(t, err)
+	assert.Equal(t, []Shape{Shape1k, Shape100k, Shape1M}, got)
+	got, err = ParseShapes("100k")
+	require.NoError(t, err)
+	assert.Equal(t, []Shape{Shape100k}, got)
+	for _, bad := range []string{"", "10k", "1k,1k", "1k,"} {
+		_, err := ParseShapes(bad)
+		assert.Error(t, err, bad)
+	}
 }
 
 func TestProbePinned(t *testing.T) {

@@ -84,6 +84,10 @@ type Options struct {
 	// when every series exists and several flushes and renders have run: the state whose RSS
 	// keeps growing after the second flush.
 	HeapProfileAtEnd bool
+	// CPUProfile makes the floor and scaling probes take a CPU profile this long (whole seconds,
+	// at most the measured phase) of every collector, from the start of its measured phase; the
+	// pprof extension is added to each config by an overlay (cpuprofile.go). 0: none.
+	CPUProfile time.Duration
 
 	// Kafka wiring, used by Kafka scenarios only.
 	KafkaBrokers    string

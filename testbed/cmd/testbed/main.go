@@ -68,6 +68,8 @@ type flags struct {
 	procs         string
 	scalingRounds int
 	scaling1M     bool
+	scalingSeries string
+	cpuProfile    time.Duration
 
 	graph             bool
 	graphConfig       string
@@ -118,6 +120,8 @@ func main() {
 	flag.BoolVar(&f.scaling, "scaling", false, "run the scaling plan (make testbed-scaling) instead of the comparison scenarios: floor, ours and stock at each -procs; writes <out>/SCALING.md")
 	flag.StringVar(&f.procs, "procs", "", "scaling: GOMAXPROCS values, comma-separated, each collector pinned to that many CPUs (default those of 1,2,4,8 that leave one CPU to the load generator)")
 	flag.IntVar(&f.scalingRounds, "scaling-rounds", 1, "scaling: rounds per width and shape, the sides interleaved; the report takes medians over them")
+	flag.StringVar(&f.scalingSeries, "scaling-series", "", "scaling: the shapes, comma-separated, of 1k, 100k and 1m series (default 1k,100k; -scaling-1m adds 1m)")
+	flag.DurationVar(&f.cpuProfile, "cpu-profile", 0, "scaling and the floor probe: take a CPU profile this long (whole seconds, at most -phase) of every collector from the start of its measured phase, into <out>/raw (the pprof extension is added to each config by an overlay)")
 	flag.BoolVar(&f.scaling1M, "scaling-1m", false, "scaling: add the million-series shape at each width (memory-heavy: stock passes 20 GB; -rss-cap-mib caps it)")
 	flag.BoolVar(&f.graph, "graph", false, "run the service graph scenario (make testbed-graph) instead of the comparison scenarios: our RED path, ours with tracegraph and stock with servicegraph on a call graph, one core each; writes <out>/GRAPH.md")
 	flag.StringVar(&f.graphConfig, "graph-config", "../configs/tracegraph.yaml", "graph: our config with the service graph (the RED path alone is -ours-config)")
@@ -405,7 +409,11 @@ func (f flags) probeOptions(cs ...loadtest.Collector) (loadtest.Options, string,
 	if err := checkCollectors(cs...); err != nil {
 		return loadtest.Options{}, "", err
 	}
+	if f.cpuProfile != 0 && f.cpuProfile < time.Second {
+		return loadtest.Options{}, "", fmt.Errorf("-cpu-profile must be 1s or more (or 0 for none), got %s", f.cpuProfile)
+	}
 	o := f.options(rawDir)
 	o.RSSCap = uint64(f.rssCapMiB) << 20
+	o.CPUProfile = f.cpuProfile
 	return o, rawDir, nil
 }

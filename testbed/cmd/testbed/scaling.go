@@ -23,9 +23,16 @@ func selectScaling(f flags, cpus int) ([]loadtest.Probe, error) {
 			return nil, err
 		}
 	}
+	var shapes []loadtest.Shape
+	if f.scalingSeries != "" {
+		var err error
+		if shapes, err = loadtest.ParseShapes(f.scalingSeries); err != nil {
+			return nil, err
+		}
+	}
 	return loadtest.KeepSides(loadtest.ScalingPlan(loadtest.ScalingPlanConfig{
 		Procs: procs, FlushInterval: f.flushInterval, Phase: f.phase, Rounds: f.scalingRounds,
-		Concurrency: f.concurrency, With1M: f.scaling1M,
+		Concurrency: f.concurrency, Shapes: shapes, With1M: f.scaling1M,
 	}), f.sides)
 }
 

@@ -1,0 +1,45 @@
+//go:build integration
+
+package loadtest
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestCPUProfileThroughTheOverlay starts the built binaries with their shipped configs, which do
+// not enable pprof, and takes a CPU profile of each through the overlay that -cpu-profile adds.
+func TestCPUProfileThroughTheOverlay(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	require.NoError(t, err)
+	for _, c := range []Collector{
+		{Name: "ours", Binary: filepath.Join(root, "bin/otelcol-red"), Config: filepath.Join(root, "configs/default.yaml")},
+		{Name: "floor", Binary: filepath.Join(root, "bin/otelcol-red"), Config: filepath.Join(root, "testbed/configs/floor.yaml")},
+		{Name: "stock", Binary: filepath.Join(root, "bin/otelcol-stock"), Config: filepath.Join(root, "configs/stock-twin.yaml")},
+	} {
+		t.Run(c.Name, func(t *testing.T) {
+			_, err := os.Stat(c.Binary)
+			require.NoError(t, err, "build the binaries first: make build stock-twin")
+			o := Options{RawDir: t.TempDir(), SampleInterval: time.Second, FlushInterval: time.Second, CPUProfile: time.Second}
+			s, err := startSolo(context.Background(), c, o, c.Name, nil, 0)
+			require.NoError(t, err)
+			run := &ProbeRun{}
+			startCPUProfile(context.Background(), s, o, c.Name, 5*time.Second, run)()
+			_, err = s.stop()
+			require.NoError(t, err)
+			require.Empty(t, run.Error)
+			assert.Equal(t, filepath.Join(o.RawDir, c.Name+"-cpu.pb.gz"), run.CPUProfile)
+			body, err := os.ReadFile(run.CPUProfile)
+			require.NoError(t, err)
+			require.Greater(t, len(body), 2)
+			assert.Equal(t, []byte{0x1f, 0x8b}, body[:2], "a gzipped profile")
+			assert.Contains(t, run.CPUTop, "Duration: 1", "go tool pprof read it")
+		})
+	}
+}
