@@ -371,9 +371,7 @@ func (rd *renderer) renderCompressed(gz *offHeapBuffer, scratch []byte, zw *gzip
 // waited for them.
 func (rd *renderer) renderSegments(gz *offHeapBuffer, m *segmentCompressor, workers int, render func([]byte) []byte) (bodyLen int, work, waited time.Duration) {
 	rd.segments, rd.written = m, 0
-	rest := render(m.start(gz, workers))
-	bodyLen = rd.written + len(rest)
+	rest := render(m.start(gz, workers, rd))
 	rd.segments = nil
-	work, waited = m.finish(rest)
-	return bodyLen, work, waited
+	return m.finish(rest)
 }

@@ -58,6 +58,10 @@ func memoryRun(ctx context.Context, p Probe, c Collector, pool *Pool, o Options,
 	var renders, rendersAtSecond, rendersAtFirst renderTotals
 	var firstFlushSeen time.Time
 	timeRenders := c.Name == "ours"
+	// With o.CPUProfile, a CPU profile from the first flush on: the first render of the burst,
+	// the flushes and renders after it, beside ingest.
+	profiledCPU := func() {}
+	cpuProfile := o.CPUProfile > 0
 	// The load lasts the window, and longer (up to MaxWindow) until memoryFlushes flushes were
 	// delivered: a collector whose flushes fall behind still gets measured after its second one.
 	for start := time.Now(); ; {
@@ -83,6 +87,10 @@ func memoryRun(ctx context.Context, p Probe, c Collector, pool *Pool, o Options,
 		if sc == nil && (seen >= 1 || time.Since(start) >= 2*o.FlushInterval) {
 			startScraping()
 		}
+		if cpuProfile && seen >= 1 {
+			profiledCPU = startCPUProfile(ctx, s, o, p.Name+"-"+c.Name, o.CPUProfile, run)
+			cpuProfile = false
+		}
 		if profile && profileDue(seen, s, o) {
 			heapProfile(ctx, s, o, p.Name+"-"+c.Name, run)
 			profile = false
@@ -101,6 +109,7 @@ func memoryRun(ctx context.Context, p Probe, c Collector, pool *Pool, o Options,
 		// Fewer than two flushes in MaxWindow: profile what there is.
 		heapProfile(ctx, s, o, p.Name+"-"+c.Name, run)
 	}
+	profiledCPU()
 	if timeRenders && rendersAtSecond.count > 0 {
 		renders = readRenders(ctx, s)
 		if n := renders.count - rendersAtSecond.count; n > 0 {

@@ -85,8 +85,9 @@ type Options struct {
 	// keeps growing after the second flush.
 	HeapProfileAtEnd bool
 	// CPUProfile makes the floor and scaling probes take a CPU profile this long (whole seconds,
-	// at most the measured phase) of every collector, from the start of its measured phase; the
-	// pprof extension is added to each config by an overlay (cpuprofile.go). 0: none.
+	// at most the measured phase) of every collector, from the start of its measured phase, and
+	// the million-series probe one from the first flush (its load lasts until the profile ends);
+	// the pprof extension is added to each config by an overlay (cpuprofile.go). 0: none.
 	CPUProfile time.Duration
 
 	// Kafka wiring, used by Kafka scenarios only.

@@ -121,7 +121,7 @@ func main() {
 	flag.StringVar(&f.procs, "procs", "", "scaling: GOMAXPROCS values, comma-separated, each collector pinned to that many CPUs (default those of 1,2,4,8 that leave one CPU to the load generator)")
 	flag.IntVar(&f.scalingRounds, "scaling-rounds", 1, "scaling: rounds per width and shape, the sides interleaved; the report takes medians over them")
 	flag.StringVar(&f.scalingSeries, "scaling-series", "", "scaling: the shapes, comma-separated, of 1k, 100k and 1m series (default 1k,100k; -scaling-1m adds 1m)")
-	flag.DurationVar(&f.cpuProfile, "cpu-profile", 0, "scaling and the floor probe: take a CPU profile this long (whole seconds, at most -phase) of every collector from the start of its measured phase, into <out>/raw (the pprof extension is added to each config by an overlay)")
+	flag.DurationVar(&f.cpuProfile, "cpu-profile", 0, "scaling, the floor and million-series probes: take a CPU profile this long (whole seconds) of every collector, from the start of its measured phase (at most -phase), or from the first flush of the million-series probe, into <out>/raw (the pprof extension is added to each config by an overlay)")
 	flag.BoolVar(&f.scaling1M, "scaling-1m", false, "scaling: add the million-series shape at each width (memory-heavy: stock passes 20 GB; -rss-cap-mib caps it)")
 	flag.BoolVar(&f.graph, "graph", false, "run the service graph scenario (make testbed-graph) instead of the comparison scenarios: our RED path, ours with tracegraph and stock with servicegraph on a call graph, one core each; writes <out>/GRAPH.md")
 	flag.StringVar(&f.graphConfig, "graph-config", "../configs/tracegraph.yaml", "graph: our config with the service graph (the RED path alone is -ours-config)")
