@@ -88,82 +88,66 @@ func (rd *renderer) render(dst []byte, s *seriesStore, om bool) []byte {
 			}
 		}
 	}
-	if rd.segments != nil {
-		return rd.renderFrames(dst, s, om)
-	}
-	for i := range rd.fams {
-		fam := &rd.fams[i]
+	for _, fam := range rd.fams {
 		if fam.hidden {
 			continue
 		}
-		header := true
+		headerDone := false
+		name := fam.name
 		for pos := 0; ; {
 			pos = s.copyRows(f, fam.id, pos, rd.withTimestamps, rd.classicFallback)
 			if len(f.rows) == 0 {
 				break
 			}
-			dst, header = rd.appendRows(dst, f, fam, header, om, true)
+			for ri := range f.rows {
+				dst = rd.flushChunk(dst, false)
+				r := &f.rows[ri]
+				if !r.valid {
+					continue
+				}
+				rd.series++
+				if !headerDone {
+					dst = appendHeader(dst, name, fam.help, fam.typ, om)
+					headerDone = true
+				}
+				labels := f.labels[r.lblOff : r.lblOff+r.lblLen]
+				switch r.kind {
+				case kindNumber:
+					dst = appendSampleStart(dst, name, "", labels, "")
+					dst = rd.appendValue(dst, r.value, om)
+					dst = rd.appendTimestamp(dst, r.ts, om)
+					if om && fam.typ == typeCounter && r.nExs > 0 {
+						dst = rd.appendExemplar(dst, &f.exs[r.exs+r.nExs-1])
+					}
+					dst = append(dst, '\n')
+				case kindHistogram:
+					dst = rd.appendHistogram(dst, f, name, labels, r, om)
+				case kindExpHistogram:
+					if rd.classicFallback {
+						dst = rd.appendExpAsClassic(dst, f, name, labels, r, om)
+						break
+					}
+					le := `le="+Inf"}`
+					dst = appendSampleStart(dst, name, "_bucket", labels, le)
+					dst = rd.appendCount(dst, r.count, om)
+					dst = rd.appendTimestamp(dst, r.ts, om)
+					dst = append(dst, '\n')
+					dst = rd.appendSumCount(dst, name, labels, r, om)
+				case kindSummary:
+					for q := int32(0); q < r.nCounts; q++ {
+						qv := math.Float64frombits(f.counts[r.counts+2*q])
+						v := math.Float64frombits(f.counts[r.counts+2*q+1])
+						dst = appendSampleStart(dst, name, "", labels, rd.floatLabel(`quantile="`, qv, om))
+						dst = rd.appendValue(dst, v, om)
+						dst = rd.appendTimestamp(dst, r.ts, om)
+						dst = append(dst, '\n')
+					}
+					dst = rd.appendSumCount(dst, name, labels, r, om)
+				}
+			}
 		}
 	}
 	return dst
-}
-
-// appendRows formats the valid rows of f, a frame of family fam, with the
-// family's header before the first of them while header is set; it returns
-// whether the header is still to come. With stream, the body goes to the
-// sink or the segments as it grows (the renderer's goroutine); a compressing
-// worker formats a whole segment (renderFrames) and passes false.
-func (rd *renderer) appendRows(dst []byte, f *frame, fam *familyRef, header, om, stream bool) ([]byte, bool) {
-	name := fam.name
-	for ri := range f.rows {
-		if stream {
-			dst = rd.flushChunk(dst, false)
-		}
-		r := &f.rows[ri]
-		if !r.valid {
-			continue
-		}
-		rd.series++
-		if header {
-			dst = appendHeader(dst, name, fam.help, fam.typ, om)
-			header = false
-		}
-		labels := f.labels[r.lblOff : r.lblOff+r.lblLen]
-		switch r.kind {
-		case kindNumber:
-			dst = appendSampleStart(dst, name, "", labels, "")
-			dst = rd.appendValue(dst, r.value, om)
-			dst = rd.appendTimestamp(dst, r.ts, om)
-			if om && fam.typ == typeCounter && r.nExs > 0 {
-				dst = rd.appendExemplar(dst, &f.exs[r.exs+r.nExs-1])
-			}
-			dst = append(dst, '\n')
-		case kindHistogram:
-			dst = rd.appendHistogram(dst, f, name, labels, r, om)
-		case kindExpHistogram:
-			if rd.classicFallback {
-				dst = rd.appendExpAsClassic(dst, f, name, labels, r, om)
-				break
-			}
-			le := `le="+Inf"}`
-			dst = appendSampleStart(dst, name, "_bucket", labels, le)
-			dst = rd.appendCount(dst, r.count, om)
-			dst = rd.appendTimestamp(dst, r.ts, om)
-			dst = append(dst, '\n')
-			dst = rd.appendSumCount(dst, name, labels, r, om)
-		case kindSummary:
-			for q := int32(0); q < r.nCounts; q++ {
-				qv := math.Float64frombits(f.counts[r.counts+2*q])
-				v := math.Float64frombits(f.counts[r.counts+2*q+1])
-				dst = appendSampleStart(dst, name, "", labels, rd.floatLabel(`quantile="`, qv, om))
-				dst = rd.appendValue(dst, v, om)
-				dst = rd.appendTimestamp(dst, r.ts, om)
-				dst = append(dst, '\n')
-			}
-			dst = rd.appendSumCount(dst, name, labels, r, om)
-		}
-	}
-	return dst, header
 }
 
 func (rd *renderer) appendHistogram(dst []byte, f *frame, name string, labels []byte, r *row, om bool) []byte {

@@ -4,7 +4,6 @@ import (
 	"math"
 	"slices"
 	"strings"
-	"unsafe"
 )
 
 // frame is a copy of at most frameRows series of one family, taken under the
@@ -19,13 +18,6 @@ type frame struct {
 	exs    []exemplar
 	nat    []nativeRow // exponential histograms' layout, copied for the protobuf body only
 	raw    []uint64    // scratch: one row's bucket counts as stored
-}
-
-// size is about the memory f's rows take: what a segment of rows waiting for
-// a worker holds (segments.go).
-func (f *frame) size() int {
-	return len(f.rows)*int(unsafe.Sizeof(row{})) + len(f.labels) + 8*len(f.counts) +
-		len(f.exs)*int(unsafe.Sizeof(exemplar{})) + len(f.nat)*int(unsafe.Sizeof(nativeRow{}))
 }
 
 // nativeRow is what a native histogram needs besides count and sum; its
@@ -123,12 +115,6 @@ func (s *seriesStore) listFamilies(fams []familyRef, targets []string) ([]family
 // there is nothing left. native copies exponential histograms' buckets too,
 // which only the protobuf body shows.
 func (s *seriesStore) copyRows(f *frame, fam uint32, from int, withTimestamps, native bool) int {
-	return s.copyRowsUpTo(f, fam, from, frameRows, withTimestamps, native)
-}
-
-// copyRowsUpTo is copyRows with at most limit rows (at most frameRows).
-func (s *seriesStore) copyRowsUpTo(f *frame, fam uint32, from, limit int, withTimestamps, native bool) int {
-	limit = min(limit, frameRows)
 	f.rows = f.rows[:0]
 	f.labels = f.labels[:0]
 	f.counts = f.counts[:0]
@@ -139,7 +125,7 @@ func (s *seriesStore) copyRowsUpTo(f *frame, fam uint32, from, limit int, withTi
 	defer s.mu.Unlock()
 	ids := s.families[fam].rows
 	pos := from
-	for ; pos < len(ids) && len(f.rows) < limit; pos++ {
+	for ; pos < len(ids) && len(f.rows) < frameRows; pos++ {
 		id := ids[pos]
 		sr := s.row(id)
 		r := row{lblOff: len(f.labels), kind: sr.kind, valid: true, start: sr.start}

@@ -13,7 +13,6 @@ import (
 	"strconv"
 	"testing"
 	"time"
-	"unsafe"
 
 	"github.com/klauspost/compress/gzip"
 	"github.com/stretchr/testify/assert"
@@ -122,89 +121,6 @@ func TestSegmentsDecodeToTheSingleCoreBody(t *testing.T) {
 		}
 		store.close()
 	}
-}
-
-// TestWorkersFormatTheRenderersText renders, in segments, stores with every
-// kind of row the text formats have (counters, gauges, classic and
-// exponential histograms, summaries, rows the exporter refuses to render,
-// hidden families, target_info, exemplars) under each renderer setting the
-// workers copy (timestamps, classic fallback), in text and OpenMetrics: the
-// workers format it, and the body decodes to the text the renderer formats
-// on its own goroutine, byte for byte, for any worker count.
-func TestWorkersFormatTheRenderersText(t *testing.T) {
-	base := time.Unix(1_700_000_000, 0)
-	cfg := createDefaultConfig().(*Config)
-	cfg.MaxSeries = 0
-	store := newSeriesStore(cfg, zap.NewNop())
-	defer store.close()
-	store.consume(spanmetricsLike(3000, 0), base)
-	store.consume(awkwardBatch(base), base)
-	for _, md := range fallbackInput(base) {
-		store.consume(md, base)
-	}
-	for _, timestamps := range []bool{false, true} {
-		for _, fallback := range []bool{false, true} {
-			for _, om := range []bool{false, true} {
-				t.Run(fmt.Sprintf("timestamps=%v/fallback=%v/om=%v", timestamps, fallback, om), func(t *testing.T) {
-					rd := renderer{withTimestamps: timestamps, classicFallback: fallback}
-					body := func(dst []byte) []byte {
-						if om {
-							return rd.renderOpenMetrics(dst, store)
-						}
-						return rd.renderText(dst, store)
-					}
-					want := body(nil)
-					series := rd.series
-					require.Greater(t, len(want), segmentSize, "several segments")
-					var m segmentCompressor
-					for _, workers := range []int{2, 3} {
-						var gz offHeapBuffer
-						length, _, _ := rd.renderSegments(&gz, &m, workers, body)
-						assert.Equal(t, len(want), length)
-						assert.Equal(t, series, rd.series, "series counted by the renderer")
-						assert.Equal(t, string(want), string(gunzipOneMember(t, gz.bytes())), "workers=%d", workers)
-						gz.free()
-					}
-				})
-			}
-		}
-	}
-}
-
-// TestSegmentsHoldBoundedMemory renders a 60 MB body on 8 workers and
-// checks what the compressor keeps afterwards: each worker's text buffer
-// about one segment, each slot's rows about maxSegmentRows, and all of it
-// less than the 2 × 8 segments of text the compressor held when the renderer
-// formatted them (segmentSize + segmentSize/16 each).
-func TestSegmentsHoldBoundedMemory(t *testing.T) {
-	cfg := createDefaultConfig().(*Config)
-	cfg.MaxSeries = 0
-	store := newSeriesStore(cfg, zap.NewNop())
-	defer store.close()
-	store.consume(spanmetricsLike(20000, 0), time.Now())
-	var rd renderer
-	var m segmentCompressor
-	var gz offHeapBuffer
-	defer gz.free()
-	length, _, _ := rd.renderSegments(&gz, &m, 8, func(dst []byte) []byte { return rd.renderText(dst, store) })
-	require.Greater(t, length, 16*segmentSize)
-	held := 0
-	for _, w := range m.workers {
-		assert.LessOrEqual(t, cap(w.text), segmentSize+segmentSize/4)
-		held += cap(w.text)
-	}
-	for _, s := range m.slots {
-		rows := cap(s.in)
-		for i := range s.parts {
-			f := &s.parts[i].f
-			rows += cap(f.rows)*int(unsafe.Sizeof(row{})) + cap(f.labels) + 8*cap(f.counts) +
-				cap(f.exs)*int(unsafe.Sizeof(exemplar{})) + cap(f.nat)*int(unsafe.Sizeof(nativeRow{}))
-		}
-		assert.LessOrEqual(t, rows, 2*maxSegmentRows)
-		held += rows + s.out.Cap()
-	}
-	assert.Less(t, held, 16*(segmentSize+segmentSize/16))
-	t.Logf("%d segments of %d bytes of text on average; the compressor holds %d bytes", m.seq, length/m.seq, held)
 }
 
 // TestScrapeOfSegmentsDecodes runs the exporter at several GOMAXPROCS on a

@@ -371,7 +371,9 @@ func (rd *renderer) renderCompressed(gz *offHeapBuffer, scratch []byte, zw *gzip
 // waited for them.
 func (rd *renderer) renderSegments(gz *offHeapBuffer, m *segmentCompressor, workers int, render func([]byte) []byte) (bodyLen int, work, waited time.Duration) {
 	rd.segments, rd.written = m, 0
-	rest := render(m.start(gz, workers, rd))
+	rest := render(m.start(gz, workers))
+	bodyLen = rd.written + len(rest)
 	rd.segments = nil
-	return m.finish(rest)
+	work, waited = m.finish(rest)
+	return bodyLen, work, waited
 }
