@@ -149,7 +149,10 @@ func main() {
 	if f.native {
 		runner = runNative
 	}
-	failures, err := runner(ctx, f)
+	failures, err := []string(nil), checkModeFlags(f)
+	if err == nil {
+		failures, err = runner(ctx, f)
+	}
 	if err != nil {
 		log.Printf("testbed: %v", err)
 		os.Exit(2)
@@ -162,6 +165,18 @@ func main() {
 		os.Exit(1)
 	}
 	log.Printf("testbed: PASS")
+}
+
+// checkModeFlags refuses flags that the chosen mode would ignore: a CPU profile asked of a run
+// that takes none, or shapes given to no scaling plan, would otherwise pass unnoticed.
+func checkModeFlags(f flags) error {
+	if f.cpuProfile != 0 && !f.scaling && !f.memory {
+		return errors.New("-cpu-profile is read by -scaling and -memory only")
+	}
+	if f.scalingSeries != "" && !f.scaling {
+		return errors.New("-scaling-series is read by -scaling only")
+	}
+	return nil
 }
 
 // selectPlan applies the mode defaults to f and returns the scenarios to run.

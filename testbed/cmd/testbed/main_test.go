@@ -134,3 +134,12 @@ func TestSelectGraph(t *testing.T) {
 	_, err = selectGraph(f)
 	require.ErrorContains(t, err, "-graph-rounds")
 }
+
+func TestCheckModeFlags(t *testing.T) {
+	assert.NoError(t, checkModeFlags(flags{}))
+	assert.NoError(t, checkModeFlags(flags{scaling: true, cpuProfile: time.Second, scalingSeries: "1k"}))
+	assert.NoError(t, checkModeFlags(flags{memory: true, cpuProfile: time.Second}))
+	assert.ErrorContains(t, checkModeFlags(flags{cpuProfile: time.Second}), "-cpu-profile")
+	assert.ErrorContains(t, checkModeFlags(flags{graph: true, cpuProfile: time.Second}), "-cpu-profile")
+	assert.ErrorContains(t, checkModeFlags(flags{memory: true, scalingSeries: "1k"}), "-scaling-series")
+}
