@@ -44,7 +44,7 @@ func memoryRun(ctx context.Context, p Probe, c Collector, pool *Pool, o Options,
 		fw.close()
 		return errors.Join(err, finishRun(s, run))
 	}
-	loadStart := time.Since(s.watch.start)
+	loadStart, steal := time.Since(s.watch.start), startSteal(s.cpus)
 	// Scrapes as Prometheus takes them: gzip, every interval, timing out after one interval. They
 	// start with the first flush: before it there is no page to time (ours holds a scrape until
 	// its first render, once per process), and a side that delivers no flush within two
@@ -117,7 +117,7 @@ func memoryRun(ctx context.Context, p Probe, c Collector, pool *Pool, o Options,
 		}
 	}
 	spans := l.end()
-	loadEnd := time.Since(s.watch.start)
+	loadEnd, stolen := time.Since(s.watch.start), steal.percent()
 	scrapes := ScrapeStats{Clients: 1, Gzip: true}
 	if sc != nil {
 		scrapes = sc.end()
@@ -125,9 +125,10 @@ func memoryRun(ctx context.Context, p Probe, c Collector, pool *Pool, o Options,
 	if _, killed := s.watch.KilledAt(); c.Name == "ours" && !killed {
 		// Ours is checked for exactness too: bytes per series only count with every span
 		// counted. The stock side is not: at a million series its page takes minutes.
-		counted, err := countCalls(ctx, s, o, spans, 2*o.FlushInterval+30*time.Second)
+		counted, err := countCalls(ctx, s, o, spans, countWait(o.FlushInterval, run))
 		if counted == 0 && err != nil {
 			counted = -1
+			run.Error = joinErr(run.Error, err.Error())
 		}
 		run.Sent, run.Counted = spans, counted
 	}
@@ -139,10 +140,22 @@ func memoryRun(ctx context.Context, p Probe, c Collector, pool *Pool, o Options,
 	run.Phases = []Phase{{
 		Name: "load", Seconds: window.Seconds(), Spans: spans, SpansPerSec: float64(spans) / window.Seconds(),
 		CPUPercent: cpuBetween(samples, loadStart.Seconds(), loadEnd.Seconds()),
-		RSSMaxMiB:  rssMax, RSSEndMiB: rssEnd, Scrapes: scrapes,
+		RSSMaxMiB:  rssMax, RSSEndMiB: rssEnd, Scrapes: scrapes, StealPercent: stolen,
 	}}
 	run.Flushes = flushRSS(flushes(deliveries, o.FlushInterval), samples, loadEnd.Seconds())
 	return stopErr
+}
+
+// countWait is how long the probe waits for ours' calls counters to add up to the spans sent
+// once the load ended: the flush of the last interval (up to two intervals with its delivery),
+// then up to three renders, whose time is the longest seen in this run: one under way when that
+// flush lands, the wait for the spare a scrape may still be reading (as long again), and the
+// render of the final state. At GOMAXPROCS=1 on a slow host a render of a million series took
+// 13-25 s, and with a fixed 30 s for all three one such run ended its wait without a complete
+// reading.
+func countWait(interval time.Duration, run *ProbeRun) time.Duration {
+	render := time.Duration(max(run.RenderSeconds, run.FirstRenderSeconds) * float64(time.Second))
+	return 2*interval + max(30*time.Second, 3*render)
 }
 
 // renderDurationMetric is cachedprom's own render time, a histogram in seconds.

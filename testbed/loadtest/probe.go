@@ -37,6 +37,8 @@ type solo struct {
 	unbind func()
 	// placement says where the collector and the testbed ran, for the report.
 	placement string
+	// cpus are the CPUs the collector was pinned to; nil when it shared the host's.
+	cpus []int
 }
 
 // startSolo starts c with fresh endpoints (and a pprof endpoint, used by configs that enable the
@@ -75,7 +77,7 @@ func startSolo(ctx context.Context, c Collector, o Options, label string, env so
 	if err != nil {
 		return nil, err
 	}
-	s := &solo{c: c, ep: ep, proc: proc}
+	s := &solo{c: c, ep: ep, proc: proc, cpus: cpus}
 	if len(cpus) > 0 {
 		if s.unbind, err = bindProcess(split.testbed); err != nil {
 			stopErr := proc.StopWithin(probeStopGrace)

@@ -339,3 +339,12 @@ func TestParseMemStats(t *testing.T) {
 	_, err = parseMemStats(strings.NewReader("# HeapAlloc = x\n"))
 	require.ErrorContains(t, err, "HeapAlloc")
 }
+
+func TestCountWaitCoversThreeRenders(t *testing.T) {
+	interval := 15 * time.Second
+	assert.Equal(t, 60*time.Second, countWait(interval, &ProbeRun{}), "no render seen: 30 s after the last flush")
+	assert.Equal(t, 60*time.Second, countWait(interval, &ProbeRun{RenderSeconds: 8}))
+	// A render of 22 s (a million series on one slow core): one under way, the spare's wait and
+	// the final render.
+	assert.Equal(t, 96*time.Second, countWait(interval, &ProbeRun{RenderSeconds: 12, FirstRenderSeconds: 22}))
+}

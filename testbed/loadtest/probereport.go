@@ -64,6 +64,9 @@ func writeProbe(b *bufio.Writer, res *ProbeResult) {
 		if run.Placement != "" {
 			fmt.Fprintf(b, "- %s: %s\n", run.Label(), run.Placement)
 		}
+		if steal := phaseSteal(run.Phases); steal != "" {
+			fmt.Fprintf(b, "- %s: CPU time stolen by the hypervisor from its CPUs (the host's when not pinned), by phase: %s\n", run.Label(), steal)
+		}
 		if run.StopSeconds > 0 {
 			fmt.Fprintf(b, "- %s: graceful shutdown took %.1f s\n", run.Label(), run.StopSeconds)
 		}
@@ -293,4 +296,15 @@ func writeMemStats(b *bufio.Writer, m map[string]float64) {
 	fmt.Fprintf(b, "\nruntime.MemStats at the profile: live heap (HeapAlloc) %.0f MiB, next GC at %.0f MiB, heap spans in use %.0f MiB, idle %.0f MiB of which returned to the OS %.0f MiB, stacks %.0f MiB, runtime metadata (MSpan+GC+other) %.0f MiB; Sys-HeapReleased %.0f MiB (what RSS holds beyond it is off-heap); %.0f GCs, GC CPU fraction %.3f.\n",
 		m["HeapAlloc"]/mib, m["NextGC"]/mib, m["HeapInuse"]/mib, m["HeapIdle"]/mib, m["HeapReleased"]/mib, m["StackInuse"]/mib,
 		(m["MSpanInuse"]+m["GCSys"]+m["OtherSys"])/mib, (m["Sys"]-m["HeapReleased"])/mib, m["NumGC"], m["GCCPUFraction"])
+}
+
+// phaseSteal lists the measured phases' steal ("load 2.1%"), or "" when none was measured.
+func phaseSteal(phases []Phase) string {
+	var parts []string
+	for _, ph := range phases {
+		if ph.StealPercent != nil {
+			parts = append(parts, fmt.Sprintf("%s %s%%", ph.Name, stealText(ph.StealPercent)))
+		}
+	}
+	return strings.Join(parts, ", ")
 }

@@ -96,6 +96,10 @@ type Phase struct {
 	CPUPercent  float64 `json:"cpu_percent"`
 	RSSMaxMiB   float64 `json:"rss_max_mib"`
 	RSSEndMiB   float64 `json:"rss_end_mib"`
+	// StealPercent is the share of the collector's CPUs' time (all the host's when it was not
+	// pinned) that the hypervisor gave to other guests in the window, from /proc/stat; nil where
+	// it could not be read. Runs that differ in it differ in the CPU they had.
+	StealPercent *float64 `json:"steal_percent,omitempty"`
 	// Scrapes made in the window (the probe's own scrapers).
 	Scrapes ScrapeStats `json:"scrapes"`
 }

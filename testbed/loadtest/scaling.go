@@ -273,7 +273,9 @@ func (r *ScalingReport) WriteMarkdown(w io.Writer) error {
 			fmt.Fprintf(b, "- GOMAXPROCS=%d, %s: %s\n", row.Procs, humanCount(float64(row.Series)), row.Placement)
 		}
 	}
-	b.WriteString("\n## Every run\n\n| GOMAXPROCS | series | round | collector | spans/s | CPU % | CPU µs/span | RSS max (MiB) | load average | note |\n|---|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("\n## Every run\n\nCPU steal % is the share of the collector's CPUs' time (the host's, where it was not pinned) " +
+		"that the hypervisor gave to other guests during the phase, from /proc/stat: on a shared host, rounds that differ in it " +
+		"had different CPU, which the collector's own CPU % cannot tell from waiting for load.\n\n| GOMAXPROCS | series | round | collector | spans/s | CPU % | CPU µs/span | RSS max (MiB) | load average | CPU steal % | note |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, res := range r.Results {
 		for _, run := range res.Runs {
 			var ph Phase
@@ -287,9 +289,9 @@ func (r *ScalingReport) WriteMarkdown(w io.Writer) error {
 			if run.Error != "" {
 				notes = append(notes, "error: "+run.Error)
 			}
-			fmt.Fprintf(b, "| %s | %s | %d | %s | %.0f | %.0f | %.3f | %.0f | %.2f | %s |\n", res.Probe.GOMAXPROCS,
+			fmt.Fprintf(b, "| %s | %s | %d | %s | %.0f | %.0f | %.3f | %.0f | %.2f | %s | %s |\n", res.Probe.GOMAXPROCS,
 				humanCount(float64(run.Series)), run.Round, run.Collector, ph.SpansPerSec, ph.CPUPercent, cpuPerSpan(ph)*1e6,
-				run.RSSMaxMiB, run.LoadAverage, strings.Join(notes, "; "))
+				run.RSSMaxMiB, run.LoadAverage, stealText(ph.StealPercent), strings.Join(notes, "; "))
 		}
 		if res.Error != "" {
 			fmt.Fprintf(b, "\n**GOMAXPROCS=%s not fully measured:** %s\n", res.Probe.GOMAXPROCS, res.Error)

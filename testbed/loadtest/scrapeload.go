@@ -68,8 +68,9 @@ func scrapeLoadRun(ctx context.Context, p Probe, c Collector, pool *Pool, o Opti
 // run interrupted).
 func measurePhase(ctx context.Context, s *solo, l *load, name string, window time.Duration, sc *scrapers) (Phase, bool) {
 	from, spans0 := time.Since(s.watch.start), l.gen.Acked()
+	steal := startSteal(s.cpus)
 	ok := wait(ctx, s, window)
-	phase := Phase{Name: name}
+	phase := Phase{Name: name, StealPercent: steal.percent()}
 	if sc != nil {
 		phase.Scrapes = sc.end()
 	}
