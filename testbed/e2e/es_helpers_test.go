@@ -33,7 +33,7 @@ type esSpan struct {
 	errored  bool
 	status   int       // the exporter's TraceStatus: 0 unset, 1 ok, 2 error
 	keep     bool      // an error or at least esSlowThreshold long
-	sentAt   time.Time // when the collector accepted the request carrying it
+	sentAt   time.Time // when the request carrying it was sent (only acknowledged spans are listed)
 }
 
 // esSpanBatch builds spans first..first+n-1 of a run. Every index maps to a fixed kind of span,
