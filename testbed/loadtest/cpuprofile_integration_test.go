@@ -41,13 +41,13 @@ func TestCPUProfileThroughTheOverlay(t *testing.T) {
 			require.Greater(t, len(body), 2)
 			assert.Equal(t, []byte{0x1f, 0x8b}, body[:2], "a gzipped profile")
 			assert.Contains(t, run.CPUTop, "Type: cpu", "go tool pprof read it")
-			// pprof prints the wall time the profile covered: about the one second asked for, which
-			// may read 999.29ms as well as 1.01s.
+			// pprof prints the wall time the profile covered: the one second asked for, which may
+			// read 999.29ms, or more on a loaded host; an ignored seconds parameter would give 30s.
 			m := regexp.MustCompile(`Duration: (\S+),`).FindStringSubmatch(run.CPUTop)
 			require.Len(t, m, 2, "a Duration line in %q", run.CPUTop)
 			d, err := time.ParseDuration(m[1])
 			require.NoError(t, err)
-			assert.InDelta(t, time.Second.Seconds(), d.Seconds(), 0.5, "the profile covers the second asked for")
+			assert.True(t, d >= 500*time.Millisecond && d <= 5*time.Second, "the profile covers the second asked for, not %v", d)
 		})
 	}
 }
