@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/confmap/confmaptest"
-	"go.opentelemetry.io/collector/confmap/xconfmap"
+	"go.opentelemetry.io/collector/confmap"
 
 	"github.com/otelcol-red/otelcol-red/connector/hotspotfilter/internal/metadata"
 )
@@ -90,7 +90,7 @@ func TestLoadConfig(t *testing.T) {
 			sub, err := cm.Sub(tt.id.String())
 			require.NoError(t, err)
 			require.NoError(t, sub.Unmarshal(cfg))
-			err = xconfmap.Validate(cfg)
+			err = confmap.Validate(cfg)
 			if tt.errorMessage != "" {
 				require.Error(t, err)
 				assert.Contains(t, err.Error(), tt.errorMessage)

@@ -66,7 +66,7 @@ func parseCondition(condition string, set component.TelemetrySettings) (ottl.Con
 		set.Logger = zap.NewNop()
 	}
 	funcs := ottlfuncs.StandardConverters[*ottlspan.TransformContext]()
-	isRoot := ottlfuncs.NewIsRootSpanFactoryNew()
+	isRoot := ottlfuncs.NewIsRootSpanFactory()
 	funcs[isRoot.Name()] = isRoot
 	parser, err := ottlspan.NewParser(funcs, set)
 	if err != nil {
@@ -93,7 +93,7 @@ func (r *rule) admits(service string) bool {
 
 // matches evaluates the rule's condition on one span.
 func (r *rule) matches(ctx context.Context, rs ptrace.ResourceSpans, ss ptrace.ScopeSpans, span ptrace.Span) bool {
-	tCtx := ottlspan.NewTransformContextPtr(rs, ss, span)
+	tCtx := ottlspan.NewTransformContext(rs, ss, span)
 	ok, err := r.cond.Eval(ctx, tCtx)
 	tCtx.Close()
 	return ok && err == nil

@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/confmap/confmaptest"
-	"go.opentelemetry.io/collector/confmap/xconfmap"
+	"go.opentelemetry.io/collector/confmap"
 
 	"github.com/otelcol-red/otelcol-red/connector/tracegraph/internal/metadata"
 )
@@ -63,7 +63,7 @@ func TestLoadConfig(t *testing.T) {
 			sub, err := cm.Sub(component.NewIDWithName(metadata.Type, tt.id).String())
 			require.NoError(t, err)
 			require.NoError(t, sub.Unmarshal(cfg))
-			err = xconfmap.Validate(cfg)
+			err = confmap.Validate(cfg)
 			if tt.errorMessage != "" {
 				require.ErrorContains(t, err, tt.errorMessage)
 				return

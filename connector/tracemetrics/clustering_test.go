@@ -13,7 +13,6 @@ import (
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/confmap/confmaptest"
-	"go.opentelemetry.io/collector/confmap/xconfmap"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
@@ -294,7 +293,7 @@ func TestLoadClusteringConfig(t *testing.T) {
 		sub, err := cm.Sub(component.NewIDWithName(metadata.Type, id).String())
 		require.NoError(t, err)
 		require.NoError(t, sub.Unmarshal(cfg))
-		return cfg, xconfmap.Validate(cfg)
+		return cfg, confmap.Validate(cfg)
 	}
 	cfg, err := load("clustering")
 	require.NoError(t, err)

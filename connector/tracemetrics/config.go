@@ -9,7 +9,7 @@ import (
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/config/configoptional"
-	"go.opentelemetry.io/collector/confmap/xconfmap"
+	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 )
 
@@ -288,7 +288,7 @@ func (u Unit) nanosPer() int64 {
 
 var (
 	_ component.Config   = (*Config)(nil)
-	_ xconfmap.Validator = (*Config)(nil)
+	_ confmap.Validator = (*Config)(nil)
 )
 
 // Validate checks the configuration; every error names the key at fault.

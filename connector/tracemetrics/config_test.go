@@ -10,7 +10,7 @@ import (
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/config/configoptional"
 	"go.opentelemetry.io/collector/confmap/confmaptest"
-	"go.opentelemetry.io/collector/confmap/xconfmap"
+	"go.opentelemetry.io/collector/confmap"
 
 	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/metadata"
 )
@@ -89,7 +89,7 @@ func TestLoadConfig(t *testing.T) {
 			require.NoError(t, err)
 			err = sub.Unmarshal(cfg)
 			if err == nil {
-				err = xconfmap.Validate(cfg)
+				err = confmap.Validate(cfg)
 			}
 			if tt.errorMessage != "" {
 				require.ErrorContains(t, err, tt.errorMessage)

@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/confmap/confmaptest"
-	"go.opentelemetry.io/collector/confmap/xconfmap"
+	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/ptrace"
@@ -349,7 +349,7 @@ func TestLoadSamplingConfig(t *testing.T) {
 			sub, err := cm.Sub(component.NewIDWithName(metadata.Type, tt.id).String())
 			require.NoError(t, err)
 			require.NoError(t, sub.Unmarshal(cfg))
-			err = xconfmap.Validate(cfg)
+			err = confmap.Validate(cfg)
 			if tt.errorMessage != "" {
 				require.ErrorContains(t, err, tt.errorMessage)
 				return

@@ -16,7 +16,6 @@ import (
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/confmap/confmaptest"
-	"go.opentelemetry.io/collector/confmap/xconfmap"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/ptrace"
@@ -347,7 +346,7 @@ func TestLoadSpanNameConfig(t *testing.T) {
 		if err := sub.Unmarshal(cfg); err != nil {
 			return nil, err
 		}
-		return cfg, xconfmap.Validate(cfg)
+		return cfg, confmap.Validate(cfg)
 	}
 	cfg, err := load("span_names")
 	require.NoError(t, err)

@@ -69,7 +69,7 @@ func startStock(tb testing.TB, mutate func(*prometheusexporter.Config)) (exporte
 	tb.Helper()
 	f := prometheusexporter.NewFactory()
 	cfg := f.CreateDefaultConfig().(*prometheusexporter.Config)
-	cfg.NetAddr.Endpoint = freeEndpoint(tb)
+	cfg.ServerConfig.NetAddr.Endpoint = freeEndpoint(tb)
 	if mutate != nil {
 		mutate(cfg)
 	}
@@ -77,7 +77,7 @@ func startStock(tb testing.TB, mutate func(*prometheusexporter.Config)) (exporte
 	require.NoError(tb, err)
 	require.NoError(tb, exp.Start(context.Background(), componenttest.NewNopHost()))
 	tb.Cleanup(func() { require.NoError(tb, exp.Shutdown(context.Background())) })
-	return exp, "http://" + cfg.NetAddr.Endpoint + "/metrics"
+	return exp, "http://" + cfg.ServerConfig.NetAddr.Endpoint + "/metrics"
 }
 
 // scrape GETs url with the given Accept header and optional gzip, and returns

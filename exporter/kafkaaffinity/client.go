@@ -49,11 +49,7 @@ func newClient(ctx context.Context, cfg *Config, logger *zap.Logger) (*kgo.Clien
 	if p.AllowAutoTopicCreation {
 		opts = append(opts, kgo.AllowAutoTopicCreation())
 	}
-	tlsCfg := cfg.TLS
-	if tlsCfg == nil {
-		tlsCfg = cfg.Authentication.TLS
-	}
-	if tlsCfg != nil {
+	if tlsCfg := cfg.TLS; tlsCfg != nil {
 		t, err := tlsCfg.LoadTLSConfig(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("cannot load tls config: %w", err)
@@ -61,9 +57,6 @@ func newClient(ctx context.Context, cfg *Config, logger *zap.Logger) (*kgo.Clien
 		if t != nil {
 			opts = append(opts, kgo.DialTLSConfig(t))
 		}
-	}
-	if pt := cfg.Authentication.PlainText; pt != nil {
-		opts = append(opts, kgo.SASL(plain.Auth{User: pt.Username, Pass: pt.Password}.AsMechanism()))
 	}
 	if s := cfg.Authentication.SASL; s != nil {
 		var m sasl.Mechanism

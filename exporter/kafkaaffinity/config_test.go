@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/confmap/confmaptest"
-	"go.opentelemetry.io/collector/confmap/xconfmap"
+	"go.opentelemetry.io/collector/confmap"
 
 	"github.com/otelcol-red/otelcol-red/exporter/kafkaaffinity/internal/metadata"
 )
@@ -74,14 +74,14 @@ func TestLoadConfig(t *testing.T) {
 			require.NoError(t, err)
 			require.NoError(t, sub.Unmarshal(cfg))
 			if len(tt.errorMessage) > 0 {
-				err := xconfmap.Validate(cfg)
+				err := confmap.Validate(cfg)
 				require.Error(t, err)
 				for _, msg := range tt.errorMessage {
 					assert.ErrorContains(t, err, msg)
 				}
 				return
 			}
-			require.NoError(t, xconfmap.Validate(cfg))
+			require.NoError(t, confmap.Validate(cfg))
 			assert.Equal(t, tt.expected, cfg)
 		})
 	}

@@ -8,12 +8,12 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/confmap/confmaptest"
-	"go.opentelemetry.io/collector/confmap/xconfmap"
+	"go.opentelemetry.io/collector/confmap"
 )
 
 func TestDefaultConfigIsValid(t *testing.T) {
 	cfg := NewFactory().CreateDefaultConfig().(*Config)
-	require.NoError(t, xconfmap.Validate(cfg))
+	require.NoError(t, confmap.Validate(cfg))
 	assert.Equal(t, int64(64), cfg.MaxHeadroomMiB)
 	assert.Equal(t, int64(32), cfg.MinHeadroomMiB)
 	assert.Equal(t, 10, cfg.MinGCPercent)
@@ -25,7 +25,7 @@ func TestLoadConfig(t *testing.T) {
 	require.NoError(t, err)
 	cfg := createDefaultConfig()
 	require.NoError(t, cm.Unmarshal(cfg))
-	require.NoError(t, xconfmap.Validate(cfg))
+	require.NoError(t, confmap.Validate(cfg))
 	assert.Equal(t, int64(512), cfg.MaxHeadroomMiB)
 	assert.Equal(t, int64(48), cfg.MinHeadroomMiB)
 	assert.Equal(t, 40, cfg.MinGCPercent)
@@ -50,7 +50,7 @@ func TestValidateNamesTheKey(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := createDefaultConfig()
 			tc.modify(cfg)
-			err := xconfmap.Validate(cfg)
+			err := confmap.Validate(cfg)
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), tc.want)
 		})
