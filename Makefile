@@ -4,9 +4,9 @@ SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 
 GO          ?= go
-OCB_VERSION := v0.145.0
+# The collector release (ocb's version too) comes from versions.txt, the one place it is written.
+OCB_VERSION := $(shell awk '$$1 == "collector" {print $$2}' versions.txt)
 TOOLS       := $(CURDIR)/.tools
-BUILDER     := $(TOOLS)/builder
 BIN         := bin/otelcol-red
 CONFIG      ?= configs/default.yaml
 # Binaries are static (CGO off, set per build); tests keep cgo for -race.
@@ -14,14 +14,17 @@ CONFIG      ?= configs/default.yaml
 export GONOSUMDB := github.com/open-telemetry/opentelemetry-collector-contrib
 # Integration tests run one package at a time so no two packages share a service at once.
 INTEGRATION := -tags integration -p 1 -count=1 -timeout 40m
-MODULES     := . testbed
 
-.PHONY: all build stock-twin run test rules prometheus3 unit integration e2e test-faults-full test-graph-churn-full test-name-churn-full test-burst-full check-generated generate bench testbed testbed-short testbed-memory testbed-scaling testbed-graph testbed-native testbed-bundle lint docker clean tools
+.PHONY: all bump check-pins build stock-twin run test rules prometheus3 unit integration e2e test-faults-full test-graph-churn-full test-name-churn-full test-burst-full check-generated generate bench testbed testbed-short testbed-memory testbed-scaling testbed-graph testbed-native testbed-bundle lint image clean tools
 
 all: build
 
+# The builder is installed under a versioned name so that a bump installs the new one.
+BUILDER     := $(TOOLS)/builder-$(OCB_VERSION)
 $(BUILDER):
-	GOBIN=$(TOOLS) $(GO) install go.opentelemetry.io/collector/cmd/builder@$(OCB_VERSION)
+	@mkdir -p $(TOOLS)
+	GOBIN=$(TOOLS)/tmp-builder $(GO) install go.opentelemetry.io/collector/cmd/builder@$(OCB_VERSION)
+	mv $(TOOLS)/tmp-builder/builder $@ && rm -rf $(TOOLS)/tmp-builder
 
 tools: $(BUILDER)
 
@@ -43,12 +46,13 @@ run: build
 
 ## test: lint, generated-code drift, unit tests with -race, integration tests with real services,
 ## and the short testbed run (fails if ours falls below the stock twin or loses a span)
-test: lint check-generated build rules unit integration testbed-short
+test: lint check-generated build check-pins rules unit integration testbed-short
 
 unit:
 	$(GO) test -race -count=1 ./...
 	cd testbed && $(GO) test -race -count=1 ./...
 	cd deploy && $(GO) test -race -count=1 ./...
+	cd exporter/elasticsearch && $(GO) test -race -count=1 ./...
 
 ## prometheus3: build Prometheus 3 and its promtool once (native histograms; ~4 min on two cores once its modules are downloaded), before the tests that use them
 prometheus3:
@@ -78,7 +82,7 @@ integration: build stock-twin prometheus3
 ## one test that needs Kafka and Elasticsearch runs last of the first, by when the second has
 ## usually finished with Elasticsearch (kafka_store_crash_integration_test.go); if not, it waits.
 E2E_FIRST := ^Test(Kafka|Dashboard|EdgeTier|GraphTier|Awkward|UniqueNameChurnStaysBoundedWithLayers)
-e2e: build stock-twin prometheus3
+e2e: build stock-twin prometheus3 image
 	cd testbed && $(GO) test -tags integration -count=1 -run '^$$' ./e2e/ >/dev/null
 	cd testbed && { $(GO) test $(INTEGRATION) -run '$(E2E_FIRST)' ./e2e/ & first=$$!; \
 	  rc=0; $(GO) test $(INTEGRATION) -skip '$(E2E_FIRST)' ./e2e/ || rc=$$?; \
@@ -112,6 +116,17 @@ test-burst-full: build
 ## check-generated: fail when cmd/otelcol-red drifts from builder-config.yaml
 check-generated: $(BUILDER)
 	BUILDER=$(BUILDER) scripts/check-generated.sh
+
+## bump: move every pin to another collector release (VERSION=v0.X.0, CONTRIB=v0.X.Y optional):
+## versions.txt, both ocb manifests, every go.mod, cmd/otelcol-red; ends with check-pins
+bump:
+	@test -n "$(VERSION)" || { echo "usage: make bump VERSION=v0.X.0 [CONTRIB=v0.X.Y]"; exit 2; }
+	scripts/bump.sh $(VERSION) $(CONTRIB)
+
+## check-pins: fail when a pin (manifests, go.mod files, the built binary, versions named in the docs)
+## disagrees with versions.txt
+check-pins:
+	scripts/check-pins.sh
 
 ## generate: rerun ocb on builder-config.yaml into cmd/otelcol-red
 generate: $(BUILDER)
@@ -170,9 +185,12 @@ lint:
 	$(GO) vet -tags integration ./...
 	cd testbed && $(GO) vet -tags integration ./...
 	cd deploy && $(GO) vet -tags integration ./...
+	cd exporter/elasticsearch && $(GO) vet ./...
 
-docker:
-	docker build -t otelcol-red:latest .
+## image: otelcol-red:latest (and :<version>) from the Dockerfile, with docker, podman or buildah,
+## no registry needed (scripts/image.sh; installs podman, buildah and runc from Debian when none is there)
+image: build
+	scripts/image.sh build
 
 clean:
 	rm -rf bin .cache/gencheck .cache/gencheck-config.yaml .cache/gencheck.log

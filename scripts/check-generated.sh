@@ -4,7 +4,7 @@
 # must not land. The check output sits at the same depth as cmd/otelcol-red so the manifest's
 # relative `replaces` resolve to the same folder.
 source "$(dirname "$0")/lib.sh"
-BUILDER=${BUILDER:-$ROOT/.tools/builder}
+BUILDER=${BUILDER:?set BUILDER to the ocb binary (make check-generated does)}
 OUT=.cache/gencheck
 cd "$ROOT"
 rm -rf "$OUT"; mkdir -p .cache

@@ -2,10 +2,11 @@
 # contrib's telemetrygen, the load client users already know, for tests that need a real OTLP client.
 #   scripts/telemetrygen.sh path     installs it under .tools (once) and prints its path
 #   scripts/telemetrygen.sh ARGS...  runs it
-# The version follows the contrib pin of builder-config.yaml.
+# The version is contrib's release in versions.txt, or the release telemetrygen is held at there.
 source "$(dirname "$0")/lib.sh"
 
-VERSION=v0.145.0
+VERSION=$(awk '$1 == "held" && $2 == "cmd/telemetrygen" {print $3}' "$ROOT/versions.txt")
+[ -n "$VERSION" ] || VERSION=$(awk '$1 == "contrib" {print $2}' "$ROOT/versions.txt")
 BIN=$ROOT/.tools/telemetrygen-$VERSION
 
 install() {

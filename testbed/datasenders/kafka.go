@@ -1,5 +1,5 @@
-// Package datasenders holds load generators for the testbed that contrib's testbed does not
-// have. kafka.go writes OTLP-proto encoded traces to a Kafka topic with franz-go, the way an
+// Package datasenders holds the testbed's load generators that have no stock
+// equivalent. kafka.go writes OTLP-proto encoded traces to a Kafka topic with franz-go, the way an
 // agent's kafka exporter (encoding otlp_proto) does, so a collector's kafka receiver can be
 // loaded and measured.
 package datasenders // import "github.com/otelcol-red/otelcol-red/testbed/datasenders"
@@ -16,9 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/open-telemetry/opentelemetry-collector-contrib/testbed/testbed"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 )
@@ -379,92 +377,3 @@ func countByServiceStatus(td ptrace.Traces) map[string]int64 {
 	}
 	return out
 }
-
-// KafkaTraceDataSender plugs Kafka into contrib's testbed: its LoadGenerator calls
-// ConsumeTraces with generated batches, each written as one OTLP-proto message (synchronously,
-// so the load generator's own rate control sees the broker's back-pressure), and
-// GenConfigYAMLStr gives the collector under test a matching kafka receiver.
-type KafkaTraceDataSender struct {
-	// Broker is the loopback host:port of the broker.
-	Broker string
-	// Topic receives the messages; the receiver consumes it.
-	Topic string
-	// GroupID is the receiver's consumer group; empty means "otelcol-red-testbed".
-	GroupID string
-
-	producer *KafkaProducer
-}
-
-var _ testbed.TraceDataSender = (*KafkaTraceDataSender)(nil)
-
-// NewKafkaTraceDataSender returns a sender for broker (loopback host:port) and topic.
-func NewKafkaTraceDataSender(broker, topic string) *KafkaTraceDataSender {
-	return &KafkaTraceDataSender{Broker: broker, Topic: topic}
-}
-
-// Start connects the producer.
-func (s *KafkaTraceDataSender) Start() error {
-	p, err := NewKafkaProducer([]string{s.Broker}, s.Topic)
-	if err != nil {
-		return err
-	}
-	s.producer = p
-	return nil
-}
-
-// ConsumeTraces writes td as one message and waits for the acknowledgement.
-func (s *KafkaTraceDataSender) ConsumeTraces(ctx context.Context, td ptrace.Traces) error {
-	if s.producer == nil {
-		return errors.New("kafka sender: Start was not called")
-	}
-	return s.producer.SendTraces(ctx, td)
-}
-
-// Capabilities says the sender leaves the batches it is given unchanged.
-func (*KafkaTraceDataSender) Capabilities() consumer.Capabilities {
-	return consumer.Capabilities{MutatesData: false}
-}
-
-// Flush waits for buffered messages (none are buffered: ConsumeTraces is synchronous).
-func (s *KafkaTraceDataSender) Flush() {
-	if s.producer != nil {
-		_ = s.producer.Flush(context.Background())
-	}
-}
-
-// Close disconnects the producer; contrib's testbed has no hook for it, call it in cleanup.
-func (s *KafkaTraceDataSender) Close() {
-	if s.producer != nil {
-		s.producer.Close()
-	}
-}
-
-// GetEndpoint returns the broker address.
-func (s *KafkaTraceDataSender) GetEndpoint() net.Addr {
-	addr, err := net.ResolveTCPAddr("tcp", s.Broker)
-	if err != nil {
-		return &net.TCPAddr{}
-	}
-	return addr
-}
-
-// GenConfigYAMLStr returns the receivers: entry for the collector under test. The group starts
-// at the earliest offset so messages written before the group first joined are consumed too.
-func (s *KafkaTraceDataSender) GenConfigYAMLStr() string {
-	group := s.GroupID
-	if group == "" {
-		group = "otelcol-red-testbed"
-	}
-	return fmt.Sprintf(`
-  kafka:
-    brokers: [%q]
-    group_id: %q
-    initial_offset: earliest
-    traces:
-      topics: [%q]
-      encoding: otlp_proto
-`, s.Broker, group, s.Topic)
-}
-
-// ProtocolName is the receiver's type in the collector config.
-func (*KafkaTraceDataSender) ProtocolName() string { return "kafka" }

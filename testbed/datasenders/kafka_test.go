@@ -78,17 +78,6 @@ func TestRunKafkaLoadNeedsDuration(t *testing.T) {
 	assert.Error(t, err)
 }
 
-func TestKafkaTraceDataSenderConfig(t *testing.T) {
-	s := NewKafkaTraceDataSender("127.0.0.1:19092", "spans")
-	assert.Equal(t, "kafka", s.ProtocolName())
-	assert.Equal(t, "127.0.0.1:19092", s.GetEndpoint().String())
-	cfg := s.GenConfigYAMLStr()
-	assert.Contains(t, cfg, `brokers: ["127.0.0.1:19092"]`)
-	assert.Contains(t, cfg, `topics: ["spans"]`)
-	assert.Contains(t, cfg, "encoding: otlp_proto")
-	assert.Error(t, s.ConsumeTraces(t.Context(), ptrace.NewTraces()), "ConsumeTraces before Start")
-}
-
 // BenchmarkSpanShapeTraces is the generator's cost per span, which a load run spends on the
 // same machine as the collector under test.
 func BenchmarkSpanShapeTraces(b *testing.B) {

@@ -40,7 +40,7 @@ func BenchmarkKafkaProducerCost(b *testing.B) {
 	}{
 		{"stock", kafkaexporter.NewFactory(), func(topic string) component.Config {
 			cfg := kafkaexporter.NewFactory().CreateDefaultConfig().(*kafkaexporter.Config)
-			cfg.Brokers = []string{broker}
+			cfg.ClientConfig.Brokers = []string{broker}
 			cfg.Traces.Topic = topic
 			cfg.QueueBatchConfig = configoptional.None[exporterhelper.QueueBatchConfig]()
 			cfg.BackOffConfig.Enabled = false

@@ -1,11 +1,9 @@
 //go:build otelcolred_deps
 
-// Package tools keeps the testbed's shared modules in go.mod while scenarios and
-// end-to-end tests are added one by one.
+// Package tools keeps in go.mod the modules that only build-tagged tests import.
 package tools
 
 import (
-	_ "github.com/open-telemetry/opentelemetry-collector-contrib/testbed/testbed"
 	_ "github.com/otelcol-red/otelcol-red/internal/testservice"
 	_ "github.com/prometheus/common/expfmt"
 	_ "github.com/redis/go-redis/extra/redisotel/v9"
