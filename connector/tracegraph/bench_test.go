@@ -37,7 +37,7 @@ func benchRequests(traces, spansPerRequest int) ([]ptrace.Traces, int) {
 	return out, total
 }
 
-// BenchmarkConsumeTraces runs servicegraph v0.145.0 and tracegraph on identical requests
+// BenchmarkConsumeTraces runs servicegraph v0.159.0 and tracegraph on identical requests
 // (generated call graphs, ~200 spans per request; the same trace IDs recur, so pairs keep
 // completing and the stores stay bounded), serially and from GOMAXPROCS goroutines. Reported:
 // spans/s and allocs/span, tracegraph's including the aggregator's work (the timed region ends

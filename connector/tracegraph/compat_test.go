@@ -2,18 +2,25 @@ package tracegraph
 
 import (
 	"context"
+	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/jonboulle/clockwork"
 	"github.com/open-telemetry/opentelemetry-collector-contrib/connector/servicegraphconnector"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/confmap"
+	"go.opentelemetry.io/collector/confmap/confmaptest"
 	"go.opentelemetry.io/collector/connector"
 	"go.opentelemetry.io/collector/connector/connectortest"
 	"go.opentelemetry.io/collector/consumer/consumertest"
+	"go.opentelemetry.io/collector/featuregate"
+	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
@@ -25,9 +32,10 @@ import (
 // cases in parallel), short enough to wait for the unpaired halves to expire.
 const compatTTL = 3 * time.Second
 
-// TestCompatibilityWithServicegraph feeds identical traces to contrib's servicegraph v0.145.0
-// and to tracegraph, lets the unpaired halves expire in both, and requires the same data
-// points: names, units, label sets, counts, sums and buckets. The traces are generated call
+// TestCompatibilityWithServicegraph feeds identical traces to contrib's servicegraph v0.159.0
+// (the newest release the module proxy serves, versions.txt) and to tracegraph, lets the
+// unpaired halves expire in both, and requires the same data points: names, units, label sets,
+// counts, sums and buckets, and timestamps that apply metrics_timestamp_offset alike. The traces are generated call
 // graphs (callGraph): services calling services, databases named and unnamed, a queue, untraced
 // peers and clients, failures, root server spans, resources without service.name; every span
 // of a call is exported by its own service, the exports shuffled, so the halves of a call
@@ -49,6 +57,10 @@ func TestCompatibilityWithServicegraph(t *testing.T) {
 		}},
 		{name: "exponential", cfg: func(sg *servicegraphconnector.Config, ours *Config) {
 			sg.ExponentialHistogramMaxSize, ours.ExponentialHistogramMaxSize = 20, 20
+			sg.MetricsTimestampOffset, ours.MetricsTimestampOffset = time.Hour, time.Hour
+		}},
+		{name: "timestamp_offset", cfg: func(sg *servicegraphconnector.Config, ours *Config) {
+			sg.MetricsTimestampOffset, ours.MetricsTimestampOffset = time.Hour, time.Hour
 		}},
 		{name: "no_virtual_nodes", cfg: func(sg *servicegraphconnector.Config, ours *Config) {
 			sg.VirtualNodePeerAttributes, ours.VirtualNodePeerAttributes = []string{}, []string{}
@@ -65,7 +77,18 @@ func TestCompatibilityWithServicegraph(t *testing.T) {
 			input := newCallGraph(42).traces(300)
 			want := runServicegraph(t, sgCfg, input)
 			got := runTracegraph(t, ours, input)
-			requireSamePoints(t, want, got)
+			requireSamePoints(t, want.md, got.md)
+
+			wantStamps, gotStamps := want.stamps(sgCfg.MetricsTimestampOffset), got.stamps(ours.MetricsTimestampOffset)
+			if sgCfg.ExponentialHistogramMaxSize > 0 && sgCfg.MetricsTimestampOffset > 0 {
+				// servicegraph v0.159.0 stamps exponential request_server points with the
+				// time of the flush, without the offset (v0.145.0 also left the client
+				// points' timestamps at 0; v0.159.0 sets them, with the offset). tracegraph
+				// applies the offset to every point (README, "What differs").
+				require.Equal(t, stampUnshifted, wantStamps[metricServer], "servicegraph's exponential server points")
+				wantStamps[metricServer] = stampShifted
+			}
+			require.Equal(t, wantStamps, gotStamps, "timestamps by metric")
 		})
 	}
 }
@@ -85,12 +108,83 @@ func compatConfigs() (*servicegraphconnector.Config, *Config) {
 	return sg, ours
 }
 
+// compatRun is a connector's last flush and the interval in which it was built.
+type compatRun struct {
+	md       pmetric.Metrics
+	from, to time.Time
+}
+
+// How a metric's data points are stamped relative to the flush.
+const (
+	stampShifted   = "flush time - metrics_timestamp_offset"
+	stampUnshifted = "flush time"
+	stampZero      = "zero"
+	stampOther     = "other"
+	stampNoStart   = "no start timestamp"
+)
+
+// stamps classifies the timestamps of each metric's data points: shifted by offset from the
+// flush's time, the flush's time itself, zero, or anything else (mixed classes read "other").
+// With a zero offset, shifted and unshifted are the same and read as shifted.
+func (r compatRun) stamps(offset time.Duration) map[string]string {
+	out := map[string]string{}
+	in := func(ts pcommon.Timestamp, shift time.Duration) bool {
+		t := ts.AsTime()
+		return !t.Before(r.from.Add(-shift)) && !t.After(r.to.Add(-shift))
+	}
+	classify := func(start, ts pcommon.Timestamp) string {
+		switch {
+		case start == 0:
+			return stampNoStart
+		case ts == 0:
+			return stampZero
+		case in(ts, offset):
+			return stampShifted
+		case in(ts, 0):
+			return stampUnshifted
+		}
+		return stampOther
+	}
+	rms := r.md.ResourceMetrics()
+	for i := 0; i < rms.Len(); i++ {
+		sms := rms.At(i).ScopeMetrics()
+		for j := 0; j < sms.Len(); j++ {
+			ms := sms.At(j).Metrics()
+			for k := 0; k < ms.Len(); k++ {
+				m := ms.At(k)
+				add := func(start, ts pcommon.Timestamp) {
+					c := classify(start, ts)
+					if prev, ok := out[m.Name()]; ok && prev != c {
+						c = stampOther
+					}
+					out[m.Name()] = c
+				}
+				switch m.Type() {
+				case pmetric.MetricTypeSum:
+					for _, dp := range m.Sum().DataPoints().All() {
+						add(dp.StartTimestamp(), dp.Timestamp())
+					}
+				case pmetric.MetricTypeHistogram:
+					for _, dp := range m.Histogram().DataPoints().All() {
+						add(dp.StartTimestamp(), dp.Timestamp())
+					}
+				case pmetric.MetricTypeExponentialHistogram:
+					for _, dp := range m.ExponentialHistogram().DataPoints().All() {
+						add(dp.StartTimestamp(), dp.Timestamp())
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
 // runServicegraph sends input to servicegraph, waits for its store to expire every unpaired
 // half, and returns one flush of everything. servicegraph flushes on a ticker, or on every
 // ConsumeTraces when metrics_flush_interval is 0, which it reads at each call from the
 // configuration it keeps: flushing on every call while the input is sent would take longer
 // than the ttl, so the interval is 0 only for the last, empty call.
-func runServicegraph(t *testing.T, cfg *servicegraphconnector.Config, input []ptrace.Traces) pmetric.Metrics {
+func runServicegraph(t *testing.T, cfg *servicegraphconnector.Config, input []ptrace.Traces) compatRun {
 	f := servicegraphconnector.NewFactory()
 	sink := &consumertest.MetricsSink{}
 	c, err := f.CreateTracesToMetrics(context.Background(), settings(f.Type()), cfg, sink)
@@ -102,7 +196,7 @@ func runServicegraph(t *testing.T, cfg *servicegraphconnector.Config, input []pt
 }
 
 // runTracegraph sends input to tracegraph, waits as long, and returns its final flush.
-func runTracegraph(t *testing.T, cfg *Config, input []ptrace.Traces) pmetric.Metrics {
+func runTracegraph(t *testing.T, cfg *Config, input []ptrace.Traces) compatRun {
 	require.NoError(t, cfg.Validate())
 	f := NewFactory()
 	sink := &consumertest.MetricsSink{}
@@ -111,7 +205,7 @@ func runTracegraph(t *testing.T, cfg *Config, input []ptrace.Traces) pmetric.Met
 	return runConnector(t, c, sink, input, func() {})
 }
 
-func runConnector(t *testing.T, c connector.Traces, sink *consumertest.MetricsSink, input []ptrace.Traces, beforeShutdown func()) pmetric.Metrics {
+func runConnector(t *testing.T, c connector.Traces, sink *consumertest.MetricsSink, input []ptrace.Traces, beforeShutdown func()) compatRun {
 	require.NoError(t, c.Start(context.Background(), componenttest.NewNopHost()))
 	began := time.Now()
 	for _, td := range input {
@@ -122,11 +216,13 @@ func runConnector(t *testing.T, c connector.Traces, sink *consumertest.MetricsSi
 	require.Less(t, time.Since(began), compatTTL/2, "sending took too long for the ttl")
 	// Let every unpaired half pass its ttl and an expiration loop pass after it.
 	time.Sleep(compatTTL + 300*time.Millisecond)
+	from := time.Now()
 	beforeShutdown()
 	require.NoError(t, c.Shutdown(context.Background()))
+	to := time.Now()
 	all := sink.AllMetrics()
 	require.NotEmpty(t, all, "no flush")
-	return all[len(all)-1]
+	return compatRun{md: all[len(all)-1], from: from, to: to}
 }
 
 func settings(typ component.Type) connector.Settings {
@@ -186,5 +282,120 @@ func TestHashCollisionsAreExact(t *testing.T) {
 	collide := func([]byte) uint64 { return 42 }
 	c.agg.pairs.keyHash, c.agg.series.keyHash = collide, collide
 	got := runConnector(t, c, sink, input, func() {})
-	requireSamePoints(t, want, got)
+	requireSamePoints(t, want.md, got.md)
+}
+
+// TestConfigKeysMatchServicegraph requires every key servicegraph v0.159.0 reads to exist in
+// tracegraph's Config at the same YAML path with the same Go type, servicegraph's defaults
+// wherever ours are not documented as different (store.ttl and store.max_items, README "The
+// store"), and the same values after loading the same blocks (testdata/config.yaml:
+// tracegraph/servicegraph, contrib's README example with every key set, and
+// tracegraph/exponential for the key exclusive with latency_histogram_buckets). A key added upstream,
+// or a changed default, fails here.
+func TestConfigKeysMatchServicegraph(t *testing.T) {
+	sgKeys := yamlFields(reflect.TypeOf(servicegraphconnector.Config{}), "")
+	ourKeys := yamlFields(reflect.TypeOf(Config{}), "")
+	require.NotEmpty(t, sgKeys)
+	for key, f := range sgKeys {
+		ours, ok := ourKeys[key]
+		if !assert.Truef(t, ok, "servicegraph key %s is missing", key) {
+			continue
+		}
+		require.Equalf(t, f.typ, ours.typ, "type of %s", key)
+	}
+
+	sgDefault := servicegraphconnector.NewFactory().CreateDefaultConfig()
+	ourDefault := createDefaultConfig()
+	ourDifferent := map[string]bool{"store.ttl": true, "store.max_items": true}
+	for key := range sgKeys {
+		sg, ours := valueAt(sgDefault, key), valueAt(ourDefault, key)
+		if ourDifferent[key] {
+			require.NotEqualf(t, sg, ours, "default of %s: now servicegraph's, drop the difference", key)
+			continue
+		}
+		require.Equalf(t, sg, ours, "default of %s", key)
+	}
+
+	cm, err := confmaptest.LoadConf(filepath.Join("testdata", "config.yaml"))
+	require.NoError(t, err)
+	set := map[string]bool{}
+	for _, id := range []string{"tracegraph/servicegraph", "tracegraph/exponential"} {
+		block, err := cm.Sub(id)
+		require.NoError(t, err)
+		sgCfg, ourCfg := servicegraphconnector.NewFactory().CreateDefaultConfig(), createDefaultConfig()
+		require.NoError(t, block.Unmarshal(sgCfg), id)
+		require.NoError(t, block.Unmarshal(ourCfg), id)
+		require.NoError(t, confmap.Validate(sgCfg), id)
+		require.NoError(t, confmap.Validate(ourCfg), id)
+		for key := range sgKeys {
+			if !block.IsSet(strings.ReplaceAll(key, ".", confmap.KeyDelimiter)) {
+				continue // a default, compared above
+			}
+			set[key] = true
+			require.Equalf(t, valueAt(sgCfg, key), valueAt(ourCfg, key), "%s: loaded %s", id, key)
+		}
+	}
+	for key := range sgKeys {
+		require.Truef(t, set[key], "no block of testdata/config.yaml sets %s", key)
+	}
+}
+
+// yamlField is a leaf of a configuration struct: its Go type and its field index path.
+type yamlField struct {
+	typ   reflect.Type
+	index []int
+}
+
+// yamlFields returns the leaves of struct type t by YAML path ("store.ttl"); nested structs
+// other than time types are walked.
+func yamlFields(t reflect.Type, prefix string) map[string]yamlField {
+	out := map[string]yamlField{}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("mapstructure"), ",")
+		if name == "" || name == "-" {
+			continue
+		}
+		if f.Type.Kind() == reflect.Struct && f.Type.PkgPath() != "time" {
+			for k, sub := range yamlFields(f.Type, prefix+name+".") {
+				out[k] = yamlField{typ: sub.typ, index: append([]int{i}, sub.index...)}
+			}
+			continue
+		}
+		out[prefix+name] = yamlField{typ: f.Type, index: []int{i}}
+	}
+	return out
+}
+
+// valueAt returns the value at YAML path key of cfg, a pointer to a configuration struct.
+func valueAt(cfg any, key string) any {
+	v := reflect.ValueOf(cfg).Elem()
+	f, ok := yamlFields(v.Type(), "")[key]
+	if !ok {
+		panic("BUG: no key " + key)
+	}
+	return v.FieldByIndex(f.index).Interface()
+}
+
+// TestServicegraphGatesAreFixed checks what tracegraph relies on to no longer read
+// servicegraph's feature gates: in v0.159.0 connector.servicegraph.virtualNode is stable and
+// the two legacy gates are deprecated, so none of them can be switched from the behaviour
+// tracegraph has (virtual nodes on, seconds, request_server and request_client). Were a gate
+// switchable again, tracegraph would have to follow it.
+func TestServicegraphGatesAreFixed(t *testing.T) {
+	for id, fixed := range map[string]bool{
+		"connector.servicegraph.virtualNode":              true,
+		"connector.servicegraph.legacyLatencyMetricNames": false,
+		"connector.servicegraph.legacyLatencyUnitMs":      false,
+	} {
+		var found bool
+		featuregate.GlobalRegistry().VisitAll(func(g *featuregate.Gate) {
+			if g.ID() == id {
+				found = true
+				require.Equal(t, fixed, g.IsEnabled(), id)
+			}
+		})
+		require.True(t, found, "%s is registered by servicegraph", id)
+		require.Error(t, featuregate.GlobalRegistry().Set(id, !fixed), "%s can be switched", id)
+	}
 }

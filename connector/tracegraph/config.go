@@ -8,9 +8,11 @@ import (
 	"go.opentelemetry.io/collector/component"
 )
 
-// Config is the tracegraph configuration. Every servicegraph v0.145.0 key is accepted with the
-// same meaning, so a `servicegraph:` block renamed `tracegraph:` loads; the store's defaults are
-// ours (factory.go, README.md). Keys marked "ours" do not exist in servicegraph.
+// Config is the tracegraph configuration. Every servicegraph v0.159.0 key is accepted with the
+// same meaning, so a `service_graph:` (or `servicegraph:`) block renamed `tracegraph:` loads;
+// the store's defaults are ours (factory.go, README.md). Keys marked "ours" do not exist in
+// servicegraph. v0.159.0 is the newest servicegraph the module proxy serves (versions.txt);
+// TestConfigKeysMatchServicegraph fails when a newer one adds a key or changes a default.
 type Config struct {
 	// LatencyHistogramBuckets are the explicit bounds of the request_server and request_client
 	// histograms. Empty: servicegraph's defaults, 2ms … 15s. Exclusive with

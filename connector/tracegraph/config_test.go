@@ -7,8 +7,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
-	"go.opentelemetry.io/collector/confmap/confmaptest"
 	"go.opentelemetry.io/collector/confmap"
+	"go.opentelemetry.io/collector/confmap/confmaptest"
 
 	"github.com/otelcol-red/otelcol-red/connector/tracegraph/internal/metadata"
 )
@@ -76,22 +76,17 @@ func TestLoadConfig(t *testing.T) {
 
 func TestPlanFollowsServicegraphDefaults(t *testing.T) {
 	c := createDefaultConfig().(*Config)
-	p := newPlan(c, gates{virtualNode: true})
+	p := newPlan(c)
 	require.Equal(t, defaultBoundsSeconds, p.bounds)
 	require.Equal(t, defaultPeerAttributes, p.peerAttrs)
 	require.Equal(t, defaultDatabaseNameAttributes, p.dbAttrs)
 	require.Equal(t, defaultFlushInterval, p.flushInterval)
-	require.Equal(t, "s", p.unit())
 
 	c.VirtualNodePeerAttributes = []string{}
 	c.MetricsFlushInterval = ptr(time.Duration(0))
 	c.LatencyHistogramBuckets = []time.Duration{1500 * time.Microsecond, time.Second}
-	p = newPlan(c, gates{virtualNode: true, legacyUnitMs: true})
+	p = newPlan(c)
 	require.Nil(t, p.peerAttrs, "an empty list turns virtual nodes off")
 	require.Zero(t, p.flushInterval)
-	require.Equal(t, []float64{1, 1000}, p.bounds, "ms bounds are whole milliseconds, as servicegraph's")
-	require.Equal(t, "ms", p.unit())
-
-	p = newPlan(createDefaultConfig().(*Config), gates{virtualNode: false})
-	require.Nil(t, p.peerAttrs, "the virtualNode gate off turns virtual nodes off")
+	require.Equal(t, []float64{0.0015, 1}, p.bounds)
 }

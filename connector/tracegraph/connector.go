@@ -48,7 +48,7 @@ type connectorImp struct {
 var _ consumer.Traces = (*connectorImp)(nil)
 
 func newConnector(set component.TelemetrySettings, cfg *Config, next consumer.Metrics, clock clockwork.Clock) (*connectorImp, error) {
-	p := newPlan(cfg, readGates())
+	p := newPlan(cfg)
 	if id, ok := set.Resource.Attributes().Get("service.instance.id"); ok {
 		p.writer = id.AsString()
 	}

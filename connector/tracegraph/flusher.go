@@ -12,14 +12,14 @@ import (
 	"go.uber.org/zap"
 )
 
-// Output names, as servicegraph v0.145.0 emits them.
+// Output names and unit, as servicegraph v0.159.0 emits them.
 const (
-	scopeName          = "traces_service_graph"
-	metricTotal        = "traces_service_graph_request_total"
-	metricFailed       = "traces_service_graph_request_failed_total"
-	metricServer       = "traces_service_graph_request_server"
-	metricClient       = "traces_service_graph_request_client"
-	metricLegacyServer = "traces_service_graph_request_duration"
+	scopeName    = "traces_service_graph"
+	metricTotal  = "traces_service_graph_request_total"
+	metricFailed = "traces_service_graph_request_failed_total"
+	metricServer = "traces_service_graph_request_server"
+	metricClient = "traces_service_graph_request_client"
+	latencyUnit  = "s"
 )
 
 // flusher turns the series table into pmetric.Metrics on the aggregator's goroutine (a service
@@ -132,21 +132,12 @@ func (f *flusher) build(a *aggregator) (pmetric.Metrics, int, pcommon.Timestamp)
 	}
 	server := ms.AppendEmpty()
 	server.SetName(metricServer)
-	if f.p.legacyNames {
-		server.SetName(metricLegacyServer)
-	}
-	server.SetUnit(f.p.unit())
-	var client pmetric.Metric
-	if !f.p.legacyNames {
-		client = ms.AppendEmpty()
-		client.SetName(metricClient)
-		client.SetUnit(f.p.unit())
-	}
+	server.SetUnit(latencyUnit)
+	client := ms.AppendEmpty()
+	client.SetName(metricClient)
+	client.SetUnit(latencyUnit)
 	hists := [2]pmetric.Metric{histServer: server, histClient: client}
-	for i, m := range hists {
-		if i == histClient && f.p.legacyNames {
-			continue
-		}
+	for _, m := range hists {
 		if f.p.bounds == nil {
 			m.SetEmptyExponentialHistogram().SetAggregationTemporality(temporality)
 		} else {
@@ -175,9 +166,6 @@ func (f *flusher) build(a *aggregator) (pmetric.Metrics, int, pcommon.Timestamp)
 			points++
 		}
 		for which, m := range hists {
-			if which == histClient && f.p.legacyNames {
-				continue
-			}
 			h := s.latency[which]
 			if f.p.bounds == nil {
 				dp := m.ExponentialHistogram().DataPoints().AppendEmpty()

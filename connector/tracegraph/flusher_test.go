@@ -17,11 +17,11 @@ import (
 	"github.com/otelcol-red/otelcol-red/internal/intake"
 )
 
-// buildWith reduces tds into a fresh aggregator built with gates g (no goroutine), and returns
-// the metrics a flush builds.
-func buildWith(t *testing.T, cfg *Config, g gates, tds ...ptrace.Traces) map[string]point {
+// buildWith reduces tds into a fresh aggregator (no goroutine), and returns the metrics a flush
+// builds.
+func buildWith(t *testing.T, cfg *Config, tds ...ptrace.Traces) map[string]point {
 	t.Helper()
-	p := newPlan(cfg, g)
+	p := newPlan(cfg)
 	clock := clockwork.NewFakeClock()
 	tel := &telemetry{}
 	fl := newFlusher(p, &consumertest.MetricsSink{}, zap.NewNop(), tel, clock)
@@ -37,23 +37,22 @@ func buildWith(t *testing.T, cfg *Config, g gates, tds ...ptrace.Traces) map[str
 	return flatten(md)
 }
 
-// servicegraph's legacy gates: milliseconds, and one histogram under the old name.
-func TestLegacyGates(t *testing.T) {
+// One call gives servicegraph's three metrics in seconds: request_total, request_server and
+// request_client (the legacy request_duration name and milliseconds are gone with the gates
+// that chose them).
+func TestOutputNamesAndUnit(t *testing.T) {
 	cfg := createDefaultConfig().(*Config)
 	call := []ptrace.Traces{oneSpan("a", ptrace.SpanKindClient, 1, 1, 0, nil), oneSpan("b", ptrace.SpanKindServer, 1, 2, 1, nil)}
 	const attrs = "{client=a,connection_type=,failed=false,server=b}"
 
-	got := buildWith(t, cfg, gates{virtualNode: true}, call...)
+	got := buildWith(t, cfg, call...)
 	require.Equal(t, []string{metricClient + attrs, metricServer + attrs, metricTotal + attrs}, sortedKeys(got))
-	require.Equal(t, "s", got[metricServer+attrs].Unit)
-	require.InDelta(t, 0.1, got[metricServer+attrs].Sum, 1e-12)
-
-	got = buildWith(t, cfg, gates{virtualNode: true, legacyMetricNames: true, legacyUnitMs: true}, call...)
-	require.Equal(t, []string{metricLegacyServer + attrs, metricTotal + attrs}, sortedKeys(got))
-	h := got[metricLegacyServer+attrs]
-	require.Equal(t, "ms", h.Unit)
-	require.InDelta(t, 100, h.Sum, 1e-9)
-	require.Equal(t, defaultBoundsMs, h.Bounds)
+	for _, m := range []string{metricServer, metricClient} {
+		h := got[m+attrs]
+		require.Equal(t, "s", h.Unit, m)
+		require.InDelta(t, 0.1, h.Sum, 1e-12, m)
+		require.Equal(t, defaultBoundsSeconds, h.Bounds, m)
+	}
 }
 
 // Halves expire on store_expiration_loop while the connector runs, not only at shutdown.
@@ -83,7 +82,7 @@ func TestHalvesExpireWhileRunning(t *testing.T) {
 func TestDeltaFlushes(t *testing.T) {
 	cfg := createDefaultConfig().(*Config)
 	cfg.AggregationTemporality = temporalityDelta
-	p := newPlan(cfg, readGates())
+	p := newPlan(cfg)
 	p.writer = "gateway-1"
 	clock := clockwork.NewFakeClock()
 	tel := &telemetry{}
@@ -180,7 +179,7 @@ func TestDeltaWeightsAddUpToCumulative(t *testing.T) {
 		if delta {
 			cfg.AggregationTemporality = temporalityDelta
 		}
-		p := newPlan(cfg, readGates())
+		p := newPlan(cfg)
 		clock := clockwork.NewFakeClock()
 		tel := &telemetry{}
 		fl := newFlusher(p, &consumertest.MetricsSink{}, zap.NewNop(), tel, clock)

@@ -6,25 +6,26 @@ import (
 	"github.com/otelcol-red/otelcol-red/internal/buckets"
 )
 
-// defaultBoundsSeconds and defaultBoundsMs are servicegraph's default latency buckets.
-var (
-	defaultBoundsSeconds = []float64{0.002, 0.004, 0.006, 0.008, 0.01, 0.05, 0.1, 0.2, 0.4, 0.8, 1, 1.4, 2, 5, 10, 15}
-	defaultBoundsMs      = []float64{2, 4, 6, 8, 10, 50, 100, 200, 400, 800, 1000, 1400, 2000, 5000, 10_000, 15_000}
-)
+// defaultBoundsSeconds are servicegraph's default latency buckets.
+var defaultBoundsSeconds = []float64{0.002, 0.004, 0.006, 0.008, 0.01, 0.05, 0.1, 0.2, 0.4, 0.8, 1, 1.4, 2, 5, 10, 15}
 
-// plan is what every stage reads of the configuration and the feature gates, derived once.
+// plan is what every stage reads of the configuration, derived once.
+//
+// servicegraph v0.145.0 had three feature gates that changed its output, which tracegraph
+// followed. In v0.159.0 connector.servicegraph.virtualNode is stable (virtual nodes are on
+// whenever virtual_node_peer_attributes is not empty) and legacyLatencyMetricNames and
+// legacyLatencyUnitMs are deprecated (always off: seconds, request_server and request_client);
+// the registry refuses to switch any of them, so their fixed values are the only behaviour left
+// to follow and the gates are no longer read (TestServicegraphGatesAreFixed).
 type plan struct {
 	// bounds are the explicit latency bounds; nil when the histograms are exponential.
 	bounds []float64
 	// explicit finds a latency's bucket in bounds; nil when the histograms are exponential.
 	explicit    *buckets.Explicit
 	expoMaxSize int32
-	// unitMs: latencies in milliseconds (legacyLatencyUnitMs gate), else seconds.
-	unitMs      bool
-	legacyNames bool
 
 	dims []string
-	// peerAttrs name virtual nodes; nil when virtual nodes are off (gate or empty list).
+	// peerAttrs name virtual nodes; nil when virtual nodes are off (an empty list).
 	peerAttrs    []string
 	virtualLabel bool
 	dbAttrs      []string
@@ -44,11 +45,9 @@ type plan struct {
 	ringSize         int
 }
 
-func newPlan(c *Config, g gates) *plan {
+func newPlan(c *Config) *plan {
 	p := &plan{
 		expoMaxSize:      c.ExponentialHistogramMaxSize,
-		unitMs:           g.legacyUnitMs,
-		legacyNames:      g.legacyMetricNames,
 		dims:             c.Dimensions,
 		virtualLabel:     c.VirtualNodeExtraLabel,
 		dbAttrs:          c.DatabaseNameAttributes,
@@ -69,13 +68,10 @@ func newPlan(c *Config, g gates) *plan {
 	if p.expoMaxSize <= 0 {
 		p.expoMaxSize = 0
 		p.bounds = defaultBoundsSeconds
-		if p.unitMs {
-			p.bounds = defaultBoundsMs
-		}
 		if len(c.LatencyHistogramBuckets) > 0 {
 			p.bounds = make([]float64, len(c.LatencyHistogramBuckets))
 			for i, d := range c.LatencyHistogramBuckets {
-				p.bounds[i] = p.bound(d)
+				p.bounds[i] = d.Seconds()
 			}
 		}
 		p.explicit = buckets.NewExplicit(p.bounds)
@@ -84,7 +80,7 @@ func newPlan(c *Config, g gates) *plan {
 	if p.peerAttrs == nil {
 		p.peerAttrs = defaultPeerAttributes
 	}
-	if !g.virtualNode || len(p.peerAttrs) == 0 {
+	if len(p.peerAttrs) == 0 {
 		p.peerAttrs = nil
 	}
 	if len(p.dbAttrs) == 0 {
@@ -93,30 +89,10 @@ func newPlan(c *Config, g gates) *plan {
 	return p
 }
 
-// latency converts a span's duration in nanoseconds to the metrics' unit, with servicegraph's
-// formula (so sums agree to the bit).
+// latency converts a span's duration in nanoseconds to seconds, with servicegraph's formula
+// (so sums agree to the bit).
 func (p *plan) latency(ns uint64) float64 {
-	if p.unitMs {
-		return float64(ns) / 1e6
-	}
 	return float64(ns) / 1e9
-}
-
-// bound converts a configured bucket bound to the metrics' unit; under the ms gate
-// servicegraph truncates bounds to whole milliseconds, and so does this.
-func (p *plan) bound(d time.Duration) float64 {
-	if p.unitMs {
-		return float64(d.Milliseconds())
-	}
-	return d.Seconds()
-}
-
-// unit is the latency histograms' unit.
-func (p *plan) unit() string {
-	if p.unitMs {
-		return "ms"
-	}
-	return "s"
 }
 
 func orDefault(d, def time.Duration) time.Duration {

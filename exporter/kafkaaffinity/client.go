@@ -3,6 +3,8 @@ package kafkaaffinity // import "github.com/otelcol-red/otelcol-red/exporter/kaf
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
+	"time"
 
 	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/kafka/configkafka"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -16,8 +18,9 @@ import (
 )
 
 // newClient builds the franz-go producer from the stock exporter's client
-// and producer keys, mapping them as the stock exporter does, with our
-// partitioner in place of its sticky-key one.
+// and producer keys, mapping them as the stock exporter v0.165.1 does, with
+// our partitioner in place of its sticky-key one. Every configkafka key the
+// stock producer reads is read here (TestClientReadsEveryProducerKey).
 func newClient(ctx context.Context, cfg *Config, logger *zap.Logger) (*kgo.Client, error) {
 	p := cfg.Producer
 	codec := compressionCodec(p.Compression)
@@ -36,7 +39,23 @@ func newClient(ctx context.Context, cfg *Config, logger *zap.Logger) (*kgo.Clien
 		kgo.RecordPartitioner(newPartitioner()),
 		kgo.ProducerLinger(p.Linger),
 		kgo.ProducerBatchMaxBytes(int32(p.MaxMessageBytes)),
+		kgo.BrokerMaxWriteBytes(int32(p.MaxBrokerWriteBytes)),
 		kgo.MaxBufferedRecords(p.FlushMaxMessages),
+		kgo.MaxProduceRequestsInflightPerBroker(p.MaxInflightRequestsPerBroker),
+		// Set even when 0: an explicit zero turns retries of retriable
+		// requests (metadata, not produce) off.
+		kgo.RequestRetries(cfg.Metadata.Retry.Max),
+	}
+	if b := cfg.Metadata.Retry.Backoff; b > 0 {
+		// 0 would retry an unreachable broker in a busy loop: franz-go's own
+		// backoff stays.
+		opts = append(opts, kgo.RetryBackoffFn(retryBackoff(b)))
+	}
+	if cfg.ConnIdleTimeout > 0 {
+		opts = append(opts, kgo.ConnIdleTimeout(cfg.ConnIdleTimeout))
+	}
+	if cfg.DialTimeout > 0 {
+		opts = append(opts, kgo.DialTimeout(cfg.DialTimeout))
 	}
 	switch p.RequiredAcks {
 	case configkafka.WaitForAll:
@@ -86,6 +105,25 @@ func newClient(ctx context.Context, cfg *Config, logger *zap.Logger) (*kgo.Clien
 		opts = append(opts, kgo.MinVersions(v), kgo.MaxVersions(v))
 	}
 	return kgo.NewClient(opts...)
+}
+
+// maxRetryBackoff is franz-go's ceiling on the wait between two retries.
+const maxRetryBackoff = 5 * time.Second
+
+// retryBackoff is franz-go's default backoff with metadata.retry.backoff as
+// its first wait instead of 250ms: the wait doubles with each failure, up to
+// max(5s, first), each one spread by ±20% so that clients that failed
+// together do not retry together.
+func retryBackoff(first time.Duration) func(int) time.Duration {
+	ceiling := max(maxRetryBackoff, first)
+	return func(fails int) time.Duration {
+		wait := first
+		for i := 1; i < fails && wait < ceiling; i++ {
+			wait *= 2
+		}
+		wait = time.Duration(float64(wait) * (0.8 + 0.4*rand.Float64()))
+		return min(wait, ceiling)
+	}
 }
 
 func compressionCodec(name string) kgo.CompressionCodec {

@@ -3,12 +3,14 @@ package kafkaaffinity // import "github.com/otelcol-red/otelcol-red/exporter/kaf
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/kafka/configkafka"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/config/configoptional"
 	"go.opentelemetry.io/collector/config/configretry"
+	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/exporter/exporterhelper"
 )
 
@@ -25,7 +27,9 @@ const (
 var _ component.Config = (*Config)(nil)
 
 // Config is the kafkaaffinity exporter configuration. The Kafka client,
-// producer, queue, retry and timeout keys are the stock kafka exporter's.
+// producer, queue, retry and timeout keys are the stock kafka exporter's
+// (v0.165.1, configkafka); the stock exporter's own keys are refused by
+// Validate (unsupportedKeys).
 type Config struct {
 	// TimeoutSettings bounds one produce call (`timeout`, default 5s).
 	TimeoutSettings exporterhelper.TimeoutConfig `mapstructure:",squash"`
@@ -35,11 +39,14 @@ type Config struct {
 	// BackOffConfig retries a request whose records were not all acknowledged
 	// (`retry_on_failure`).
 	configretry.BackOffConfig `mapstructure:"retry_on_failure"`
-	// ClientConfig holds brokers, client_id, auth, tls, metadata, as in the
-	// stock kafka exporter. Kerberos and AWS MSK IAM are not supported.
+	// ClientConfig holds brokers, client_id, protocol_version, rack_id, auth,
+	// tls, metadata, conn_idle_timeout and dial_timeout, as in the stock kafka
+	// exporter. Kerberos, OAUTHBEARER and AWS MSK IAM are not supported.
 	configkafka.ClientConfig `mapstructure:",squash"`
-	// Producer holds max_message_bytes, required_acks, compression, linger,
-	// flush_max_messages and allow_auto_topic_creation.
+	// Producer holds max_message_bytes, max_broker_write_bytes,
+	// required_acks, compression, compression_params, linger,
+	// flush_max_messages, max_inflight_requests_per_broker and
+	// allow_auto_topic_creation, as in the stock kafka exporter.
 	Producer configkafka.ProducerConfig `mapstructure:"producer"`
 
 	// Topic receives the records. Default "otlp_spans".
@@ -75,6 +82,59 @@ type Config struct {
 	// Default 16, from 2 to 256: set it to the topic's partition count (or
 	// a multiple of it) so every partition gets an even share.
 	TraceIDBuckets int `mapstructure:"trace_id_buckets"`
+
+	// unsupported are the unsupportedKeys the configuration held, in table
+	// order: Unmarshal takes them out so that Validate can say what to write
+	// instead, where the collector would only report an unknown key.
+	unsupported []string
+}
+
+// unsupportedKeys are keys a stock kafka exporter configuration may hold
+// that this exporter does not read, each with what to do instead: the stock
+// exporter's own keys (v0.165.1), and the Kafka client keys configkafka
+// v0.165.1 removed. Paths use confmap's delimiter; errors print them with
+// dots, like every other key in Validate.
+var unsupportedKeys = []struct{ path, why string }{
+	{"auth::plain_text", "was removed from the Kafka client settings (configkafka v0.165.1): use auth.sasl with mechanism: PLAIN"},
+	{"auth::tls", "was removed from the Kafka client settings (configkafka v0.165.1): use the top-level tls"},
+	{"auth::sasl::version", "was removed from the Kafka client settings (configkafka v0.165.1): delete it"},
+	{"resolve_canonical_bootstrap_servers_only", "was removed from the Kafka client settings (configkafka v0.165.1): delete it"},
+	{"traces::topic", "is the stock exporter's key: set topic (this exporter writes traces only)"},
+	{"traces::encoding", "is the stock exporter's key: set encoding (this exporter writes traces only)"},
+	{"traces::topic_from_metadata_key", "is not supported: every record goes to topic"},
+	{"traces::message_key_from_metadata_key", "is not supported: record keys come from partition_by or key_by"},
+	{"logs", "is not supported: this exporter writes traces only"},
+	{"metrics", "is not supported: this exporter writes traces only"},
+	{"profiles", "is not supported: this exporter writes traces only"},
+	{"partition_traces_by_id", "is not supported: use key_by: trace_id"},
+	{"partition_metrics_by_resource_attributes", "is not supported: this exporter writes traces only"},
+	{"partition_logs_by_resource_attributes", "is not supported: this exporter writes traces only"},
+	{"partition_logs_by_trace_id", "is not supported: this exporter writes traces only"},
+	{"record_partitioner", "is not supported: a record goes to the partition of its key under the stock default (sticky_key, hasher sarama_compat), hot keys and trace_id buckets to the partitions after it"},
+	{"topic_from_attribute", "is not supported: every record goes to topic"},
+	{"include_metadata_keys", "is not supported: records carry no headers"},
+	{"record_headers", "is not supported: records carry no headers"},
+	{"signal_header", "is not supported: records carry no headers"},
+}
+
+var _ confmap.Unmarshaler = (*Config)(nil)
+
+// Unmarshal loads the configuration after taking out the unsupportedKeys it
+// holds (remembered for Validate). A traces block left empty by that goes
+// too; one still holding other keys is reported by the collector as an
+// unknown key, as is any other key this exporter does not have.
+func (c *Config) Unmarshal(conf *confmap.Conf) error {
+	for _, k := range unsupportedKeys {
+		if conf.Delete(k.path) {
+			c.unsupported = append(c.unsupported, k.path)
+		}
+	}
+	if conf.IsSet("traces") {
+		if sub, err := conf.Sub("traces"); err == nil && len(sub.AllKeys()) == 0 {
+			conf.Delete("traces")
+		}
+	}
+	return conf.Unmarshal(c)
 }
 
 // HotKeysConfig configures hot key detection and fan-out.
@@ -104,6 +164,13 @@ type StaticHotKey struct {
 // Validate checks the configuration; every error names its YAML key.
 func (c *Config) Validate() error {
 	var errs error
+	for _, path := range c.unsupported {
+		for _, k := range unsupportedKeys {
+			if k.path == path {
+				errs = errors.Join(errs, fmt.Errorf("%s %s", strings.ReplaceAll(path, confmap.KeyDelimiter, "."), k.why))
+			}
+		}
+	}
 	if len(c.Brokers) == 0 {
 		errs = errors.Join(errs, errors.New("brokers must not be empty"))
 	}
@@ -134,6 +201,8 @@ func (c *Config) Validate() error {
 		switch c.Authentication.SASL.Mechanism {
 		case "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512":
 		default:
+			// OAUTHBEARER (a token source extension) and AWS_MSK_IAM_OAUTHBEARER
+			// are the stock exporter's; this one has neither.
 			errs = errors.Join(errs, fmt.Errorf("auth.sasl.mechanism %q is not supported (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512)", c.Authentication.SASL.Mechanism))
 		}
 	}

@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
-	"go.opentelemetry.io/collector/confmap/confmaptest"
 	"go.opentelemetry.io/collector/confmap"
+	"go.opentelemetry.io/collector/confmap/confmaptest"
 
 	"github.com/otelcol-red/otelcol-red/exporter/kafkaaffinity/internal/metadata"
 )
@@ -36,6 +36,20 @@ func TestLoadConfig(t *testing.T) {
 		Keys: []StaticHotKey{{Key: "shop|checkout", Fanout: 8}},
 	}
 
+	client := createDefaultConfig().(*Config)
+	client.ConnIdleTimeout = 2 * time.Minute
+	client.DialTimeout = 3 * time.Second
+	client.Metadata.RefreshInterval = time.Minute
+	client.Metadata.Retry.Max = 5
+	client.Metadata.Retry.Backoff = 100 * time.Millisecond
+	client.Producer.RequiredAcks = configkafka.WaitForLocal
+	client.Producer.MaxMessageBytes = 2_000_000
+	client.Producer.MaxBrokerWriteBytes = 200 << 20
+	client.Producer.MaxInflightRequestsPerBroker = 4
+	client.Producer.FlushMaxMessages = 500
+	client.Producer.Compression = "gzip"
+	client.Producer.CompressionParams.Level = 5
+
 	graph := createDefaultConfig().(*Config)
 	graph.Topic = "otlp_graph_spans"
 	graph.KeyBy = keyByTraceID
@@ -49,6 +63,26 @@ func TestLoadConfig(t *testing.T) {
 		{id: component.NewID(metadata.Type), expected: createDefaultConfig()},
 		{id: component.NewIDWithName(metadata.Type, "full"), expected: full},
 		{id: component.NewIDWithName(metadata.Type, "graph"), expected: graph},
+		{id: component.NewIDWithName(metadata.Type, "client_keys"), expected: client},
+		{id: component.NewIDWithName(metadata.Type, "stock_exporter"), errorMessage: []string{
+			"traces.topic is the stock exporter's key: set topic",
+			"traces.encoding is the stock exporter's key: set encoding",
+			"logs is not supported: this exporter writes traces only",
+			"partition_traces_by_id is not supported: use key_by: trace_id",
+			"record_partitioner is not supported",
+			"include_metadata_keys is not supported: records carry no headers",
+			"record_headers is not supported",
+			"signal_header is not supported",
+			"topic_from_attribute is not supported: every record goes to topic",
+		}},
+		{id: component.NewIDWithName(metadata.Type, "removed_client_keys"), errorMessage: []string{
+			"auth.plain_text was removed from the Kafka client settings (configkafka v0.165.1): use auth.sasl with mechanism: PLAIN",
+			"auth.tls was removed from the Kafka client settings (configkafka v0.165.1): use the top-level tls",
+			"auth.sasl.version was removed",
+			"resolve_canonical_bootstrap_servers_only was removed",
+		}},
+		{id: component.NewIDWithName(metadata.Type, "oauthbearer"), errorMessage: []string{`auth.sasl.mechanism "OAUTHBEARER" is not supported`}},
+		{id: component.NewIDWithName(metadata.Type, "inflight_with_acks_all"), errorMessage: []string{"max_inflight_requests_per_broker (2) must be 1 when required_acks is 'all' (-1)"}},
 		{id: component.NewIDWithName(metadata.Type, "invalid_encoding"), errorMessage: []string{`encoding must be "otlp_proto" or "otlp_json", got "zipkin_proto"`}},
 		{id: component.NewIDWithName(metadata.Type, "empty_partition_by"), errorMessage: []string{"partition_by must name at least one resource attribute"}},
 		{id: component.NewIDWithName(metadata.Type, "invalid_hot_keys"), errorMessage: []string{
@@ -84,5 +118,17 @@ func TestLoadConfig(t *testing.T) {
 			require.NoError(t, confmap.Validate(cfg))
 			assert.Equal(t, tt.expected, cfg)
 		})
+	}
+}
+
+// Unmarshal takes out only the stock exporter's keys it names: any other unknown key still
+// fails to load, named by the collector (a traces block holding one by the block's name).
+func TestUnknownKeysStillFail(t *testing.T) {
+	for key, conf := range map[string]map[string]any{
+		"topc":   {"topc": "spans"},
+		"traces": {"traces": map[string]any{"topic": "spans", "partition": 1}},
+	} {
+		err := confmap.NewFromStringMap(conf).Unmarshal(createDefaultConfig())
+		require.ErrorContains(t, err, "invalid keys: "+key)
 	}
 }

@@ -1,0 +1,5 @@
+//go:build !race
+
+package hotspotfilter
+
+const raceEnabled = false
