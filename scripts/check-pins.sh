@@ -55,6 +55,16 @@ for manifest in builder-config.yaml testbed/stock-builder-config.yaml; do
   done < <(sed -n -E 's/^[[:space:]]*-[[:space:]]*gomod:[[:space:]]*([^[:space:]]+)[[:space:]]+(v[0-9.]+).*/\1 \2/p' "$manifest")
 done
 
+# The stock twin builds the stock components of builder-config.yaml and nothing else: ours
+# dropped, our elasticsearch wrapper replaced by the contrib exporter it wraps.
+es_held=$(awk '$1 == "held" && $2 == "exporter/elasticsearchexporter" {print $3}' versions.txt)
+gomods() { sed -n -E 's/^[[:space:]]*-[[:space:]]*gomod:[[:space:]]*([^[:space:]]+ v[0-9.]+).*/\1/p' "$1"; }
+ours_stock=$(gomods builder-config.yaml |
+  sed "s#^github.com/otelcol-red/otelcol-red/exporter/elasticsearch v0.0.0\$#$CONTRIB_MOD/exporter/elasticsearchexporter $es_held#" |
+  grep -v '^github.com/otelcol-red/' | sort)
+twin=$(gomods testbed/stock-builder-config.yaml | sort)
+[ "$ours_stock" = "$twin" ] || fail "testbed/stock-builder-config.yaml's components differ from builder-config.yaml's stock ones: $(diff <(echo "$ours_stock") <(echo "$twin") | grep '^[<>]' | tr '\n' ' ')"
+
 # replace lines: each manifest carries exactly versions.txt's replacements of modules (its own
 # components' local replacement aside).
 want_replaces=$(awk '$1 == "replace" {print $2 " => " $2 " " $3}' versions.txt | sort)
