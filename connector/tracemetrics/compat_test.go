@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// The same traces through spanmetrics v0.145.0 and tracemetrics, with the same configuration
+// The same traces through spanmetrics v0.165.1 and tracemetrics, with the same configuration
 // (tracemetrics only renamed), give the same data points: names, units, temporality,
 // attributes, values, histogram buckets. Timestamps are compared too where the two agree by
 // design; the scope name differs.
@@ -24,27 +24,24 @@ func TestCompatibilityWithSpanmetrics(t *testing.T) {
 		name string
 		raw  map[string]any
 		gen  genOptions
-		// spanmetrics keys its delta start times by attributes alone, so the overflow series
-		// of all resources share one; tracemetrics keeps one per series.
-		ignoreStart bool
 	}{
-		{"cumulative explicit", common(nil), genOptions{services: 4, names: 6}, false},
-		{"delta explicit", common(map[string]any{"aggregation_temporality": "AGGREGATION_TEMPORALITY_DELTA"}), genOptions{services: 4, names: 6}, false},
+		{"cumulative explicit", common(nil), genOptions{services: 4, names: 6}},
+		{"delta explicit", common(map[string]any{"aggregation_temporality": "AGGREGATION_TEMPORALITY_DELTA"}), genOptions{services: 4, names: 6}},
 		{"cumulative explicit custom buckets seconds", common(map[string]any{
 			"histogram": map[string]any{"unit": "s", "explicit": map[string]any{"buckets": []any{"1ms", "10ms", "100ms", "250ms", "1s"}}},
-		}), genOptions{services: 3, names: 5}, false},
+		}), genOptions{services: 3, names: 5}},
 		{"cumulative exponential", common(map[string]any{
 			"histogram": map[string]any{"exponential": map[string]any{"max_size": 12}},
-		}), genOptions{services: 3, names: 5, wide: true}, false},
+		}), genOptions{services: 3, names: 5, wide: true}},
 		{"delta exponential default size", common(map[string]any{
 			"aggregation_temporality": "AGGREGATION_TEMPORALITY_DELTA",
 			"histogram":               map[string]any{"exponential": map[string]any{}},
-		}), genOptions{services: 3, names: 5, wide: true}, false},
-		{"bad input", common(nil), genOptions{services: 3, names: 4, bad: true}, false},
+		}), genOptions{services: 3, names: 5, wide: true}},
+		{"bad input", common(nil), genOptions{services: 3, names: 4, bad: true}},
 		{"bad input delta exponential", common(map[string]any{
 			"aggregation_temporality": "AGGREGATION_TEMPORALITY_DELTA",
 			"histogram":               map[string]any{"exponential": map[string]any{"max_size": 20}},
-		}), genOptions{services: 3, names: 4, bad: true, wide: true}, false},
+		}), genOptions{services: 3, names: 4, bad: true, wide: true}},
 		{"split calls and duration dimensions, events, exclusions, scopes", map[string]any{
 			"metrics_flush_interval":        15 * time.Second,
 			"dimensions":                    dims("http.method"),
@@ -54,31 +51,37 @@ func TestCompatibilityWithSpanmetrics(t *testing.T) {
 			"include_instrumentation_scope": []any{"lib-1"},
 			"events":                        map[string]any{"enabled": true, "dimensions": dims("exception.type", "region")},
 			"namespace":                     "red",
-		}, genOptions{services: 3, names: 5, events: true}, false},
+		}, genOptions{services: 3, names: 5, events: true}},
 		{"histogram disabled, resource key attributes", common(map[string]any{
 			"histogram":                       map[string]any{"disable": true},
 			"resource_metrics_key_attributes": []any{"service.name", "host.name"},
-		}), genOptions{services: 5, names: 4}, false},
-		{"cardinality limit cumulative", common(map[string]any{"aggregation_cardinality_limit": 7}), genOptions{services: 2, names: 8}, false},
+		}), genOptions{services: 5, names: 4}},
+		{"cardinality limit cumulative", common(map[string]any{"aggregation_cardinality_limit": 7}), genOptions{services: 2, names: 8}},
 		{"cardinality limit delta", common(map[string]any{
 			"aggregation_cardinality_limit": 5, "aggregation_temporality": "AGGREGATION_TEMPORALITY_DELTA",
-		}), genOptions{services: 2, names: 8}, true},
+		}), genOptions{services: 2, names: 8}},
 		// spanmetrics keys series by the string form of each value: an int 200 and a string
 		// "200" are one series, labelled with the first span's value (delta temporality
 		// rebuilds its attributes every interval, so cumulative only).
 		{"values of different types with one string form", common(map[string]any{
 			"dimensions": dims("http.method", "http.status_code", "ratio"),
-		}), genOptions{services: 2, names: 3, mixed: true}, false},
-		{"exemplars", common(map[string]any{"exemplars": map[string]any{"enabled": true, "max_per_data_point": 100}}), genOptions{services: 2, names: 30}, false},
+		}), genOptions{services: 2, names: 3, mixed: true}},
+		{"exemplars", common(map[string]any{"exemplars": map[string]any{"enabled": true, "max_per_data_point": 100}}), genOptions{services: 2, names: 30}},
+		// Every series carries collector.instance.id by default (spanmetrics v0.165.1); excluding
+		// it is how spanmetrics' README says to turn it off.
+		{"collector.instance.id excluded", common(map[string]any{
+			"exclude_dimensions": []any{"collector.instance.id", "span.kind"},
+		}), genOptions{services: 3, names: 4}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			if tt.raw["aggregation_temporality"] != nil {
 				// spanmetrics forgets the last flush time of a delta series beyond this LRU
-				// size (default 1000); tracemetrics keeps it for every series.
+				// size (default 10 × resource_metrics_cache_size, at least 1000); tracemetrics
+				// keeps it for every series.
 				tt.raw["metric_timestamp_cache_size"] = 1 << 20
 			}
-			compareRun(t, tt.raw, tt.gen, 3, 4, 150, !tt.ignoreStart)
+			compareRun(t, tt.raw, tt.gen, 3, 4, 150, true)
 		})
 	}
 }

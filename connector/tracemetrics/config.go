@@ -71,8 +71,10 @@ type Config struct {
 	// this long. 0 (the default) means never.
 	MetricsExpiration time.Duration `mapstructure:"metrics_expiration"`
 
-	// TimestampCacheSize is accepted and validated for compatibility. The start timestamp of
-	// each delta series is kept in the series store itself, so there is no cache to size.
+	// TimestampCacheSize is accepted and validated for compatibility (spanmetrics sizes its
+	// LRU of delta start times with it, by default 10 × resource_metrics_cache_size, at least
+	// 1000). The start timestamp of each delta series is kept in the series store itself, so
+	// there is no cache to size.
 	TimestampCacheSize *int `mapstructure:"metric_timestamp_cache_size"`
 
 	// Namespace prefixes the metric names. Default "traces.span.metrics".
@@ -287,7 +289,7 @@ func (u Unit) nanosPer() int64 {
 }
 
 var (
-	_ component.Config   = (*Config)(nil)
+	_ component.Config  = (*Config)(nil)
 	_ confmap.Validator = (*Config)(nil)
 )
 

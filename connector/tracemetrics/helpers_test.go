@@ -61,7 +61,7 @@ func startConnectorTo(t testing.TB, f connector.Factory, raw map[string]any, wra
 	if wrap != nil {
 		next = wrap(sink)
 	}
-	conn, err := f.CreateTracesToMetrics(ctx, connectortest.NewNopSettings(f.Type()), cfg, next)
+	conn, err := f.CreateTracesToMetrics(ctx, testSettings(f), cfg, next)
 	require.NoError(t, err)
 	require.NoError(t, conn.Start(ctx, componenttestHost{}))
 	interval := 60 * time.Second
@@ -71,6 +71,19 @@ func startConnectorTo(t testing.TB, f connector.Factory, raw map[string]any, wra
 	r := &running{t: t, conn: conn, sink: sink, clock: clock, interval: interval}
 	t.Cleanup(func() { _ = conn.Shutdown(context.Background()) })
 	return r
+}
+
+// testInstanceID is the collector.instance.id of the collector the tests' connectors run in:
+// both connectors take it from the collector's resource (a random one without it), and
+// spanmetrics labels every series with it by default since v0.165.1.
+const testInstanceID = "0b5e3d1a-7c2f-4e58-9a31-6f0d2c8b4e17"
+
+// testSettings are the settings of a connector built by f in a collector whose resource has
+// collector.instance.id testInstanceID.
+func testSettings(f connector.Factory) connector.Settings {
+	set := connectortest.NewNopSettings(f.Type())
+	set.Resource.Attributes().PutStr(collectorInstanceKey, testInstanceID)
+	return set
 }
 
 type componenttestHost struct{}
