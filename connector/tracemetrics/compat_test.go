@@ -67,6 +67,23 @@ func TestCompatibilityWithSpanmetrics(t *testing.T) {
 			"dimensions": dims("http.method", "http.status_code", "ratio"),
 		}), genOptions{services: 2, names: 3, mixed: true}},
 		{"exemplars", common(map[string]any{"exemplars": map[string]any{"enabled": true, "max_per_data_point": 100}}), genOptions{services: 2, names: 30}},
+		// Glob dimensions (spanmetrics v0.165.1): every matching key of the span, else the
+		// event, else the resource, each its own attribute; values of several types with one
+		// string form are one series, as for named dimensions.
+		{"glob dimensions", common(map[string]any{
+			"dimensions": append(dims("http.method", "tenant=none"), globDim("k8s.*.name"), globDim("db.**")),
+		}), genOptions{services: 4, names: 4, globs: true, mixed: true}},
+		// Globs in every list: split calls and duration families, events; a glob of
+		// calls_dimensions matching a name of dimensions (spanmetrics writes the attribute twice
+		// over, with the same value).
+		{"glob dimensions split, events, delta", map[string]any{
+			"metrics_flush_interval":  15 * time.Second,
+			"aggregation_temporality": "AGGREGATION_TEMPORALITY_DELTA",
+			"dimensions":              []any{dims("http.method")[0], globDim("k8s.*.name")},
+			"calls_dimensions":        []any{globDim("http.*")},
+			"histogram":               map[string]any{"dimensions": []any{globDim("db.**")}},
+			"events":                  map[string]any{"enabled": true, "dimensions": append(dims("region"), globDim("exception.*"))},
+		}, genOptions{services: 3, names: 4, events: true, globs: true}},
 		// Every series carries collector.instance.id by default (spanmetrics v0.165.1); excluding
 		// it is how spanmetrics' README says to turn it off.
 		{"collector.instance.id excluded", common(map[string]any{

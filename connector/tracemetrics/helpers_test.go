@@ -263,6 +263,12 @@ type genOptions struct {
 	mixed    bool // dimension values of several types with the same string form
 	events   bool
 	wide     bool // durations from 1µs to hours (exponential downscaling)
+	// globs adds attributes for glob dimensions: k8s.<x>.name on resources, spans (overriding
+	// the resource's with values of their own) and events, db.* on spans, exception.* on
+	// events. A key found in two places never has the same value in both: spanmetrics keys a
+	// series by the order it visits matches in, which depends on where each key was found,
+	// and would make two series of one attribute set.
+	globs bool
 }
 
 // genTraces returns spans in a few ResourceSpans. Everything is derived from r, so two calls
@@ -279,6 +285,11 @@ func genTraces(r *rand.Rand, spans int, o genOptions) ptrace.Traces {
 			attrs.PutStr("region", "eu")
 		}
 		attrs.PutStr(serviceNameKey, fmt.Sprintf("svc-%d", svc))
+		if o.globs {
+			attrs.PutStr("k8s.pod.name", fmt.Sprintf("pod-%d", svc))
+			attrs.PutStr("k8s.namespace.name", fmt.Sprintf("ns-%d", svc%2))
+			attrs.PutStr("k8s.cluster.label.name", "not matched by k8s.*.name")
+		}
 		if o.bad {
 			switch r.IntN(10) {
 			case 0:
@@ -374,11 +385,44 @@ func genTraces(r *rand.Rand, spans int, o genOptions) ptrace.Traces {
 					sp.SetEndTimestamp(0)
 				}
 			}
+			if o.globs {
+				a := sp.Attributes()
+				if r.IntN(3) == 0 {
+					a.PutStr("k8s.pod.name", fmt.Sprintf("span-pod-%d", r.IntN(2)))
+				}
+				if r.IntN(4) == 0 {
+					a.PutStr("k8s.container.name", "app")
+				}
+				if r.IntN(2) == 0 {
+					a.PutStr("db.system", []string{"redis", "postgresql"}[r.IntN(2)])
+				}
+				if r.IntN(3) == 0 {
+					a.PutStr("db.operation.name", []string{"GET", "SELECT"}[r.IntN(2)])
+				}
+				if o.mixed && r.IntN(2) == 0 {
+					if r.IntN(2) == 0 {
+						a.PutInt("k8s.shard.name", 3)
+					} else {
+						a.PutStr("k8s.shard.name", "3")
+					}
+				}
+			}
 			if o.events {
 				for e := r.IntN(3); e > 0; e-- {
 					ev := sp.Events().AppendEmpty()
 					ev.SetName("exception")
 					ev.Attributes().PutStr("exception.type", []string{"Timeout", "NPE"}[r.IntN(2)])
+					if o.globs {
+						if r.IntN(2) == 0 {
+							ev.Attributes().PutBool("exception.escaped", r.IntN(2) == 0)
+						}
+						if r.IntN(4) == 0 {
+							ev.Attributes().PutStr("k8s.namespace.name", "event-ns")
+						}
+						if r.IntN(4) == 0 {
+							ev.Attributes().PutStr("k8s.pod.name", "event-pod")
+						}
+					}
 				}
 			}
 		}
@@ -449,6 +493,9 @@ func takeFirstCounts(t testing.TB, want, got map[string]point, exported map[stri
 		want[k] = w
 	}
 }
+
+// globDim is a glob dimension entry.
+func globDim(pattern string) map[string]any { return map[string]any{"glob": pattern} }
 
 func dims(names ...string) []any {
 	out := make([]any, 0, len(names))

@@ -477,7 +477,8 @@ func TestCapOverflowKeys(t *testing.T) {
 			cfg := createDefaultConfig().(*Config)
 			cfg.ExcludeDimensions = tc.exclude
 			cfg.Dimensions = []Dimension{{Name: "http.method"}}
-			l := newLayout(cfg, tc.gates, "instance-1")
+			l, err := newLayout(cfg, tc.gates, "instance-1")
+			require.NoError(t, err)
 			f := l.families[l.callsFamily]
 			res := pcommon.NewMap()
 			labelsOf, slotOf := map[int]string{}, map[string]int{}
@@ -488,7 +489,7 @@ func TestCapOverflowKeys(t *testing.T) {
 					span.SetKind(kind)
 					span.Status().SetCode(status)
 					span.Attributes().PutStr("http.method", "GET")
-					key := l.appendKey(nil, f, 42, "checkout", span.Name(), span, pcommon.NewInstrumentationScope(), false, res, nil, false)
+					key := l.appendKey(nil, f, 42, "checkout", span.Name(), span, pcommon.NewInstrumentationScope(), false, res, nil, false, nil)
 					okey := l.appendCapOverflowKey(nil, key)
 					require.True(t, isOverflowKey(okey))
 					require.Equal(t, l.hasCapOverflow(), isCapOverflowKey(okey))
