@@ -16,10 +16,10 @@ import (
 	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/dimglob"
 )
 
-// The keys below mirror spanmetrics v0.145.0 one for one (same names, same meaning, same
-// defaults), so renaming `spanmetrics:` to `tracemetrics:` in a configuration is enough.
-// MaxSeries, MaxSeriesPerService, CapSelection, SeriesExpiration, RingSize and RingMemoryMiB
-// are ours.
+// The keys below mirror spanmetrics v0.165.1 one for one (same names, same meaning, same
+// defaults but for series_expiration's), so renaming `span_metrics:` (or `spanmetrics:`) to
+// `tracemetrics:` in a configuration is enough. MaxSeries, MaxSeriesPerService, CapSelection,
+// RingSize, RingMemoryMiB, SpanName and Sampling are ours; README.md lists what differs.
 
 const (
 	delta      = "AGGREGATION_TEMPORALITY_DELTA"
@@ -111,8 +111,8 @@ type Config struct {
 	// connector.spanmetrics.excludeResourceMetrics feature gate is enabled. Default false.
 	AddResourceAttributes bool `mapstructure:"add_resource_attributes"`
 
-	// EnableMetricsSamplingMethod adds the attribute sampling.method to every series, as newer
-	// contrib spanmetrics does: "extrapolated" for spans counted by an adjusted count (a valid
+	// EnableMetricsSamplingMethod adds the attribute sampling.method to every series, as
+	// spanmetrics does: "extrapolated" for spans counted by an adjusted count (a valid
 	// tracestate threshold, or sampling.attribute), "counted" for the others, so the two are
 	// separate series and a query can tell estimated counts from exact ones. Needs
 	// sampling.weighted. Default false.
@@ -132,9 +132,10 @@ type Config struct {
 	MaxSeriesPerService int `mapstructure:"max_series_per_service"`
 
 	// SeriesExpiration drops a single series that has seen no span for this long (unlike
-	// metrics_expiration, which works on whole resources), so that the memory of a
-	// cardinality burst comes back. 0 means: never with cumulative temporality; after 5 idle
-	// flush intervals with delta temporality. Default 5m.
+	// metrics_expiration, which works on whole resources), after exporting it one last time,
+	// as spanmetrics does, so that the memory of a cardinality burst comes back. 0 means:
+	// never with cumulative temporality; after 5 idle flush intervals with delta temporality.
+	// Default 5m (spanmetrics: 0, never).
 	SeriesExpiration time.Duration `mapstructure:"series_expiration"`
 
 	// RingSize is the capacity of the intake ring between ConsumeTraces callers and the

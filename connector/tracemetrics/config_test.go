@@ -129,4 +129,7 @@ func TestDefaultsMatchSpanmetrics(t *testing.T) {
 	require.Equal(t, 5, c.Exemplars.MaxPerDataPoint)
 	require.Zero(t, c.AggregationCardinalityLimit)
 	require.Zero(t, c.MetricsExpiration)
+	require.Nil(t, c.TimestampCacheSize)
+	require.False(t, c.EnableMetricsSamplingMethod)
+	require.Empty(t, c.ExcludeDimensions, "collector.instance.id included")
 }

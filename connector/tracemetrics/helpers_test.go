@@ -269,6 +269,17 @@ type genOptions struct {
 	// series by the order it visits matches in, which depends on where each key was found,
 	// and would make two series of one attribute set.
 	globs bool
+	// sampled gives spans W3C tracestates: none, power-of-two thresholds (integer adjusted
+	// counts, exact in both connectors), th:0, thresholds with consistent randomness, other
+	// vendors' members, and thresholds that are malformed or absent (count 1).
+	sampled bool
+}
+
+// sampledTraceStates are the tracestates genOptions.sampled draws from.
+var sampledTraceStates = []string{
+	"", "", "ot=th:0", "vendor=a, ot=th:8;x:y", "ot=th:c", "ot=th:e;rv:ffffffffffffff",
+	"congo=t61rcWkgMzE,ot=th:f", "ot=th:8;rv:fe123456789abc", "ot=th:zz", "ot=rv:12345678901234",
+	"ot=th:", "vendor=b",
 }
 
 // genTraces returns spans in a few ResourceSpans. Everything is derived from r, so two calls
@@ -407,6 +418,9 @@ func genTraces(r *rand.Rand, spans int, o genOptions) ptrace.Traces {
 					}
 				}
 			}
+			if o.sampled {
+				sp.TraceState().FromRaw(sampledTraceStates[r.IntN(len(sampledTraceStates))])
+			}
 			if o.events {
 				for e := r.IntN(3); e > 0; e-- {
 					ev := sp.Events().AppendEmpty()
@@ -446,7 +460,7 @@ func compareRunWith(t *testing.T, oursFactory connector.Factory, raw map[string]
 	ours := startConnector(t, oursFactory, raw)
 	rStock, rOurs := newRand(7), newRand(7)
 	cumulative := raw["aggregation_temporality"] == nil || raw["aggregation_temporality"] == "AGGREGATION_TEMPORALITY_CUMULATIVE"
-	exported := map[string]bool{}
+	exported := map[string]pcommon.Timestamp{}
 	for f := 0; f < flushes; f++ {
 		for c := 0; c < callsPerFlush; c++ {
 			stock.consume(genTraces(rStock, spansPerCall, o))
@@ -472,14 +486,21 @@ func compareRunWith(t *testing.T, oursFactory connector.Factory, raw map[string]
 // takeFirstCounts accepts the one difference of cumulative output on purpose: spanmetrics
 // exports a new series' calls as 0 at its first flush, tracemetrics exports its count. It
 // checks both sides do what they mean to and takes ours as wanted; the next flush compares the
-// counts themselves, as spanmetrics reports them from then on.
-func takeFirstCounts(t testing.TB, want, got map[string]point, exported map[string]bool) {
+// counts themselves, as spanmetrics reports them from then on. exported holds the start time
+// of each series seen: a series that disappears, or comes back with a new start time, has
+// expired (series_expiration, metrics_expiration, the resource cache) and is new again.
+func takeFirstCounts(t testing.TB, want, got map[string]point, exported map[string]pcommon.Timestamp) {
 	t.Helper()
+	for k := range exported {
+		if _, ok := want[k]; !ok {
+			delete(exported, k)
+		}
+	}
 	for k, w := range want {
-		if exported[k] {
+		if start, ok := exported[k]; ok && start == w.Start {
 			continue
 		}
-		exported[k] = true
+		exported[k] = w.Start
 		if !strings.Contains(k, "|Sum|Cumulative|") {
 			continue
 		}

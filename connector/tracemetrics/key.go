@@ -11,7 +11,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 )
 
-// Attribute names, as spanmetrics v0.145.0 writes them.
+// Attribute names, as spanmetrics v0.165.1 writes them.
 const (
 	serviceNameKey                 = "service.name"
 	spanNameKey                    = "span.name"
