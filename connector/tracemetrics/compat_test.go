@@ -119,6 +119,9 @@ func TestHashCollisionsAreExact(t *testing.T) {
 		"dimensions":             dims("http.method", "http.status_code", "tenant=none", "region"),
 	}
 	compareRunWith(t, colliding, raw, genOptions{services: 4, names: 6, bad: true}, 2, 3, 100, true)
+	// Glob dimensions: keys whose identity ends before the types and the match count.
+	raw["dimensions"] = append(dims("http.method"), globDim("k8s.*.name"), globDim("db.**"))
+	compareRunWith(t, colliding, raw, genOptions{services: 4, names: 6, bad: true, globs: true, mixed: true}, 2, 3, 100, true)
 }
 
 // Spans kept by probability sampling count their adjusted count from the tracestate threshold

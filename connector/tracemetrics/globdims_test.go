@@ -3,9 +3,11 @@ package tracemetrics
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/open-telemetry/opentelemetry-collector-contrib/connector/spanmetricsconnector"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
@@ -187,4 +189,49 @@ func TestGlobKeysRoundTrip(t *testing.T) {
 	}
 	require.Positive(t, f.globs.Len(), "the keys seen are known to every producer")
 	require.Empty(t, scratch.learn[f.index])
+}
+
+// The difference kept on purpose: spanmetrics keys a glob series by its matches in the order
+// it visits them (the span's, then the resource's), so two spans with the same attributes,
+// one of them found on the span, become two data points with one attribute set; here they are
+// one series.
+func TestGlobSeriesAreOnePerAttributeSet(t *testing.T) {
+	raw := map[string]any{
+		"aggregation_temporality": delta,
+		"dimensions":              []any{globDim("k8s.*.name")},
+		"histogram":               map[string]any{"disable": true},
+	}
+	td := ptrace.NewTraces()
+	rs := td.ResourceSpans().AppendEmpty()
+	rs.Resource().Attributes().PutStr(serviceNameKey, "svc")
+	rs.Resource().Attributes().PutStr("k8s.a.name", "x")
+	rs.Resource().Attributes().PutStr("k8s.b.name", "y")
+	spans := rs.ScopeSpans().AppendEmpty().Spans()
+	spans.AppendEmpty().SetName("op")
+	sp := spans.AppendEmpty()
+	sp.SetName("op")
+	sp.Attributes().PutStr("k8s.b.name", "y") // the resource's value, found on the span
+	calls := func(md pmetric.Metrics) []string {
+		var out []string
+		for _, rm := range md.ResourceMetrics().All() {
+			for _, m := range rm.ScopeMetrics().At(0).Metrics().All() {
+				for _, dp := range m.Sum().DataPoints().All() {
+					out = append(out, fmt.Sprintf("%s=%d", attrString(dp.Attributes()), dp.IntValue()))
+				}
+			}
+		}
+		return out
+	}
+	stock := startConnector(t, spanmetricsconnector.NewFactory(), raw)
+	stock.consume(td)
+	got := calls(stock.flush())
+	require.Len(t, got, 2, "spanmetrics: two data points")
+	require.Equal(t, got[0][:len(got[0])-2], got[1][:len(got[1])-2], "with one attribute set")
+
+	ours := startConnector(t, NewFactory(), raw)
+	ours.consume(td)
+	got = calls(settledFlush(t, ours))
+	require.Len(t, got, 1)
+	require.Contains(t, got[0], `k8s.a.name=Str:"x",k8s.b.name=Str:"y"`)
+	require.True(t, strings.HasSuffix(got[0], "=2"), got[0])
 }
