@@ -56,6 +56,12 @@ func TestConsumeTracesSteadyStateAllocatesNothing(t *testing.T) {
 				map[string]any{"match": `^op-[0-2]$`, "replace": "low op"},
 			}},
 		}},
+		{"glob dimensions", map[string]any{
+			// Globs in the span and the events families, taking span, event and resource
+			// attributes, beside named dimensions.
+			"dimensions": []any{dims("http.method")[0], globDim("k8s.*.name"), globDim("db.**")},
+			"events":     map[string]any{"enabled": true, "dimensions": []any{globDim("exception.*")}},
+		}},
 		{"delta events", map[string]any{
 			"aggregation_temporality": "AGGREGATION_TEMPORALITY_DELTA",
 			"events":                  map[string]any{"enabled": true, "dimensions": dims("exception.type")},
@@ -67,7 +73,7 @@ func TestConsumeTracesSteadyStateAllocatesNothing(t *testing.T) {
 			rnd := newRand(3)
 			var batches []ptrace.Traces
 			for i := 0; i < 64; i++ {
-				batches = append(batches, genTraces(rnd, 200, genOptions{services: 3, names: 5, events: true, mixed: true}))
+				batches = append(batches, genTraces(rnd, 200, genOptions{services: 3, names: 5, events: true, mixed: true, globs: true}))
 			}
 			i := 0
 			call := func() {

@@ -32,6 +32,8 @@ type deltaBatch struct {
 
 	names nameScratch // span names built by span_name (spanname.go)
 
+	globs globScratch // glob dimensions' answers and matches (globdims.go)
+
 	held int64 // footprint when queued, given back to the intake's byte bound once applied
 
 	// Sampling weights (sampling.go): only once a span weighs other than 1.
@@ -105,7 +107,7 @@ func (b *deltaBatch) footprint() int64 {
 		int64(cap(b.exemplars))*int64(unsafe.Sizeof(exemplar{})) +
 		int64(cap(b.arena)) + int64(cap(b.table))*4 + b.sorter.footprint() +
 		int64(cap(b.names.semconv)+cap(b.names.rule)) + b.names.cluster.Footprint() +
-		int64(cap(b.seriesW)+cap(b.obsW))*8
+		int64(cap(b.seriesW)+cap(b.obsW))*8 + b.globs.footprint()
 }
 
 // prepareTable sizes the series table for about n series and clears it.

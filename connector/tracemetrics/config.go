@@ -7,41 +7,53 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gobwas/glob"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/config/configoptional"
 	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/pdata/pmetric"
+
+	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/dimglob"
 )
 
-// The keys below mirror spanmetrics v0.145.0 one for one (same names, same meaning, same
-// defaults), so renaming `spanmetrics:` to `tracemetrics:` in a configuration is enough.
-// MaxSeries, MaxSeriesPerService, CapSelection, SeriesExpiration, RingSize and RingMemoryMiB
-// are ours.
+// The keys below mirror spanmetrics v0.165.1 one for one (same names, same meaning, same
+// defaults but for series_expiration's), so renaming `span_metrics:` (or `spanmetrics:`) to
+// `tracemetrics:` in a configuration is enough. MaxSeries, MaxSeriesPerService, CapSelection,
+// RingSize, RingMemoryMiB, SpanName and Sampling are ours; README.md lists what differs.
 
 const (
 	delta      = "AGGREGATION_TEMPORALITY_DELTA"
 	cumulative = "AGGREGATION_TEMPORALITY_CUMULATIVE"
 )
 
-// Dimension is an attribute added to the metrics, looked up on the span, then on the
-// resource (for events: span, event, resource); Default is used when it is found nowhere,
-// and without Default the attribute is left out.
+// Dimension is one entry of a dimensions list: exactly one of Name and Glob.
 type Dimension struct {
-	Name    string  `mapstructure:"name"`
+	// Name is an attribute added to the metrics, looked up on the span, then on the resource
+	// (for events: span, event, resource).
+	Name string `mapstructure:"name"`
+	// Default is Name's value when it is found nowhere; without it the attribute is left out.
+	// Not allowed with Glob.
 	Default *string `mapstructure:"default"`
+	// Glob adds every span, event or resource attribute whose key matches the pattern, each
+	// as its own attribute, with the value of the first place it is found in that order
+	// (spanmetrics' syntax: '.' separates segments, `*` matches within one, `**` across
+	// several; `k8s.*.name`, `db.**.name`). A key a named dimension or a built-in attribute
+	// already labels is left to it.
+	Glob string `mapstructure:"glob"`
 	// prevent unkeyed literal initialization
 	_ struct{}
 }
 
 // Config is the configuration of the tracemetrics connector.
 type Config struct {
-	// Dimensions are added to every metric on top of service.name, span.name, span.kind and
-	// status.code. Default: none.
+	// Dimensions are added to every metric on top of service.name, span.name, span.kind,
+	// status.code and collector.instance.id: named attributes, or glob patterns of attribute
+	// keys. Default: none.
 	Dimensions []Dimension `mapstructure:"dimensions"`
 	// CallsDimensions are added to the calls metric only. Default: none.
 	CallsDimensions []Dimension `mapstructure:"calls_dimensions"`
 	// ExcludeDimensions removes built-in attributes (service.name, span.name, span.kind,
-	// status.code) from the metrics. Default: none.
+	// status.code, collector.instance.id) from the metrics. Default: none.
 	ExcludeDimensions []string `mapstructure:"exclude_dimensions"`
 
 	// DimensionsCacheSize is accepted for compatibility and ignored (deprecated in spanmetrics
@@ -71,8 +83,10 @@ type Config struct {
 	// this long. 0 (the default) means never.
 	MetricsExpiration time.Duration `mapstructure:"metrics_expiration"`
 
-	// TimestampCacheSize is accepted and validated for compatibility. The start timestamp of
-	// each delta series is kept in the series store itself, so there is no cache to size.
+	// TimestampCacheSize is accepted and validated for compatibility (spanmetrics sizes its
+	// LRU of delta start times with it, by default 10 × resource_metrics_cache_size, at least
+	// 1000). The start timestamp of each delta series is kept in the series store itself, so
+	// there is no cache to size.
 	TimestampCacheSize *int `mapstructure:"metric_timestamp_cache_size"`
 
 	// Namespace prefixes the metric names. Default "traces.span.metrics".
@@ -97,8 +111,8 @@ type Config struct {
 	// connector.spanmetrics.excludeResourceMetrics feature gate is enabled. Default false.
 	AddResourceAttributes bool `mapstructure:"add_resource_attributes"`
 
-	// EnableMetricsSamplingMethod adds the attribute sampling.method to every series, as newer
-	// contrib spanmetrics does: "extrapolated" for spans counted by an adjusted count (a valid
+	// EnableMetricsSamplingMethod adds the attribute sampling.method to every series, as
+	// spanmetrics does: "extrapolated" for spans counted by an adjusted count (a valid
 	// tracestate threshold, or sampling.attribute), "counted" for the others, so the two are
 	// separate series and a query can tell estimated counts from exact ones. Needs
 	// sampling.weighted. Default false.
@@ -118,9 +132,10 @@ type Config struct {
 	MaxSeriesPerService int `mapstructure:"max_series_per_service"`
 
 	// SeriesExpiration drops a single series that has seen no span for this long (unlike
-	// metrics_expiration, which works on whole resources), so that the memory of a
-	// cardinality burst comes back. 0 means: never with cumulative temporality; after 5 idle
-	// flush intervals with delta temporality. Default 5m.
+	// metrics_expiration, which works on whole resources), after exporting it one last time,
+	// as spanmetrics does, so that the memory of a cardinality burst comes back. 0 means:
+	// never with cumulative temporality; after 5 idle flush intervals with delta temporality.
+	// Default 5m (spanmetrics: 0, never).
 	SeriesExpiration time.Duration `mapstructure:"series_expiration"`
 
 	// RingSize is the capacity of the intake ring between ConsumeTraces callers and the
@@ -287,7 +302,7 @@ func (u Unit) nanosPer() int64 {
 }
 
 var (
-	_ component.Config   = (*Config)(nil)
+	_ component.Config  = (*Config)(nil)
 	_ confmap.Validator = (*Config)(nil)
 )
 
@@ -379,7 +394,7 @@ func (c *Config) GetAggregationTemporality() pmetric.AggregationTemporality {
 	return pmetric.AggregationTemporalityCumulative
 }
 
-// builtinKeys are the attribute names a dimension must not reuse.
+// builtinKeys are the attribute names a dimension must not reuse, nor a glob match.
 func (c *Config) builtinKeys() []string {
 	keys := []string{serviceNameKey, spanKindKey, statusCodeKey, spanNameKey}
 	if gateEnabled(includeCollectorInstanceIDGate) {
@@ -388,24 +403,61 @@ func (c *Config) builtinKeys() []string {
 	return keys
 }
 
-// validateDimensions rejects empty names and names that repeat a built-in attribute, one
-// of the shared dimensions, or each other.
+// validateDimensions checks one dimensions list as spanmetrics does: each entry sets exactly
+// one of name and glob, a glob has no default and compiles, a name is not empty and repeats
+// neither a built-in attribute nor another name of the list, and no glob matches a built-in
+// attribute or a name of the list. Names must not repeat those of the shared dimensions
+// either (spanmetrics accepts that; the attribute would be written twice).
 func validateDimensions(dims []Dimension, builtin []string, shared ...Dimension) error {
 	seen := make(map[string]struct{}, len(dims)+len(builtin)+len(shared))
 	for _, k := range builtin {
 		seen[k] = struct{}{}
 	}
 	for _, d := range shared {
-		seen[d.Name] = struct{}{}
+		if d.Name != "" {
+			seen[d.Name] = struct{}{}
+		}
 	}
-	for _, d := range dims {
-		if d.Name == "" {
-			return errors.New("empty dimension name")
+	var names []string
+	type compiled struct {
+		pattern string
+		g       glob.Glob
+	}
+	var globs []compiled
+	for i, d := range dims {
+		switch {
+		case d.Name != "" && d.Glob != "":
+			return fmt.Errorf("entry %d sets both name %q and glob %q: set one of them", i, d.Name, d.Glob)
+		case d.Glob != "":
+			if d.Default != nil {
+				return fmt.Errorf("entry %d: default is not supported with glob %q", i, d.Glob)
+			}
+			g, err := dimglob.Compile(d.Glob)
+			if err != nil {
+				return fmt.Errorf("entry %d: invalid glob %q: %w", i, d.Glob, err)
+			}
+			globs = append(globs, compiled{d.Glob, g})
+		case d.Name == "":
+			return fmt.Errorf("entry %d sets neither name nor glob", i)
+		default:
+			if _, ok := seen[d.Name]; ok {
+				return fmt.Errorf("duplicate dimension name %s", d.Name)
+			}
+			seen[d.Name] = struct{}{}
+			names = append(names, d.Name)
 		}
-		if _, ok := seen[d.Name]; ok {
-			return fmt.Errorf("duplicate dimension name %s", d.Name)
+	}
+	for _, g := range globs {
+		for _, k := range builtin {
+			if g.g.Match(k) {
+				return fmt.Errorf("glob %q matches the built-in attribute %s", g.pattern, k)
+			}
 		}
-		seen[d.Name] = struct{}{}
+		for _, k := range names {
+			if g.g.Match(k) {
+				return fmt.Errorf("glob %q matches %s, a name of the same list", g.pattern, k)
+			}
+		}
 	}
 	return nil
 }

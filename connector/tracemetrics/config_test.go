@@ -9,8 +9,8 @@ import (
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/config/configoptional"
-	"go.opentelemetry.io/collector/confmap/confmaptest"
 	"go.opentelemetry.io/collector/confmap"
+	"go.opentelemetry.io/collector/confmap/confmaptest"
 
 	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/metadata"
 )
@@ -36,13 +36,15 @@ func TestLoadConfig(t *testing.T) {
 				100 * time.Microsecond, time.Millisecond, 2 * time.Millisecond, 6 * time.Millisecond,
 				10 * time.Millisecond, 100 * time.Millisecond, 250 * time.Millisecond,
 			}})
-			c.Dimensions = []Dimension{{Name: "http.method", Default: ptr("GET")}, {Name: "http.status_code"}}
+			c.Dimensions = []Dimension{{Name: "http.method", Default: ptr("GET")}, {Name: "http.status_code"}, {Glob: "k8s.*.name"}, {Glob: "db.**.name"}}
 			c.Exemplars = ExemplarsConfig{Enabled: true, MaxPerDataPoint: defaultMaxPerDataPoint}
 			c.ExcludeDimensions = []string{"status.code"}
 			c.DimensionsCacheSize = 1000
 			c.AggregationTemporality = delta
 			c.MetricsFlushInterval = 30 * time.Second
 			c.MetricsExpiration = 5 * time.Minute
+			c.SeriesExpiration = 5 * time.Minute
+			c.EnableMetricsSamplingMethod = true
 			c.Events = EventsConfig{Enabled: true, Dimensions: []Dimension{{Name: "exception.type"}, {Name: "exception.message"}}}
 			c.ResourceMetricsKeyAttributes = []string{"service.name", "telemetry.sdk.language", "telemetry.sdk.name"}
 			c.IncludeInstrumentationScope = []string{"express"}
@@ -62,7 +64,19 @@ func TestLoadConfig(t *testing.T) {
 			c.RingMemoryMiB = 256
 			c.Namespace = "red"
 		})},
+		{id: "globs", expected: def(func(c *Config) {
+			c.Dimensions = []Dimension{{Name: "http.method"}, {Glob: "k8s.*.name"}}
+			c.CallsDimensions = []Dimension{{Glob: "http.*"}}
+			c.Histogram.Dimensions = []Dimension{{Glob: "db.**"}}
+			c.Events = EventsConfig{Enabled: true, Dimensions: []Dimension{{Glob: "exception.*"}}}
+		})},
 		{id: "invalid_histogram_unit", errorMessage: `unknown Unit "h"`},
+		{id: "glob_and_name", errorMessage: `dimensions: entry 0 sets both name "http.method" and glob "http.*": set one of them`},
+		{id: "neither_glob_nor_name", errorMessage: "dimensions: entry 0 sets neither name nor glob"},
+		{id: "glob_with_default", errorMessage: `dimensions: entry 0: default is not supported with glob "db.*"`},
+		{id: "invalid_glob", errorMessage: `histogram.dimensions: entry 0: invalid glob "db.[": `},
+		{id: "glob_matches_builtin", errorMessage: `calls_dimensions: glob "span.*" matches the built-in attribute span.kind`},
+		{id: "glob_matches_name", errorMessage: `events.dimensions: glob "exception.*" matches exception.type, a name of the same list`},
 		{id: "duplicate_dimension", errorMessage: "dimensions: duplicate dimension name span.kind"},
 		{id: "duplicate_calls_dimension", errorMessage: "calls_dimensions: duplicate dimension name tenant"},
 		{id: "both_histograms", errorMessage: "histogram: use either `explicit` or `exponential` buckets histogram"},
@@ -115,4 +129,7 @@ func TestDefaultsMatchSpanmetrics(t *testing.T) {
 	require.Equal(t, 5, c.Exemplars.MaxPerDataPoint)
 	require.Zero(t, c.AggregationCardinalityLimit)
 	require.Zero(t, c.MetricsExpiration)
+	require.Nil(t, c.TimestampCacheSize)
+	require.False(t, c.EnableMetricsSamplingMethod)
+	require.Empty(t, c.ExcludeDimensions, "collector.instance.id included")
 }

@@ -48,7 +48,10 @@ type connectorImp struct {
 var _ consumer.Traces = (*connectorImp)(nil)
 
 func newConnector(set component.TelemetrySettings, cfg *Config, next consumer.Metrics, d deps, instanceID string) (*connectorImp, error) {
-	p := newPlan(cfg, readGates(), instanceID)
+	p, err := newPlan(cfg, readGates(), instanceID)
+	if err != nil {
+		return nil, err
+	}
 	// The free list holds up to ring_memory_mib of batches as well: beyond, the GC takes them.
 	pipe := intake.NewPipe(p.ringSize, p.ringBytes, deltaBatches)
 	tel, err := newTelemetry(set, pipe.Queue, p)

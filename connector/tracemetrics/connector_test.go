@@ -38,6 +38,7 @@ func startOursFrom(t *testing.T, f connector.Factory, raw map[string]any, start 
 	t.Cleanup(func() { require.NoError(t, tel.Shutdown(context.Background())) })
 	set := connectortest.NewNopSettings(NewFactory().Type())
 	set.TelemetrySettings = tel.NewTelemetrySettings()
+	set.Resource.Attributes().PutStr(collectorInstanceKey, testInstanceID)
 	clock := clockwork.NewFakeClockAt(testStart)
 	sink := new(consumertest.MetricsSink)
 	conn, err := f.CreateTracesToMetrics(clockwork.AddToContext(context.Background(), clock), set, cfg, sink)
@@ -214,8 +215,9 @@ func TestSeriesLimitsOverflowKeepsTotalsExact(t *testing.T) {
 			attrs := calls.At(d).Attributes()
 			svc, _ := rm.Resource().Attributes().Get(serviceNameKey)
 			if _, ok := attrs.Get(overflowKey); ok {
-				// max_series and max_series_per_service's overflow keeps what error rates need.
-				require.Equal(t, 4, attrs.Len(), "overflow, service name, span kind, status code")
+				// max_series and max_series_per_service's overflow keeps what error rates need,
+				// and the collector instance ID every series has.
+				require.Equal(t, len(capOverflowAttributes), attrs.Len(), "overflow, service name, span kind, status code, instance")
 				got, _ := attrs.Get(serviceNameKey)
 				require.Equal(t, svc.AsString(), got.AsString())
 				continue

@@ -2,11 +2,11 @@ package tracemetrics // import "github.com/otelcol-red/otelcol-red/connector/tra
 
 import "go.opentelemetry.io/collector/featuregate"
 
-// spanmetrics v0.145.0 changes some of its output through alpha feature gates (all off by
-// default). tracemetrics follows the same gates, by their spanmetrics IDs, when the binary
-// registers them (otelcol-red builds spanmetrics in), so `--feature-gates=...` switches both
-// connectors alike. Registering the IDs ourselves would panic next to spanmetrics, and
-// registering our own IDs would make users learn a second set of flags.
+// spanmetrics v0.165.1 changes some of its output through feature gates. tracemetrics follows
+// the same gates, by their spanmetrics IDs, when the binary registers them (otelcol-red builds
+// spanmetrics in), so `--feature-gates=...` switches both connectors alike. Registering the
+// IDs ourselves would panic next to spanmetrics, and registering our own IDs would make users
+// learn a second set of flags.
 const (
 	legacyMetricNamesGate             = "connector.spanmetrics.legacyMetricNames"
 	includeCollectorInstanceIDGate    = "connector.spanmetrics.includeCollectorInstanceID"
@@ -15,14 +15,33 @@ const (
 	useOtelStatusCodeAttributeGate    = "spanmetrics.statusCodeConvention.useOtelPrefix"
 )
 
-// gateEnabled reports whether the gate id is registered and enabled.
-func gateEnabled(id string) bool {
-	enabled := false
-	featuregate.GlobalRegistry().VisitAll(func(g *featuregate.Gate) {
+// gateDefaults is each gate's default in spanmetrics v0.165.1, used when the binary does not
+// register the gate: includeCollectorInstanceID is beta there (on unless disabled), the
+// others alpha (off unless enabled). A build without spanmetrics then gives spanmetrics'
+// default output rather than the output of every gate off.
+var gateDefaults = map[string]bool{
+	legacyMetricNamesGate:             false,
+	includeCollectorInstanceIDGate:    true,
+	useSecondAsDefaultMetricsUnitGate: false,
+	excludeResourceMetricsGate:        false,
+	useOtelStatusCodeAttributeGate:    false,
+}
+
+// gateEnabled reports whether the gate id is enabled, or, when the binary does not register
+// it, whether spanmetrics enables it by default.
+func gateEnabled(id string) bool { return gateIn(featuregate.GlobalRegistry(), id) }
+
+// gateIn is gateEnabled on registry reg.
+func gateIn(reg *featuregate.Registry, id string) bool {
+	enabled, registered := false, false
+	reg.VisitAll(func(g *featuregate.Gate) {
 		if g.ID() == id {
-			enabled = g.IsEnabled()
+			enabled, registered = g.IsEnabled(), true
 		}
 	})
+	if !registered {
+		return gateDefaults[id]
+	}
 	return enabled
 }
 

@@ -61,7 +61,7 @@ func startConnectorTo(t testing.TB, f connector.Factory, raw map[string]any, wra
 	if wrap != nil {
 		next = wrap(sink)
 	}
-	conn, err := f.CreateTracesToMetrics(ctx, connectortest.NewNopSettings(f.Type()), cfg, next)
+	conn, err := f.CreateTracesToMetrics(ctx, testSettings(f), cfg, next)
 	require.NoError(t, err)
 	require.NoError(t, conn.Start(ctx, componenttestHost{}))
 	interval := 60 * time.Second
@@ -71,6 +71,19 @@ func startConnectorTo(t testing.TB, f connector.Factory, raw map[string]any, wra
 	r := &running{t: t, conn: conn, sink: sink, clock: clock, interval: interval}
 	t.Cleanup(func() { _ = conn.Shutdown(context.Background()) })
 	return r
+}
+
+// testInstanceID is the collector.instance.id of the collector the tests' connectors run in:
+// both connectors take it from the collector's resource (a random one without it), and
+// spanmetrics labels every series with it by default since v0.165.1.
+const testInstanceID = "0b5e3d1a-7c2f-4e58-9a31-6f0d2c8b4e17"
+
+// testSettings are the settings of a connector built by f in a collector whose resource has
+// collector.instance.id testInstanceID.
+func testSettings(f connector.Factory) connector.Settings {
+	set := connectortest.NewNopSettings(f.Type())
+	set.Resource.Attributes().PutStr(collectorInstanceKey, testInstanceID)
+	return set
 }
 
 type componenttestHost struct{}
@@ -250,6 +263,23 @@ type genOptions struct {
 	mixed    bool // dimension values of several types with the same string form
 	events   bool
 	wide     bool // durations from 1µs to hours (exponential downscaling)
+	// globs adds attributes for glob dimensions: k8s.<x>.name on resources, spans (overriding
+	// the resource's with values of their own) and events, db.* on spans, exception.* on
+	// events. A key found in two places never has the same value in both: spanmetrics keys a
+	// series by the order it visits matches in, which depends on where each key was found,
+	// and would make two series of one attribute set.
+	globs bool
+	// sampled gives spans W3C tracestates: none, power-of-two thresholds (integer adjusted
+	// counts, exact in both connectors), th:0, thresholds with consistent randomness, other
+	// vendors' members, and thresholds that are malformed or absent (count 1).
+	sampled bool
+}
+
+// sampledTraceStates are the tracestates genOptions.sampled draws from.
+var sampledTraceStates = []string{
+	"", "", "ot=th:0", "vendor=a, ot=th:8;x:y", "ot=th:c", "ot=th:e;rv:ffffffffffffff",
+	"congo=t61rcWkgMzE,ot=th:f", "ot=th:8;rv:fe123456789abc", "ot=th:zz", "ot=rv:12345678901234",
+	"ot=th:", "vendor=b",
 }
 
 // genTraces returns spans in a few ResourceSpans. Everything is derived from r, so two calls
@@ -266,6 +296,11 @@ func genTraces(r *rand.Rand, spans int, o genOptions) ptrace.Traces {
 			attrs.PutStr("region", "eu")
 		}
 		attrs.PutStr(serviceNameKey, fmt.Sprintf("svc-%d", svc))
+		if o.globs {
+			attrs.PutStr("k8s.pod.name", fmt.Sprintf("pod-%d", svc))
+			attrs.PutStr("k8s.namespace.name", fmt.Sprintf("ns-%d", svc%2))
+			attrs.PutStr("k8s.cluster.label.name", "not matched by k8s.*.name")
+		}
 		if o.bad {
 			switch r.IntN(10) {
 			case 0:
@@ -361,11 +396,47 @@ func genTraces(r *rand.Rand, spans int, o genOptions) ptrace.Traces {
 					sp.SetEndTimestamp(0)
 				}
 			}
+			if o.globs {
+				a := sp.Attributes()
+				if r.IntN(3) == 0 {
+					a.PutStr("k8s.pod.name", fmt.Sprintf("span-pod-%d", r.IntN(2)))
+				}
+				if r.IntN(4) == 0 {
+					a.PutStr("k8s.container.name", "app")
+				}
+				if r.IntN(2) == 0 {
+					a.PutStr("db.system", []string{"redis", "postgresql"}[r.IntN(2)])
+				}
+				if r.IntN(3) == 0 {
+					a.PutStr("db.operation.name", []string{"GET", "SELECT"}[r.IntN(2)])
+				}
+				if o.mixed && r.IntN(2) == 0 {
+					if r.IntN(2) == 0 {
+						a.PutInt("k8s.shard.name", 3)
+					} else {
+						a.PutStr("k8s.shard.name", "3")
+					}
+				}
+			}
+			if o.sampled {
+				sp.TraceState().FromRaw(sampledTraceStates[r.IntN(len(sampledTraceStates))])
+			}
 			if o.events {
 				for e := r.IntN(3); e > 0; e-- {
 					ev := sp.Events().AppendEmpty()
 					ev.SetName("exception")
 					ev.Attributes().PutStr("exception.type", []string{"Timeout", "NPE"}[r.IntN(2)])
+					if o.globs {
+						if r.IntN(2) == 0 {
+							ev.Attributes().PutBool("exception.escaped", r.IntN(2) == 0)
+						}
+						if r.IntN(4) == 0 {
+							ev.Attributes().PutStr("k8s.namespace.name", "event-ns")
+						}
+						if r.IntN(4) == 0 {
+							ev.Attributes().PutStr("k8s.pod.name", "event-pod")
+						}
+					}
 				}
 			}
 		}
@@ -389,7 +460,7 @@ func compareRunWith(t *testing.T, oursFactory connector.Factory, raw map[string]
 	ours := startConnector(t, oursFactory, raw)
 	rStock, rOurs := newRand(7), newRand(7)
 	cumulative := raw["aggregation_temporality"] == nil || raw["aggregation_temporality"] == "AGGREGATION_TEMPORALITY_CUMULATIVE"
-	exported := map[string]bool{}
+	exported := map[string]pcommon.Timestamp{}
 	for f := 0; f < flushes; f++ {
 		for c := 0; c < callsPerFlush; c++ {
 			stock.consume(genTraces(rStock, spansPerCall, o))
@@ -415,14 +486,21 @@ func compareRunWith(t *testing.T, oursFactory connector.Factory, raw map[string]
 // takeFirstCounts accepts the one difference of cumulative output on purpose: spanmetrics
 // exports a new series' calls as 0 at its first flush, tracemetrics exports its count. It
 // checks both sides do what they mean to and takes ours as wanted; the next flush compares the
-// counts themselves, as spanmetrics reports them from then on.
-func takeFirstCounts(t testing.TB, want, got map[string]point, exported map[string]bool) {
+// counts themselves, as spanmetrics reports them from then on. exported holds the start time
+// of each series seen: a series that disappears, or comes back with a new start time, has
+// expired (series_expiration, metrics_expiration, the resource cache) and is new again.
+func takeFirstCounts(t testing.TB, want, got map[string]point, exported map[string]pcommon.Timestamp) {
 	t.Helper()
+	for k := range exported {
+		if _, ok := want[k]; !ok {
+			delete(exported, k)
+		}
+	}
 	for k, w := range want {
-		if exported[k] {
+		if start, ok := exported[k]; ok && start == w.Start {
 			continue
 		}
-		exported[k] = true
+		exported[k] = w.Start
 		if !strings.Contains(k, "|Sum|Cumulative|") {
 			continue
 		}
@@ -436,6 +514,9 @@ func takeFirstCounts(t testing.TB, want, got map[string]point, exported map[stri
 		want[k] = w
 	}
 }
+
+// globDim is a glob dimension entry.
+func globDim(pattern string) map[string]any { return map[string]any{"glob": pattern} }
 
 func dims(names ...string) []any {
 	out := make([]any, 0, len(names))

@@ -11,7 +11,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 )
 
-// Attribute names, as spanmetrics v0.145.0 writes them.
+// Attribute names, as spanmetrics v0.165.1 writes them.
 const (
 	serviceNameKey                 = "service.name"
 	spanNameKey                    = "span.name"
@@ -35,7 +35,11 @@ var (
 //
 //	resource key hash (8 bytes) | family index (1 byte) | built-in attributes | dimensions
 //
-// followed by the value types of the dimensions, one tag per dimension (see identity).
+// followed by the value types of the dimensions, one tag per dimension (see identity). In a
+// family with glob dimensions (globdims.go) the named dimensions are followed by the glob
+// matches (a uvarint count, then each key as a string and its value as a dimension value),
+// their type tags follow the named dimensions' tags, and the count ends the key again as 4
+// bytes little endian, so that identity finds the tags without decoding the key.
 // Built-in attributes are written only when not excluded: service name and span name as
 // strings, span kind and status code as one byte each, then, when
 // include_instrumentation_scope is set, a presence byte and the scope name and version.
@@ -88,8 +92,9 @@ const unknownEnum = 0xff
 // appendKey appends the series key of span in family f (the layout above), under span name
 // name (span.Name(), or as span_name renamed it). Dimensions are looked up on the span, then
 // the event (events family), then the resource, then the default; sampling.method says whether
-// the span was weighted by an adjusted count (extrapolated).
-func (l *layout) appendKey(dst []byte, f *family, resHash uint64, svc, name string, span ptrace.Span, scope pcommon.InstrumentationScope, withScope bool, resAttrs pcommon.Map, evAttrs *pcommon.Map, extrapolated bool) []byte {
+// the span was weighted by an adjusted count (extrapolated); globs are the matches of the
+// family's glob dimensions (globScratch.collect), nil in a family without.
+func (l *layout) appendKey(dst []byte, f *family, resHash uint64, svc, name string, span ptrace.Span, scope pcommon.InstrumentationScope, withScope bool, resAttrs pcommon.Map, evAttrs *pcommon.Map, extrapolated bool, globs []globMatch) []byte {
 	dst = appendKeyHeader(dst, resHash, f.index)
 	if l.withService {
 		dst = appendStr(dst, svc)
@@ -112,7 +117,7 @@ func (l *layout) appendKey(dst []byte, f *family, resHash uint64, svc, name stri
 			dst = append(dst, 0)
 		}
 	}
-	if len(f.dims) == 0 {
+	if len(f.dims) == 0 && f.globs == nil {
 		return dst
 	}
 	spanAttrs := span.Attributes()
@@ -145,6 +150,20 @@ func (l *layout) appendKey(dst []byte, f *family, resHash uint64, svc, name stri
 			types[i] = typ
 		}
 	}
+	// The glob matches' types, as the named dimensions' (Value.Type is a type switch: it is
+	// not asked twice).
+	var globTypes [16]byte
+	if f.globs != nil {
+		dst = binary.AppendUvarint(dst, uint64(len(globs)))
+		for i := range globs {
+			dst = appendStr(dst, globs[i].key)
+			var typ byte
+			dst, typ = appendIdentity(dst, globs[i].v)
+			if i < len(globTypes) {
+				globTypes[i] = typ
+			}
+		}
+	}
 	dst = append(dst, types[:min(len(f.dims), len(types))]...)
 	for i := len(types); i < len(f.dims); i++ {
 		v, ok := dimensionValue(&f.dims[i], spanAttrs, evAttrs, resAttrs)
@@ -158,6 +177,13 @@ func (l *layout) appendKey(dst []byte, f *family, resHash uint64, svc, name stri
 		default:
 			dst = append(dst, tagAbsent)
 		}
+	}
+	if f.globs != nil {
+		dst = append(dst, globTypes[:min(len(globs), len(globTypes))]...)
+		for i := len(globTypes); i < len(globs); i++ {
+			dst = append(dst, typeTag(globs[i].v))
+		}
+		dst = binary.LittleEndian.AppendUint32(dst, uint32(len(globs)))
 	}
 	return dst
 }
@@ -295,23 +321,27 @@ func appendStrValue(dst []byte, s string) []byte {
 // appendIdentity appends the identity of a dimension value (see the key layout above) and
 // returns the tag of its type. String forms are written in place, without allocating.
 func appendIdentity(dst []byte, v pcommon.Value) ([]byte, byte) {
+	// One type switch for the encoding and the tag: Value.Type is a switch on pdata's oneof,
+	// a noticeable part of keying a span when asked twice per value (BenchmarkGlobDimensions).
 	switch v.Type() {
 	case pcommon.ValueTypeStr:
-		dst = appendStrValue(dst, v.Str())
+		return appendStrValue(dst, v.Str()), tagStr
 	case pcommon.ValueTypeInt:
 		dst = append(dst, tagStr, 0)
-		dst = setFormattedLen(strconv.AppendInt(dst, v.Int(), 10), len(dst))
+		return setFormattedLen(strconv.AppendInt(dst, v.Int(), 10), len(dst)), tagInt
 	case pcommon.ValueTypeDouble:
 		dst = append(dst, tagStr, 0)
-		dst = setFormattedLen(appendFloatAsString(dst, v.Double()), len(dst))
+		return setFormattedLen(appendFloatAsString(dst, v.Double()), len(dst)), tagDouble
 	case pcommon.ValueTypeBool:
-		dst = appendStrValue(dst, strconv.FormatBool(v.Bool()))
+		if v.Bool() {
+			return appendStrValue(dst, "true"), tagTrue
+		}
+		return appendStrValue(dst, "false"), tagFalse
 	case pcommon.ValueTypeEmpty:
-		dst = appendStrValue(dst, "")
+		return appendStrValue(dst, ""), tagEmpty
 	default:
-		dst = appendValue(dst, v) // bytes, maps and slices: their own tagged encoding
+		return appendValue(dst, v), tagBytes // bytes, maps and slices: their own tagged encoding
 	}
-	return dst, typeTag(v)
 }
 
 // typeTag returns the tag that records the type of a dimension value after the identity.
@@ -413,12 +443,29 @@ func appendValue(dst []byte, v pcommon.Value) []byte {
 }
 
 // identity returns the part of a series key of family f that identifies the series: all of
-// it but the type tags of the dimensions.
+// it but the type tags of the dimensions (and, with glob dimensions, the count after them).
 func identity(key []byte, f *family) []byte {
+	id, _ := splitKey(key, f)
+	return id
+}
+
+// globCountLen is the length of the glob match count that ends the keys of a family with glob
+// dimensions.
+const globCountLen = 4
+
+// splitKey splits a series key of family f into its identity and the type tags of its
+// dimensions, named then glob (nil for an overflow key).
+func splitKey(key []byte, f *family) (id, tags []byte) {
 	if isOverflowKey(key) {
-		return key
+		return key, nil
 	}
-	return key[:len(key)-len(f.dims)]
+	if f.globs == nil {
+		n := len(key) - len(f.dims)
+		return key[:n], key[n:]
+	}
+	end := len(key) - globCountLen
+	n := end - len(f.dims) - int(binary.LittleEndian.Uint32(key[end:]))
+	return key[:n], key[n:end]
 }
 
 // putAttributes writes the data point attributes of a series key, in spanmetrics' order.
@@ -433,9 +480,9 @@ func (l *layout) putAttributes(key []byte, dst pcommon.Map, in *interner) {
 		dst.PutBool(overflowKey, true)
 		return
 	}
-	types := key[len(key)-len(f.dims):]
-	r := keyReader{b: key[keyHeaderLen : len(key)-len(f.dims)], intern: in}
-	dst.EnsureCapacity(5 + len(f.dims))
+	id, types := splitKey(key, f)
+	r := keyReader{b: id[keyHeaderLen:], intern: in}
+	dst.EnsureCapacity(5 + len(types))
 	l.putBuiltins(&r, dst, l.withName)
 	if len(l.scopes) > 0 && r.byte() == 1 {
 		dst.PutStr(instrumentationScopeNameKey, r.str())
@@ -450,6 +497,18 @@ func (l *layout) putAttributes(key []byte, dst pcommon.Map, in *interner) {
 			r.stringForm(types[i], dst.PutEmpty(f.dims[i].name))
 		default:
 			r.valueTagged(tag, dst.PutEmpty(f.dims[i].name))
+		}
+	}
+	if f.globs == nil {
+		return
+	}
+	types = types[len(f.dims):]
+	for i := range r.uvarint() {
+		k := r.str()
+		if tag := r.byte(); tag == tagStr {
+			r.stringForm(types[i], dst.PutEmpty(k))
+		} else {
+			r.valueTagged(tag, dst.PutEmpty(k))
 		}
 	}
 }

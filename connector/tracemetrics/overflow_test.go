@@ -16,6 +16,11 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 )
 
+// capOverflowAttributes are the attributes of a cap overflow series, sorted, with nothing
+// excluded: the built-ins error rates need, and the collector instance ID (spanmetrics'
+// includeCollectorInstanceID gate, on by default since v0.165.1).
+var capOverflowAttributes = []string{collectorInstanceKey, overflowKey, serviceNameKey, spanKindKey, statusCodeKey}
+
 // redKey is a RED series as the output labels it: name is "" on overflow series.
 type redKey struct {
 	svc, name, kind, status string
@@ -106,7 +111,7 @@ func redPoints(t *testing.T, md pmetric.Metrics, into map[redKey]*redCounts) {
 			require.True(t, v.Bool())
 			k.overflow = true
 			// What exploded goes; what error rates need stays.
-			require.Equal(t, []string{overflowKey, serviceNameKey, spanKindKey, statusCodeKey},
+			require.Equal(t, capOverflowAttributes,
 				slices.Sorted(maps.Keys(attrs.AsRaw())), "attributes of a cap overflow series")
 		}
 		if into[k] == nil {
@@ -283,11 +288,11 @@ func TestOverflowSeriesAttributes(t *testing.T) {
 		{"cardinality limit first", map[string]any{"aggregation_cardinality_limit": 3, "max_series_per_service": 5},
 			[]string{overflowKey}, 1, "aggregation_cardinality_limit"},
 		{"max_series_per_service first", map[string]any{"aggregation_cardinality_limit": 5, "max_series_per_service": 3},
-			[]string{overflowKey, serviceNameKey, spanKindKey, statusCodeKey}, capOverflowSlots, "max_series_per_service"},
+			capOverflowAttributes, capOverflowSlots, "max_series_per_service"},
 		{"span.kind excluded", map[string]any{"max_series": 3, "exclude_dimensions": []any{spanKindKey}},
-			[]string{overflowKey, serviceNameKey, statusCodeKey}, statusSlots, "max_series"},
+			[]string{collectorInstanceKey, overflowKey, serviceNameKey, statusCodeKey}, statusSlots, "max_series"},
 		{"service.name and status.code excluded", map[string]any{"max_series": 3, "exclude_dimensions": []any{serviceNameKey, statusCodeKey}},
-			[]string{overflowKey, spanKindKey}, kindSlots, "max_series"},
+			[]string{collectorInstanceKey, overflowKey, spanKindKey}, kindSlots, "max_series"},
 		{"all three excluded", map[string]any{"max_series": 3, "exclude_dimensions": []any{serviceNameKey, spanKindKey, statusCodeKey}},
 			[]string{overflowKey}, 1, "max_series"},
 	} {
@@ -472,7 +477,8 @@ func TestCapOverflowKeys(t *testing.T) {
 			cfg := createDefaultConfig().(*Config)
 			cfg.ExcludeDimensions = tc.exclude
 			cfg.Dimensions = []Dimension{{Name: "http.method"}}
-			l := newLayout(cfg, tc.gates, "instance-1")
+			l, err := newLayout(cfg, tc.gates, "instance-1")
+			require.NoError(t, err)
 			f := l.families[l.callsFamily]
 			res := pcommon.NewMap()
 			labelsOf, slotOf := map[int]string{}, map[string]int{}
@@ -483,7 +489,7 @@ func TestCapOverflowKeys(t *testing.T) {
 					span.SetKind(kind)
 					span.Status().SetCode(status)
 					span.Attributes().PutStr("http.method", "GET")
-					key := l.appendKey(nil, f, 42, "checkout", span.Name(), span, pcommon.NewInstrumentationScope(), false, res, nil, false)
+					key := l.appendKey(nil, f, 42, "checkout", span.Name(), span, pcommon.NewInstrumentationScope(), false, res, nil, false, nil)
 					okey := l.appendCapOverflowKey(nil, key)
 					require.True(t, isOverflowKey(okey))
 					require.Equal(t, l.hasCapOverflow(), isCapOverflowKey(okey))
@@ -564,7 +570,7 @@ func TestCapOverflowOfEvents(t *testing.T) {
 				got += dp.IntValue()
 				if _, ok := dp.Attributes().Get(overflowKey); ok {
 					overflow += dp.IntValue()
-					require.Equal(t, []string{overflowKey, serviceNameKey, spanKindKey, statusCodeKey},
+					require.Equal(t, capOverflowAttributes,
 						slices.Sorted(maps.Keys(dp.Attributes().AsRaw())))
 				}
 			}

@@ -1,11 +1,13 @@
 package tracemetrics // import "github.com/otelcol-red/otelcol-red/connector/tracemetrics"
 
 import (
+	"fmt"
 	"slices"
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/pmetric"
 
+	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/dimglob"
 	"github.com/otelcol-red/otelcol-red/internal/buckets"
 )
 
@@ -48,13 +50,18 @@ type plan struct {
 	copyResource                        bool   // resource attributes go on the output
 
 	// names renames spans (span_name); nil when off. Its rule cache and counters are atomics,
-	// the one mutable part of the plan, shared by the producers and read by the telemetry.
+	// a mutable part of the plan (with the glob answers of the families), shared by the
+	// producers and read by the telemetry.
 	names *spanNamer
 }
 
-func newPlan(cfg *Config, g gates, instanceID string) *plan {
+func newPlan(cfg *Config, g gates, instanceID string) (*plan, error) {
+	l, err := newLayout(cfg, g, instanceID)
+	if err != nil {
+		return nil, err
+	}
 	p := &plan{
-		layout:            newLayout(cfg, g, instanceID),
+		layout:            l,
 		isDelta:           cfg.GetAggregationTemporality() == pmetric.AggregationTemporalityDelta,
 		unitNanos:         float64(cfg.Histogram.Unit.nanosPer()),
 		cardLimit:         int32(cfg.AggregationCardinalityLimit),
@@ -125,7 +132,7 @@ func newPlan(cfg *Config, g gates, instanceID string) *plan {
 	p.callsName = metricName(namespace, "calls")
 	p.durationName = metricName(namespace, "duration")
 	p.eventsName = metricName(namespace, "events")
-	return p
+	return p, nil
 }
 
 // bucketsOf returns the explicit buckets of a row of family f: nb for the family that observes
@@ -194,6 +201,10 @@ type family struct {
 	duration bool // it observes span durations
 	events   bool // keyed and counted per span event
 	dims     []dimension
+	// globs says which attribute keys the family's glob dimensions take (globdims.go),
+	// learning the answers as keys come (the plan's other mutable part, lock-free); nil
+	// without glob dimensions. The matches follow the named dimensions in the series key.
+	globs *dimglob.Answers
 }
 
 type dimension struct {
@@ -217,7 +228,7 @@ type layout struct {
 	callsFamily, durationFamily, eventsFamily   int // -1 when absent
 }
 
-func newLayout(cfg *Config, g gates, instanceID string) layout {
+func newLayout(cfg *Config, g gates, instanceID string) (layout, error) {
 	l := layout{
 		withService:    !slices.Contains(cfg.ExcludeDimensions, serviceNameKey),
 		withName:       !slices.Contains(cfg.ExcludeDimensions, spanNameKey),
@@ -257,13 +268,33 @@ func newLayout(cfg *Config, g gates, instanceID string) layout {
 			f.dims = append(f.dims, dimension{name: samplingMethodKey, samplingMethod: true})
 		}
 	}
-	return l
+	for _, f := range l.families {
+		lists := [][]Dimension{cfg.Dimensions}
+		switch {
+		case f.events:
+			lists = append(lists, cfg.Events.Dimensions)
+		case f.calls:
+			lists = append(lists, cfg.CallsDimensions)
+		}
+		if f.duration && !f.calls {
+			lists = append(lists, cfg.Histogram.Dimensions)
+		}
+		var err error
+		if f.globs, err = l.newGlobs(f, lists...); err != nil {
+			return layout{}, err
+		}
+	}
+	return l, nil
 }
 
+// newDimensions returns the named dimensions of the lists, in order.
 func newDimensions(lists ...[]Dimension) []dimension {
 	var dims []dimension
 	for _, list := range lists {
 		for _, d := range list {
+			if d.Name == "" {
+				continue // a glob: newGlobs
+			}
 			dim := dimension{name: d.Name}
 			if d.Default != nil {
 				dim.hasDef = true
@@ -273,6 +304,52 @@ func newDimensions(lists ...[]Dimension) []dimension {
 		}
 	}
 	return dims
+}
+
+// newGlobs compiles the glob dimensions of the lists of family f; nil without any. A key that
+// f labels otherwise is never taken by a glob: its named dimensions, and every attribute the
+// connector writes itself in this configuration. spanmetrics rejects globs that match a
+// built-in attribute, or a name of their own list, when it validates; the keys it does not
+// check (a name of another list, otel.status_code, sampling.method, the scope attributes)
+// would give a data point the same attribute twice, and are left to their writer.
+func (l *layout) newGlobs(f *family, lists ...[]Dimension) (*dimglob.Answers, error) {
+	var patterns []string
+	for _, list := range lists {
+		for _, d := range list {
+			if d.Glob != "" {
+				patterns = append(patterns, d.Glob)
+			}
+		}
+	}
+	if len(patterns) == 0 {
+		return nil, nil
+	}
+	var skip []string
+	for _, d := range f.dims {
+		skip = append(skip, d.name) // sampling.method included
+	}
+	for _, k := range []struct {
+		key     string
+		written bool
+	}{
+		{serviceNameKey, l.withService},
+		{spanNameKey, l.withName},
+		{spanKindKey, l.withKind},
+		{statusCodeKey, l.withStatus && !l.otelStatusCode},
+		{otelStatusCodeKey, l.withStatus && l.otelStatusCode},
+		{collectorInstanceKey, l.instanceID != ""},
+		{instrumentationScopeNameKey, len(l.scopes) > 0},
+		{instrumentationScopeVersionKey, len(l.scopes) > 0},
+	} {
+		if k.written {
+			skip = append(skip, k.key)
+		}
+	}
+	set, err := dimglob.NewSet(patterns, skip)
+	if err != nil {
+		return nil, fmt.Errorf("dimensions: %w", err)
+	}
+	return dimglob.NewAnswers(set), nil
 }
 
 // spanFamilies returns the families keyed once per span.

@@ -73,7 +73,9 @@ func TestPlanDerivesEachFactOnce(t *testing.T) {
 			cfg := createDefaultConfig().(*Config)
 			require.NoError(t, confmap.NewFromStringMap(tc.raw).Unmarshal(cfg))
 			require.NoError(t, cfg.Validate())
-			tc.check(t, newPlan(cfg, gates{}, ""))
+			p, err := newPlan(cfg, gates{}, "")
+			require.NoError(t, err)
+			tc.check(t, p)
 		})
 	}
 }

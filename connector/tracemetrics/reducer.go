@@ -16,6 +16,7 @@ type reducer struct {
 	keyHash   func([]byte) uint64
 	spanFams  []*family
 	eventsFam *family // nil without the events metric
+	withGlobs bool    // a family has glob dimensions
 	hints     sizeHints
 }
 
@@ -23,6 +24,9 @@ func newReducer(p *plan, keyHash func([]byte) uint64) *reducer {
 	r := &reducer{plan: p, keyHash: keyHash, spanFams: p.spanFamilies()}
 	if p.eventsFamily >= 0 {
 		r.eventsFam = p.families[p.eventsFamily]
+	}
+	for _, f := range p.families {
+		r.withGlobs = r.withGlobs || f.globs != nil
 	}
 	return r
 }
@@ -44,6 +48,9 @@ func (r *reducer) reduce(b *deltaBatch, td ptrace.Traces) {
 		}
 		svcName := svc.Str()
 		res := r.addResource(b, resAttrs, svcName)
+		if r.withGlobs {
+			b.globs.setResource(r.families, resAttrs)
+		}
 		resHash := b.resources[res].hash
 		sss := rs.ScopeSpans()
 		for j := 0; j < sss.Len(); j++ {
@@ -62,6 +69,9 @@ func (r *reducer) reduce(b *deltaBatch, td ptrace.Traces) {
 		}
 	}
 	r.hints.update(b)
+	if r.withGlobs {
+		b.globs.release(r.families)
+	}
 	if r.names != nil {
 		r.names.publish(&b.names)
 	}
@@ -152,8 +162,12 @@ func (r *reducer) reduceSpan(b *deltaBatch, res uint32, resHash uint64, svc stri
 	}
 
 	for _, f := range r.spanFams {
+		var globs []globMatch
+		if f.globs != nil {
+			globs = b.globs.collect(f, span.Attributes(), nil)
+		}
 		off := len(b.arena)
-		b.arena = r.appendKey(b.arena, f, resHash, svc, name, span, scope, withScope, resAttrs, nil, extrapolated)
+		b.arena = r.appendKey(b.arena, f, resHash, svc, name, span, scope, withScope, resAttrs, nil, extrapolated, globs)
 		idx := b.upsert(res, f, off, r.keyHash(identity(b.arena[off:], f)))
 		s := &b.series[idx]
 		s.count++
@@ -176,8 +190,12 @@ func (r *reducer) reduceSpan(b *deltaBatch, res uint32, resHash uint64, svc stri
 	events := span.Events()
 	for l := 0; l < events.Len(); l++ {
 		evAttrs := events.At(l).Attributes()
+		var globs []globMatch
+		if r.eventsFam.globs != nil {
+			globs = b.globs.collect(r.eventsFam, span.Attributes(), &evAttrs)
+		}
 		off := len(b.arena)
-		b.arena = r.appendKey(b.arena, r.eventsFam, resHash, svc, name, span, scope, withScope, resAttrs, &evAttrs, extrapolated)
+		b.arena = r.appendKey(b.arena, r.eventsFam, resHash, svc, name, span, scope, withScope, resAttrs, &evAttrs, extrapolated, globs)
 		idx := b.upsert(res, r.eventsFam, off, r.keyHash(identity(b.arena[off:], r.eventsFam)))
 		s := &b.series[idx]
 		s.count++

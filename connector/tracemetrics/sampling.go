@@ -15,9 +15,9 @@ import (
 // for 1/p spans (its adjusted count), and counts as that many.
 type SamplingConfig struct {
 	// Weighted counts each span by its adjusted count: from a valid OpenTelemetry threshold
-	// in its W3C tracestate (`ot=th:…`), else from Attribute. Spans without either count 1,
-	// so traffic without sampling information is counted as before. false gives spanmetrics
-	// v0.145.0's behaviour: every span counts 1. Default true.
+	// in its W3C tracestate (`ot=th:…`, as spanmetrics v0.165.1 does), else from Attribute.
+	// Spans without either count 1. false counts every span 1 whatever it carries (what
+	// spanmetrics did up to v0.145.0). Default true.
 	Weighted bool `mapstructure:"weighted"`
 	// Attribute names a span attribute holding the sampling probability p in (0, 1] (a double,
 	// an int or a numeric string) that a span was kept with; the span counts 1/p. It is read
@@ -98,10 +98,10 @@ func (w *weighting) weight(b *deltaBatch, span ptrace.Span) (float64, bool) {
 	return c, true
 }
 
-// Weighted batches. A batch is unweighted (every span counts 1, as in spanmetrics v0.145.0)
-// until its first span with a weight other than 1: from then on it keeps, beside the series
-// and observations, their weights (seriesW, obsW), backfilled with 1 for what came before.
-// So traffic without sampling information pays for nothing but the tracestate length check.
+// Weighted batches. A batch is unweighted (every span counts 1) until its first span with a
+// weight other than 1: from then on it keeps, beside the series and observations, their
+// weights (seriesW, obsW), backfilled with 1 for what came before. So traffic without sampling
+// information pays for nothing but the tracestate length check.
 
 // startWeights makes b weighted: every series and observation so far weighs 1 per span.
 func (b *deltaBatch) startWeights() {

@@ -1,0 +1,237 @@
+package tracemetrics
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/open-telemetry/opentelemetry-collector-contrib/connector/spanmetricsconnector"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+)
+
+// callsByAttributes returns the calls of one delta export by data point attributes
+// (attrString), resources merged.
+func callsByAttributes(md pmetric.Metrics) map[string]int64 {
+	out := map[string]int64{}
+	for _, rm := range md.ResourceMetrics().All() {
+		for _, m := range rm.ScopeMetrics().At(0).Metrics().All() {
+			if m.Type() != pmetric.MetricTypeSum || m.Name() != "traces.span.metrics.calls" {
+				continue
+			}
+			for _, dp := range m.Sum().DataPoints().All() {
+				attrs := pcommon.NewMap()
+				dp.Attributes().CopyTo(attrs)
+				attrs.Remove(collectorInstanceKey)
+				attrs.Remove(serviceNameKey)
+				attrs.Remove(spanKindKey)
+				attrs.Remove(statusCodeKey)
+				out[attrString(attrs)] += dp.IntValue()
+			}
+		}
+	}
+	return out
+}
+
+// A glob dimension takes every matching key of the span, else the event, else the resource,
+// each once with the value of the first place it is found in; keys a named dimension or a
+// built-in attribute writes stay theirs. Two spans with the same attributes are one series
+// wherever each attribute came from (spanmetrics keys them by the order it visits them in, and
+// would make two: one of the differences README.md lists).
+func TestGlobDimensionsTakeMatchingAttributes(t *testing.T) {
+	c, sink, clock, _ := startOurs(t, map[string]any{
+		"aggregation_temporality":        delta,
+		"dimensions":                     []any{dims("http.method")[0], globDim("k8s.*.name")},
+		"calls_dimensions":               []any{globDim("http.*"), globDim("sampling.*")},
+		"histogram":                      map[string]any{"disable": true},
+		"enable_metrics_sampling_method": true,
+	}, true)
+	td := ptrace.NewTraces()
+	rs := td.ResourceSpans().AppendEmpty()
+	res := rs.Resource().Attributes()
+	res.PutStr(serviceNameKey, "svc")
+	res.PutStr("k8s.pod.name", "pod-r")
+	res.PutStr("k8s.node.name", "node-r")
+	res.PutStr("k8s.pod.label.name", "not matched: two segments between k8s and name")
+	spans := rs.ScopeSpans().AppendEmpty().Spans()
+	add := func(name string, attrs map[string]any) {
+		sp := spans.AppendEmpty()
+		sp.SetName(name)
+		require.NoError(t, sp.Attributes().FromRaw(attrs))
+	}
+	// The span's k8s.pod.name wins over the resource's; http.method is the named dimension's
+	// (written once), http.route the glob's; sampling.method is the connector's.
+	add("a", map[string]any{"k8s.pod.name": "pod-s", "http.method": "GET", "http.route": "/x", "sampling.method": "forged"})
+	// The same attribute set, k8s.node.name from the span this time: the same series.
+	add("b", map[string]any{"k8s.node.name": "node-r"})
+	add("b", map[string]any{})
+	// An int and the string that spells it are one series, labelled with the first type.
+	add("c", map[string]any{"k8s.shard.name": 3})
+	add("c", map[string]any{"k8s.shard.name": "3"})
+	require.NoError(t, c.ConsumeTraces(context.Background(), td))
+	got := callsByAttributes(flushOnce(t, c, sink, clock, time.Minute))
+	want := map[string]int64{
+		`http.method=Str:"GET",http.route=Str:"/x",k8s.node.name=Str:"node-r",k8s.pod.name=Str:"pod-s",sampling.method=Str:"counted",span.name=Str:"a"`: 1,
+		`k8s.node.name=Str:"node-r",k8s.pod.name=Str:"pod-r",sampling.method=Str:"counted",span.name=Str:"b"`:                                           2,
+		`k8s.node.name=Str:"node-r",k8s.pod.name=Str:"pod-r",k8s.shard.name=Int:"3",sampling.method=Str:"counted",span.name=Str:"c"`:                    2,
+	}
+	require.Equal(t, want, got)
+}
+
+// In the events family an event's attribute comes between the span's and the resource's.
+func TestGlobDimensionsOfEvents(t *testing.T) {
+	c, sink, clock, _ := startOurs(t, map[string]any{
+		"aggregation_temporality": delta,
+		"events":                  map[string]any{"enabled": true, "dimensions": []any{globDim("k8s.*.name"), globDim("exception.*")}},
+	}, true)
+	td := ptrace.NewTraces()
+	rs := td.ResourceSpans().AppendEmpty()
+	rs.Resource().Attributes().PutStr(serviceNameKey, "svc")
+	rs.Resource().Attributes().PutStr("k8s.pod.name", "pod-r")
+	rs.Resource().Attributes().PutStr("k8s.node.name", "node-r")
+	sp := rs.ScopeSpans().AppendEmpty().Spans().AppendEmpty()
+	sp.SetName("op")
+	sp.Attributes().PutStr("k8s.node.name", "node-s")
+	ev := sp.Events().AppendEmpty()
+	ev.Attributes().PutStr("k8s.pod.name", "pod-e")
+	ev.Attributes().PutStr("k8s.node.name", "node-e")
+	ev.Attributes().PutStr("exception.type", "NPE")
+	ev.Attributes().PutStr("exception.message", "first")
+	sp.Events().AppendEmpty().Attributes().PutStr("exception.type", "Timeout")
+	require.NoError(t, c.ConsumeTraces(context.Background(), td))
+	md := flushOnce(t, c, sink, clock, time.Minute)
+	events := map[string]int64{}
+	for _, m := range md.ResourceMetrics().At(0).ScopeMetrics().At(0).Metrics().All() {
+		if m.Name() != "traces.span.metrics.events" {
+			continue
+		}
+		for _, dp := range m.Sum().DataPoints().All() {
+			attrs := pcommon.NewMap()
+			dp.Attributes().CopyTo(attrs)
+			for _, k := range []string{collectorInstanceKey, serviceNameKey, spanKindKey, statusCodeKey, spanNameKey} {
+				attrs.Remove(k)
+			}
+			events[attrString(attrs)] += dp.IntValue()
+		}
+	}
+	require.Equal(t, map[string]int64{
+		`exception.message=Str:"first",exception.type=Str:"NPE",k8s.node.name=Str:"node-s",k8s.pod.name=Str:"pod-e"`: 1,
+		`exception.type=Str:"Timeout",k8s.node.name=Str:"node-s",k8s.pod.name=Str:"pod-r"`:                           1,
+	}, events)
+}
+
+// A series key of a family with named and glob dimensions decodes back to the attributes it
+// was built from, with more named dimensions than appendKey keeps type tags for on its stack,
+// glob values of every type, and none; the identity leaves out the types and the trailing
+// count, so values with one string form share it.
+func TestGlobKeysRoundTrip(t *testing.T) {
+	cfg := createDefaultConfig().(*Config)
+	for i := range 18 {
+		cfg.Dimensions = append(cfg.Dimensions, Dimension{Name: fmt.Sprintf("d%02d", i)})
+	}
+	cfg.Dimensions = append(cfg.Dimensions, Dimension{Glob: "g.*"})
+	require.NoError(t, cfg.Validate())
+	l, err := newLayout(cfg, gates{}, "")
+	require.NoError(t, err)
+	f := l.families[l.callsFamily]
+	require.NotNil(t, f.globs)
+	var scratch globScratch
+	res := pcommon.NewMap()
+	res.PutStr("g.res", "r")
+	scratch.setResource(l.families, res)
+	keyOf := func(attrs map[string]any) ([]byte, pcommon.Map) {
+		span := ptrace.NewSpan()
+		span.SetName("op")
+		require.NoError(t, span.Attributes().FromRaw(attrs))
+		globs := scratch.collect(f, span.Attributes(), nil)
+		key := l.appendKey(nil, f, 1, "svc", "op", span, pcommon.NewInstrumentationScope(), false, res, nil, false, globs)
+		out := pcommon.NewMap()
+		l.putAttributes(key, out, nil)
+		return key, out
+	}
+	attrs := map[string]any{"g.int": int64(7), "g.double": 0.5, "g.bool": true, "g.bytes": []byte{1, 2},
+		"g.map": map[string]any{"a": "b"}, "g.slice": []any{"x", int64(1)}, "g.str": "s", "other": "not matched"}
+	for i := range 18 {
+		if i%3 != 0 {
+			attrs[fmt.Sprintf("d%02d", i)] = int64(i)
+		}
+	}
+	_, got := keyOf(attrs)
+	want := pcommon.NewMap()
+	require.NoError(t, want.FromRaw(attrs))
+	want.Remove("other")
+	want.PutStr("g.res", "r")
+	want.PutStr(serviceNameKey, "svc")
+	want.PutStr(spanNameKey, "op")
+	want.PutStr(spanKindKey, "SPAN_KIND_UNSPECIFIED")
+	want.PutStr(statusCodeKey, "STATUS_CODE_UNSET")
+	require.Equal(t, attrString(want), attrString(got))
+
+	k1, _ := keyOf(map[string]any{"d17": int64(5), "g.x": int64(200)})
+	k2, got2 := keyOf(map[string]any{"d17": "5", "g.x": "200"})
+	require.Equal(t, identity(k1, f), identity(k2, f), "one string form, one series")
+	v, _ := got2.Get("g.x")
+	require.Equal(t, pcommon.ValueTypeStr, v.Type())
+	k3, _ := keyOf(map[string]any{"d17": int64(5), "g.y": int64(200)})
+	require.NotEqual(t, identity(k1, f), identity(k3, f), "another key, another series")
+
+	scratch.setResource(l.families, pcommon.NewMap())
+	_, none := keyOf(map[string]any{})
+	require.Equal(t, 4, none.Len(), "no dimension, no glob match: the built-ins alone")
+	require.Zero(t, f.globs.Len())
+	scratch.release(l.families)
+	for _, m := range scratch.cur[:cap(scratch.cur)] {
+		require.Empty(t, m.key, "released: nothing of the request is kept")
+	}
+	require.Positive(t, f.globs.Len(), "the keys seen are known to every producer")
+	require.Empty(t, scratch.learn[f.index])
+}
+
+// The difference kept on purpose: spanmetrics keys a glob series by its matches in the order
+// it visits them (the span's, then the resource's), so two spans with the same attributes,
+// one of them found on the span, become two data points with one attribute set; here they are
+// one series.
+func TestGlobSeriesAreOnePerAttributeSet(t *testing.T) {
+	raw := map[string]any{
+		"aggregation_temporality": delta,
+		"dimensions":              []any{globDim("k8s.*.name")},
+		"histogram":               map[string]any{"disable": true},
+	}
+	td := ptrace.NewTraces()
+	rs := td.ResourceSpans().AppendEmpty()
+	rs.Resource().Attributes().PutStr(serviceNameKey, "svc")
+	rs.Resource().Attributes().PutStr("k8s.a.name", "x")
+	rs.Resource().Attributes().PutStr("k8s.b.name", "y")
+	spans := rs.ScopeSpans().AppendEmpty().Spans()
+	spans.AppendEmpty().SetName("op")
+	sp := spans.AppendEmpty()
+	sp.SetName("op")
+	sp.Attributes().PutStr("k8s.b.name", "y") // the resource's value, found on the span
+	calls := func(md pmetric.Metrics) []string {
+		var out []string
+		for _, rm := range md.ResourceMetrics().All() {
+			for _, m := range rm.ScopeMetrics().At(0).Metrics().All() {
+				for _, dp := range m.Sum().DataPoints().All() {
+					out = append(out, fmt.Sprintf("%s=%d", attrString(dp.Attributes()), dp.IntValue()))
+				}
+			}
+		}
+		return out
+	}
+	stock := startConnector(t, spanmetricsconnector.NewFactory(), raw)
+	stock.consume(td)
+	got := calls(stock.flush())
+	require.Len(t, got, 2, "spanmetrics: two data points")
+	require.Equal(t, got[0][:len(got[0])-2], got[1][:len(got[1])-2], "with one attribute set")
+
+	ours := startConnector(t, NewFactory(), raw)
+	ours.consume(td)
+	got = calls(settledFlush(t, ours))
+	require.Len(t, got, 1)
+	require.Contains(t, got[0], `k8s.a.name=Str:"x",k8s.b.name=Str:"y"`)
+	require.True(t, strings.HasSuffix(got[0], "=2"), got[0])
+}
