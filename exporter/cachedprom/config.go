@@ -57,15 +57,20 @@ type Config struct {
 	WithoutScopeInfo bool `mapstructure:"without_scope_info"`
 
 	// AddMetricSuffixes adds type and unit suffixes (_total, _seconds, ...) to
-	// metric names. Default true. Ignored when translation_strategy is set.
+	// metric names. Default true. Ignored when translation_strategy is set,
+	// and always while the exporter.prometheusexporter.DisableAddMetricSuffixes
+	// feature gate is enabled, which it is by default (beta): names then get
+	// suffixes unless translation_strategy says otherwise.
 	//
 	// Deprecated: use TranslationStrategy, as in the prometheus exporter.
 	AddMetricSuffixes bool `mapstructure:"add_metric_suffixes"`
 
 	// TranslationStrategy chooses how OTLP names become Prometheus names:
 	// UnderscoreEscapingWithSuffixes, UnderscoreEscapingWithoutSuffixes,
-	// NoUTF8EscapingWithSuffixes or NoTranslation. Empty means "decide from
-	// add_metric_suffixes".
+	// NoUTF8EscapingWithSuffixes or NoTranslation. Empty means
+	// UnderscoreEscapingWithSuffixes (or, with the
+	// DisableAddMetricSuffixes gate disabled, "decide from
+	// add_metric_suffixes").
 	TranslationStrategy translationStrategy `mapstructure:"translation_strategy"`
 
 	// Path is the HTTP path serving the exposition. Default /metrics.
@@ -193,8 +198,8 @@ func validatePath(path string) (err error) {
 }
 
 // translation returns (add suffixes, allow UTF-8) as the prometheus exporter
-// derives them.
-func (cfg *Config) translation() (withSuffixes, utf8Allowed bool) {
+// derives them; ignoreAddMetricSuffixes is the DisableAddMetricSuffixes gate.
+func (cfg *Config) translation(ignoreAddMetricSuffixes bool) (withSuffixes, utf8Allowed bool) {
 	switch cfg.TranslationStrategy {
 	case underscoreEscapingWithSuffixes:
 		return true, false
@@ -204,6 +209,9 @@ func (cfg *Config) translation() (withSuffixes, utf8Allowed bool) {
 		return true, true
 	case noTranslation:
 		return false, true
+	}
+	if ignoreAddMetricSuffixes {
+		return true, false
 	}
 	return cfg.AddMetricSuffixes, false
 }

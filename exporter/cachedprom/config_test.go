@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
-	"go.opentelemetry.io/collector/confmap/confmaptest"
 	"go.opentelemetry.io/collector/confmap"
+	"go.opentelemetry.io/collector/confmap/confmaptest"
 
 	"github.com/otelcol-red/otelcol-red/exporter/cachedprom/internal/metadata"
 )
@@ -89,19 +89,24 @@ func TestTranslationFromConfig(t *testing.T) {
 	for _, tt := range []struct {
 		strategy     translationStrategy
 		addSuffixes  bool
+		ignoreAdd    bool // the DisableAddMetricSuffixes gate
 		wantSuffixes bool
 		wantUTF8     bool
 	}{
-		{"", true, true, false},
-		{"", false, false, false},
-		{underscoreEscapingWithSuffixes, false, true, false},
-		{underscoreEscapingWithoutSuffixes, true, false, false},
-		{noUTF8EscapingWithSuffixes, false, true, true},
-		{noTranslation, true, false, true},
+		{"", true, false, true, false},
+		{"", false, false, false, false},
+		{"", false, true, true, false},
+		{"", true, true, true, false},
+		{underscoreEscapingWithSuffixes, false, false, true, false},
+		{underscoreEscapingWithoutSuffixes, true, false, false, false},
+		{underscoreEscapingWithoutSuffixes, true, true, false, false},
+		{noUTF8EscapingWithSuffixes, false, true, true, true},
+		{noTranslation, true, false, false, true},
+		{noTranslation, true, true, false, true},
 	} {
 		cfg := &Config{TranslationStrategy: tt.strategy, AddMetricSuffixes: tt.addSuffixes}
-		s, u := cfg.translation()
-		assert.Equal(t, tt.wantSuffixes, s, "%q/%v", tt.strategy, tt.addSuffixes)
-		assert.Equal(t, tt.wantUTF8, u, "%q/%v", tt.strategy, tt.addSuffixes)
+		s, u := cfg.translation(tt.ignoreAdd)
+		assert.Equal(t, tt.wantSuffixes, s, "%q/%v/%v", tt.strategy, tt.addSuffixes, tt.ignoreAdd)
+		assert.Equal(t, tt.wantUTF8, u, "%q/%v/%v", tt.strategy, tt.addSuffixes, tt.ignoreAdd)
 	}
 }

@@ -82,5 +82,9 @@ func createMetrics(ctx context.Context, set exporter.Settings, cfg component.Con
 	if err != nil {
 		return nil, err
 	}
+	if exp.store.gates.ignoreAddMetricSuffixes && !c.AddMetricSuffixes && c.TranslationStrategy == "" {
+		set.Logger.Warn("add_metric_suffixes is ignored while the " + disableAddMetricSuffixesGate +
+			" feature gate is enabled (its default); set translation_strategy to UnderscoreEscapingWithoutSuffixes for names without suffixes")
+	}
 	return resourcetotelemetry.WrapMetricsExporter(c.ResourceToTelemetrySettings, m), nil
 }
