@@ -78,8 +78,9 @@ func feedBoth(t *testing.T, ours *cachedExporter, stock consumer.Metrics, batche
 		c1, c2 := pmetric.NewMetrics(), pmetric.NewMetrics()
 		b.CopyTo(c1)
 		b.CopyTo(c2)
-		// Through the same wrapper the factory adds.
-		wrapped := resourcetotelemetry.WrapMetricsExporter(ours.cfg.ResourceToTelemetrySettings, ours)
+		// Through the same wrapper, with the same settings, as the factory.
+		set, _ := ours.cfg.resourceLabels(ours.store.gates.noResourceToTelemetry)
+		wrapped := resourcetotelemetry.WrapMetricsExporter(set, ours)
 		require.NoError(t, wrapped.ConsumeMetrics(ctx, c1))
 		require.NoError(t, stock.ConsumeMetrics(ctx, c2))
 	}

@@ -1,6 +1,9 @@
 package cachedprom // import "github.com/otelcol-red/otelcol-red/exporter/cachedprom"
 
-import "go.opentelemetry.io/collector/featuregate"
+import (
+	prometheustranslator "github.com/open-telemetry/opentelemetry-collector-contrib/pkg/translator/prometheus"
+	"go.opentelemetry.io/collector/featuregate"
+)
 
 // The prometheus exporter (v0.165.1) changes its configuration and output
 // through feature gates. cachedprom follows them by the stock IDs, so
@@ -13,6 +16,10 @@ const (
 	// disableAddMetricSuffixesGate (beta, on by default): add_metric_suffixes
 	// is ignored; without translation_strategy, names get suffixes.
 	disableAddMetricSuffixesGate = "exporter.prometheusexporter.DisableAddMetricSuffixes"
+	// disableResourceToTelemetryConversionGate (alpha): the deprecated
+	// resource_to_telemetry_conversion key is refused; resource_constant_labels
+	// is the only way to put resource attributes on series.
+	disableResourceToTelemetryConversionGate = "exporter.prometheus.DisableResourceToTelemetryConversion"
 )
 
 // gateEnabled reports whether the gate id is enabled; unregistered, it is
@@ -32,10 +39,20 @@ func gateEnabled(id string, def bool) bool {
 type gates struct {
 	// ignoreAddMetricSuffixes: add_metric_suffixes has no effect.
 	ignoreAddMetricSuffixes bool
+	// noResourceToTelemetry: resource_to_telemetry_conversion is refused
+	// (Validate) and never applied.
+	noResourceToTelemetry bool
+	// keepIdentifyingResourceAttrs (pkg.prometheus.KeepIdentifyingResourceAttributes,
+	// alpha, registered by the translator package cachedprom imports):
+	// target_info keeps service.name, service.namespace and
+	// service.instance.id as labels beside job and instance.
+	keepIdentifyingResourceAttrs bool
 }
 
 func readGates() gates {
 	return gates{
-		ignoreAddMetricSuffixes: gateEnabled(disableAddMetricSuffixesGate, true),
+		ignoreAddMetricSuffixes:      gateEnabled(disableAddMetricSuffixesGate, true),
+		noResourceToTelemetry:        gateEnabled(disableResourceToTelemetryConversionGate, false),
+		keepIdentifyingResourceAttrs: prometheustranslator.KeepIdentifyingResourceAttributesGate.IsEnabled(),
 	}
 }

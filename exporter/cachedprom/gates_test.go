@@ -8,6 +8,10 @@ import (
 	"go.opentelemetry.io/collector/featuregate"
 )
 
+// keepIdentifyingResourceAttributesGate is the translator package's gate,
+// read through its exported variable; tests set it by ID.
+const keepIdentifyingResourceAttributesGate = "pkg.prometheus.KeepIdentifyingResourceAttributes"
+
 // setGate sets a registered feature gate for the rest of the test, as
 // --feature-gates does at startup. Tests of this package do not run in
 // parallel, so no other test sees it.
@@ -29,10 +33,12 @@ func setGate(tb testing.TB, id string, on bool) {
 // registered here by the prometheus exporter's package, with its defaults;
 // an unregistered gate reads as the default given.
 func TestGatesFollowTheStockExporter(t *testing.T) {
-	assert.Equal(t, gates{ignoreAddMetricSuffixes: true}, readGates(), "v0.165.1's default: on (beta)")
+	assert.Equal(t, gates{ignoreAddMetricSuffixes: true}, readGates(), "v0.165.1's defaults: only the beta gate is on")
 
 	setGate(t, disableAddMetricSuffixesGate, false)
-	assert.Equal(t, gates{}, readGates())
+	setGate(t, disableResourceToTelemetryConversionGate, true)
+	setGate(t, keepIdentifyingResourceAttributesGate, true)
+	assert.Equal(t, gates{noResourceToTelemetry: true, keepIdentifyingResourceAttrs: true}, readGates())
 
 	assert.True(t, gateEnabled("cachedprom.no.such.gate", true))
 	assert.False(t, gateEnabled("cachedprom.no.such.gate", false))

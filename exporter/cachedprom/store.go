@@ -483,14 +483,17 @@ func (s *seriesStore) resource(job, inst string, attrs pcommon.Map) *resource {
 		s.resources[key] = r
 	}
 	// Labels as the stock exporter builds them: every attribute but the three
-	// mapped to job and instance, sanitised, values of colliding names joined
-	// with ';', then job and instance.
+	// mapped to job and instance (those too under the
+	// KeepIdentifyingResourceAttributes gate), sanitised, values of colliding
+	// names joined with ';', then job and instance.
 	vals := map[string]string{}
 	var order []string
 	for k, v := range attrs.All() {
 		switch k {
 		case attrServiceName, attrServiceNamespace, attrServiceInstanceID:
-			continue
+			if !s.gates.keepIdentifyingResourceAttrs {
+				continue
+			}
 		}
 		name, err := s.names.labelName(k)
 		if err != nil {
