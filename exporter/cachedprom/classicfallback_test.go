@@ -191,7 +191,7 @@ func TestClassicFallbackBuckets(t *testing.T) {
 		{scale: 0, zeroCount: 1, posOffset: -1, pos: []uint64{2, 3}, sum: 7.5},
 		{scale: 12, posOffset: -17, pos: []uint64{1, 2, 3, 4, 5, 6, 7, 8, 9}, negOffset: 3, neg: []uint64{1, 1, 1, 1, 1}, sum: 12.25},
 		{scale: 3, posOffset: -5, pos: []uint64{1, 0, 2, 7}, negOffset: 2, neg: []uint64{4, 0, 1}, zeroCount: 2, zeroThreshold: 0.001, sum: 3},
-		{scale: -4, pos: []uint64{5}, noSum: true},
+		{scale: -4, pos: []uint64{5}, sum: 1e5},
 		{scale: 2, zeroCount: 4, sum: 0},
 	}
 	for _, p := range points {
@@ -269,5 +269,56 @@ func TestClassicFallbackServed(t *testing.T) {
 		require.Len(t, fams, 1)
 		assert.NotNil(t, fams[0].Metric[0].Histogram.Schema)
 		assert.Empty(t, fams[0].Metric[0].Histogram.Bucket)
+	}
+}
+
+// TestExpHistogramWithoutSumHidden: an exponential histogram whose state
+// has no sum (a cumulative point without one, or a sum of deltas one of
+// which had none, as the stock exporter's accumulator keeps it) is in no
+// body, with or without the classic fallback, and each such point is
+// counted as unsupported; a later cumulative point with a sum brings the
+// series back.
+func TestExpHistogramWithoutSumHidden(t *testing.T) {
+	withSum := expPoint{scale: 1, pos: []uint64{2, 1}, sum: 4}
+	noSum := expPoint{scale: 1, pos: []uint64{1}, noSum: true}
+	for _, tc := range []struct {
+		name    string
+		batches []pmetric.Metrics
+		hidden  bool
+		refused int64
+	}{
+		{"cumulative_without_sum", []pmetric.Metrics{expBatch(false, 0, noSum.build())}, true, 1},
+		{"cumulative_sum_again", []pmetric.Metrics{expBatch(false, 0, noSum.build()), expBatch(false, 1, withSum.build())}, false, 1},
+		{"delta_without_sum_after_one_with", []pmetric.Metrics{expBatch(true, 0, withSum.build()), expBatch(true, 1, noSum.build())}, true, 1},
+		{"delta_with_sum_after_one_without", []pmetric.Metrics{expBatch(true, 0, noSum.build()), expBatch(true, 1, withSum.build())}, true, 1},
+		{"deltas_with_sums", []pmetric.Metrics{expBatch(true, 0, withSum.build()), expBatch(true, 1, withSum.build())}, false, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, fallback := range []bool{false, true} {
+				cfg := createDefaultConfig().(*Config)
+				cfg.NativeHistograms.ClassicFallback = fallback
+				cfg.EnableOpenMetrics = true
+				s := newSeriesStore(cfg, zap.NewNop())
+				for _, b := range tc.batches {
+					s.consume(b, time.Now())
+				}
+				assert.Equal(t, tc.refused, s.takeEvents()[eventUnsupported], "points counted as unsupported")
+				rd := &renderer{classicFallback: fallback}
+				text, om, pb := rd.renderText(nil, s), rd.renderOpenMetrics(nil, s), rd.renderProto(nil, s)
+				served := 0
+				for _, mf := range decodeProto(t, pb) {
+					served += len(mf.Metric)
+				}
+				if tc.hidden {
+					assert.NotContains(t, string(text), "latency_", "text, fallback %v", fallback)
+					assert.NotContains(t, string(om), "latency_", "OpenMetrics, fallback %v", fallback)
+					assert.Zero(t, served, "protobuf, fallback %v", fallback)
+					continue
+				}
+				assert.Contains(t, string(text), "latency_count", "text, fallback %v", fallback)
+				assert.Contains(t, string(om), "latency_count", "OpenMetrics, fallback %v", fallback)
+				assert.Equal(t, 1, served, "protobuf, fallback %v", fallback)
+			}
+		})
 	}
 }

@@ -46,8 +46,22 @@ type Config struct {
 	MetricExpiration time.Duration `mapstructure:"metric_expiration"`
 
 	// ResourceToTelemetrySettings copies resource attributes onto every data
-	// point (hence into labels). Default disabled.
+	// point (hence into labels): all of them with enabled, less the three
+	// that make job and instance with exclude_service_attributes, or those
+	// that included and excluded select, as under resource_constant_labels.
+	// Default disabled. It cannot be set beside resource_constant_labels, and
+	// the exporter.prometheus.DisableResourceToTelemetryConversion feature
+	// gate refuses it.
+	//
+	// Deprecated: use ResourceConstantLabels, as in the prometheus exporter.
 	ResourceToTelemetrySettings resourcetotelemetry.Settings `mapstructure:"resource_to_telemetry_conversion"`
+
+	// ResourceConstantLabels adds resource attributes to every series of
+	// their resource as labels: those whose key matches a pattern of included
+	// and none of excluded (wildcards * and ?); excluded alone selects every
+	// attribute it does not match. enabled and exclude_service_attributes are
+	// refused here. Default none: resource attributes are on target_info only.
+	ResourceConstantLabels resourcetotelemetry.Settings `mapstructure:"resource_constant_labels"`
 
 	// EnableOpenMetrics also renders an OpenMetrics 1.0 body, served to clients
 	// that ask for it. Default false: text 0.0.4 only, as the prometheus exporter.
@@ -57,15 +71,20 @@ type Config struct {
 	WithoutScopeInfo bool `mapstructure:"without_scope_info"`
 
 	// AddMetricSuffixes adds type and unit suffixes (_total, _seconds, ...) to
-	// metric names. Default true. Ignored when translation_strategy is set.
+	// metric names. Default true. Ignored when translation_strategy is set,
+	// and always while the exporter.prometheusexporter.DisableAddMetricSuffixes
+	// feature gate is enabled, which it is by default (beta): names then get
+	// suffixes unless translation_strategy says otherwise.
 	//
 	// Deprecated: use TranslationStrategy, as in the prometheus exporter.
 	AddMetricSuffixes bool `mapstructure:"add_metric_suffixes"`
 
 	// TranslationStrategy chooses how OTLP names become Prometheus names:
 	// UnderscoreEscapingWithSuffixes, UnderscoreEscapingWithoutSuffixes,
-	// NoUTF8EscapingWithSuffixes or NoTranslation. Empty means "decide from
-	// add_metric_suffixes".
+	// NoUTF8EscapingWithSuffixes or NoTranslation. Empty means
+	// UnderscoreEscapingWithSuffixes (or, with the
+	// DisableAddMetricSuffixes gate disabled, "decide from
+	// add_metric_suffixes").
 	TranslationStrategy translationStrategy `mapstructure:"translation_strategy"`
 
 	// Path is the HTTP path serving the exposition. Default /metrics.
@@ -141,6 +160,19 @@ func (cfg *Config) Validate() error {
 	default:
 		errs = append(errs, fmt.Errorf("invalid translation_strategy: %s", cfg.TranslationStrategy))
 	}
+	// The nested settings' own Validate (patterns, legacy keys beside
+	// patterns) runs with the rest of the configuration's, under their key.
+	if cfg.ResourceConstantLabels.Enabled || cfg.ResourceConstantLabels.ExcludeServiceAttributes {
+		errs = append(errs, errors.New("resource_constant_labels: enabled and exclude_service_attributes are not supported; use included and excluded"))
+	}
+	if !cfg.ResourceToTelemetrySettings.IsEmpty() {
+		if gateEnabled(disableResourceToTelemetryConversionGate, false) {
+			errs = append(errs, errors.New("resource_to_telemetry_conversion is disabled by the "+
+				disableResourceToTelemetryConversionGate+" feature gate; use resource_constant_labels"))
+		} else if !cfg.ResourceConstantLabels.IsEmpty() {
+			errs = append(errs, errors.New("resource_to_telemetry_conversion and resource_constant_labels cannot both be set; resource_to_telemetry_conversion is deprecated"))
+		}
+	}
 	if strings.TrimSpace(cfg.NetAddr.Endpoint) == "" {
 		errs = append(errs, errors.New("endpoint must not be empty"))
 	}
@@ -193,8 +225,8 @@ func validatePath(path string) (err error) {
 }
 
 // translation returns (add suffixes, allow UTF-8) as the prometheus exporter
-// derives them.
-func (cfg *Config) translation() (withSuffixes, utf8Allowed bool) {
+// derives them; ignoreAddMetricSuffixes is the DisableAddMetricSuffixes gate.
+func (cfg *Config) translation(ignoreAddMetricSuffixes bool) (withSuffixes, utf8Allowed bool) {
 	switch cfg.TranslationStrategy {
 	case underscoreEscapingWithSuffixes:
 		return true, false
@@ -205,5 +237,20 @@ func (cfg *Config) translation() (withSuffixes, utf8Allowed bool) {
 	case noTranslation:
 		return false, true
 	}
+	if ignoreAddMetricSuffixes {
+		return true, false
+	}
 	return cfg.AddMetricSuffixes, false
+}
+
+// resourceLabels returns the settings that put resource attributes on
+// series, as the prometheus exporter picks them: resource_constant_labels
+// when set, else the deprecated resource_to_telemetry_conversion unless the
+// DisableResourceToTelemetryConversion gate is enabled (noLegacy); legacy
+// reports that the deprecated key was taken.
+func (cfg *Config) resourceLabels(noLegacy bool) (set resourcetotelemetry.Settings, legacy bool) {
+	if cfg.ResourceConstantLabels.IsEmpty() && !noLegacy && !cfg.ResourceToTelemetrySettings.IsEmpty() {
+		return cfg.ResourceToTelemetrySettings, true
+	}
+	return cfg.ResourceConstantLabels, false
 }

@@ -21,11 +21,13 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 )
 
-// configVariant sets the same keys on both exporters.
+// configVariant sets the same keys on both exporters, and feature gates
+// (by ID) that both read, for the variant's duration.
 type configVariant struct {
 	name  string
 	ours  func(*Config)
 	stock func(*prometheusexporter.Config)
+	gates map[string]bool
 }
 
 var configVariants = []configVariant{
@@ -67,6 +69,96 @@ var configVariants = []configVariant{
 		ours:  func(c *Config) { c.EnableOpenMetrics = true },
 		stock: func(c *prometheusexporter.Config) { c.EnableOpenMetrics = true },
 	},
+	{
+		// Patterns with both wildcards; the service attributes that make
+		// job and instance become labels too.
+		name: "resource_constant_labels",
+		ours: func(c *Config) {
+			c.ResourceConstantLabels.Included = []string{"k8s.*", "host.?ame", "service.name", "process.pid"}
+			c.ResourceConstantLabels.Excluded = []string{"k8s.node*"}
+		},
+		stock: func(c *prometheusexporter.Config) {
+			c.ResourceConstantLabels.Included = []string{"k8s.*", "host.?ame", "service.name", "process.pid"}
+			c.ResourceConstantLabels.Excluded = []string{"k8s.node*"}
+		},
+	},
+	{
+		name: "resource_constant_labels_excluded_only",
+		ours: func(c *Config) { c.ResourceConstantLabels.Excluded = []string{"service.*", "cloud.region"} },
+		stock: func(c *prometheusexporter.Config) {
+			c.ResourceConstantLabels.Excluded = []string{"service.*", "cloud.region"}
+		},
+	},
+	{
+		name: "resource_to_telemetry_without_service_attributes",
+		ours: func(c *Config) {
+			c.ResourceToTelemetrySettings.Enabled, c.ResourceToTelemetrySettings.ExcludeServiceAttributes = true, true
+		},
+		stock: func(c *prometheusexporter.Config) {
+			c.ResourceToTelemetrySettings.Enabled, c.ResourceToTelemetrySettings.ExcludeServiceAttributes = true, true
+		},
+	},
+	{
+		// The deprecated key with the new patterns: still taken.
+		name: "resource_to_telemetry_patterns",
+		ours: func(c *Config) { c.ResourceToTelemetrySettings.Included = []string{"host.name", "cloud.*"} },
+		stock: func(c *prometheusexporter.Config) {
+			c.ResourceToTelemetrySettings.Included = []string{"host.name", "cloud.*"}
+		},
+	},
+	{
+		// The strategy wins over add_metric_suffixes.
+		name: "underscore_escaping_with_suffixes",
+		ours: func(c *Config) { c.TranslationStrategy, c.AddMetricSuffixes = underscoreEscapingWithSuffixes, false },
+		stock: func(c *prometheusexporter.Config) {
+			c.TranslationStrategy, c.AddMetricSuffixes = "UnderscoreEscapingWithSuffixes", false
+		},
+	},
+	{
+		name:  "no_translation",
+		ours:  func(c *Config) { c.TranslationStrategy, c.Namespace = noTranslation, "red" },
+		stock: func(c *prometheusexporter.Config) { c.TranslationStrategy, c.Namespace = "NoTranslation", "red" },
+	},
+	{
+		// add_metric_suffixes: false is honoured again with the gate off.
+		name:  "gate_add_metric_suffixes_honoured",
+		ours:  func(c *Config) { c.AddMetricSuffixes = false },
+		stock: func(c *prometheusexporter.Config) { c.AddMetricSuffixes = false },
+		gates: map[string]bool{disableAddMetricSuffixesGate: false},
+	},
+	{
+		name:  "gate_no_resource_to_telemetry",
+		ours:  func(c *Config) { c.ResourceConstantLabels.Included = []string{"*"} },
+		stock: func(c *prometheusexporter.Config) { c.ResourceConstantLabels.Included = []string{"*"} },
+		gates: map[string]bool{disableResourceToTelemetryConversionGate: true},
+	},
+	{
+		name:  "gate_keep_identifying_resource_attributes",
+		gates: map[string]bool{keepIdentifyingResourceAttributesGate: true},
+	},
+	{
+		// With UTF-8 names the kept attributes' names are not escaped
+		// by the translator.
+		name:  "gate_keep_identifying_resource_attributes_utf8",
+		ours:  func(c *Config) { c.TranslationStrategy = noUTF8EscapingWithSuffixes },
+		stock: func(c *prometheusexporter.Config) { c.TranslationStrategy = "NoUTF8EscapingWithSuffixes" },
+		gates: map[string]bool{keepIdentifyingResourceAttributesGate: true},
+	},
+	{
+		// The translator package's unit gate changes its own name
+		// builders, which neither exporter uses (both name through
+		// otlptranslator): the names must stay the same.
+		name:  "gate_correct_ucum_units",
+		gates: map[string]bool{"pkg.translator.prometheus.CorrectUCUMUnits": true},
+	},
+}
+
+// setGates sets the variant's feature gates until the test ends.
+func (v configVariant) setGates(tb testing.TB) {
+	tb.Helper()
+	for id, on := range v.gates {
+		setGate(tb, id, on)
+	}
 }
 
 // feedBoth sends each batch to both exporters; each gets its own copy
@@ -78,8 +170,9 @@ func feedBoth(t *testing.T, ours *cachedExporter, stock consumer.Metrics, batche
 		c1, c2 := pmetric.NewMetrics(), pmetric.NewMetrics()
 		b.CopyTo(c1)
 		b.CopyTo(c2)
-		// Through the same wrapper the factory adds.
-		wrapped := resourcetotelemetry.WrapMetricsExporter(ours.cfg.ResourceToTelemetrySettings, ours)
+		// Through the same wrapper, with the same settings, as the factory.
+		set, _ := ours.cfg.resourceLabels(ours.store.gates.noResourceToTelemetry)
+		wrapped := resourcetotelemetry.WrapMetricsExporter(set, ours)
 		require.NoError(t, wrapped.ConsumeMetrics(ctx, c1))
 		require.NoError(t, stock.ConsumeMetrics(ctx, c2))
 	}
@@ -93,7 +186,7 @@ func TestEquivalentToPrometheusExporter(t *testing.T) {
 	base := time.Unix(1_700_000_000, 0)
 	inputs := map[string]func(t *testing.T) []pmetric.Metrics{
 		"mixed": func(*testing.T) []pmetric.Metrics {
-			return []pmetric.Metrics{mixedMetrics(0, base), mixedMetrics(1, base)}
+			return []pmetric.Metrics{withRecentCases(0, base), withRecentCases(1, base)}
 		},
 		"spanmetrics_cumulative": func(t *testing.T) []pmetric.Metrics {
 			return spanmetricsOutput(t, "AGGREGATION_TEMPORALITY_CUMULATIVE", testTraces(3, 12, base), testTraces(4, 6, base))
@@ -111,6 +204,7 @@ func TestEquivalentToPrometheusExporter(t *testing.T) {
 	for _, v := range configVariants {
 		for inName, input := range inputs {
 			t.Run(v.name+"/"+inName, func(t *testing.T) {
+				v.setGates(t)
 				ours, ourURL := startOurs(t, v.ours)
 				stock, stockURL := startStock(t, v.stock)
 				feedBoth(t, ours, stock, input(t)...)
@@ -150,9 +244,10 @@ func TestEquivalentToPrometheusExporter(t *testing.T) {
 
 // flattenWithNative flattens decoded protobuf families as flattenProto does,
 // adding each series' created timestamp and what native histograms hold
-// besides count and sum: schema, zero
-// threshold and count, and the count of each non-empty bucket (not the
-// layout: the stock exporter writes OTLP's empty buckets as explicit zeros).
+// besides count and sum: schema, zero threshold and count, the count of
+// each non-empty bucket (not the layout: the stock exporter writes OTLP's
+// empty buckets as explicit zeros), and exemplars (as a set: the stock
+// exporter writes their labels in map order).
 func flattenWithNative(tb testing.TB, fams []*dto.MetricFamily) map[string]string {
 	tb.Helper()
 	out := flattenProto(tb, fams)
@@ -170,6 +265,9 @@ func flattenWithNative(tb testing.TB, fams []*dto.MetricFamily) map[string]strin
 			key := seriesKey(mf, m) + " native"
 			out[key] = fmt.Sprintf("schema %d zero %g/%d pos %v neg %v", h.GetSchema(), h.GetZeroThreshold(), h.GetZeroCount(),
 				nativeBucketMap(h.PositiveSpan, h.PositiveDelta), nativeBucketMap(h.NegativeSpan, h.NegativeDelta))
+			if len(h.Exemplars) > 0 {
+				out[key+" exemplars"] = strings.Join(exemplarStrings(h.Exemplars), " ")
+			}
 		}
 	}
 	return out
@@ -200,14 +298,14 @@ func createdOf(m *dto.Metric) *timestamppb.Timestamp {
 
 // TestNativeDeltasEquivalentToPrometheusExporter feeds both exporters
 // delta exponential histograms whose scales change from point to point
-// (downscaling, negative indexes, zero thresholds) and compares the native
-// histograms served. The input keeps to what the stock exporter merges
-// correctly: bucket offsets aligned to every downscale (it doubles the
-// first bucket of an unaligned side, the count then no longer matches and
-// the series is dropped), and a zero threshold that stays the same (it
-// computes bucket bounds as 2^(scale+index+1) when the threshold widens,
-// and moves only positive buckets). Widening is checked by hand in
-// TestExpBucketsDeltasAdd.
+// (downscaling sides at any offset, negative indexes, zero thresholds) and
+// compares the native histograms served. Until v0.145.0 the stock exporter
+// doubled the first bucket of a side whose offset was not a multiple of
+// the downscaling factor, so the input kept to aligned offsets; v0.165.1
+// downscales correctly. The input still keeps each series' zero threshold
+// the same: when the threshold widens the stock exporter computes bucket
+// bounds as 2^(scale+index+1) and moves only positive buckets. Widening is
+// checked by hand in TestExpBucketsDeltasAdd.
 func TestNativeDeltasEquivalentToPrometheusExporter(t *testing.T) {
 	ours, ourURL := startOurs(t, nil)
 	stock, stockURL := startStock(t, nil)
@@ -224,12 +322,12 @@ func TestNativeDeltasEquivalentToPrometheusExporter(t *testing.T) {
 		h.SetAggregationTemporality(pmetric.AggregationTemporalityDelta)
 		for s := range series {
 			p := expPoint{scale: int32(r.IntN(6)) - 1, zeroCount: uint64(r.IntN(3)), sum: float64(r.IntN(100))}
-			p.posOffset = int32(r.IntN(5)-2) * 32
+			p.posOffset = int32(r.IntN(100) - 50)
 			for range r.IntN(40) {
 				p.pos = append(p.pos, uint64(r.IntN(4)))
 			}
 			if s%2 == 0 {
-				p.negOffset = int32(r.IntN(5)-2) * 32
+				p.negOffset = int32(r.IntN(100) - 50)
 				for range r.IntN(40) {
 					p.neg = append(p.neg, uint64(r.IntN(4)))
 				}

@@ -109,6 +109,7 @@ func awkwardBatch(end time.Time) pmetric.Metrics {
 func TestExpositionAlwaysParses(t *testing.T) {
 	for _, v := range configVariants {
 		t.Run(v.name, func(t *testing.T) {
+			v.setGates(t)
 			e, _ := startOurs(t, func(c *Config) {
 				if v.ours != nil {
 					v.ours(c)

@@ -11,6 +11,7 @@ import (
 	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/resourcetotelemetry"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/config/confighttp"
+	"go.opentelemetry.io/collector/config/configoptional"
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/exporter"
 	"go.opentelemetry.io/collector/exporter/exporterhelper"
@@ -51,8 +52,15 @@ func NewFactory() exporter.Factory {
 func createDefaultConfig() component.Config {
 	server := confighttp.NewDefaultServerConfig()
 	server.NetAddr.Endpoint = defaultEndpoint
+	// The sending queue stays off, but a configuration that turns it on
+	// (sending_queue: {enabled: true}, or any of its keys) gets the
+	// exporterhelper's defaults, batching off unless configured, as the
+	// prometheus exporter does; a zero queue would fail validation.
+	queue := exporterhelper.NewDefaultQueueConfig()
+	queue.Batch = configoptional.Default(*queue.Batch.GetOrInsertDefault())
 	return &Config{
 		ServerConfig:      server,
+		QueueBatchConfig:  configoptional.Default(queue),
 		ConstLabels:       map[string]string{},
 		MetricExpiration:  defaultMetricExpiration,
 		AddMetricSuffixes: defaultAddMetricSuffix,
@@ -82,5 +90,17 @@ func createMetrics(ctx context.Context, set exporter.Settings, cfg component.Con
 	if err != nil {
 		return nil, err
 	}
-	return resourcetotelemetry.WrapMetricsExporter(c.ResourceToTelemetrySettings, m), nil
+	// Resource attributes become labels in the prometheus exporter's
+	// wrapper itself (it rewrites the pipeline's copy of the batch before
+	// ingest), so they come out the same.
+	g := exp.store.gates
+	resourceLabels, legacy := c.resourceLabels(g.noResourceToTelemetry)
+	if legacy {
+		set.Logger.Warn("resource_to_telemetry_conversion is deprecated; use resource_constant_labels instead")
+	}
+	if g.ignoreAddMetricSuffixes && !c.AddMetricSuffixes && c.TranslationStrategy == "" {
+		set.Logger.Warn("add_metric_suffixes is ignored while the " + disableAddMetricSuffixesGate +
+			" feature gate is enabled (its default); set translation_strategy to UnderscoreEscapingWithoutSuffixes for names without suffixes")
+	}
+	return resourcetotelemetry.WrapMetricsExporter(resourceLabels, m), nil
 }

@@ -161,9 +161,10 @@ func (s *seriesStore) copyRows(f *frame, fam uint32, from int, withTimestamps, n
 			if st.hasSum {
 				r.value = sr.value
 			}
-			// client_golang refuses these schemas and populations.
+			// client_golang refuses these schemas and populations, and
+			// the stock exporter a point without a sum.
 			const customBucketsScale = -53
-			r.valid = st.scale != customBucketsScale && st.scale >= -4
+			r.valid = st.hasSum && st.scale != customBucketsScale && st.scale >= -4
 			if math.IsNaN(r.value) {
 				r.valid = r.valid && st.population <= sr.count
 			} else {

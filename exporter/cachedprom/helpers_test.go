@@ -56,7 +56,7 @@ func startOurs(tb testing.TB, mutate func(*Config)) (*cachedExporter, string) {
 	if mutate != nil {
 		mutate(cfg)
 	}
-	require.NoError(tb, cfg.Validate())
+	require.NoError(tb, confmap.Validate(cfg))
 	e, err := newExporter(cfg, exportertest.NewNopSettings(metadata.Type), clockwork.NewRealClock())
 	require.NoError(tb, err)
 	require.NoError(tb, e.Start(context.Background(), componenttest.NewNopHost()))
@@ -73,6 +73,7 @@ func startStock(tb testing.TB, mutate func(*prometheusexporter.Config)) (exporte
 	if mutate != nil {
 		mutate(cfg)
 	}
+	require.NoError(tb, confmap.Validate(cfg))
 	exp, err := f.CreateMetrics(context.Background(), exportertest.NewNopSettings(f.Type()), cfg)
 	require.NoError(tb, err)
 	require.NoError(tb, exp.Start(context.Background(), componenttest.NewNopHost()))

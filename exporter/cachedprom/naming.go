@@ -43,8 +43,8 @@ type nameResult struct {
 	err  error
 }
 
-func newNamer(cfg *Config) *namer {
-	withSuffixes, utf8Allowed := cfg.translation()
+func newNamer(cfg *Config, g gates) *namer {
+	withSuffixes, utf8Allowed := cfg.translation(g.ignoreAddMetricSuffixes)
 	n := &namer{
 		metric: otlptranslator.MetricNamer{
 			WithMetricSuffixes: withSuffixes,
@@ -52,8 +52,13 @@ func newNamer(cfg *Config) *namer {
 			UTF8Allowed:        utf8Allowed,
 		},
 		label: otlptranslator.LabelNamer{
-			UTF8Allowed:                 utf8Allowed,
-			PreserveMultipleUnderscores: !prometheustranslator.DropSanitizationGate.IsEnabled(),
+			UTF8Allowed: utf8Allowed,
+			// The stock exporter keeps runs of underscores (a..b becomes
+			// a__b). It used to derive this from the
+			// pkg.translator.prometheus.PermissiveLabelSanitization gate
+			// (alpha, off: kept); the gate is stable (on) now and no longer
+			// read, and reading it would merge them.
+			PreserveMultipleUnderscores: true,
 		},
 		escape:      utf8Allowed,
 		metricNames: map[metricNameKey]nameResult{},

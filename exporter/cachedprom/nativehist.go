@@ -45,6 +45,7 @@ var (
 	errNativeScale      = errors.New("exponential histogram scale is below -4, the smallest native histogram schema")
 	errNativePopulation = errors.New("exponential histogram count differs from the sum of its zero and bucket counts")
 	errNativeRange      = errors.New("exponential histogram bucket index or count is out of the native histogram's range")
+	errNativeNoSum      = errors.New("exponential histogram has no sum")
 )
 
 // nativeHistogram returns the native histogram for an exponential
@@ -56,7 +57,11 @@ var (
 //     bucket counts (at most that, with a NaN sum), which client_golang's
 //     NewConstNativeHistogram refuses too and the text formats also hide;
 //   - errNativeRange for bucket indexes or counts that do not fit the
-//     protobuf's int32 offsets and int64 deltas.
+//     protobuf's int32 offsets and int64 deltas;
+//   - errNativeNoSum for a point without a sum: a native histogram's sum is
+//     not optional, and the contrib prometheus exporter refuses such a
+//     point (since v0.16x; it wrote 0 before, which made every average
+//     over the series 0).
 //
 // The mapping:
 //   - schema = scale; a scale above 8 is reduced to 8 by merging 2^(scale-8)
@@ -73,8 +78,7 @@ var (
 //     describe the same histogram.
 //   - zero count as is; zero threshold as is, nativeDefaultZeroThreshold
 //     for 0.
-//   - sample count as is; sample sum, 0 when the point has none (as the
-//     contrib exporter and Prometheus' OTLP receiver do).
+//   - sample count and sum as they are.
 //   - created timestamp from the start timestamp, left unset when the
 //     start is not after the Unix epoch (the contrib exporter writes
 //     0001-01-01 then, which no reader can use).
@@ -96,10 +100,10 @@ func nativeHistogram(dp pmetric.ExponentialHistogramDataPoint) (*dto.Histogram, 
 		schema = nativeSchemaMax
 	}
 
-	sum := 0.0
-	if dp.HasSum() {
-		sum = dp.Sum()
+	if !dp.HasSum() {
+		return nil, errNativeNoSum
 	}
+	sum := dp.Sum()
 	pos, pOK := bucketTotal(dp.Positive().BucketCounts())
 	neg, nOK := bucketTotal(dp.Negative().BucketCounts())
 	population, c1 := bits.Add64(pos, neg, 0)

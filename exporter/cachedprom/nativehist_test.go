@@ -2,6 +2,7 @@ package cachedprom
 
 import (
 	"bytes"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -166,8 +167,8 @@ var nhGoldens = []nhGolden{
 		schema: 0, zeroThreshold: nativeDefaultZeroThreshold,
 	},
 	{
-		name:   "scale_minus4_no_sum",
-		point:  expPoint{scale: -4, posOffset: -1, pos: []uint64{1, 1}, noSum: true},
+		name:   "scale_minus4",
+		point:  expPoint{scale: -4, posOffset: -1, pos: []uint64{1, 1}, sum: 70000},
 		schema: -4, zeroThreshold: nativeDefaultZeroThreshold,
 		pos: map[int]int64{0: 1, 1: 1},
 	},
@@ -192,11 +193,7 @@ var nhGoldens = []nhGolden{
 func oracleHistogram(t *testing.T, g nhGolden, dp pmetric.ExponentialHistogramDataPoint) *dto.Metric {
 	t.Helper()
 	desc := prometheus.NewDesc("h", "help", nil, nil)
-	sum := 0.0
-	if dp.HasSum() {
-		sum = dp.Sum()
-	}
-	m, err := prometheus.NewConstNativeHistogram(desc, dp.Count(), sum, g.pos, g.neg, dp.ZeroCount(), g.schema, g.zeroThreshold, nhStart)
+	m, err := prometheus.NewConstNativeHistogram(desc, dp.Count(), dp.Sum(), g.pos, g.neg, dp.ZeroCount(), g.schema, g.zeroThreshold, nhStart)
 	require.NoError(t, err)
 	if len(g.point.exemplars) > 0 {
 		var exs []prometheus.Exemplar
@@ -288,6 +285,13 @@ func TestNativeHistogramRefusesWhatClientGolangRefuses(t *testing.T) {
 		})
 	}
 
+	// client_golang takes any float as the sum; the stock exporter refuses
+	// a point that has none (TestNativeHistogramSameBucketsAsStockExporter).
+	t.Run("no_sum", func(t *testing.T) {
+		h, err := nativeHistogram(expPoint{scale: 0, pos: []uint64{1}, noSum: true}.build())
+		require.ErrorIs(t, err, errNativeNoSum)
+		assert.Nil(t, h)
+	})
 	t.Run("count_below_population", func(t *testing.T) {
 		dp := expPoint{scale: 0, pos: []uint64{3}, sum: 1}.build()
 		dp.SetCount(2)
@@ -545,21 +549,27 @@ func nativeBucketMap(spans []*dto.BucketSpan, deltas []int64) map[int64]int64 {
 // TestNativeHistogramSameBucketsAsStockExporter feeds the golden points to
 // the contrib prometheus exporter, scrapes its protobuf exposition, and
 // requires the same histogram: schema, zero bucket, count, sum, created
-// timestamp and bucket contents. The layout is not compared: the stock
-// exporter writes OTLP's empty buckets as explicit zeros. Nor are
-// exemplars, which it does not attach to native histograms.
+// timestamp, bucket contents and exemplars (every golden exemplar has a
+// timestamp: for one without, see TestNativeExemplarsBesideStockExporter).
+// The layout is not compared: the stock exporter writes OTLP's empty
+// buckets as explicit zeros. A point without a sum is served by neither.
 func TestNativeHistogramSameBucketsAsStockExporter(t *testing.T) {
 	stock, url := startStock(t, nil)
 	md := pmetric.NewMetrics()
 	ms := md.ResourceMetrics().AppendEmpty().ScopeMetrics().AppendEmpty().Metrics()
-	for i, g := range nhGoldens {
+	add := func(name, help string, p expPoint) {
 		m := ms.AppendEmpty()
-		m.SetName("nh_golden_" + string(rune('a'+i)))
-		m.SetDescription(g.name)
+		m.SetName(name)
+		m.SetDescription(help)
 		eh := m.SetEmptyExponentialHistogram()
 		eh.SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
-		g.point.build().CopyTo(eh.DataPoints().AppendEmpty())
+		p.build().CopyTo(eh.DataPoints().AppendEmpty())
 	}
+	for i, g := range nhGoldens {
+		add("nh_golden_"+string(rune('a'+i)), g.name, g.point)
+	}
+	noSum := expPoint{scale: -4, posOffset: -1, pos: []uint64{1, 1}, noSum: true}
+	add("nh_no_sum", "no_sum", noSum)
 	require.NoError(t, stock.ConsumeMetrics(t.Context(), md))
 
 	body, _ := scrape(t, url, `application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited`, false)
@@ -570,12 +580,15 @@ func TestNativeHistogramSameBucketsAsStockExporter(t *testing.T) {
 		if err := dec.Decode(mf); err != nil {
 			break
 		}
-		if strings.HasPrefix(mf.GetName(), "nh_golden_") {
+		if strings.HasPrefix(mf.GetName(), "nh_") {
 			require.Len(t, mf.GetMetric(), 1)
 			stockByHelp[mf.GetHelp()] = mf.GetMetric()[0].GetHistogram()
 		}
 	}
-	require.Len(t, stockByHelp, len(nhGoldens), "the stock exporter served every golden case")
+	require.Len(t, stockByHelp, len(nhGoldens), "the stock exporter served every golden case, and not the point without a sum")
+	require.NotContains(t, stockByHelp, "no_sum")
+	_, err := nativeHistogram(noSum.build())
+	require.ErrorIs(t, err, errNativeNoSum)
 
 	for _, g := range nhGoldens {
 		t.Run(g.name, func(t *testing.T) {
@@ -591,6 +604,24 @@ func TestNativeHistogramSameBucketsAsStockExporter(t *testing.T) {
 			assert.Equal(t, want.GetCreatedTimestamp().AsTime(), got.GetCreatedTimestamp().AsTime(), "created")
 			assert.Equal(t, nativeBucketMap(want.GetPositiveSpan(), want.GetPositiveDelta()), nativeBucketMap(got.GetPositiveSpan(), got.GetPositiveDelta()), "positive buckets")
 			assert.Equal(t, nativeBucketMap(want.GetNegativeSpan(), want.GetNegativeDelta()), nativeBucketMap(got.GetNegativeSpan(), got.GetNegativeDelta()), "negative buckets")
+			assert.Equal(t, exemplarStrings(want.GetExemplars()), exemplarStrings(got.GetExemplars()), "exemplars")
 		})
 	}
+}
+
+// exemplarStrings describes exemplars as sorted "value@time{labels}"
+// strings: the stock exporter writes exemplar labels in map order, and the
+// order of a native histogram's exemplars means nothing.
+func exemplarStrings(exs []*dto.Exemplar) []string {
+	var out []string
+	for _, e := range exs {
+		var lbls []string
+		for _, l := range e.GetLabel() {
+			lbls = append(lbls, l.GetName()+"="+l.GetValue())
+		}
+		slices.Sort(lbls)
+		out = append(out, fmt.Sprintf("%g@%s{%s}", e.GetValue(), e.GetTimestamp().AsTime().Format(time.RFC3339Nano), strings.Join(lbls, ",")))
+	}
+	slices.Sort(out)
+	return out
 }

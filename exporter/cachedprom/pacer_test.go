@@ -170,7 +170,14 @@ func TestClientInALoopIsPaced(t *testing.T) {
 			}
 			elapsed := time.Since(start)
 			assert.LessOrEqual(t, served, int(elapsed/interval)+1, "in %s", elapsed)
-			assert.Equal(t, int64(served-1), e.telemetry.scrapesPaced.Load(), "every scrape after the first waited")
+			// A request that reaches the server after its turn is served
+			// without waiting: on a loaded host the client or the server
+			// can stall past the interval between two scrapes, so not
+			// every scrape after the first need have waited, but a loop
+			// that asks again as soon as it has its answer mostly waits.
+			paced := e.telemetry.scrapesPaced.Load()
+			assert.LessOrEqual(t, paced, int64(served-1), "the first scrape does not wait")
+			assert.GreaterOrEqual(t, 2*paced, int64(served-1), "most scrapes after the first waited")
 		})
 	}
 }

@@ -44,7 +44,7 @@ type protoRenderer struct {
 	dp      pmetric.ExponentialHistogramDataPoint
 	// refused counts the native histograms nativeHistogram refused in the
 	// last render, left out of the protobuf body. The points it refuses
-	// (scale, population) are hidden from the text too and counted at
+	// (scale, population, no sum) are hidden from the text too and counted at
 	// ingest; only merged deltas beyond the protobuf's ranges (indexes past
 	// int32, counts past int64) get here, and the text still shows them.
 	refused int

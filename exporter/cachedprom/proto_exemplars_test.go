@@ -3,6 +3,7 @@ package cachedprom
 import (
 	"context"
 	"encoding/hex"
+	"fmt"
 	"testing"
 	"time"
 
@@ -135,4 +136,60 @@ func TestExemplarsStoredWithoutAllocating(t *testing.T) {
 	assert.Zero(t, allocs)
 	require.Len(t, s.exs[7], 5)
 	assert.Equal(t, `span_id="0402000000000000",trace_id="04010000000000000000000000000000"`, string(s.exs[7][4].appendLabels(nil)))
+}
+
+// TestNativeExemplarsBesideStockExporter pins where the native histograms'
+// exemplars differ from the prometheus exporter's (v0.165.1), which attaches
+// them too: where both have them with their own timestamps they agree
+// (TestEquivalentToPrometheusExporter); an exemplar without a timestamp
+// gets the Unix epoch from it (so Prometheus files it at 1970) and its
+// point's timestamp from us; and its sum of deltas has none, ours the
+// latest delta's.
+func TestNativeExemplarsBesideStockExporter(t *testing.T) {
+	stockNative := func(t *testing.T, url string) *dto.Histogram {
+		t.Helper()
+		body, _ := scrape(t, url, acceptProm3Native, true)
+		for _, mf := range decodeProto(t, body) {
+			if mf.GetName() == "latency" {
+				require.Len(t, mf.Metric, 1)
+				return mf.Metric[0].Histogram
+			}
+		}
+		t.Fatal("the stock exporter serves no latency histogram")
+		return nil
+	}
+	exTS := nhStart.Add(30 * time.Second)
+	tid := pcommon.TraceID{1, 2, 3}
+	first := expPoint{scale: 2, pos: []uint64{3, 4}, sum: 9, exemplars: []expExemplar{
+		{value: 1.5, ts: exTS, traceID: tid},
+		{value: 2.25, traceID: tid}, // no timestamp
+	}}
+	tidHex := hex.EncodeToString(tid[:])
+	timed := fmt.Sprintf("1.5@%s{trace_id=%s}", exTS.Format(time.RFC3339Nano), tidHex)
+	untimed := func(at time.Time) string {
+		return fmt.Sprintf("2.25@%s{trace_id=%s}", at.UTC().Format(time.RFC3339Nano), tidHex)
+	}
+
+	t.Run("cumulative", func(t *testing.T) {
+		ours, ourURL := startOurs(t, nil)
+		stock, stockURL := startStock(t, nil)
+		md := expBatch(false, 0, first.build())
+		pointTS := md.ResourceMetrics().At(0).ScopeMetrics().At(0).Metrics().At(0).ExponentialHistogram().DataPoints().At(0).Timestamp().AsTime()
+		feedBoth(t, ours, stock, md)
+		assert.Equal(t, []string{timed, untimed(time.Unix(0, 0))}, exemplarStrings(stockNative(t, stockURL).Exemplars))
+		assert.Equal(t, []string{timed, untimed(pointTS)}, exemplarStrings(scrapeNativeExemplars(t, ours, ourURL).Exemplars))
+	})
+
+	t.Run("delta", func(t *testing.T) {
+		ours, ourURL := startOurs(t, nil)
+		stock, stockURL := startStock(t, nil)
+		later := nhStart.Add(90 * time.Second)
+		second := expPoint{scale: 2, pos: []uint64{1}, sum: 1, exemplars: []expExemplar{{value: 7, ts: later, traceID: tid}}}
+		feedBoth(t, ours, stock, expBatch(true, 0, first.build()), expBatch(true, 1, second.build()))
+		sh, oh := stockNative(t, stockURL), scrapeNativeExemplars(t, ours, ourURL)
+		assert.Equal(t, uint64(8), sh.GetSampleCount())
+		assert.Equal(t, uint64(8), oh.GetSampleCount())
+		assert.Empty(t, sh.Exemplars, "the stock exporter's sum of deltas keeps no exemplars")
+		assert.Equal(t, []string{fmt.Sprintf("7@%s{trace_id=%s}", later.Format(time.RFC3339Nano), tidHex)}, exemplarStrings(oh.Exemplars))
+	})
 }

@@ -93,11 +93,12 @@ func TestProtoBodyMatchesText(t *testing.T) {
 	base := time.Unix(1_700_000_000, 0)
 	for _, v := range configVariants {
 		t.Run(v.name, func(t *testing.T) {
+			v.setGates(t)
 			cfg := createDefaultConfig().(*Config)
 			if v.ours != nil {
 				v.ours(cfg)
 			}
-			text, pb, _, rd := renderBoth(cfg, mixedMetrics(0, base), mixedMetrics(1, base))
+			text, pb, _, rd := renderBoth(cfg, withRecentCases(0, base), withRecentCases(1, base))
 			fams := decodeProto(t, pb)
 			require.NotEmpty(t, fams)
 			assertSameMaps(t, parseText(t, text), flattenProto(t, fams), "protobuf vs text")
@@ -114,7 +115,7 @@ func TestProtoBodyMatchesText(t *testing.T) {
 					}
 				}
 			}
-			assert.Equal(t, 2, natives, "payload.size and exp.delta")
+			assert.Equal(t, 3, natives, "payload.size, exp.delta and request.size (not exp.nosum)")
 		})
 	}
 }

@@ -114,6 +114,7 @@ var eventNames = [numEvents]string{
 type seriesStore struct {
 	mu        sync.Mutex
 	cfg       *Config
+	gates     gates // read once, when the store is built
 	logger    *zap.Logger
 	names     *namer
 	constLbls []labelPair
@@ -253,10 +254,12 @@ type writerState struct {
 }
 
 func newSeriesStore(cfg *Config, logger *zap.Logger) *seriesStore {
+	g := readGates()
 	s := &seriesStore{
 		cfg:       cfg,
+		gates:     g,
 		logger:    logger,
-		names:     newNamer(cfg),
+		names:     newNamer(cfg, g),
 		exemplars: cfg.EnableOpenMetrics,
 		labels:    newLabelSets(),
 		famByName: map[string]uint32{},
@@ -401,6 +404,9 @@ func (s *seriesStore) scope(sm pmetric.ScopeMetrics, job string, hasJob bool, in
 
 	if !s.cfg.WithoutScopeInfo {
 		for _, a := range attrs {
+			if reservedScopeAttr(a.name) {
+				continue
+			}
 			ln, err := s.names.labelName("otel_scope_" + a.name)
 			if err != nil {
 				info.bad = true
@@ -419,6 +425,14 @@ func (s *seriesStore) scope(sm pmetric.ScopeMetrics, job string, hasJob bool, in
 		info.labels = append(info.labels, labelPair{name: model.InstanceLabel, value: inst, origin: originScope})
 	}
 	return info
+}
+
+// reservedScopeAttr reports a scope attribute whose label would be one of
+// otel_scope_name, otel_scope_version and otel_scope_schema_url, which the
+// scope's own name, version and schema URL fill: the stock exporter leaves
+// such attributes off the labels (they stay part of the series' identity).
+func reservedScopeAttr(name string) bool {
+	return name == "name" || name == "version" || name == "schema_url"
 }
 
 // sortedAttrs appends the attributes, values as strings, sorted by key, so
@@ -469,14 +483,17 @@ func (s *seriesStore) resource(job, inst string, attrs pcommon.Map) *resource {
 		s.resources[key] = r
 	}
 	// Labels as the stock exporter builds them: every attribute but the three
-	// mapped to job and instance, sanitised, values of colliding names joined
-	// with ';', then job and instance.
+	// mapped to job and instance (those too under the
+	// KeepIdentifyingResourceAttributes gate), sanitised, values of colliding
+	// names joined with ';', then job and instance.
 	vals := map[string]string{}
 	var order []string
 	for k, v := range attrs.All() {
 		switch k {
 		case attrServiceName, attrServiceNamespace, attrServiceInstanceID:
-			continue
+			if !s.gates.keepIdentifyingResourceAttrs {
+				continue
+			}
 		}
 		name, err := s.names.labelName(k)
 		if err != nil {

@@ -258,11 +258,13 @@ func updateExpHistogram(p *pointCtx, dp pmetric.ExponentialHistogramDataPoint) b
 	e := s.expRowOf(p.id)
 	st := s.expLoad(e)
 	population := dp.ZeroCount() + sumCounts(dp.Positive().BucketCounts()) + sumCounts(dp.Negative().BucketCounts())
-	if dp.Scale() < nativeSchemaMin || population > dp.Count() || population < dp.Count() && !math.IsNaN(dp.Sum()) {
+	if dp.Scale() < nativeSchemaMin || population > dp.Count() || population < dp.Count() && !math.IsNaN(dp.Sum()) || !dp.HasSum() {
 		// No exposition shows such a point: the text formats hide the
-		// series (as client_golang refuses it) and nativeHistogram refuses
-		// it. Stored all the same, so the series' state stays what the
-		// stock exporter's would be.
+		// series (as client_golang refuses it, and as the stock exporter
+		// refuses a point without a sum) and nativeHistogram refuses it.
+		// Stored all the same, so the series' state stays what the stock
+		// exporter's would be: a delta without a sum leaves the sum of
+		// deltas without one, as in its accumulator.
 		s.events[eventUnsupported]++
 	}
 	set := func() {

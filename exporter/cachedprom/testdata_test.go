@@ -243,3 +243,109 @@ func mixedMetrics(batch int, base time.Time) pmetric.Metrics {
 
 // testBase is the fixed start of test timestamps.
 var testBase = time.Unix(1_700_000_000, 0)
+
+// recentCases builds one of two consecutive batches of the input whose
+// handling the prometheus exporter changed after v0.145.0, for a resource of
+// its own (mixedMetrics' output is pinned by golden files): a scope
+// attribute named like a scope label, attribute names with runs of
+// underscores or a leading one, a "no recorded value" point followed by
+// others (batch 1), an explicit histogram with fewer counts than bounds,
+// units the translator's UCUM gate maps differently, a cumulative
+// exponential histogram with exemplars, and one without a sum.
+func recentCases(batch int, base time.Time) pmetric.Metrics {
+	ts := func(i int) pcommon.Timestamp {
+		return pcommon.NewTimestampFromTime(base.Add(time.Duration(i) * time.Second))
+	}
+	now := ts(batch + 1)
+	md := pmetric.NewMetrics()
+	rm := md.ResourceMetrics().AppendEmpty()
+	ra := rm.Resource().Attributes()
+	ra.PutStr("service.name", "inventory")
+	ra.PutStr("service.instance.id", "inventory-1")
+	ra.PutStr("host.name", "node-9")
+	ra.PutStr("k8s.node.name", "node-9")
+	ra.PutStr("k8s.pod.uid", "1f2e")
+	sm := rm.ScopeMetrics().AppendEmpty()
+	sm.Scope().SetName("inventory/lib")
+	sm.Scope().SetVersion("0.9")
+	// Its label would be otel_scope_name, the scope's name: left off.
+	sm.Scope().Attributes().PutStr("name", "shadow")
+	sm.Scope().Attributes().PutStr("team", "stock")
+	ms := sm.Metrics()
+
+	g := ms.AppendEmpty()
+	g.SetName("stock.level")
+	gg := g.SetEmptyGauge()
+	for i, item := range []string{"bolts", "nuts", "washers"} {
+		dp := gg.DataPoints().AppendEmpty()
+		dp.Attributes().PutStr("item", item)
+		dp.Attributes().PutStr("net..peer", "p1") // runs of underscores are kept
+		dp.Attributes().PutStr("_private", "yes")
+		dp.SetTimestamp(now)
+		dp.SetIntValue(int64(100*i + batch))
+		if batch == 1 && i == 1 {
+			// Deletes the series; the points after it still count.
+			dp.SetFlags(pmetric.DefaultDataPointFlags.WithNoRecordedValue(true))
+		}
+	}
+
+	short := ms.AppendEmpty() // fewer counts than bounds: the missing ones are 0
+	short.SetName("short.buckets")
+	sh := short.SetEmptyHistogram()
+	sh.SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+	hdp := sh.DataPoints().AppendEmpty()
+	hdp.SetStartTimestamp(ts(0))
+	hdp.SetTimestamp(now)
+	hdp.ExplicitBounds().FromRaw([]float64{1, 2, 3})
+	hdp.BucketCounts().FromRaw([]uint64{4, uint64(5 + batch)})
+	hdp.SetCount(uint64(9 + batch))
+	hdp.SetSum(12)
+
+	for _, unit := range []string{"kBy/min", "TiBy", "By/wk", "1/a"} {
+		m := ms.AppendEmpty()
+		m.SetName("transfer." + unit)
+		m.SetUnit(unit)
+		dp := m.SetEmptyGauge().DataPoints().AppendEmpty()
+		dp.SetTimestamp(now)
+		dp.SetDoubleValue(3)
+	}
+
+	eh := ms.AppendEmpty()
+	eh.SetName("request.size")
+	eh.SetUnit("By")
+	edp := eh.SetEmptyExponentialHistogram().DataPoints().AppendEmpty()
+	eh.ExponentialHistogram().SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+	edp.SetStartTimestamp(ts(0))
+	edp.SetTimestamp(now)
+	edp.SetScale(1)
+	edp.Positive().SetOffset(-2)
+	edp.Positive().BucketCounts().FromRaw([]uint64{1, 0, uint64(2 + batch)})
+	edp.SetCount(uint64(3 + batch))
+	edp.SetSum(9.5)
+	for i := range 2 {
+		ex := edp.Exemplars().AppendEmpty()
+		ex.SetDoubleValue(float64(10*batch + i))
+		ex.SetTimestamp(ts(batch + i))
+		ex.SetTraceID(pcommon.TraceID([16]byte{7, byte(batch), byte(i)}))
+		if i == 0 {
+			ex.SetSpanID(pcommon.SpanID([8]byte{7, byte(batch)}))
+		}
+	}
+
+	noSum := ms.AppendEmpty() // without a sum: refused by both
+	noSum.SetName("exp.nosum")
+	nsh := noSum.SetEmptyExponentialHistogram()
+	nsh.SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+	edp = nsh.DataPoints().AppendEmpty()
+	edp.SetTimestamp(now)
+	edp.Positive().BucketCounts().FromRaw([]uint64{1, 2})
+	edp.SetCount(3)
+	return md
+}
+
+// withRecentCases appends recentCases' resource to mixedMetrics' batch.
+func withRecentCases(batch int, base time.Time) pmetric.Metrics {
+	md := mixedMetrics(batch, base)
+	recentCases(batch, base).ResourceMetrics().MoveAndAppendTo(md.ResourceMetrics())
+	return md
+}
