@@ -24,39 +24,37 @@ func keyValue(b []byte, pos, depth, nesting, maxNesting int) (kv kvRec, err erro
 	}
 	depth++
 	for pos < len(b) {
-		field, wire, next, err := readTag(b, pos)
-		if err != nil {
-			return kv, err
+		field, wire, next := readTag(b, pos)
+		if next < 0 {
+			return kv, tagError(b, pos)
 		}
 		switch field {
 		case 1:
-			s, e, err := lenField(b, pos, next, wire, "KeyValue.key")
-			if err != nil {
-				return kv, err
-			}
-			kv.key = refOf(s, e)
-			pos = e
+			s, e := lenField(b, next, wire)
+			kv.key, next = refOf(s, e), e
 		case 2:
-			s, e, err := lenField(b, pos, next, wire, "KeyValue.value")
-			if err != nil {
-				return kv, err
+			s, e := lenField(b, next, wire)
+			if e >= 0 {
+				typ, num, set, err := anyValue(b[:e], s, depth, nesting, maxNesting)
+				if err != nil {
+					return kv, err
+				}
+				if set {
+					kv.typ, kv.num = typ, num
+				}
 			}
-			typ, num, set, err := anyValue(b[:e], s, depth, nesting, maxNesting)
-			if err != nil {
-				return kv, err
-			}
-			if set {
-				kv.typ, kv.num = typ, num
-			}
-			pos = e
+			next = e
 		case 3: // key_strindex: profiles only; pdata keeps it but no Map accessor shows it
-			_, pos, err = varintField(b, pos, next, wire, "KeyValue.key_strindex")
+			_, next = varintField(b, next, wire)
 		default:
-			pos, err = skipField(b, next, wire)
+			if next, err = skipField(b, next, wire); err != nil {
+				return kv, err
+			}
 		}
-		if err != nil {
-			return kv, err
+		if next < 0 {
+			return kv, fieldError(b, pos, keyValueSchema)
 		}
+		pos = next
 	}
 	return kv, nil
 }
@@ -70,63 +68,58 @@ func anyValue(b []byte, pos, depth, nesting, maxNesting int) (typ ValueType, num
 	}
 	depth++
 	for pos < len(b) {
-		field, wire, next, err := readTag(b, pos)
-		if err != nil {
-			return 0, 0, false, err
+		field, wire, next := readTag(b, pos)
+		if next < 0 {
+			return 0, 0, false, tagError(b, pos)
 		}
 		var s, e int
 		var v uint64
 		switch field {
 		case 1:
-			if s, e, err = lenField(b, pos, next, wire, "AnyValue.string_value"); err == nil {
-				typ, num, pos = ValueTypeStr, packRef(s, e), e
-			}
+			s, e = lenField(b, next, wire)
+			typ, num, next = ValueTypeStr, packRef(s, e), e
 		case 2:
-			if v, pos, err = varintField(b, pos, next, wire, "AnyValue.bool_value"); err == nil {
-				typ, num = ValueTypeBool, 0
-				if v != 0 {
-					num = 1
-				}
+			v, next = varintField(b, next, wire)
+			typ, num = ValueTypeBool, 0
+			if v != 0 {
+				num = 1
 			}
 		case 3:
-			if v, pos, err = varintField(b, pos, next, wire, "AnyValue.int_value"); err == nil {
-				typ, num = ValueTypeInt, v
-			}
+			typ = ValueTypeInt
+			num, next = varintField(b, next, wire)
 		case 4:
-			if v, pos, err = fixed64Field(b, pos, next, wire, "AnyValue.double_value"); err == nil {
-				typ, num = ValueTypeDouble, v
-			}
+			typ = ValueTypeDouble
+			num, next = fixed64Field(b, next, wire)
 		case 5:
-			if s, e, err = lenField(b, pos, next, wire, "AnyValue.array_value"); err == nil {
-				if err = arrayValue(b[:e], s, depth, nesting+1, maxNesting); err == nil {
-					typ, num, pos = ValueTypeSlice, packRef(s, e), e
+			if s, e = lenField(b, next, wire); e >= 0 {
+				if err = arrayValue(b[:e], s, depth, nesting+1, maxNesting); err != nil {
+					return 0, 0, false, err
 				}
 			}
+			typ, num, next = ValueTypeSlice, packRef(s, e), e
 		case 6:
-			if s, e, err = lenField(b, pos, next, wire, "AnyValue.kvlist_value"); err == nil {
-				if err = keyValueList(b[:e], s, depth, nesting+1, maxNesting); err == nil {
-					typ, num, pos = ValueTypeMap, packRef(s, e), e
+			if s, e = lenField(b, next, wire); e >= 0 {
+				if err = keyValueList(b[:e], s, depth, nesting+1, maxNesting); err != nil {
+					return 0, 0, false, err
 				}
 			}
+			typ, num, next = ValueTypeMap, packRef(s, e), e
 		case 7:
-			if s, e, err = lenField(b, pos, next, wire, "AnyValue.bytes_value"); err == nil {
-				typ, num, pos = ValueTypeBytes, packRef(s, e), e
-			}
+			s, e = lenField(b, next, wire)
+			typ, num, next = ValueTypeBytes, packRef(s, e), e
 		case 8:
-			if _, pos, err = varintField(b, pos, next, wire, "AnyValue.string_value_strindex"); err == nil {
-				typ, num = ValueTypeEmpty, 0
-			}
+			typ, num = ValueTypeEmpty, 0
+			_, next = varintField(b, next, wire)
 		default:
-			pos, err = skipField(b, next, wire)
-			if err != nil {
+			if pos, err = skipField(b, next, wire); err != nil {
 				return 0, 0, false, err
 			}
 			continue
 		}
-		if err != nil {
-			return 0, 0, false, err
+		if next < 0 {
+			return 0, 0, false, fieldError(b, pos, anyValueSchema)
 		}
-		set = true
+		pos, set = next, true
 	}
 	return typ, num, set, nil
 }
@@ -141,19 +134,20 @@ func arrayValue(b []byte, pos, depth, nesting, maxNesting int) error {
 	}
 	depth++
 	for pos < len(b) {
-		field, wire, next, err := readTag(b, pos)
-		if err != nil {
-			return err
+		field, wire, next := readTag(b, pos)
+		if next < 0 {
+			return tagError(b, pos)
 		}
+		var err error
 		if field != 1 {
 			if pos, err = skipField(b, next, wire); err != nil {
 				return err
 			}
 			continue
 		}
-		s, e, err := lenField(b, pos, next, wire, "ArrayValue.values")
-		if err != nil {
-			return err
+		s, e := lenField(b, next, wire)
+		if e < 0 {
+			return fieldError(b, pos, arrayValueSchema)
 		}
 		if _, _, _, err = anyValue(b[:e], s, depth, nesting, maxNesting); err != nil {
 			return err
@@ -173,19 +167,20 @@ func keyValueList(b []byte, pos, depth, nesting, maxNesting int) error {
 	}
 	depth++
 	for pos < len(b) {
-		field, wire, next, err := readTag(b, pos)
-		if err != nil {
-			return err
+		field, wire, next := readTag(b, pos)
+		if next < 0 {
+			return tagError(b, pos)
 		}
+		var err error
 		if field != 1 {
 			if pos, err = skipField(b, next, wire); err != nil {
 				return err
 			}
 			continue
 		}
-		s, e, err := lenField(b, pos, next, wire, "KeyValueList.values")
-		if err != nil {
-			return err
+		s, e := lenField(b, next, wire)
+		if e < 0 {
+			return fieldError(b, pos, keyValueListSchema)
 		}
 		if _, err = keyValue(b[:e], s, depth, nesting, maxNesting); err != nil {
 			return err

@@ -15,8 +15,8 @@ func benchRequest(tb testing.TB) []byte {
 }
 
 // BenchmarkDecode compares, on one 1000-span request in the same run: pdata's unmarshal
-// alone (the floor of a pdata pipeline), pdata's unmarshal followed by the RED walk, and
-// the decoder followed by the same walk.
+// alone (the floor of a pdata pipeline), pdata's unmarshal followed by the RED walk
+// (walk_test.go), the decoder alone, and the decoder followed by the same walk.
 //
 //	go test -run '^$' -bench BenchmarkDecode -benchmem ./internal/otlpwire/
 func BenchmarkDecode(b *testing.B) {
@@ -47,6 +47,16 @@ func BenchmarkDecode(b *testing.B) {
 			}
 			if walkPdata(td) != want {
 				b.Fatal("wrong sum")
+			}
+		}
+	})
+	b.Run("otlpwire-decode", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(data)))
+		var d Decoder
+		for b.Loop() {
+			if err := d.Decode(data); err != nil {
+				b.Fatal(err)
 			}
 		}
 	})

@@ -5,6 +5,10 @@ package otlpwire // import "github.com/otelcol-red/otelcol-red/internal/otlpwire
 // pdata's rules for repeated occurrences: a scalar or string is last-wins; an embedded
 // message (Resource, InstrumentationScope, Status, a KeyValue's value) is merged into the
 // previous occurrence, field by field; repeated fields append.
+//
+// Each loop reads a tag, lets its case set next to the position after the field (-1 when
+// the field is refused; fieldError then says why), and returns at once the error of a
+// nested message.
 
 // parser carries the index being filled and the limits of one Decode.
 type parser struct {
@@ -15,19 +19,20 @@ type parser struct {
 
 func (p *parser) request(b []byte) error {
 	for pos := 0; pos < len(b); {
-		field, wire, next, err := readTag(b, pos)
-		if err != nil {
-			return err
+		field, wire, next := readTag(b, pos)
+		if next < 0 {
+			return tagError(b, pos)
 		}
+		var err error
 		if field != 1 {
 			if pos, err = skipField(b, next, wire); err != nil {
 				return err
 			}
 			continue
 		}
-		s, e, err := lenField(b, pos, next, wire, "ExportTraceServiceRequest.resource_spans")
-		if err != nil {
-			return err
+		s, e := lenField(b, next, wire)
+		if e < 0 {
+			return fieldError(b, pos, requestSchema)
 		}
 		if err = p.resourceSpans(b[:e], s); err != nil {
 			return err
@@ -37,7 +42,7 @@ func (p *parser) request(b []byte) error {
 	return nil
 }
 
-func (p *parser) resourceSpans(b []byte, pos int) error {
+func (p *parser) resourceSpans(b []byte, pos int) (err error) {
 	ix := p.ix
 	rec := resourceRec{
 		attrs:  rng{first: uint32(len(ix.resourceKVs))},
@@ -45,34 +50,39 @@ func (p *parser) resourceSpans(b []byte, pos int) error {
 	}
 	var current, deprecated bool
 	for pos < len(b) {
-		field, wire, next, err := readTag(b, pos)
-		if err != nil {
-			return err
+		field, wire, next := readTag(b, pos)
+		if next < 0 {
+			return tagError(b, pos)
 		}
-		var s, e int
 		switch field {
 		case 1:
-			if s, e, err = lenField(b, pos, next, wire, "ResourceSpans.resource"); err == nil {
-				err, pos = p.resource(b[:e], s), e
+			s, e := lenField(b, next, wire)
+			if e >= 0 {
+				if err = p.resource(b[:e], s); err != nil {
+					return err
+				}
 			}
-		case 2:
-			if s, e, err = lenField(b, pos, next, wire, "ResourceSpans.scope_spans"); err == nil {
-				err, pos = p.scopeSpans(b[:e], s, false), e
-				current = true
+			next = e
+		case 2, 1000:
+			s, e := lenField(b, next, wire)
+			if e >= 0 {
+				if err = p.scopeSpans(b[:e], s, field == 1000); err != nil {
+					return err
+				}
 			}
+			current, deprecated = current || field == 2, deprecated || field == 1000
+			next = e
 		case 3:
-			_, pos, err = lenField(b, pos, next, wire, "ResourceSpans.schema_url")
-		case 1000:
-			if s, e, err = lenField(b, pos, next, wire, "ResourceSpans.deprecated_scope_spans"); err == nil {
-				err, pos = p.scopeSpans(b[:e], s, true), e
-				deprecated = true
-			}
+			_, next = lenField(b, next, wire)
 		default:
-			pos, err = skipField(b, next, wire)
+			if next, err = skipField(b, next, wire); err != nil {
+				return err
+			}
 		}
-		if err != nil {
-			return err
+		if next < 0 {
+			return fieldError(b, pos, resourceSpansSchema)
 		}
+		pos = next
 	}
 	if deprecated && (current || !p.migrate) {
 		// pdata keeps field 1000 apart and only a migrating reader puts it in place of an
@@ -91,55 +101,68 @@ func (p *parser) resourceSpans(b []byte, pos int) error {
 	return nil
 }
 
-func (p *parser) resource(b []byte, pos int) error {
+func (p *parser) resource(b []byte, pos int) (err error) {
 	for pos < len(b) {
-		field, wire, next, err := readTag(b, pos)
-		if err != nil {
-			return err
+		field, wire, next := readTag(b, pos)
+		if next < 0 {
+			return tagError(b, pos)
 		}
-		var s, e int
 		switch field {
 		case 1:
-			if s, e, err = lenField(b, pos, next, wire, "Resource.attributes"); err == nil {
-				err, pos = p.attribute(&p.ix.resourceKVs, b[:e], s), e
+			s, e := lenField(b, next, wire)
+			if e >= 0 {
+				if err = p.attribute(&p.ix.resourceKVs, b[:e], s); err != nil {
+					return err
+				}
 			}
+			next = e
 		case 2:
-			_, pos, err = varintField(b, pos, next, wire, "Resource.dropped_attributes_count")
+			_, next = varintField(b, next, wire)
 		case 3:
-			if s, e, err = lenField(b, pos, next, wire, "Resource.entity_refs"); err == nil {
-				err, pos = entityRef(b[:e], s), e
+			s, e := lenField(b, next, wire)
+			if e >= 0 {
+				if err = entityRef(b[:e], s); err != nil {
+					return err
+				}
 			}
+			next = e
 		default:
-			pos, err = skipField(b, next, wire)
+			if next, err = skipField(b, next, wire); err != nil {
+				return err
+			}
 		}
-		if err != nil {
-			return err
+		if next < 0 {
+			return fieldError(b, pos, resourceSchema)
 		}
+		pos = next
 	}
 	return nil
 }
 
 // entityRef validates an EntityRef, which RED does not use.
-func entityRef(b []byte, pos int) error {
+func entityRef(b []byte, pos int) (err error) {
 	for pos < len(b) {
-		field, wire, next, err := readTag(b, pos)
-		if err != nil {
-			return err
+		field, wire, next := readTag(b, pos)
+		if next < 0 {
+			return tagError(b, pos)
 		}
 		switch field {
 		case 1, 2, 3, 4:
-			_, pos, err = lenField(b, pos, next, wire, "EntityRef")
+			_, next = lenField(b, next, wire)
 		default:
-			pos, err = skipField(b, next, wire)
+			if next, err = skipField(b, next, wire); err != nil {
+				return err
+			}
 		}
-		if err != nil {
-			return err
+		if next < 0 {
+			return fieldError(b, pos, entityRefSchema)
 		}
+		pos = next
 	}
 	return nil
 }
 
-func (p *parser) scopeSpans(b []byte, pos int, deprecated bool) error {
+func (p *parser) scopeSpans(b []byte, pos int, deprecated bool) (err error) {
 	ix := p.ix
 	rec := scopeRec{
 		attrs:      rng{first: uint32(len(ix.scopeKVs))},
@@ -147,28 +170,38 @@ func (p *parser) scopeSpans(b []byte, pos int, deprecated bool) error {
 		deprecated: deprecated,
 	}
 	for pos < len(b) {
-		field, wire, next, err := readTag(b, pos)
-		if err != nil {
-			return err
+		field, wire, next := readTag(b, pos)
+		if next < 0 {
+			return tagError(b, pos)
 		}
-		var s, e int
 		switch field {
 		case 1:
-			if s, e, err = lenField(b, pos, next, wire, "ScopeSpans.scope"); err == nil {
-				err, pos = p.scope(b[:e], s, &rec), e
+			s, e := lenField(b, next, wire)
+			if e >= 0 {
+				if err = p.scope(b[:e], s, &rec); err != nil {
+					return err
+				}
 			}
+			next = e
 		case 2:
-			if s, e, err = lenField(b, pos, next, wire, "ScopeSpans.spans"); err == nil {
-				err, pos = p.span(b[:e], s), e
+			s, e := lenField(b, next, wire)
+			if e >= 0 {
+				if err = p.span(b[:e], s); err != nil {
+					return err
+				}
 			}
+			next = e
 		case 3:
-			_, pos, err = lenField(b, pos, next, wire, "ScopeSpans.schema_url")
+			_, next = lenField(b, next, wire)
 		default:
-			pos, err = skipField(b, next, wire)
+			if next, err = skipField(b, next, wire); err != nil {
+				return err
+			}
 		}
-		if err != nil {
-			return err
+		if next < 0 {
+			return fieldError(b, pos, scopeSpansSchema)
 		}
+		pos = next
 	}
 	rec.attrs.end = uint32(len(ix.scopeKVs))
 	rec.spans.end = uint32(len(ix.spans))
@@ -176,34 +209,38 @@ func (p *parser) scopeSpans(b []byte, pos int, deprecated bool) error {
 	return nil
 }
 
-func (p *parser) scope(b []byte, pos int, rec *scopeRec) error {
+func (p *parser) scope(b []byte, pos int, rec *scopeRec) (err error) {
 	for pos < len(b) {
-		field, wire, next, err := readTag(b, pos)
-		if err != nil {
-			return err
+		field, wire, next := readTag(b, pos)
+		if next < 0 {
+			return tagError(b, pos)
 		}
-		var s, e int
 		switch field {
 		case 1:
-			if s, e, err = lenField(b, pos, next, wire, "InstrumentationScope.name"); err == nil {
-				rec.name, pos = refOf(s, e), e
-			}
+			s, e := lenField(b, next, wire)
+			rec.name, next = refOf(s, e), e
 		case 2:
-			if s, e, err = lenField(b, pos, next, wire, "InstrumentationScope.version"); err == nil {
-				rec.version, pos = refOf(s, e), e
-			}
+			s, e := lenField(b, next, wire)
+			rec.version, next = refOf(s, e), e
 		case 3:
-			if s, e, err = lenField(b, pos, next, wire, "InstrumentationScope.attributes"); err == nil {
-				err, pos = p.attribute(&p.ix.scopeKVs, b[:e], s), e
+			s, e := lenField(b, next, wire)
+			if e >= 0 {
+				if err = p.attribute(&p.ix.scopeKVs, b[:e], s); err != nil {
+					return err
+				}
 			}
+			next = e
 		case 4:
-			_, pos, err = varintField(b, pos, next, wire, "InstrumentationScope.dropped_attributes_count")
+			_, next = varintField(b, next, wire)
 		default:
-			pos, err = skipField(b, next, wire)
+			if next, err = skipField(b, next, wire); err != nil {
+				return err
+			}
 		}
-		if err != nil {
-			return err
+		if next < 0 {
+			return fieldError(b, pos, scopeSchema)
 		}
+		pos = next
 	}
 	return nil
 }
@@ -218,7 +255,7 @@ func (p *parser) attribute(table *[]kvRec, b []byte, pos int) error {
 	return nil
 }
 
-func (p *parser) span(b []byte, pos int) error {
+func (p *parser) span(b []byte, pos int) (err error) {
 	ix := p.ix
 	rec := spanRec{
 		attrs:  rng{first: uint32(len(ix.spanKVs))},
@@ -226,69 +263,76 @@ func (p *parser) span(b []byte, pos int) error {
 		links:  rng{first: uint32(len(ix.links))},
 	}
 	for pos < len(b) {
-		field, wire, next, err := readTag(b, pos)
-		if err != nil {
-			return err
+		field, wire, next := readTag(b, pos)
+		if next < 0 {
+			return tagError(b, pos)
 		}
-		var s, e int
 		var v uint64
 		switch field {
 		case 1:
-			if s, e, err = lenField(b, pos, next, wire, "Span.trace_id"); err == nil {
-				rec.traceID, err = idField(s, e, 16, "Span.trace_id")
-				pos = e
-			}
+			rec.traceID, next = idField(b, next, wire, 16)
 		case 2:
-			if s, e, err = lenField(b, pos, next, wire, "Span.span_id"); err == nil {
-				rec.spanID, err = idField(s, e, 8, "Span.span_id")
-				pos = e
-			}
+			rec.spanID, next = idField(b, next, wire, 8)
 		case 3:
-			if s, e, err = lenField(b, pos, next, wire, "Span.trace_state"); err == nil {
-				rec.traceState, pos = refOf(s, e), e
-			}
+			s, e := lenField(b, next, wire)
+			rec.traceState, next = refOf(s, e), e
 		case 4:
-			if s, e, err = lenField(b, pos, next, wire, "Span.parent_span_id"); err == nil {
-				rec.parentID, err = idField(s, e, 8, "Span.parent_span_id")
-				pos = e
-			}
+			rec.parentID, next = idField(b, next, wire, 8)
 		case 5:
-			if s, e, err = lenField(b, pos, next, wire, "Span.name"); err == nil {
-				rec.name, pos = refOf(s, e), e
-			}
+			s, e := lenField(b, next, wire)
+			rec.name, next = refOf(s, e), e
 		case 6:
-			v, pos, err = varintField(b, pos, next, wire, "Span.kind")
+			v, next = varintField(b, next, wire)
 			rec.kind = int32(v) // an enum is an int32: pdata truncates the varint
 		case 7:
-			rec.start, pos, err = fixed64Field(b, pos, next, wire, "Span.start_time_unix_nano")
+			rec.start, next = fixed64Field(b, next, wire)
 		case 8:
-			rec.end, pos, err = fixed64Field(b, pos, next, wire, "Span.end_time_unix_nano")
+			rec.end, next = fixed64Field(b, next, wire)
 		case 9:
-			if s, e, err = lenField(b, pos, next, wire, "Span.attributes"); err == nil {
-				err, pos = p.attribute(&ix.spanKVs, b[:e], s), e
+			s, e := lenField(b, next, wire)
+			if e >= 0 {
+				if err = p.attribute(&ix.spanKVs, b[:e], s); err != nil {
+					return err
+				}
 			}
+			next = e
 		case 11:
-			if s, e, err = lenField(b, pos, next, wire, "Span.events"); err == nil {
-				err, pos = p.event(b[:e], s), e
+			s, e := lenField(b, next, wire)
+			if e >= 0 {
+				if err = p.event(b[:e], s); err != nil {
+					return err
+				}
 			}
+			next = e
 		case 13:
-			if s, e, err = lenField(b, pos, next, wire, "Span.links"); err == nil {
-				err, pos = p.link(b[:e], s), e
+			s, e := lenField(b, next, wire)
+			if e >= 0 {
+				if err = p.link(b[:e], s); err != nil {
+					return err
+				}
 			}
+			next = e
 		case 10, 12, 14: // dropped attributes, events, links counts
-			_, pos, err = varintField(b, pos, next, wire, "Span.dropped_count")
+			_, next = varintField(b, next, wire)
 		case 15:
-			if s, e, err = lenField(b, pos, next, wire, "Span.status"); err == nil {
-				err, pos = status(b[:e], s, &rec), e
+			s, e := lenField(b, next, wire)
+			if e >= 0 {
+				if err = status(b[:e], s, &rec); err != nil {
+					return err
+				}
 			}
+			next = e
 		case 16:
-			rec.flags, pos, err = fixed32Field(b, pos, next, wire, "Span.flags")
+			rec.flags, next = fixed32Field(b, next, wire)
 		default:
-			pos, err = skipField(b, next, wire)
+			if next, err = skipField(b, next, wire); err != nil {
+				return err
+			}
 		}
-		if err != nil {
-			return err
+		if next < 0 {
+			return fieldError(b, pos, spanSchema)
 		}
+		pos = next
 	}
 	rec.attrs.end = uint32(len(ix.spanKVs))
 	rec.events.end = uint32(len(ix.events))
@@ -299,104 +343,109 @@ func (p *parser) span(b []byte, pos int) error {
 
 // status merges a Status message into the span: a second Status field changes only the
 // fields it carries, as pdata's unmarshaler does.
-func status(b []byte, pos int, rec *spanRec) error {
+func status(b []byte, pos int, rec *spanRec) (err error) {
 	for pos < len(b) {
-		field, wire, next, err := readTag(b, pos)
-		if err != nil {
-			return err
+		field, wire, next := readTag(b, pos)
+		if next < 0 {
+			return tagError(b, pos)
 		}
-		var s, e int
 		var v uint64
 		switch field {
 		case 2:
-			if s, e, err = lenField(b, pos, next, wire, "Status.message"); err == nil {
-				rec.statusMessage, pos = refOf(s, e), e
-			}
+			s, e := lenField(b, next, wire)
+			rec.statusMessage, next = refOf(s, e), e
 		case 3:
-			v, pos, err = varintField(b, pos, next, wire, "Status.code")
+			v, next = varintField(b, next, wire)
 			rec.statusCode = int32(v)
 		default: // field 1 is the deprecated code, unknown to pdata since v1
-			pos, err = skipField(b, next, wire)
+			if next, err = skipField(b, next, wire); err != nil {
+				return err
+			}
 		}
-		if err != nil {
-			return err
+		if next < 0 {
+			return fieldError(b, pos, statusSchema)
 		}
+		pos = next
 	}
 	return nil
 }
 
-func (p *parser) event(b []byte, pos int) error {
+func (p *parser) event(b []byte, pos int) (err error) {
 	ix := p.ix
 	rec := eventRec{attrs: rng{first: uint32(len(ix.eventKVs))}}
 	for pos < len(b) {
-		field, wire, next, err := readTag(b, pos)
-		if err != nil {
-			return err
+		field, wire, next := readTag(b, pos)
+		if next < 0 {
+			return tagError(b, pos)
 		}
-		var s, e int
 		switch field {
 		case 1:
-			rec.time, pos, err = fixed64Field(b, pos, next, wire, "Span.Event.time_unix_nano")
+			rec.time, next = fixed64Field(b, next, wire)
 		case 2:
-			if s, e, err = lenField(b, pos, next, wire, "Span.Event.name"); err == nil {
-				rec.name, pos = refOf(s, e), e
-			}
+			s, e := lenField(b, next, wire)
+			rec.name, next = refOf(s, e), e
 		case 3:
-			if s, e, err = lenField(b, pos, next, wire, "Span.Event.attributes"); err == nil {
-				err, pos = p.attribute(&ix.eventKVs, b[:e], s), e
+			s, e := lenField(b, next, wire)
+			if e >= 0 {
+				if err = p.attribute(&ix.eventKVs, b[:e], s); err != nil {
+					return err
+				}
 			}
+			next = e
 		case 4:
-			_, pos, err = varintField(b, pos, next, wire, "Span.Event.dropped_attributes_count")
+			_, next = varintField(b, next, wire)
 		default:
-			pos, err = skipField(b, next, wire)
+			if next, err = skipField(b, next, wire); err != nil {
+				return err
+			}
 		}
-		if err != nil {
-			return err
+		if next < 0 {
+			return fieldError(b, pos, eventSchema)
 		}
+		pos = next
 	}
 	rec.attrs.end = uint32(len(ix.eventKVs))
 	ix.events = append(ix.events, rec)
 	return nil
 }
 
-func (p *parser) link(b []byte, pos int) error {
+func (p *parser) link(b []byte, pos int) (err error) {
 	ix := p.ix
 	rec := linkRec{attrs: rng{first: uint32(len(ix.linkKVs))}}
 	for pos < len(b) {
-		field, wire, next, err := readTag(b, pos)
-		if err != nil {
-			return err
+		field, wire, next := readTag(b, pos)
+		if next < 0 {
+			return tagError(b, pos)
 		}
-		var s, e int
 		switch field {
 		case 1:
-			if s, e, err = lenField(b, pos, next, wire, "Span.Link.trace_id"); err == nil {
-				rec.traceID, err = idField(s, e, 16, "Span.Link.trace_id")
-				pos = e
-			}
+			rec.traceID, next = idField(b, next, wire, 16)
 		case 2:
-			if s, e, err = lenField(b, pos, next, wire, "Span.Link.span_id"); err == nil {
-				rec.spanID, err = idField(s, e, 8, "Span.Link.span_id")
-				pos = e
-			}
+			rec.spanID, next = idField(b, next, wire, 8)
 		case 3:
-			if s, e, err = lenField(b, pos, next, wire, "Span.Link.trace_state"); err == nil {
-				rec.traceState, pos = refOf(s, e), e
-			}
+			s, e := lenField(b, next, wire)
+			rec.traceState, next = refOf(s, e), e
 		case 4:
-			if s, e, err = lenField(b, pos, next, wire, "Span.Link.attributes"); err == nil {
-				err, pos = p.attribute(&ix.linkKVs, b[:e], s), e
+			s, e := lenField(b, next, wire)
+			if e >= 0 {
+				if err = p.attribute(&ix.linkKVs, b[:e], s); err != nil {
+					return err
+				}
 			}
+			next = e
 		case 5:
-			_, pos, err = varintField(b, pos, next, wire, "Span.Link.dropped_attributes_count")
+			_, next = varintField(b, next, wire)
 		case 6:
-			rec.flags, pos, err = fixed32Field(b, pos, next, wire, "Span.Link.flags")
+			rec.flags, next = fixed32Field(b, next, wire)
 		default:
-			pos, err = skipField(b, next, wire)
+			if next, err = skipField(b, next, wire); err != nil {
+				return err
+			}
 		}
-		if err != nil {
-			return err
+		if next < 0 {
+			return fieldError(b, pos, linkSchema)
 		}
+		pos = next
 	}
 	rec.attrs.end = uint32(len(ix.linkKVs))
 	ix.links = append(ix.links, rec)

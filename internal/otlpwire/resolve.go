@@ -1,11 +1,28 @@
 package otlpwire // import "github.com/otelcol-red/otelcol-red/internal/otlpwire"
 
+import "errors"
+
 // Reading nested values again, lazily, from bytes Decode has validated: the views of arrays
 // and maps come here. Nothing below can fail on validated bytes; a failure means the request
 // was modified after Decode (or a bug here), and panics rather than yield a wrong value.
 
-func bug(err error) {
-	panic("BUG: otlpwire: validated bytes no longer decode (was the request modified after Decode?): " + err.Error())
+var errRevalidation = errors.New("validated bytes no longer decode (was the request modified after Decode?)")
+
+func bug(pos int) {
+	panic("BUG: otlpwire: at offset " + itoa(pos) + ": " + errRevalidation.Error())
+}
+
+func itoa(n int) string {
+	var b [20]byte
+	i := len(b)
+	for {
+		i--
+		b[i] = byte('0' + n%10)
+		n /= 10
+		if n == 0 {
+			return string(b[i:])
+		}
+	}
 }
 
 // resolveAnyValue returns the last oneof field of the AnyValue b[pos:] as anyValue does,
@@ -13,41 +30,42 @@ func bug(err error) {
 // none.
 func resolveAnyValue(b []byte, pos int) (typ ValueType, num uint64, set bool) {
 	for pos < len(b) {
-		field, wire, next, err := readTag(b, pos)
-		if err != nil {
-			bug(err)
+		field, wire, next := readTag(b, pos)
+		if next < 0 {
+			bug(pos)
 		}
 		var s, e int
 		var v uint64
 		switch field {
 		case 1, 5, 6, 7:
-			s, e, err = readLen(b, next)
-			typ, num, pos = lenValueType[field], packRef(s, e), e
+			s, e = readLen(b, next)
+			typ, num, next = lenValueType[field], packRef(s, e), e
 		case 2:
-			v, pos, err = readVarint(b, next)
+			v, next = readVarint(b, next)
 			typ, num = ValueTypeBool, 0
 			if v != 0 {
 				num = 1
 			}
 		case 3:
 			typ = ValueTypeInt
-			num, pos, err = readVarint(b, next)
+			num, next = readVarint(b, next)
 		case 4:
 			typ = ValueTypeDouble
-			num, pos, err = readFixed64(b, next)
+			num, next = readFixed64(b, next)
 		case 8:
 			typ, num = ValueTypeEmpty, 0
-			_, pos, err = readVarint(b, next)
+			_, next = readVarint(b, next)
 		default:
+			var err error
 			if pos, err = skipField(b, next, wire); err != nil {
-				bug(err)
+				bug(next)
 			}
 			continue
 		}
-		if err != nil {
-			bug(err)
+		if next < 0 {
+			bug(pos)
 		}
-		set = true
+		pos, set = next, true
 	}
 	return typ, num, set
 }
@@ -59,28 +77,32 @@ var lenValueType = [8]ValueType{1: ValueTypeStr, 5: ValueTypeSlice, 6: ValueType
 // resolves them.
 func resolveKeyValue(b []byte, pos int) (key ref, typ ValueType, num uint64) {
 	for pos < len(b) {
-		field, wire, next, err := readTag(b, pos)
-		if err != nil {
-			bug(err)
+		field, wire, next := readTag(b, pos)
+		if next < 0 {
+			bug(pos)
 		}
-		var s, e int
 		switch field {
 		case 1:
-			s, e, err = readLen(b, next)
-			key, pos = refOf(s, e), e
+			s, e := readLen(b, next)
+			key, next = refOf(s, e), e
 		case 2:
-			if s, e, err = readLen(b, next); err == nil {
+			s, e := readLen(b, next)
+			if e >= 0 {
 				if t, n, set := resolveAnyValue(b[:e], s); set {
 					typ, num = t, n
 				}
-				pos = e
 			}
+			next = e
 		default:
-			pos, err = skipField(b, next, wire)
+			var err error
+			if next, err = skipField(b, next, wire); err != nil {
+				bug(pos)
+			}
 		}
-		if err != nil {
-			bug(err)
+		if next < 0 {
+			bug(pos)
 		}
+		pos = next
 	}
 	return key, typ, num
 }
@@ -89,18 +111,19 @@ func resolveKeyValue(b []byte, pos int) (key ref, typ ValueType, num uint64) {
 // in b from pos and returns its payload; ok is false at the end.
 func nextElement(b []byte, pos int) (start, end int, ok bool) {
 	for pos < len(b) {
-		field, wire, next, err := readTag(b, pos)
-		if err != nil {
-			bug(err)
+		field, wire, next := readTag(b, pos)
+		if next < 0 {
+			bug(pos)
 		}
 		if field == 1 {
-			if start, end, err = readLen(b, next); err != nil {
-				bug(err)
+			if start, end = readLen(b, next); end < 0 {
+				bug(pos)
 			}
 			return start, end, true
 		}
+		var err error
 		if pos, err = skipField(b, next, wire); err != nil {
-			bug(err)
+			bug(next)
 		}
 	}
 	return 0, 0, false

@@ -11,6 +11,11 @@ import "encoding/binary"
 // Every function reads b from pos and treats len(b) as the end of the enclosing message:
 // callers pass the request sliced to the message's end, never re-based, so positions stay
 // offsets into the request and errors say where they happened.
+//
+// The readers return the next position, or -1 where the bytes are refused, and build no
+// error: building one (or even returning an error value) keeps them from being inlined, and
+// they run several times per attribute. The failure paths call the *Error functions, which
+// read the same bytes again and say what was wrong.
 
 const (
 	wireVarint     = 0
@@ -23,70 +28,120 @@ const (
 
 // readVarint reads a varint of up to ten bytes. The one-byte case is split out so that it
 // inlines: most tags, lengths and enums are one byte.
-func readVarint(b []byte, pos int) (uint64, int, error) {
-	if pos < len(b) && b[pos] < 0x80 {
-		return uint64(b[pos]), pos + 1, nil
+func readVarint(b []byte, pos int) (uint64, int) {
+	if uint(pos) < uint(len(b)) {
+		if c := b[pos]; c < 0x80 {
+			return uint64(c), pos + 1
+		}
 	}
 	return readVarintSlow(b, pos)
 }
 
-func readVarintSlow(b []byte, pos int) (uint64, int, error) {
-	start := pos
+func readVarintSlow(b []byte, pos int) (uint64, int) {
 	var v uint64
 	for shift := uint(0); shift < 64; shift += 7 {
 		if pos >= len(b) {
-			return 0, 0, malformed(start, "truncated varint")
+			return 0, -1
 		}
 		c := b[pos]
 		pos++
 		// At shift 63 only the lowest bit survives; pdata drops the rest silently.
 		v |= uint64(c&0x7f) << shift
 		if c < 0x80 {
-			return v, pos, nil
+			return v, pos
 		}
 	}
-	return 0, 0, malformed(start, "varint longer than ten bytes")
+	return 0, -1
 }
 
-// readTag reads a field tag.
-func readTag(b []byte, pos int) (field int32, wire int, next int, err error) {
-	v, next, err := readVarint(b, pos)
-	if err != nil {
-		return 0, 0, 0, err
+func varintError(b []byte, pos int) error {
+	if len(b)-pos < 10 {
+		return malformed(pos, "truncated varint")
 	}
+	return malformed(pos, "varint longer than ten bytes")
+}
+
+// readTag reads a field tag. Fields 1 to 15 have one-byte tags: that case inlines.
+func readTag(b []byte, pos int) (field int32, wire int, next int) {
+	if uint(pos) < uint(len(b)) {
+		if c := b[pos]; c < 0x80 && c >= 8 {
+			return int32(c >> 3), int(c & 7), pos + 1
+		}
+	}
+	return readTagSlow(b, pos)
+}
+
+func readTagSlow(b []byte, pos int) (field int32, wire int, next int) {
+	v, next := readVarintSlow(b, pos)
 	field = int32(v >> 3)
-	if field <= 0 {
-		return 0, 0, 0, malformed(pos, "field number 0 or out of range")
+	if next < 0 || field <= 0 {
+		return 0, 0, -1
 	}
-	return field, int(v & 7), next, nil
+	return field, int(v & 7), next
 }
 
-// readLen reads a length prefix and returns where the payload starts and ends.
-func readLen(b []byte, pos int) (start, end int, err error) {
-	n, start, err := readVarint(b, pos)
-	if err != nil {
-		return 0, 0, err
+func tagError(b []byte, pos int) error {
+	if _, next := readVarint(b, pos); next < 0 {
+		return varintError(b, pos)
 	}
+	return malformed(pos, "field number 0 or out of range")
+}
+
+// readLen reads a length prefix and returns where the payload starts and ends (-1).
+// Lengths under 128 have one byte: that case inlines.
+func readLen(b []byte, pos int) (start, end int) {
+	if uint(pos) < uint(len(b)) {
+		if n := int(b[pos]); n < 0x80 && n <= len(b)-pos-1 {
+			return pos + 1, pos + 1 + n
+		}
+	}
+	return readLenSlow(b, pos)
+}
+
+func readLenSlow(b []byte, pos int) (start, end int) {
+	n, start := readVarintSlow(b, pos)
 	// pdata refuses a length that is negative as an int, overflows the position, or runs
 	// past the end; comparing as unsigned against what is left covers all three.
-	if n > uint64(len(b)-start) {
-		return 0, 0, malformed(pos, "length past the end of the message")
+	if start < 0 || n > uint64(len(b)-start) {
+		return 0, -1
 	}
-	return start, start + int(n), nil
+	return start, start + int(n)
 }
 
-func readFixed64(b []byte, pos int) (uint64, int, error) {
+func lenError(b []byte, pos int) error {
+	if _, next := readVarint(b, pos); next < 0 {
+		return varintError(b, pos)
+	}
+	return malformed(pos, "length past the end of the message")
+}
+
+func readFixed64(b []byte, pos int) (uint64, int) {
 	if len(b)-pos < 8 {
-		return 0, 0, malformed(pos, "truncated fixed64")
+		return 0, -1
 	}
-	return binary.LittleEndian.Uint64(b[pos:]), pos + 8, nil
+	return binary.LittleEndian.Uint64(b[pos:]), pos + 8
 }
 
-func readFixed32(b []byte, pos int) (uint32, int, error) {
+func readFixed32(b []byte, pos int) (uint32, int) {
 	if len(b)-pos < 4 {
-		return 0, 0, malformed(pos, "truncated fixed32")
+		return 0, -1
 	}
-	return binary.LittleEndian.Uint32(b[pos:]), pos + 4, nil
+	return binary.LittleEndian.Uint32(b[pos:]), pos + 4
+}
+
+// payloadError explains why the payload of wire type wire at pos was refused.
+func payloadError(b []byte, pos, wire int) error {
+	switch wire {
+	case wireVarint:
+		return varintError(b, pos)
+	case wireLen:
+		return lenError(b, pos)
+	case wireI64:
+		return malformed(pos, "truncated fixed64")
+	case wireI32:
+		return malformed(pos, "truncated fixed32")
+	}
+	return malformed(pos, "illegal wire type")
 }
 
 // skipField skips the payload of an unknown field whose tag has been read, as pdata's
@@ -99,23 +154,21 @@ func readFixed32(b []byte, pos int) (uint32, int, error) {
 //     message, and its end-group tag is then refused there as a wrong wire type or a stray
 //     end-group; a group never closed is accepted;
 //   - the field numbers of start and end tags are not compared.
+//
+// Unknown fields are rare, so it builds its error itself.
 func skipField(b []byte, pos int, wire int) (int, error) {
-	var err error
 	depth := 0
 	for pos < len(b) {
+		next := -1
 		switch wire {
 		case wireVarint:
-			_, pos, err = readVarint(b, pos)
-			return pos, err
+			_, next = readVarint(b, pos)
 		case wireI64:
-			_, pos, err = readFixed64(b, pos)
-			return pos, err
+			_, next = readFixed64(b, pos)
 		case wireLen:
-			_, pos, err = readLen(b, pos)
-			return pos, err
+			_, next = readLen(b, pos)
 		case wireI32:
-			_, pos, err = readFixed32(b, pos)
-			return pos, err
+			_, next = readFixed32(b, pos)
 		case wireStartGroup:
 			depth++
 		case wireEndGroup:
@@ -126,12 +179,18 @@ func skipField(b []byte, pos int, wire int) (int, error) {
 		default:
 			return 0, malformed(pos, "illegal wire type")
 		}
+		if wire != wireStartGroup && wire != wireEndGroup {
+			if next < 0 {
+				return 0, payloadError(b, pos, wire)
+			}
+			return next, nil
+		}
 		if depth == 0 {
 			return pos, nil
 		}
-		_, wire, pos, err = readTag(b, pos)
-		if err != nil {
-			return 0, err
+		tagPos := pos
+		if _, wire, pos = readTag(b, pos); pos < 0 {
+			return 0, tagError(b, tagPos)
 		}
 	}
 	return 0, malformed(pos, "truncated unknown field")
