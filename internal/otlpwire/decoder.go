@@ -6,8 +6,8 @@ package otlpwire // import "github.com/otelcol-red/otelcol-red/internal/otlpwire
 //
 // A Decoder is reused from request to request and keeps its tables: after the first few
 // requests of a given size Decode allocates nothing. It keeps the largest tables it has needed
-// (up to ~50 bytes per request byte, see Limits.MaxRequestBytes): drop the Decoder, or keep
-// it in a sync.Pool, to give that memory back. It is not safe for concurrent use; use one per
+// (see Limits.MaxRequestBytes for the bound): drop the Decoder, or keep it in a sync.Pool, to
+// give that memory back. It is not safe for concurrent use; use one per
 // goroutine.
 type Decoder struct {
 	// Limits bounds what Decode accepts; the zero value means the defaults.

@@ -3,8 +3,10 @@ package otlpwire
 import (
 	"bytes"
 	"math"
+	"strconv"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -203,4 +205,37 @@ func TestAppendString(t *testing.T) {
 	nan, _ := attrs.Get("slice.nan")
 	dst := []byte("kept")
 	assert.Equal(t, "kept", string(nan.AppendString(dst)))
+}
+
+// TestIndexMemory pins the memory bound the Limits doc gives: the worst request, all empty
+// spans (two bytes each, an 88-byte record each), leaves tables of at most ~90 bytes per
+// request byte, append's slack included.
+func TestIndexMemory(t *testing.T) {
+	require.Equal(t, uintptr(88), unsafe.Sizeof(spanRec{}))
+	require.Equal(t, uintptr(24), unsafe.Sizeof(kvRec{}))
+	for _, n := range []int{1000, 100_000, 300_000} {
+		data := inScopeSpans(bytes.Repeat([]byte{0x12, 0x00}, n))
+		var d Decoder
+		require.NoError(t, d.Decode(data))
+		require.Equal(t, n, d.NumSpans())
+		ix := &d.ix
+		retained := cap(ix.spans)*int(unsafe.Sizeof(spanRec{})) + cap(ix.scopes)*int(unsafe.Sizeof(scopeRec{})) +
+			cap(ix.resources)*int(unsafe.Sizeof(resourceRec{}))
+		perByte := float64(retained) / float64(len(data))
+		t.Logf("%d empty spans: %.1f index bytes per request byte", n, perByte)
+		require.Less(t, perByte, 90.0)
+	}
+}
+
+// TestModifiedAfterDecode: a view that meets bytes it cannot read (the request was changed
+// after Decode) panics with a BUG message instead of yielding a wrong value.
+func TestModifiedAfterDecode(t *testing.T) {
+	data := inAnyValue(pbBytes(nil, 5, cat(pbBytes(nil, 1, pbUint(nil, 3, 1)), pbBytes(nil, 1, pbUint(nil, 3, 2)))))
+	var d Decoder
+	require.NoError(t, d.Decode(data))
+	_, v := d.Resource(0).Scope(0).Span(0).Attributes().At(0)
+	require.Equal(t, "[1,2]", v.AsString())
+	data[len(data)-1] = 0xff // the last int becomes a truncated varint
+	require.PanicsWithValue(t, "BUG: otlpwire: validated bytes no longer decode at offset "+strconv.Itoa(len(data)-2)+
+		" (was the request modified after Decode?)", func() { v.AsString() })
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
 )
@@ -53,7 +54,51 @@ func checkDifferential(t testing.TB, data []byte) bool {
 		return perr == nil
 	}
 	agree(t, "ProtoUnmarshaler, max_nesting 2", data, want, spans, perr, &dt, terr)
+	if terr == nil && perr == nil && maxNesting(td) > tightNesting {
+		t.Fatalf("max_nesting 2 accepted a value nested %d deep\ninput %x", maxNesting(td), data)
+	}
 	return perr == nil
+}
+
+// maxNesting returns the deepest nesting of arrays and maps in td's attribute values.
+func maxNesting(td ptrace.Traces) int {
+	deepest := 0
+	var value func(v pcommon.Value, depth int)
+	value = func(v pcommon.Value, depth int) {
+		switch v.Type() {
+		case pcommon.ValueTypeSlice:
+			deepest = max(deepest, depth+1)
+			for _, e := range v.Slice().All() {
+				value(e, depth+1)
+			}
+		case pcommon.ValueTypeMap:
+			deepest = max(deepest, depth+1)
+			for _, e := range v.Map().All() {
+				value(e, depth+1)
+			}
+		}
+	}
+	attrs := func(m pcommon.Map) {
+		for _, v := range m.All() {
+			value(v, 0)
+		}
+	}
+	for _, rs := range td.ResourceSpans().All() {
+		attrs(rs.Resource().Attributes())
+		for _, ss := range rs.ScopeSpans().All() {
+			attrs(ss.Scope().Attributes())
+			for _, sp := range ss.Spans().All() {
+				attrs(sp.Attributes())
+				for _, ev := range sp.Events().All() {
+					attrs(ev.Attributes())
+				}
+				for _, l := range sp.Links().All() {
+					attrs(l.Attributes())
+				}
+			}
+		}
+	}
+	return deepest
 }
 
 // agree fails unless pdata (its dump want, its span count, its error perr) and the decoder
@@ -67,6 +112,10 @@ func agree(t testing.TB, what string, data []byte, want string, spans int, perr 
 		}
 		if d.NumResources() != 0 || d.NumSpans() != 0 {
 			t.Fatalf("%s: a refused request left %d resources, %d spans", what, d.NumResources(), d.NumSpans())
+		}
+		var de *DecodeError
+		if !errors.As(err, &de) || de.Offset < 0 || de.Offset > len(data) || de.Reason == "" {
+			t.Fatalf("%s: error %#v does not say where and why\ninput %x", what, err, data)
 		}
 	case perr != nil:
 		t.Fatalf("%s: pdata refuses (%v), decoder accepts\ninput %x", what, perr, data)

@@ -100,10 +100,9 @@
 //     the default decoder accepts, identically to pdata.
 //   - Dropped-attribute, dropped-event and dropped-link counts, schema URLs, entity refs and
 //     key_strindex are validated but not exposed: RED and the service graph do not use them.
-//   - Memory: the index takes up to ~50 bytes per request byte (a request of empty spans, two
-//     bytes each; pdata allocates more for the same request), and a Decoder keeps the
-//     largest tables it needed. MaxRequestBytes bounds it; drop a Decoder, or pool it, to
-//     give the memory back.
+//   - Memory: a Decoder keeps the largest tables it needed, at most ~90 bytes per request
+//     byte (a request of empty spans, two bytes and an 88-byte record each; TestIndexMemory).
+//     MaxRequestBytes bounds it; drop a Decoder, or pool it, to give the memory back.
 //
 // # Rejected designs
 //

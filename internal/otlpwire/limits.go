@@ -27,9 +27,10 @@ const (
 type Limits struct {
 	// MaxRequestBytes is the longest request accepted; a longer one is refused with
 	// ErrTooLarge before any byte is read. 0 means DefaultMaxRequestBytes (64 MiB); at most
-	// 2 GiB - 1 (offsets are kept as uint32). The index a Decoder builds takes up to ~50
-	// bytes per request byte in the worst case (a request of empty spans, 2 bytes each), so
-	// this limit also bounds the decoder's memory.
+	// 2 GiB - 1 (offsets are kept as uint32). A Decoder keeps an index of at most ~90 bytes
+	// per request byte, in the worst case of a request of empty spans (two bytes each, 88
+	// bytes of index each, append's slack on top; TestIndexMemory), so this limit also bounds
+	// its memory.
 	MaxRequestBytes int `mapstructure:"max_request_bytes"`
 	// MaxNesting is the deepest nesting of arrays and maps (kvlists) in one attribute value:
 	// a string is 0, an array of strings 1, an array of maps of strings 2. A deeper value is

@@ -1,28 +1,14 @@
 package otlpwire // import "github.com/otelcol-red/otelcol-red/internal/otlpwire"
 
-import "errors"
+import "strconv"
 
 // Reading nested values again, lazily, from bytes Decode has validated: the views of arrays
 // and maps come here. Nothing below can fail on validated bytes; a failure means the request
 // was modified after Decode (or a bug here), and panics rather than yield a wrong value.
 
-var errRevalidation = errors.New("validated bytes no longer decode (was the request modified after Decode?)")
-
 func bug(pos int) {
-	panic("BUG: otlpwire: at offset " + itoa(pos) + ": " + errRevalidation.Error())
-}
-
-func itoa(n int) string {
-	var b [20]byte
-	i := len(b)
-	for {
-		i--
-		b[i] = byte('0' + n%10)
-		n /= 10
-		if n == 0 {
-			return string(b[i:])
-		}
-	}
+	panic("BUG: otlpwire: validated bytes no longer decode at offset " + strconv.Itoa(pos) +
+		" (was the request modified after Decode?)")
 }
 
 // resolveAnyValue returns the last oneof field of the AnyValue b[pos:] as anyValue does,
