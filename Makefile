@@ -15,7 +15,7 @@ export GONOSUMDB := github.com/open-telemetry/opentelemetry-collector-contrib
 # Integration tests run one package at a time so no two packages share a service at once.
 INTEGRATION := -tags integration -p 1 -count=1 -timeout 40m
 
-.PHONY: all bump check-pins build stock-twin run test rules prometheus3 unit integration e2e test-faults-full test-graph-churn-full test-name-churn-full test-burst-full check-generated generate bench testbed testbed-short testbed-memory testbed-scaling testbed-graph testbed-native testbed-bundle lint image clean tools
+.PHONY: all bump check-pins build stock-twin run test rules prometheus3 unit integration e2e test-faults-full test-graph-churn-full test-name-churn-full test-burst-full test-fuzz-full check-generated generate bench testbed testbed-short testbed-memory testbed-scaling testbed-graph testbed-native testbed-bundle lint image clean tools
 
 all: build
 
@@ -106,6 +106,12 @@ test-graph-churn-full: build
 test-name-churn-full: build
 	cd testbed && OTELCOL_RED_NAME_CHURN=10m $(GO) test -tags integration -count=1 -timeout 40m -v \
 	  -run '^TestUniqueNameChurnStaysBounded(WithLayers)?$$' ./e2e/
+
+## test-fuzz-full: the long form of the OTLP wire decoder's fuzzing against pdata (make test replays
+## the seeds, the corpus and 52,854 deterministic mutations): FUZZTIME of coverage-guided inputs, 10 min by default
+FUZZTIME ?= 10m
+test-fuzz-full:
+	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./internal/otlpwire/
 
 ## test-burst-full: the long form of the hollow-snapshot test: a burst of 1.39M new calls series
 ## over a minute, scraped back to back during and after it (make test runs 19.5k series), ~5 min
