@@ -6,8 +6,9 @@
 #
 # History is exempt: testbed/results/ (runs as they were measured, each naming its build) and
 # docs/upgrading.md (what changed between releases). Anything else that names an older release
-# says so on the same line with the word "was" or "before" ("... was v0.145.0 ..."), so the line
-# reads as history to a person too.
+# says so on the same line with a word of time ("was", "had", "before", "after", "up to", "and later",
+# "at the time", "measured": "... was v0.145.0 ..."), or names the current release beside it
+# ("unchanged from v0.145.0 to v0.159.0"), so the line reads as history to a person too.
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 
@@ -108,9 +109,14 @@ allowed=" $VERSION $STABLE $CONTRIB $HELD "
 while IFS= read -r hit; do
   file=${hit%%:*}
   rest=${hit#*:}; lineno=${rest%%:*}; text=${rest#*:}
-  for v in $(grep -oE 'v(0\.1[0-9]{2}|1\.[0-9]{2})\.[0-9]+' <<<"$text" | sort -u); do
+  named=$(grep -oE 'v(0\.1[0-9]{2}|1\.[0-9]{2})\.[0-9]+' <<<"$text" | sort -u)
+  # A line that names the current (or a held) release beside another one compares them.
+  current=0
+  for v in $named; do [[ $allowed == *" $v "* ]] && current=1; done
+  for v in $named; do
     [[ $allowed == *" $v "* ]] && continue
-    grep -qiE '\b(was|were|before|earlier|until|since|from v|older)\b' <<<"$text" && continue
+    [ $current = 1 ] && continue
+    grep -qiE '\b(was|were|had|before|earlier|until|since|after|up to|older|and later|at the time|measured)\b|from v[0-9]' <<<"$text" && continue
     fail "$file:$lineno names $v, not the release in versions.txt: $(echo "$text" | cut -c1-160)"
   done
 done < <(git grep -nIiE '(collector|contrib|ocb|pdata|spanmetrics|servicegraph|prometheusexporter|prometheus exporter|kafka ?(receiver|exporter)|filterprocessor|elasticsearch ?exporter|telemetrygen|mdatagen|builder)[^|]{0,60}v(0\.1[0-9]{2}|1\.[0-9]{2})\.[0-9]+' \
