@@ -26,12 +26,13 @@ install() {
   # requires mdatagen at VERSION builds it from the same module graph instead.
   local tmp; tmp=$(mktemp -d)
   mkdir -p "$(dirname "$BIN")"
-  if ! (cd "$tmp" && go mod init mdatagenbuild >/dev/null 2>&1 &&
-    GOFLAGS=-mod=mod go get "go.opentelemetry.io/collector/cmd/mdatagen@$VERSION" &&
-    go build -trimpath -o "$BIN.tmp" go.opentelemetry.io/collector/cmd/mdatagen) >&2; then
-    rm -rf "$tmp" "$BIN.tmp"; die "building mdatagen $VERSION failed"
+  if ! (cd "$tmp" && go mod init mdatagenbuild &&
+    go get "go.opentelemetry.io/collector/cmd/mdatagen@$VERSION" &&
+    go build -trimpath -o "$BIN.tmp" go.opentelemetry.io/collector/cmd/mdatagen) >"$tmp.log" 2>&1; then
+    tail -20 "$tmp.log" >&2
+    rm -rf "$tmp" "$tmp.log" "$BIN.tmp"; die "building mdatagen $VERSION failed"
   fi
-  rm -rf "$tmp"
+  rm -rf "$tmp" "$tmp.log"
   mv "$BIN.tmp" "$BIN"
 }
 
@@ -72,8 +73,10 @@ check() {
   mkdir -p "$tmp/.git" "$tmp/$(dirname "$dir")"
   cp "$ROOT/go.mod" "$tmp/go.mod"
   cp -a "$ROOT/$dir" "$tmp/$dir"
-  generate "$tmp" "$dir" 2>/dev/null
-  if ! diff -ruN "$ROOT/$dir" "$tmp/$dir" >&2; then
+  if ! (cd "$tmp/$dir" && "$BIN" metadata.yaml) >&2; then
+    log "mdatagen failed on $dir"
+    status=1
+  elif ! diff -ruN "$ROOT/$dir" "$tmp/$dir" >&2; then
     log "$dir differs from what its metadata.yaml generates: run scripts/mdatagen.sh $dir and commit"
     status=1
   fi
@@ -85,7 +88,7 @@ cmd=generate
 case "${1:-}" in
   path) install; echo "$BIN"; exit 0 ;;
   check) cmd=check; shift ;;
-  -h|--help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  -h|--help) awk 'NR > 1 && /^#/ {sub(/^# ?/, ""); print; next} NR > 1 {exit}' "$0"; exit 0 ;;
 esac
 
 dirs=()
