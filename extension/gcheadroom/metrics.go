@@ -12,48 +12,46 @@ import (
 )
 
 // telemetry reports what the tuner set and why, from its atomics, when the collector's own
-// metrics are read.
+// metrics are read. The instruments are metadata.yaml's, generated into internal/metadata;
+// every one is asynchronous, so the check loop never touches the OTel API.
 type telemetry struct {
-	registration metric.Registration
+	builder *metadata.TelemetryBuilder
 }
 
 func newTelemetry(set component.TelemetrySettings, t *tuner) (*telemetry, error) {
-	meter := set.MeterProvider.Meter(metadata.ScopeName)
-	var errs, err error
-	percentG, err := meter.Int64ObservableGauge("otelcol_extension_gcheadroom_gc_percent",
-		metric.WithDescription("The GC percent in effect (GOGC as the extension last set it; -1 when off)."),
-		metric.WithUnit("%"))
-	errs = errors.Join(errs, err)
-	liveG, err := meter.Int64ObservableGauge("otelcol_extension_gcheadroom_live_heap",
-		metric.WithDescription("The heap the last garbage collection found live, as the extension last read it."),
-		metric.WithUnit("By"))
-	errs = errors.Join(errs, err)
-	offHeapG, err := meter.Int64ObservableGauge("otelcol_extension_gcheadroom_off_heap",
-		metric.WithDescription("Bytes mapped outside the Go heap (cachedprom's series store and snapshot), as the extension last read them; 0 while it does not adjust the memory limit."),
-		metric.WithUnit("By"))
-	errs = errors.Join(errs, err)
-	limitG, err := meter.Int64ObservableGauge("otelcol_extension_gcheadroom_memory_limit",
-		metric.WithDescription("The Go memory limit in effect, as the extension last read or set it (GOMEMLIMIT less the off-heap bytes); not reported without a memory limit."),
-		metric.WithUnit("By"))
-	errs = errors.Join(errs, err)
-	if errs != nil {
-		return nil, errs
+	tb, err := metadata.NewTelemetryBuilder(set)
+	if err != nil {
+		return nil, err
 	}
-	tel := &telemetry{}
-	tel.registration, err = meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
-		o.ObserveInt64(percentG, t.percent.Load())
-		o.ObserveInt64(liveG, t.live.Load())
-		o.ObserveInt64(offHeapG, t.offHeap.Load())
-		if l := t.limit.Load(); l > 0 && l < math.MaxInt64 {
-			o.ObserveInt64(limitG, l)
-		}
-		return nil
-	}, percentG, liveG, offHeapG, limitG)
-	return tel, err
+	err = errors.Join(
+		tb.RegisterExtensionGcheadroomGcPercentCallback(func(_ context.Context, o metric.Int64Observer) error {
+			o.Observe(t.percent.Load())
+			return nil
+		}),
+		tb.RegisterExtensionGcheadroomLiveHeapCallback(func(_ context.Context, o metric.Int64Observer) error {
+			o.Observe(t.live.Load())
+			return nil
+		}),
+		tb.RegisterExtensionGcheadroomOffHeapCallback(func(_ context.Context, o metric.Int64Observer) error {
+			o.Observe(t.offHeap.Load())
+			return nil
+		}),
+		// No limit reads as math.MaxInt64: a gauge at 9.2e18 would read as a limit, so none
+		// is reported.
+		tb.RegisterExtensionGcheadroomMemoryLimitCallback(func(_ context.Context, o metric.Int64Observer) error {
+			if l := t.limit.Load(); l > 0 && l < math.MaxInt64 {
+				o.Observe(l)
+			}
+			return nil
+		}),
+	)
+	if err != nil {
+		tb.Shutdown()
+		return nil, err
+	}
+	return &telemetry{builder: tb}, nil
 }
 
 func (t *telemetry) shutdown() {
-	if t.registration != nil {
-		_ = t.registration.Unregister()
-	}
+	t.builder.Shutdown()
 }
