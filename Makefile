@@ -15,7 +15,7 @@ export GONOSUMDB := github.com/open-telemetry/opentelemetry-collector-contrib
 # Integration tests run one package at a time so no two packages share a service at once.
 INTEGRATION := -tags integration -p 1 -count=1 -timeout 40m
 
-.PHONY: all bump check-pins build stock-twin run test rules prometheus3 unit integration e2e test-faults-full test-graph-churn-full test-name-churn-full test-burst-full test-fuzz-full check-generated generate bench testbed testbed-short testbed-memory testbed-scaling testbed-graph testbed-native testbed-bundle lint image clean tools
+.PHONY: all bump check-pins check-mdatagen mdatagen build stock-twin run test rules prometheus3 unit integration e2e test-faults-full test-graph-churn-full test-name-churn-full test-burst-full test-fuzz-full check-generated generate bench testbed testbed-short testbed-memory testbed-scaling testbed-graph testbed-native testbed-bundle lint image clean tools
 
 all: build
 
@@ -46,7 +46,7 @@ run: build
 
 ## test: lint, generated-code drift, unit tests with -race, integration tests with real services,
 ## and the short testbed run (fails if ours falls below the stock twin or loses a span)
-test: lint check-generated build check-pins rules unit integration testbed-short
+test: lint check-generated check-mdatagen build check-pins rules unit integration testbed-short
 
 unit:
 	$(GO) test -race -count=1 ./...
@@ -133,6 +133,15 @@ bump:
 ## disagrees with versions.txt
 check-pins:
 	scripts/check-pins.sh
+
+## check-mdatagen: fail when a component's generated metadata, tests, documentation.md or README status
+## section differ from what its metadata.yaml generates
+check-mdatagen:
+	scripts/mdatagen.sh check
+
+## mdatagen: regenerate every component on mdatagen (scripts/mdatagen.sh DIR for one)
+mdatagen:
+	scripts/mdatagen.sh
 
 ## generate: rerun ocb on builder-config.yaml into cmd/otelcol-red
 generate: $(BUILDER)

@@ -117,10 +117,15 @@ GOBIN=$ROOT/.tools go install "$CORE/cmd/builder@$VERSION"
 "$ROOT/.tools/builder" --config builder-config.yaml --skip-compilation >.cache/bump-ocb.log 2>&1 ||
   { tail -30 .cache/bump-ocb.log >&2; die "ocb failed"; }
 
-# Held modules that the proxy now serves at the new contrib release.
+# Held modules that the proxy now serves at the new release: contrib ones at CONTRIB, the
+# collector's tools (cmd/...) at VERSION.
 while read -r _ mod ver _; do
-  if go mod download "$CONTRIB_MOD/$mod@$CONTRIB" >/dev/null 2>&1; then
-    log "held $mod ($ver) is served at $CONTRIB: if it builds there now, drop its hold in versions.txt"
+  case $mod in
+    cmd/mdatagen|cmd/builder) path=$CORE/$mod want=$VERSION ;;
+    *) path=$CONTRIB_MOD/$mod want=$CONTRIB ;;
+  esac
+  if go mod download "$path@$want" >/dev/null 2>&1; then
+    log "held $mod ($ver) is served at $want: if it builds there now, drop its hold in versions.txt"
   fi
 done < <(grep -E '^held ' versions.txt)
 
