@@ -8,6 +8,8 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
+
+	"github.com/otelcol-red/otelcol-red/testbed/loadtest/harness"
 )
 
 const (
@@ -32,17 +34,17 @@ func WriteCharts(dir string, results []*Result) error {
 	for _, r := range results {
 		cpu, rss, rate := ChartFiles(r)
 		err := timeChart(filepath.Join(dir, rate), r.Scenario.Title()+": throughput", "spans/s", r,
-			func(s Sample) float64 { return s.SpansPerSec })
+			func(s harness.Sample) float64 { return s.SpansPerSec })
 		if err != nil {
 			return err
 		}
 		err = timeChart(filepath.Join(dir, cpu), r.Scenario.Title()+": CPU", "CPU % (200 = 2 cores)", r,
-			func(s Sample) float64 { return s.CPUPercent })
+			func(s harness.Sample) float64 { return s.CPUPercent })
 		if err != nil {
 			return err
 		}
 		err = timeChart(filepath.Join(dir, rss), r.Scenario.Title()+": RSS", "RSS (MiB)", r,
-			func(s Sample) float64 { return s.RSSMiB })
+			func(s harness.Sample) float64 { return s.RSSMiB })
 		if err != nil {
 			return err
 		}
@@ -50,7 +52,7 @@ func WriteCharts(dir string, results []*Result) error {
 	return throughputChart(filepath.Join(dir, ThroughputChart), results)
 }
 
-func timeChart(path, title, yLabel string, r *Result, value func(Sample) float64) error {
+func timeChart(path, title, yLabel string, r *Result, value func(harness.Sample) float64) error {
 	p := plot.New()
 	p.Title.Text = title
 	p.X.Label.Text = "seconds since load start"

@@ -5,6 +5,8 @@ import (
 	"log"
 	"sync"
 	"time"
+
+	"github.com/otelcol-red/otelcol-red/testbed/loadtest/harness"
 )
 
 // drain waits until each collector's calls counters add up to the spans it was sent, or
@@ -18,7 +20,7 @@ func drain(ctx context.Context, o Options, sides []*side) error {
 		return ctx.Err()
 	case <-time.After(o.FlushInterval + time.Second):
 	}
-	scraper := NewCountingScraper(o.DrainTimeout)
+	scraper := harness.NewCountingScraper(o.DrainTimeout)
 	defer scraper.Close()
 	deadline := time.Now().Add(o.DrainTimeout)
 	var wg sync.WaitGroup
@@ -28,7 +30,7 @@ func drain(ctx context.Context, o Options, sides []*side) error {
 			defer wg.Done()
 			var lastErr error
 			for {
-				n, err := scraper.SumCounter(ctx, s.ep.metricsURL(), o.CallsMetric)
+				n, err := scraper.SumCounter(ctx, s.ep.MetricsURL(), o.CallsMetric)
 				lastErr = err
 				if err == nil {
 					s.out.Counted = int64(n)
@@ -50,7 +52,7 @@ func drain(ctx context.Context, o Options, sides []*side) error {
 			}
 			if lastErr != nil {
 				// Unverified is not the same as lost, but a run that cannot show it lost nothing fails.
-				s.out.Error = joinErr(s.out.Error, "calls counters not read within the drain timeout: "+lastErr.Error())
+				s.out.Error = harness.JoinErr(s.out.Error, "calls counters not read within the drain timeout: "+lastErr.Error())
 				s.out.Lost = s.out.Sent - s.out.Counted
 			}
 		}()

@@ -1,6 +1,10 @@
 package loadtest
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/otelcol-red/otelcol-red/testbed/loadtest/harness/solo"
+)
 
 // The overload probes carry pass/fail bounds besides their figures: they are the tests of the
 // faults they were written for (a flush starved by a Kafka backlog, scrapers taking the cores
@@ -15,7 +19,7 @@ const (
 )
 
 // Gate returns what r breaks of p's bounds; nothing for probes without bounds.
-func (p Probe) Gate(r ProbeRun) []string {
+func Gate(p solo.Probe, r solo.ProbeRun) []string {
 	switch p.Kind {
 	case ProbeStaleness:
 		return stalenessGate(r.Staleness)
@@ -33,7 +37,7 @@ func (p Probe) Gate(r ProbeRun) []string {
 
 // exactGate fails a memory run whose calls counters, where the probe checked them (ours), do not
 // add up to the spans acknowledged: bytes per series only count with every span counted.
-func exactGate(r ProbeRun) []string {
+func exactGate(r solo.ProbeRun) []string {
 	switch {
 	case r.Sent == 0 && r.Counted == 0:
 		return nil
@@ -45,7 +49,7 @@ func exactGate(r ProbeRun) []string {
 	return nil
 }
 
-func stalenessGate(st *Staleness) []string {
+func stalenessGate(st *solo.Staleness) []string {
 	if st == nil {
 		return []string{"no staleness measured"}
 	}
@@ -59,7 +63,7 @@ func stalenessGate(st *Staleness) []string {
 	return out
 }
 
-func scrapersGate(phases []Phase) []string {
+func scrapersGate(phases []solo.Phase) []string {
 	if len(phases) < 2 || phases[0].SpansPerSec <= 0 {
 		return []string{fmt.Sprintf("%d of 2 phases measured", len(phases))}
 	}

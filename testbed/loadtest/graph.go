@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/otelcol-red/otelcol-red/testbed/loadtest/harness"
+	"github.com/otelcol-red/otelcol-red/testbed/loadtest/harness/solo"
 )
 
 // The service graph scenario runs three collectors one at a time on the same pre-encoded call
@@ -37,41 +40,33 @@ type GraphPlanConfig struct {
 }
 
 // GraphPlan returns the scenario as a probe: pinned, GOMAXPROCS=1, max rate, the three sides.
-func GraphPlan(c GraphPlanConfig) []Probe {
-	return []Probe{{
+func GraphPlan(c GraphPlanConfig) []solo.Probe {
+	return []solo.Probe{{
 		Name: GraphScenario, Kind: ProbeGraph, Sides: graphSides, Window: c.Phase, Warmup: c.FlushInterval + 5*time.Second,
 		GOMAXPROCS: "1", PinCPU: true, SpansPerRequest: 1000, Rounds: max(c.Rounds, 1),
 	}}
 }
 
 // graphTitle describes the scenario in one line.
-func graphTitle(p Probe) string {
+func graphTitle(p solo.Probe) string {
 	return fmt.Sprintf("service graph at max OTLP rate, %s per collector after a warm-up of %s, %d round(s) in the order %s, "+
-		"reversed on even rounds", p.Window, p.Warmup, p.rounds(), strings.Join(p.Sides, ", "))
+		"reversed on even rounds", p.Window, p.Warmup, p.RoundCount(), strings.Join(p.Sides, ", "))
 }
 
 // GraphCollectors are the scenario's three sides.
 type GraphCollectors struct {
 	// Red is our RED path alone (configs/default.yaml), Ours it with tracegraph
 	// (configs/tracegraph.yaml), Stock the stock twin with spanmetrics and servicegraph.
-	Red, Ours, Stock Collector
+	Red, Ours, Stock harness.Collector
 }
 
-func (gc GraphCollectors) byName(name string) (Collector, bool) {
-	switch name {
-	case "red":
-		return gc.Red, true
-	case "ours":
-		return gc.Ours, true
-	case "stock":
-		return gc.Stock, true
-	}
-	return Collector{}, false
+func (gc GraphCollectors) sides() solo.Collectors {
+	return solo.Collectors{"red": gc.Red, "ours": gc.Ours, "stock": gc.Stock}
 }
 
 // GraphResult is what the scenario measured: a run per side and round.
 type GraphResult struct {
-	Probe Probe      `json:"probe"`
+	Probe solo.Probe `json:"probe"`
 	Title string     `json:"title"`
 	Graph GraphShape `json:"graph"`
 	// PassRequests, PassSpans and PassEdges are the requests, spans and client spans of one pass
@@ -87,7 +82,7 @@ type GraphResult struct {
 
 // GraphRun is one collector's run: the probe's figures and the counts after the load.
 type GraphRun struct {
-	ProbeRun
+	solo.ProbeRun
 	// HasGraph is set for the sides that build a service graph.
 	HasGraph bool `json:"has_graph"`
 	// Spans and Edges are what the collector acknowledged over the whole load, warm-up included:
@@ -111,31 +106,29 @@ func (r GraphRun) Exact() bool {
 }
 
 // RunGraph runs p's sides, round after round, on pool (a NewGraphPool).
-func RunGraph(ctx context.Context, p Probe, gc GraphCollectors, pool *Pool, o Options) *GraphResult {
-	res := &GraphResult{Probe: p, Title: graphTitle(p), Start: time.Now().UTC()}
-	if pool.Graph != nil {
-		res.Graph = *pool.Graph
-	}
+func RunGraph(ctx context.Context, p solo.Probe, gc GraphCollectors, pool *GraphPool, o harness.Options) *GraphResult {
+	res := &GraphResult{Probe: p, Title: graphTitle(p), Start: time.Now().UTC(), Graph: pool.Graph}
 	res.PassRequests = len(pool.Encoded)
 	for i := range pool.Encoded {
-		res.PassSpans += pool.spansOf(i)
+		res.PassSpans += pool.SpansOf(i)
 		res.PassEdges += pool.Edges[i]
 	}
 	defer func() { res.End = time.Now().UTC() }()
-	for round := 1; round <= p.rounds(); round++ {
-		for _, name := range roundOrder(p.Sides, round) {
-			c, ok := gc.byName(name)
-			if !ok {
-				res.Error = fmt.Sprintf("unknown collector %q", name)
+	cs := gc.sides()
+	for round := 1; round <= p.RoundCount(); round++ {
+		for _, name := range solo.RoundOrder(p.Sides, round) {
+			c, err := cs.Get(name)
+			if err != nil {
+				res.Error = err.Error()
 				return res
 			}
 			run := GraphRun{
-				ProbeRun: ProbeRun{Collector: name, Round: round, Binary: c.Binary, Config: c.Config, Series: res.Graph.Series(),
-					LoadAverage: LoadAverage()},
+				ProbeRun: solo.ProbeRun{Collector: name, Round: round, Binary: c.Binary, Config: c.Config, Series: res.Graph.Series(),
+					LoadAverage: harness.LoadAverage()},
 				HasGraph: name != "red",
 			}
-			if err := graphRun(ctx, p, c, pool, o, &run); err != nil {
-				run.Error = joinErr(run.Error, err.Error())
+			if err := graphRun(ctx, p, c, pool.Pool, o, &run); err != nil {
+				run.Error = harness.JoinErr(run.Error, err.Error())
 			}
 			res.Runs = append(res.Runs, run)
 			if ctx.Err() != nil {
@@ -147,56 +140,56 @@ func RunGraph(ctx context.Context, p Probe, gc GraphCollectors, pool *Pool, o Op
 	return res
 }
 
-func graphRun(ctx context.Context, p Probe, c Collector, pool *Pool, o Options, run *GraphRun) error {
+func graphRun(ctx context.Context, p solo.Probe, c harness.Collector, pool *harness.Pool, o harness.Options, run *GraphRun) error {
 	label := fmt.Sprintf("%s-%s-r%d", p.Name, c.Name, run.Round)
-	s, err := startSolo(ctx, c, o, label, probeEnv(p), p.pinned())
+	s, err := solo.Start(ctx, c, o, label, p.Env(), p.Pinned())
 	if err != nil {
 		return err
 	}
-	l, err := startLoad(pool, s, o.Concurrency)
+	l, err := solo.StartLoad(pool, s, o.Concurrency)
 	if err != nil {
-		return errors.Join(err, finishRun(s, &run.ProbeRun))
+		return errors.Join(err, s.Finish(&run.ProbeRun))
 	}
-	if wait(ctx, s, p.Warmup) {
-		phase, _ := measurePhase(ctx, s, l, "max rate", p.Window, nil)
+	if s.Wait(ctx, p.Warmup) {
+		phase, _ := solo.MeasurePhase(ctx, s, l, "max rate", p.Window, nil)
 		run.Phases = append(run.Phases, phase)
 	}
-	run.Spans = l.end()
-	run.Edges = l.gen.Edges()
+	run.Spans = l.End()
+	run.Edges = l.Edges()
 	select {
-	case <-s.watch.Killed():
+	case <-s.Killed():
 	default:
 		err = countAfterLoad(ctx, s, o, run)
 	}
-	return errors.Join(err, finishRun(s, &run.ProbeRun))
+	return errors.Join(err, s.Finish(&run.ProbeRun))
 }
 
 // graphCountWait bounds the wait after the load for the counters to add up: the halves still
 // waiting expire after the store's ttl (10 s on both sides) and a run of the expiry loop (2 s),
 // then a flush (15 s by default) carries them; scrapes of 100k series take seconds each on one core.
-func graphCountWait(o Options) time.Duration {
+func graphCountWait(o harness.Options) time.Duration {
 	return min(o.DrainTimeout, 4*o.FlushInterval+30*time.Second)
 }
 
 // countAfterLoad scrapes the collector after the load until its calls (and edges) add up to what
 // it acknowledged or graphCountWait passes; what is missing then is lost, a result. It fails only
 // when no scrape could be read.
-func countAfterLoad(ctx context.Context, s *solo, o Options, run *GraphRun) error {
+func countAfterLoad(ctx context.Context, s *solo.Instance, o harness.Options, run *GraphRun) error {
 	end := time.Now()
 	limit := graphCountWait(o)
-	scraper := NewCountingScraper(limit)
+	scraper := harness.NewCountingScraper(limit)
 	defer scraper.Close()
 	metrics := []string{o.CallsMetric}
 	if run.HasGraph {
 		metrics = append(metrics, GraphRequestsMetric)
 	}
 	// Nothing can add up before the next flush.
-	if !wait(ctx, s, o.FlushInterval+time.Second) {
+	if !s.Wait(ctx, o.FlushInterval+time.Second) {
 		return ctx.Err()
 	}
 	var lastErr error
 	for {
-		sums, err := scraper.SumCounters(ctx, s.ep.metricsURL(), metrics...)
+		sums, err := scraper.SumCounters(ctx, s.MetricsURL(), metrics...)
 		lastErr = err
 		if err == nil {
 			run.Counted = true
@@ -209,7 +202,7 @@ func countAfterLoad(ctx context.Context, s *solo, o Options, run *GraphRun) erro
 				return nil
 			}
 		}
-		if time.Since(end) > limit || !wait(ctx, s, 3*time.Second) {
+		if time.Since(end) > limit || !s.Wait(ctx, 3*time.Second) {
 			break
 		}
 	}

@@ -6,12 +6,15 @@ import (
 	"io"
 	"strings"
 	"time"
+
+	"github.com/otelcol-red/otelcol-red/testbed/loadtest/harness"
+	"github.com/otelcol-red/otelcol-red/testbed/loadtest/harness/solo"
 )
 
 // GraphReport is a run of the service graph scenario (make testbed-graph).
 type GraphReport struct {
-	Start   time.Time `json:"start"`
-	Machine Machine   `json:"machine"`
+	Start   time.Time       `json:"start"`
+	Machine harness.Machine `json:"machine"`
 	// Commit names the source the binaries were built from, as the command found it.
 	Commit        string        `json:"commit,omitempty"`
 	RSSCapMiB     float64       `json:"rss_cap_mib"`
@@ -24,14 +27,14 @@ type GraphReport struct {
 
 // GraphSide is one collector over its rounds: medians and ranges of its measured phases.
 type GraphSide struct {
-	Runs             int    `json:"runs"`
-	SpansPerSec      Spread `json:"spans_per_sec"`
-	CPUPercent       Spread `json:"cpu_percent"`
-	CPUMicrosPerSpan Spread `json:"cpu_us_per_span"`
+	Runs             int            `json:"runs"`
+	SpansPerSec      harness.Spread `json:"spans_per_sec"`
+	CPUPercent       harness.Spread `json:"cpu_percent"`
+	CPUMicrosPerSpan harness.Spread `json:"cpu_us_per_span"`
 	// LoadRSSMaxMiB is the largest RSS during the measured phase, RSSMaxMiB during the whole run
 	// (start-up, warm-up, and the scrapes of the full page after the load included).
-	LoadRSSMaxMiB Spread `json:"load_rss_max_mib"`
-	RSSMaxMiB     Spread `json:"rss_max_mib"`
+	LoadRSSMaxMiB harness.Spread `json:"load_rss_max_mib"`
+	RSSMaxMiB     harness.Spread `json:"rss_max_mib"`
 	// Exact counts the runs that counted every call (and edge); Killed those the RSS cap ended.
 	Exact  int `json:"exact"`
 	Killed int `json:"killed"`
@@ -64,31 +67,31 @@ func summarizeGraph(res *GraphResult) map[string]GraphSide {
 		ph := run.Phases[0]
 		a.rate = append(a.rate, ph.SpansPerSec)
 		a.cpu = append(a.cpu, ph.CPUPercent)
-		a.cost = append(a.cost, cpuPerSpan(ph)*1e6)
+		a.cost = append(a.cost, ph.CPUPerSpan()*1e6)
 		a.loadRSS = append(a.loadRSS, ph.RSSMaxMiB)
 		a.rss = append(a.rss, run.RSSMaxMiB)
 	}
 	for name, a := range accs {
 		side := out[name]
 		side.Runs = len(a.rate)
-		side.SpansPerSec, side.CPUPercent = spreadOf(a.rate), spreadOf(a.cpu)
-		side.CPUMicrosPerSpan, side.LoadRSSMaxMiB, side.RSSMaxMiB = spreadOf(a.cost), spreadOf(a.loadRSS), spreadOf(a.rss)
+		side.SpansPerSec, side.CPUPercent = harness.SpreadOf(a.rate), harness.SpreadOf(a.cpu)
+		side.CPUMicrosPerSpan, side.LoadRSSMaxMiB, side.RSSMaxMiB = harness.SpreadOf(a.cost), harness.SpreadOf(a.loadRSS), harness.SpreadOf(a.rss)
 		out[name] = side
 	}
 	return out
 }
 
 // graphRatio is a's median over b's, 0 when either side has no measured run.
-func graphRatio(a, b GraphSide, figure func(GraphSide) Spread) float64 {
+func graphRatio(a, b GraphSide, figure func(GraphSide) harness.Spread) float64 {
 	if a.Runs == 0 || b.Runs == 0 || figure(b).Median == 0 {
 		return 0
 	}
 	return figure(a).Median / figure(b).Median
 }
 
-func rateOf(s GraphSide) Spread { return s.SpansPerSec }
-func costOf(s GraphSide) Spread { return s.CPUMicrosPerSpan }
-func rssOf(s GraphSide) Spread  { return s.LoadRSSMaxMiB }
+func rateOf(s GraphSide) harness.Spread { return s.SpansPerSec }
+func costOf(s GraphSide) harness.Spread { return s.CPUMicrosPerSpan }
+func rssOf(s GraphSide) harness.Spread  { return s.LoadRSSMaxMiB }
 
 // Failures lists what makes the run fail: a run that could not be measured, and a run of ours
 // (red or ours) killed over the RSS cap or that did not count every call and edge. The stock side losing data is a result,
@@ -148,7 +151,7 @@ func (r *GraphReport) WriteMarkdown(w io.Writer) error {
 	b := bufio.NewWriter(w)
 	m := r.Machine
 	fmt.Fprintf(b, "# testbed: service graph\n\n")
-	fmt.Fprintf(b, "Run started %s on %d CPUs (%s), %.1f GiB, %s", r.Start.Format(time.RFC3339), m.CPUs, orUnknown(m.CPUModel), m.MemGiB, m.OS)
+	fmt.Fprintf(b, "Run started %s on %d CPUs (%s), %.1f GiB, %s", r.Start.Format(time.RFC3339), m.CPUs, m.Model(), m.MemGiB, m.OS)
 	if r.Commit != "" {
 		fmt.Fprintf(b, ", commit %s", r.Commit)
 	}
@@ -174,9 +177,9 @@ func (r *GraphReport) WriteMarkdown(w io.Writer) error {
 	red, ours, stock := r.Sides["red"], r.Sides["ours"], r.Sides["stock"]
 	fmt.Fprintf(b, "\nMedians (range) over the rounds. **ours ÷ stock** spans/s %s, **stock ÷ ours** CPU per span %s, RSS max %s. "+
 		"**What the graph costs** (ours ÷ red): spans/s %s, CPU per span %s, RSS max %s.\n\n",
-		ratioCell(graphRatio(ours, stock, rateOf), ""), ratioCell(graphRatio(stock, ours, costOf), ""),
-		ratioCell(graphRatio(stock, ours, rssOf), ""), ratioCell(graphRatio(ours, red, rateOf), ""),
-		ratioCell(graphRatio(ours, red, costOf), ""), ratioCell(graphRatio(ours, red, rssOf), ""))
+		harness.RatioCell(graphRatio(ours, stock, rateOf), ""), harness.RatioCell(graphRatio(stock, ours, costOf), ""),
+		harness.RatioCell(graphRatio(stock, ours, rssOf), ""), harness.RatioCell(graphRatio(ours, red, rateOf), ""),
+		harness.RatioCell(graphRatio(ours, red, costOf), ""), harness.RatioCell(graphRatio(ours, red, rssOf), ""))
 	b.WriteString("RSS max, load is the largest reading during the measured phase (the ratios use it); the whole run adds " +
 		"start-up, warm-up and the scrapes of the full page after the load. ")
 	b.WriteString("CPU per span does not depend on whether the generator kept a collector busy (a rate does: a CPU % well under " +
@@ -185,7 +188,7 @@ func (r *GraphReport) WriteMarkdown(w io.Writer) error {
 	fmt.Fprintf(b, "Every span a collector acknowledged (warm-up included) must show in the sum of `%s`, every client span in "+
 		"the sum of `%s` (a paired call, a database, or for a call whose server span the load did not send before it "+
 		"stopped, a virtual node once the ttl passed). Scraped from one flush after the load until both add up, for %s at "+
-		"most.\n\n", CallsMetric, GraphRequestsMetric, graphCountWait(Options{DrainTimeout: time.Hour, FlushInterval: r.FlushInterval}))
+		"most.\n\n", harness.CallsMetric, GraphRequestsMetric, graphCountWait(harness.Options{DrainTimeout: time.Hour, FlushInterval: r.FlushInterval}))
 	b.WriteString("| side | round | spans sent | RED calls counted | edge requests sent | edge requests counted | scraped after (s) | verdict |\n|---|---|---|---|---|---|---|---|\n")
 	for _, run := range res.Runs {
 		edgesSent, edgesCounted := "-", "-"
@@ -201,13 +204,13 @@ func (r *GraphReport) WriteMarkdown(w io.Writer) error {
 	}
 	b.WriteString("\n## Every run\n\n| side | round | spans/s | CPU % | CPU µs/span | RSS max MiB, load / run | load average | config | note |\n|---|---|---|---|---|---|---|---|---|\n")
 	for _, run := range res.Runs {
-		var ph Phase
+		var ph solo.Phase
 		if len(run.Phases) > 0 {
 			ph = run.Phases[0]
 		}
-		note := orDash(run.Error)
+		note := harness.OrDash(run.Error)
 		fmt.Fprintf(b, "| %s | %d | %.0f | %.0f | %.3f | %.0f / %.0f | %.2f | `%s` | %s |\n", run.Collector, run.Round, ph.SpansPerSec,
-			ph.CPUPercent, cpuPerSpan(ph)*1e6, ph.RSSMaxMiB, run.RSSMaxMiB, run.LoadAverage, run.Config, note)
+			ph.CPUPercent, ph.CPUPerSpan()*1e6, ph.RSSMaxMiB, run.RSSMaxMiB, run.LoadAverage, run.Config, note)
 	}
 	if len(res.Runs) > 0 && res.Runs[0].Placement != "" {
 		fmt.Fprintf(b, "\nPlacement: %s.\n", res.Runs[0].Placement)
@@ -220,11 +223,11 @@ func (r *GraphReport) WriteMarkdown(w io.Writer) error {
 
 // graphFigure prints a median with its range, or the value alone when every run gave the same
 // (one round).
-func graphFigure(s Spread, format string) string {
-	if s != (Spread{}) && s.Min == s.Max {
+func graphFigure(s harness.Spread, format string) string {
+	if s != (harness.Spread{}) && s.Min == s.Max {
 		return fmt.Sprintf(format, s.Median)
 	}
-	return spread(s, format)
+	return s.Text(format)
 }
 
 // countRuns is the number of runs of side.

@@ -6,12 +6,15 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/otelcol-red/otelcol-red/testbed/loadtest/harness"
+	"github.com/otelcol-red/otelcol-red/testbed/loadtest/harness/solo"
 )
 
 func graphTestRun(side string, spansPerSec, cpu, rss float64, spans, counted, edges, edgesCounted int64) GraphRun {
 	return GraphRun{
-		ProbeRun: ProbeRun{Collector: side, Round: 1, RSSMaxMiB: rss * 2,
-			Phases: []Phase{{Name: "max rate", SpansPerSec: spansPerSec, CPUPercent: cpu, RSSMaxMiB: rss}}},
+		ProbeRun: solo.ProbeRun{Collector: side, Round: 1, RSSMaxMiB: rss * 2,
+			Phases: []solo.Phase{{Name: "max rate", SpansPerSec: spansPerSec, CPUPercent: cpu, RSSMaxMiB: rss}}},
 		HasGraph: side != "red", Counted: true, Spans: spans, CallsCounted: counted, Edges: edges, EdgesCounted: edgesCounted,
 	}
 }
@@ -45,8 +48,8 @@ func TestGraphReportRatiosAndLosses(t *testing.T) {
 	require.Contains(t, failures[0], "ours (round 1): lost 1 edge requests")
 
 	// A stock run killed over the cap is a result; one of ours is a failure.
-	res.Runs[2].Killed = &Sample{RSSMiB: 11 << 10}
-	res.Runs[0].Killed = &Sample{RSSMiB: 11 << 10}
+	res.Runs[2].Killed = &harness.Sample{RSSMiB: 11 << 10}
+	res.Runs[0].Killed = &harness.Sample{RSSMiB: 11 << 10}
 	failures = r.Failures()
 	require.Len(t, failures, 2)
 	require.Contains(t, failures[0], "red (round 1): killed at 11.00 GiB RSS")

@@ -11,6 +11,8 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
+
+	"github.com/otelcol-red/otelcol-red/testbed/loadtest/harness"
 )
 
 // GraphShape is a call graph load for the service graph scenario: every service calls every other
@@ -44,7 +46,9 @@ var dbOps = []string{"SELECT", "INSERT"}
 
 // Calls is the number of service-to-service calls in one pass of the pool: each (caller, callee,
 // endpoint) once with an ok and once with a failed client span.
-func (g GraphShape) Calls() int { return g.Services * (g.Services - 1) * g.Endpoints * statusesPerName }
+func (g GraphShape) Calls() int {
+	return g.Services * (g.Services - 1) * g.Endpoints * harness.StatusesPerName
+}
 
 // DBCalls is the number of database spans in one pass.
 func (g GraphShape) DBCalls() int { return (g.Calls() + g.DBEvery - 1) / g.DBEvery }
@@ -52,7 +56,7 @@ func (g GraphShape) DBCalls() int { return (g.Calls() + g.DBEvery - 1) / g.DBEve
 // Series is the RED series a pass produces: client span names per callee and endpoint, server
 // span names per endpoint, database span names, each with both statuses.
 func (g GraphShape) Series() int {
-	return g.Services * ((g.Services-1)*g.Endpoints + g.Endpoints + len(dbOps)) * statusesPerName
+	return g.Services * ((g.Services-1)*g.Endpoints + g.Endpoints + len(dbOps)) * harness.StatusesPerName
 }
 
 // EdgeCount is the distinct client → server pairs: every ordered pair of services and each
@@ -62,7 +66,7 @@ func (g GraphShape) EdgeCount() int { return g.Services*(g.Services-1) + g.Servi
 // String names the graph by its size.
 func (g GraphShape) String() string {
 	return fmt.Sprintf("%d services calling each other at %d endpoints, %d databases: %s RED series, %s edges",
-		g.Services, g.Endpoints, g.Databases, humanCount(float64(g.Series())), humanCount(float64(g.EdgeCount())))
+		g.Services, g.Endpoints, g.Databases, harness.HumanCount(float64(g.Series())), harness.HumanCount(float64(g.EdgeCount())))
 }
 
 func (g GraphShape) validate() error {
@@ -70,6 +74,12 @@ func (g GraphShape) validate() error {
 		return errors.New("graph shape needs two services, one endpoint, one database, DBEvery and SplitEvery of 1 or more")
 	}
 	return nil
+}
+
+// GraphPool is the requests of one pass of a call graph, and the graph they were built from.
+type GraphPool struct {
+	*harness.Pool
+	Graph GraphShape
 }
 
 // graphSpan is one span of a pass before it is placed in a request.
@@ -92,7 +102,7 @@ type graphSpan struct {
 // whatever prefix of the pool passes the load sends, every server span it sent has its client
 // span sent too, and each CLIENT span sent is one edge (paired, a database, or after the ttl a
 // virtual node): Pool.Edges counts them per request.
-func NewGraphPool(g GraphShape, spansPerRequest int, seed uint64) (*Pool, error) {
+func NewGraphPool(g GraphShape, spansPerRequest int, seed uint64) (*GraphPool, error) {
 	if err := g.validate(); err != nil {
 		return nil, err
 	}
@@ -101,7 +111,7 @@ func NewGraphPool(g GraphShape, spansPerRequest int, seed uint64) (*Pool, error)
 	}
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	stream := graphStream(g, spansPerRequest, rng)
-	p := &Pool{SpansPerRequest: spansPerRequest, Graph: &g}
+	p := &GraphPool{Pool: &harness.Pool{SpansPerRequest: spansPerRequest}, Graph: g}
 	for from := 0; from < len(stream); from += spansPerRequest {
 		chunk := stream[from:min(from+spansPerRequest, len(stream))]
 		td, edges := graphRequest(chunk)
@@ -130,7 +140,7 @@ func graphStream(g GraphShape, spansPerRequest int, rng *rand.Rand) []graphSpan 
 		for j := range g.Services - 1 {
 			callee := (caller + 1 + j) % g.Services
 			for e := range g.Endpoints {
-				for st := range statusesPerName {
+				for st := range harness.StatusesPerName {
 					for len(later) > 0 && later[0].at <= len(out) {
 						out = append(out, later[0].spans...)
 						later = later[1:]

@@ -2,7 +2,6 @@ package loadtest
 
 import (
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -105,35 +104,4 @@ func TestGraphPoolRejectsBadShape(t *testing.T) {
 	require.Error(t, err)
 	_, err = NewGraphPool(GraphShape100k, 0, 1)
 	require.Error(t, err)
-}
-
-// TestGeneratorCountsGraphSpansAndEdges checks that the generator counts a graph pool's requests by
-// their own span and edge counts, refused sends not at all.
-func TestGeneratorCountsGraphSpansAndEdges(t *testing.T) {
-	p, err := NewGraphPool(GraphShape{Services: 3, Endpoints: 2, Databases: 1, DBEvery: 3, SplitEvery: 2}, 7, 1)
-	require.NoError(t, err)
-	require.Greater(t, len(p.Encoded), 2)
-	sink := &fakeSink{delay: time.Millisecond}
-	sink.refuse.Store(2)
-	g := NewGenerator(p, sink, 0, 2)
-	stop := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		g.Run(stop)
-	}()
-	// Past the refusals' backoff (50 ms each), so that some requests were taken.
-	time.Sleep(300 * time.Millisecond)
-	close(stop)
-	<-done
-	sink.mu.Lock()
-	defer sink.mu.Unlock()
-	var spans, edges int64
-	for i, n := range sink.taken {
-		spans += int64(n * p.Spans[i])
-		edges += int64(n * p.Edges[i])
-	}
-	require.Positive(t, spans)
-	require.Equal(t, spans, g.Acked())
-	require.Equal(t, edges, g.Edges())
 }

@@ -2,7 +2,6 @@ package loadtest
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -15,6 +14,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/otelcol-red/otelcol-red/testbed/loadtest/harness"
+	"github.com/otelcol-red/otelcol-red/testbed/loadtest/harness/solo"
 )
 
 // memoryFlushes is how many flushes the memory probe waits for (within its MaxWindow): the RSS
@@ -27,31 +29,31 @@ const flushPollInterval = 200 * time.Millisecond
 
 // runMemory loads each side in turn with the same pool as fast as it acknowledges, for the
 // window, and records the RSS after every flush, gzip scrape latency and the ingest rate.
-func runMemory(ctx context.Context, p Probe, pc ProbeCollectors, pools *Pools, o Options, res *ProbeResult) error {
-	return eachSideOnPool(ctx, p, pc, pools, res, func(c Collector, pool *Pool, run *ProbeRun) error {
+func runMemory(ctx context.Context, p solo.Probe, cs solo.Collectors, pools *solo.Pools, o Options, res *solo.ProbeResult) error {
+	return solo.EachSideOnPool(ctx, p, cs, pools, res, func(c harness.Collector, pool *harness.Pool, run *solo.ProbeRun) error {
 		return memoryRun(ctx, p, c, pool, o, run)
 	})
 }
 
-func memoryRun(ctx context.Context, p Probe, c Collector, pool *Pool, o Options, run *ProbeRun) error {
-	s, err := startSolo(ctx, c, o, p.Name+"-"+c.Name, probeEnv(p), p.pinned())
+func memoryRun(ctx context.Context, p solo.Probe, c harness.Collector, pool *harness.Pool, o Options, run *solo.ProbeRun) error {
+	s, err := solo.Start(ctx, c, o.Options, p.Name+"-"+c.Name, p.Env(), p.Pinned())
 	if err != nil {
 		return err
 	}
-	fw := newFlushWatch(ctx, s, s.watch.start, flushPollInterval)
-	l, err := startLoad(pool, s, o.Concurrency)
+	fw := solo.WatchFlushes(ctx, s, flushPollInterval)
+	l, err := solo.StartLoad(pool, s, o.Concurrency)
 	if err != nil {
-		fw.close()
-		return errors.Join(err, finishRun(s, run))
+		fw.Close()
+		return errors.Join(err, s.Finish(run))
 	}
-	loadStart, steal := time.Since(s.watch.start), startSteal(s.cpus)
+	loadStart, steal := s.Elapsed(), s.StartSteal()
 	// Scrapes as Prometheus takes them: gzip, every interval, timing out after one interval. They
 	// start with the first flush: before it there is no page to time (ours holds a scrape until
 	// its first render, once per process), and a side that delivers no flush within two
 	// intervals is scraped from then on, so its failures still show.
-	var sc *scrapers
+	var sc *solo.Scrapers
 	startScraping := func() {
-		sc = startScrapers(ctx, s.ep.metricsURL(), 1, true, o.ScrapeInterval, o.ScrapeInterval)
+		sc = solo.StartScrapers(ctx, s.MetricsURL(), 1, true, o.ScrapeInterval, o.ScrapeInterval)
 	}
 	profile := o.HeapProfile && c.Name == "ours"
 	// cachedprom's renders are timed from the second flush on, when every series exists.
@@ -65,10 +67,10 @@ func memoryRun(ctx context.Context, p Probe, c Collector, pool *Pool, o Options,
 	// The load lasts the window, and longer (up to MaxWindow) until memoryFlushes flushes were
 	// delivered: a collector whose flushes fall behind still gets measured after its second one.
 	for start := time.Now(); ; {
-		if !wait(ctx, s, time.Second) {
+		if !s.Wait(ctx, time.Second) {
 			break
 		}
-		seen := len(flushes(fw.snapshot(), o.FlushInterval))
+		seen := len(solo.Flushes(fw.Snapshot(), o.FlushInterval))
 		if timeRenders && seen >= 1 && run.FirstRenderSeconds == 0 {
 			// The first render that ends after the first flush: its own time, and how long
 			// the burst waited for it.
@@ -88,7 +90,7 @@ func memoryRun(ctx context.Context, p Probe, c Collector, pool *Pool, o Options,
 			startScraping()
 		}
 		if cpuProfile && seen >= 1 {
-			profiledCPU = startCPUProfile(ctx, s, o, p.Name+"-"+c.Name, o.CPUProfile, run)
+			profiledCPU = solo.StartCPUProfile(ctx, s, o.Options, p.Name+"-"+c.Name, o.CPUProfile, run)
 			cpuProfile = false
 		}
 		if profile && profileDue(seen, s, o) {
@@ -100,12 +102,12 @@ func memoryRun(ctx context.Context, p Probe, c Collector, pool *Pool, o Options,
 			break
 		}
 	}
-	if _, killed := s.watch.KilledAt(); profile && o.HeapProfileAtEnd && !killed {
+	if _, killed := s.KilledAt(); profile && o.HeapProfileAtEnd && !killed {
 		// Still under load: the end state, not the idle collector after it.
 		heapProfile(ctx, s, o, p.Name+"-"+c.Name, run)
 		profile = false
 	}
-	if _, killed := s.watch.KilledAt(); profile && !killed {
+	if _, killed := s.KilledAt(); profile && !killed {
 		// Fewer than two flushes in MaxWindow: profile what there is.
 		heapProfile(ctx, s, o, p.Name+"-"+c.Name, run)
 	}
@@ -116,33 +118,33 @@ func memoryRun(ctx context.Context, p Probe, c Collector, pool *Pool, o Options,
 			run.Renders, run.RenderSeconds = int(n), (renders.sum-rendersAtSecond.sum)/n
 		}
 	}
-	spans := l.end()
-	loadEnd, stolen := time.Since(s.watch.start), steal.percent()
-	scrapes := ScrapeStats{Clients: 1, Gzip: true}
+	spans := l.End()
+	loadEnd, stolen := s.Elapsed(), steal.Percent()
+	scrapes := solo.ScrapeStats{Clients: 1, Gzip: true}
 	if sc != nil {
-		scrapes = sc.end()
+		scrapes = sc.End()
 	}
-	if _, killed := s.watch.KilledAt(); c.Name == "ours" && !killed {
+	if _, killed := s.KilledAt(); c.Name == "ours" && !killed {
 		// Ours is checked for exactness too: bytes per series only count with every span
 		// counted. The stock side is not: at a million series its page takes minutes.
-		counted, err := countCalls(ctx, s, o, spans, countWait(o.FlushInterval, run))
+		counted, err := countCalls(ctx, s, o.Options, spans, countWait(o.FlushInterval, run))
 		if counted == 0 && err != nil {
 			counted = -1
-			run.Error = joinErr(run.Error, err.Error())
+			run.Error = harness.JoinErr(run.Error, err.Error())
 		}
 		run.Sent, run.Counted = spans, counted
 	}
-	deliveries := fw.close()
-	stopErr := finishRun(s, run)
+	deliveries := fw.Close()
+	stopErr := s.Finish(run)
 	samples := run.Samples
 	window := loadEnd - loadStart
-	rssMax, rssEnd := rssBetween(samples, loadStart.Seconds(), loadEnd.Seconds())
-	run.Phases = []Phase{{
+	rssMax, rssEnd := solo.RSSBetween(samples, loadStart.Seconds(), loadEnd.Seconds())
+	run.Phases = []solo.Phase{{
 		Name: "load", Seconds: window.Seconds(), Spans: spans, SpansPerSec: float64(spans) / window.Seconds(),
-		CPUPercent: cpuBetween(samples, loadStart.Seconds(), loadEnd.Seconds()),
+		CPUPercent: solo.CPUBetween(samples, loadStart.Seconds(), loadEnd.Seconds()),
 		RSSMaxMiB:  rssMax, RSSEndMiB: rssEnd, Scrapes: scrapes, StealPercent: stolen,
 	}}
-	run.Flushes = flushRSS(flushes(deliveries, o.FlushInterval), samples, loadEnd.Seconds())
+	run.Flushes = flushRSS(solo.Flushes(deliveries, o.FlushInterval), samples, loadEnd.Seconds())
 	return stopErr
 }
 
@@ -153,7 +155,7 @@ func memoryRun(ctx context.Context, p Probe, c Collector, pool *Pool, o Options,
 // render of the final state. At GOMAXPROCS=1 on a slow host a render of a million series took
 // 13-25 s, and with a fixed 30 s for all three one such run ended its wait without a complete
 // reading.
-func countWait(interval time.Duration, run *ProbeRun) time.Duration {
+func countWait(interval time.Duration, run *solo.ProbeRun) time.Duration {
 	render := time.Duration(max(run.RenderSeconds, run.FirstRenderSeconds) * float64(time.Second))
 	return 2*interval + max(30*time.Second, 3*render)
 }
@@ -166,42 +168,33 @@ type renderTotals struct{ sum, count float64 }
 
 // readRenders reads the render time histogram's sum and count from the collector's own
 // telemetry; zero when it cannot.
-func readRenders(ctx context.Context, s *solo) renderTotals {
-	scraper := NewCountingScraper(5 * time.Second)
+func readRenders(ctx context.Context, s *solo.Instance) renderTotals {
+	scraper := harness.NewCountingScraper(5 * time.Second)
 	defer scraper.Close()
-	v, err := scraper.SumCounters(ctx, s.ep.telemetryURL(), renderDurationMetric+"_sum", renderDurationMetric+"_count")
+	v, err := scraper.SumCounters(ctx, s.TelemetryURL(), renderDurationMetric+"_sum", renderDurationMetric+"_count")
 	if err != nil {
 		return renderTotals{}
 	}
 	return renderTotals{sum: v[0], count: v[1]}
 }
 
-// probeEnv is the environment a probe gives its collectors on top of the endpoints.
-func probeEnv(p Probe) soloEnv {
-	env := soloEnv{}
-	if p.GOMAXPROCS != "" {
-		env["GOMAXPROCS"] = p.GOMAXPROCS
-	}
-	return env
-}
-
 // flushRSS pairs each flush with the first RSS reading after it and the largest one until the
 // next flush or end (seconds since the collector started).
-func flushRSS(fl []Delivery, samples []Sample, end float64) []FlushRSS {
-	out := make([]FlushRSS, 0, len(fl))
+func flushRSS(fl []solo.Delivery, samples []harness.Sample, end float64) []solo.FlushRSS {
+	out := make([]solo.FlushRSS, 0, len(fl))
 	for i, f := range fl {
 		next := end
 		if i+1 < len(fl) {
 			next = fl[i+1].At
 		}
-		r := FlushRSS{At: f.At, Points: f.Points}
+		r := solo.FlushRSS{At: f.At, Points: f.Points}
 		for _, s := range samples {
 			if s.At >= f.At {
 				r.RSSMiB = s.RSSMiB
 				break
 			}
 		}
-		r.RSSMaxMiB, _ = rssBetween(samples, f.At, max(next, f.At+1))
+		r.RSSMaxMiB, _ = solo.RSSBetween(samples, f.At, max(next, f.At+1))
 		out = append(out, r)
 	}
 	return out
@@ -210,26 +203,26 @@ func flushRSS(fl []Delivery, samples []Sample, end float64) []FlushRSS {
 // profileDue tells when to take the heap profile: once the second flush was delivered (the state
 // the memory target is set for; with HeapProfileAtEnd, at the end of the load instead), or earlier when the RSS nears the cap, so that a collector about
 // to be killed still leaves a profile.
-func profileDue(flushesSeen int, s *solo, o Options) bool {
+func profileDue(flushesSeen int, s *solo.Instance, o Options) bool {
 	if flushesSeen >= 2 && !o.HeapProfileAtEnd {
 		return true
 	}
-	samples := s.watch.Samples()
+	samples := s.Samples()
 	return o.RSSCap > 0 && len(samples) > 0 && samples[len(samples)-1].RSSMiB*(1<<20) > 0.85*float64(o.RSSCap)
 }
 
 // heapProfile takes the heap profile and notes a failure in the run.
-func heapProfile(ctx context.Context, s *solo, o Options, label string, run *ProbeRun) {
+func heapProfile(ctx context.Context, s *solo.Instance, o Options, label string, run *solo.ProbeRun) {
 	if err := takeHeapProfile(ctx, s, o, label, run); err != nil {
-		run.Error = joinErr(run.Error, err.Error())
+		run.Error = harness.JoinErr(run.Error, err.Error())
 	}
 }
 
 // takeHeapProfile saves the collector's in-use heap (after a GC, so that it counts live objects
 // only) from the pprof extension and summarises it with `go tool pprof -top -inuse_space`. The
 // collector's config must enable the pprof extension on ${env:PPROF_ENDPOINT}.
-func takeHeapProfile(ctx context.Context, s *solo, o Options, label string, run *ProbeRun) error {
-	body, err := getPprof(ctx, s, "heap?gc=1", 2*time.Minute)
+func takeHeapProfile(ctx context.Context, s *solo.Instance, o Options, label string, run *solo.ProbeRun) error {
+	body, err := solo.GetPprof(ctx, s, "heap?gc=1", 2*time.Minute)
 	if err != nil {
 		return fmt.Errorf("cannot take heap profile: %w", err)
 	}
@@ -251,7 +244,7 @@ func takeHeapProfile(ctx context.Context, s *solo, o Options, label string, run 
 	}
 	top, err := exec.CommandContext(ctx, "go", "tool", "pprof", "-top", "-inuse_space", path).Output()
 	if err != nil {
-		return fmt.Errorf("go tool pprof on %s: %w", path, ExitDetail(err))
+		return fmt.Errorf("go tool pprof on %s: %w", path, harness.ExitDetail(err))
 	}
 	lines := strings.Split(string(top), "\n")
 	run.HeapTop = strings.Join(lines[:min(len(lines), 30)], "\n")
@@ -268,8 +261,8 @@ var memStatsKeys = []string{"Sys", "HeapAlloc", "HeapSys", "HeapIdle", "HeapInus
 
 // runtimeMemStats reads the runtime.MemStats block that the pprof heap endpoint appends to its
 // text form (debug=1), right after the profile above.
-func runtimeMemStats(ctx context.Context, s *solo) (map[string]float64, error) {
-	url := "http://" + s.pprof + "/debug/pprof/heap?debug=1"
+func runtimeMemStats(ctx context.Context, s *solo.Instance) (map[string]float64, error) {
+	url := s.PprofURL("heap?debug=1")
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, http.NoBody)
 	if err != nil {
 		return nil, err
@@ -334,13 +327,4 @@ func pprofTotal(top []byte) int64 {
 	}
 	unit := map[string]float64{"B": 1, "kB": 1 << 10, "MB": 1 << 20, "GB": 1 << 30}[string(m[2])]
 	return int64(v * unit)
-}
-
-// ExitDetail adds the stderr of a failed command to its error.
-func ExitDetail(err error) error {
-	var ee *exec.ExitError
-	if errors.As(err, &ee) && len(bytes.TrimSpace(ee.Stderr)) > 0 {
-		return fmt.Errorf("%w: %s", err, bytes.TrimSpace(ee.Stderr))
-	}
-	return err
 }

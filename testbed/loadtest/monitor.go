@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/otelcol-red/otelcol-red/testbed/loadtest/harness"
 )
 
 // cpuTimes reads each side's CPU seconds so far.
@@ -29,12 +31,12 @@ func summarise(s *side, cpuSeconds float64, window time.Duration) {
 		s.out.RSSMaxMiB = max(s.out.RSSMaxMiB, smp.RSSMiB)
 	}
 	for _, sc := range s.out.Scrapes {
-		if sc.useful() {
+		if useful(sc) {
 			s.out.ScrapesUseful++
 		}
 	}
-	s.out.ScrapeP50 = ToMillis(percentile(s.out.Scrapes, 50))
-	s.out.ScrapeP99 = ToMillis(percentile(s.out.Scrapes, 99))
+	s.out.ScrapeP50 = harness.ToMillis(percentile(s.out.Scrapes, 50))
+	s.out.ScrapeP99 = harness.ToMillis(percentile(s.out.Scrapes, 99))
 	if n := len(s.out.Scrapes); n > 0 {
 		s.out.ScrapeWireBytes = s.out.Scrapes[n-1].WireBytes
 	}
@@ -42,7 +44,7 @@ func summarise(s *side, cpuSeconds float64, window time.Duration) {
 
 // startMonitors starts the sampler (CPU, RSS, throughput every SampleInterval) and the scraper
 // (every ScrapeInterval, both collectors at the same instant); the returned func stops both.
-func startMonitors(ctx context.Context, o Options, sides []*side, scraper *Scraper, start time.Time, progress func(*side) int64) func() {
+func startMonitors(ctx context.Context, o Options, sides []*side, scraper *harness.Scraper, start time.Time, progress func(*side) int64) func() {
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 
@@ -73,7 +75,7 @@ func startMonitors(ctx context.Context, o Options, sides []*side, scraper *Scrap
 					}
 					p := progress(s)
 					dt := now.Sub(prev[i].at).Seconds()
-					smp := Sample{
+					smp := harness.Sample{
 						At:          now.Sub(start).Seconds(),
 						CPUPercent:  (c - prev[i].cpu) / dt * 100,
 						RSSMiB:      float64(rss) / (1 << 20),
@@ -104,7 +106,7 @@ func startMonitors(ctx context.Context, o Options, sides []*side, scraper *Scrap
 					go func() {
 						defer scrapes.Done()
 						at := time.Since(start)
-						sc, err := scraper.Get(ctx, s.ep.metricsURL(), nil)
+						sc, err := scraper.Get(ctx, s.ep.MetricsURL(), nil)
 						sc.At = at
 						if err != nil {
 							// A failed scrape is a gap in Prometheus: count it at the timeout, the

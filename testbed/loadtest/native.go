@@ -14,6 +14,9 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
+
+	"github.com/otelcol-red/otelcol-red/testbed/loadtest/harness"
+	"github.com/otelcol-red/otelcol-red/testbed/loadtest/harness/solo"
 )
 
 // The native histogram probe compares, one collector at a time on the same pre-encoded requests,
@@ -33,81 +36,20 @@ const prometheus3NativeAccept = "application/vnd.google.protobuf;proto=io.promet
 // protoContentType is what a protobuf answer's Content-Type starts with.
 const protoContentType = "application/vnd.google.protobuf"
 
-// NativeFormat is one way of scraping a side of the native probe.
-type NativeFormat string
-
-const (
-	// FormatProtobuf asks as Prometheus 3 with native histograms does; the answer must be protobuf.
-	FormatProtobuf NativeFormat = "protobuf"
-	// FormatText asks as the other scrapes of the testbed do (Prometheus 2's header); the answer is
-	// text 0.0.4 from a collector without OpenMetrics.
-	FormatText NativeFormat = "text"
-)
-
-func (f NativeFormat) accept() string {
-	if f == FormatProtobuf {
+// acceptHeader is the Accept header that asks for f.
+func acceptHeader(f solo.NativeFormat) string {
+	if f == solo.FormatProtobuf {
 		return prometheus3NativeAccept
 	}
-	return prometheusAccept
+	return harness.PrometheusAccept
 }
 
 // nativeFormats are the formats each side of the native probe is scraped in: the exponential
 // sides as Prometheus 3 with native histograms scrapes, the classic side as a text scraper does.
-var nativeFormats = map[string][]NativeFormat{
-	"ours":         {FormatProtobuf},
-	"stock":        {FormatProtobuf},
-	"ours-classic": {FormatText},
-}
-
-// NativeRun is what the native probe measured of one side beyond its load phase.
-type NativeRun struct {
-	// RSSIdleMiB is the RSS after start-up, before any load; RSSSettledMiB the RSS once the load
-	// ended and its last flush was rendered, before any scrape. Their difference over the series is
-	// the memory per series.
-	RSSIdleMiB    float64 `json:"rss_idle_mib"`
-	RSSSettledMiB float64 `json:"rss_settled_mib"`
-	// Scrapes are the timed scrapes, one entry per format.
-	Scrapes []NativeScrapes `json:"scrapes"`
-}
-
-// BytesPerSeries is the RSS growth from idle to settled per RED series.
-func (n *NativeRun) BytesPerSeries(series int) float64 {
-	if n == nil || series == 0 || n.RSSSettledMiB == 0 {
-		return 0
-	}
-	return (n.RSSSettledMiB - n.RSSIdleMiB) * (1 << 20) / float64(series)
-}
-
-// NativeScrapes are the timed scrapes of one side in one format.
-type NativeScrapes struct {
-	Format NativeFormat `json:"format"`
-	// ContentType is the last answer's.
-	ContentType string `json:"content_type"`
-	OK          int    `json:"ok"`
-	// Latencies run from the request to the last byte of the gzip body, in ms.
-	Latencies []Millis `json:"latencies_ms"`
-	P50       Millis   `json:"p50_ms"`
-	Max       Millis   `json:"max_ms"`
-	// WireBytes is the last body as transferred (gzip), BodyBytes the same inflated.
-	WireBytes int64 `json:"wire_bytes"`
-	BodyBytes int64 `json:"body_bytes"`
-	// Body is what the last protobuf body holds (families, histograms by kind, exemplars); nil for
-	// text.
-	Body *ProtoBodyStats `json:"body,omitempty"`
-	// RSSMaxMiB is the side's largest RSS reading while it was scraped in this format.
-	RSSMaxMiB float64 `json:"rss_max_mib"`
-	Error     string  `json:"error,omitempty"`
-}
-
-// ProtoBodyStats counts what a protobuf exposition holds.
-type ProtoBodyStats struct {
-	Families int `json:"families"`
-	Metrics  int `json:"metrics"`
-	// NativeHistograms have a schema; ClassicHistograms have buckets and no schema.
-	NativeHistograms  int `json:"native_histograms"`
-	ClassicHistograms int `json:"classic_histograms"`
-	Exemplars         int `json:"exemplars"`
-	CreatedTimestamps int `json:"created_timestamps"`
+var nativeFormats = map[string][]solo.NativeFormat{
+	"ours":         {solo.FormatProtobuf},
+	"stock":        {solo.FormatProtobuf},
+	"ours-classic": {solo.FormatText},
 }
 
 // nativeScrapeTimeout bounds one timed scrape: the stock exporter renders 100k series per scrape.
@@ -125,57 +67,57 @@ const nativeScrapeSpacing = time.Second
 const nativePrimeTimeout = time.Minute
 
 // runNative runs the native probe's sides in turn on one pool.
-func runNative(ctx context.Context, p Probe, pc ProbeCollectors, pools *Pools, o Options, res *ProbeResult) error {
-	return eachSideOnPool(ctx, p, pc, pools, res, func(c Collector, pool *Pool, run *ProbeRun) error {
+func runNative(ctx context.Context, p solo.Probe, cs solo.Collectors, pools *solo.Pools, o harness.Options, res *solo.ProbeResult) error {
+	return solo.EachSideOnPool(ctx, p, cs, pools, res, func(c harness.Collector, pool *harness.Pool, run *solo.ProbeRun) error {
 		return nativeRun(ctx, p, c, pool, o, run)
 	})
 }
 
-func nativeRun(ctx context.Context, p Probe, c Collector, pool *Pool, o Options, run *ProbeRun) error {
+func nativeRun(ctx context.Context, p solo.Probe, c harness.Collector, pool *harness.Pool, o harness.Options, run *solo.ProbeRun) error {
 	formats, ok := nativeFormats[c.Name]
 	if !ok {
 		return fmt.Errorf("the native probe has no scrape format for side %q", c.Name)
 	}
-	s, err := startSolo(ctx, c, o, p.Name+"-"+c.Name, probeEnv(p), p.pinned())
+	s, err := solo.Start(ctx, c, o, p.Name+"-"+c.Name, p.Env(), p.Pinned())
 	if err != nil {
 		return err
 	}
-	nr := &NativeRun{}
+	nr := &solo.NativeRun{}
 	run.Native = nr
 	// A few readings of the started, empty collector.
-	if !wait(ctx, s, 3*time.Second) {
-		return finishRun(s, run)
+	if !s.Wait(ctx, 3*time.Second) {
+		return s.Finish(run)
 	}
-	nr.RSSIdleMiB = lastRSS(s.watch.Samples())
-	l, err := startLoad(pool, s, o.Concurrency)
+	nr.RSSIdleMiB = lastRSS(s.Samples())
+	l, err := solo.StartLoad(pool, s, o.Concurrency)
 	if err != nil {
-		return errors.Join(err, finishRun(s, run))
+		return errors.Join(err, s.Finish(run))
 	}
-	measured := wait(ctx, s, p.Warmup)
+	measured := s.Wait(ctx, p.Warmup)
 	if measured {
-		var phase Phase
-		phase, measured = measurePhase(ctx, s, l, "load", p.Window, nil)
+		var phase solo.Phase
+		phase, measured = solo.MeasurePhase(ctx, s, l, "load", p.Window, nil)
 		run.Phases = append(run.Phases, phase)
 	}
-	l.end()
+	l.End()
 	// The last interval's flush and its render, then the memory figure.
-	if !measured || !wait(ctx, s, o.FlushInterval+5*time.Second) {
-		return finishRun(s, run)
+	if !measured || !s.Wait(ctx, o.FlushInterval+5*time.Second) {
+		return s.Finish(run)
 	}
-	nr.RSSSettledMiB = lastRSS(s.watch.Samples())
+	nr.RSSSettledMiB = lastRSS(s.Samples())
 	client := &http.Client{Timeout: nativeScrapeTimeout, Transport: &http.Transport{DisableCompression: true}}
 	defer client.CloseIdleConnections()
 	for _, f := range formats {
-		from := time.Since(s.watch.start)
-		sc := scrapeNative(ctx, client, s.ep.metricsURL(), f, p.TimedScrapes)
-		sc.RSSMaxMiB, _ = rssBetween(s.watch.Samples(), from.Seconds(), time.Since(s.watch.start).Seconds()+1)
+		from := s.Elapsed()
+		sc := scrapeNative(ctx, client, s.MetricsURL(), f, p.TimedScrapes)
+		sc.RSSMaxMiB, _ = solo.RSSBetween(s.Samples(), from.Seconds(), s.Elapsed().Seconds()+1)
 		nr.Scrapes = append(nr.Scrapes, sc)
 	}
-	return finishRun(s, run)
+	return s.Finish(run)
 }
 
 // lastRSS is the last reading's RSS, 0 without readings.
-func lastRSS(samples []Sample) float64 {
+func lastRSS(samples []harness.Sample) float64 {
 	if len(samples) == 0 {
 		return 0
 	}
@@ -185,8 +127,8 @@ func lastRSS(samples []Sample) float64 {
 // scrapeNative waits until url answers in format f, then scrapes it n times, each scrape starting
 // nativeScrapeSpacing after the previous one (the one that found the format included) or as soon
 // as it ended when it took longer, and inflates (and, for protobuf, decodes) the last body.
-func scrapeNative(ctx context.Context, client *http.Client, url string, f NativeFormat, n int) NativeScrapes {
-	out := NativeScrapes{Format: f}
+func scrapeNative(ctx context.Context, client *http.Client, url string, f solo.NativeFormat, n int) solo.NativeScrapes {
+	out := solo.NativeScrapes{Format: f}
 	deadline := time.Now().Add(nativePrimeTimeout)
 	var prev time.Duration // the last scrape's latency: the next waits for the rest of the spacing
 	for {
@@ -231,7 +173,7 @@ func scrapeNative(ctx context.Context, client *http.Client, url string, f Native
 		}
 		out.OK++
 		lat = append(lat, got.latency)
-		out.Latencies = append(out.Latencies, ToMillis(got.latency))
+		out.Latencies = append(out.Latencies, harness.ToMillis(got.latency))
 		out.WireBytes, out.ContentType = got.wire, got.contentType
 		if got.body != nil {
 			out.BodyBytes = got.body.bytes
@@ -239,9 +181,9 @@ func scrapeNative(ctx context.Context, client *http.Client, url string, f Native
 		}
 	}
 	slices.Sort(lat)
-	out.P50 = ToMillis(nearestRank(lat, 50))
+	out.P50 = harness.ToMillis(harness.NearestRank(lat, 50))
 	if len(lat) > 0 {
-		out.Max = ToMillis(lat[len(lat)-1])
+		out.Max = harness.ToMillis(lat[len(lat)-1])
 	}
 	return out
 }
@@ -254,23 +196,23 @@ type nativeAnswer struct {
 	body        *inflatedBody
 }
 
-func (a nativeAnswer) matches(f NativeFormat) bool {
-	return (f == FormatProtobuf) == strings.HasPrefix(a.contentType, protoContentType)
+func (a nativeAnswer) matches(f solo.NativeFormat) bool {
+	return (f == solo.FormatProtobuf) == strings.HasPrefix(a.contentType, protoContentType)
 }
 
 type inflatedBody struct {
 	bytes int64
-	proto *ProtoBodyStats
+	proto *solo.ProtoBodyStats
 }
 
 // getNative scrapes url once with gzip, timing it to the last compressed byte; with inspect it
 // then inflates the body and decodes it when it is protobuf.
-func getNative(ctx context.Context, client *http.Client, url string, f NativeFormat, inspect bool) (nativeAnswer, error) {
+func getNative(ctx context.Context, client *http.Client, url string, f solo.NativeFormat, inspect bool) (nativeAnswer, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, http.NoBody)
 	if err != nil {
 		return nativeAnswer{}, err
 	}
-	req.Header.Set("Accept", f.accept())
+	req.Header.Set("Accept", acceptHeader(f))
 	req.Header.Set("Accept-Encoding", "gzip")
 	start := time.Now()
 	resp, err := client.Do(req)
@@ -298,23 +240,23 @@ func getNative(ctx context.Context, client *http.Client, url string, f NativeFor
 		defer zr.Close()
 		body = zr
 	}
-	cr := &countingReader{r: body}
+	cr := &harness.CountingReader{R: body}
 	a.body = &inflatedBody{}
-	if a.matches(FormatProtobuf) {
+	if a.matches(solo.FormatProtobuf) {
 		if a.body.proto, err = protoStats(cr); err != nil {
 			return a, fmt.Errorf("cannot decode the protobuf body of url=%q: %w", url, err)
 		}
 	} else if _, err := io.Copy(io.Discard, cr); err != nil {
 		return a, fmt.Errorf("cannot inflate body of url=%q: %w", url, err)
 	}
-	a.body.bytes = cr.n
+	a.body.bytes = cr.N
 	return a, nil
 }
 
 // protoStats decodes a delimited protobuf exposition and counts what it holds.
-func protoStats(r io.Reader) (*ProtoBodyStats, error) {
+func protoStats(r io.Reader) (*solo.ProtoBodyStats, error) {
 	dec := expfmt.NewDecoder(r, expfmt.NewFormat(expfmt.TypeProtoDelim))
-	st := &ProtoBodyStats{}
+	st := &solo.ProtoBodyStats{}
 	for {
 		var mf dto.MetricFamily
 		if err := dec.Decode(&mf); err != nil {

@@ -16,6 +16,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/otelcol-red/otelcol-red/testbed/loadtest/harness/solo"
 )
 
 // protoBody encodes families as a delimited protobuf exposition.
@@ -50,7 +52,7 @@ func nativeFamilies() []*dto.MetricFamily {
 func TestProtoStats(t *testing.T) {
 	st, err := protoStats(bytes.NewReader(protoBody(t, nativeFamilies()...)))
 	require.NoError(t, err)
-	assert.Equal(t, ProtoBodyStats{Families: 2, Metrics: 4, NativeHistograms: 2, ClassicHistograms: 1, Exemplars: 4, CreatedTimestamps: 1}, *st)
+	assert.Equal(t, solo.ProtoBodyStats{Families: 2, Metrics: 4, NativeHistograms: 2, ClassicHistograms: 1, Exemplars: 4, CreatedTimestamps: 1}, *st)
 
 	_, err = protoStats(strings.NewReader("not a protobuf body"))
 	assert.Error(t, err)
@@ -85,7 +87,7 @@ func TestScrapeNative(t *testing.T) {
 	defer srv.Close()
 	client := srv.Client()
 
-	sc := scrapeNative(context.Background(), client, srv.URL, FormatProtobuf, 3)
+	sc := scrapeNative(context.Background(), client, srv.URL, solo.FormatProtobuf, 3)
 	require.Empty(t, sc.Error)
 	assert.Equal(t, 3, sc.OK, "the text answer before the protobuf body is not timed")
 	assert.Len(t, sc.Latencies, 3)
@@ -96,7 +98,7 @@ func TestScrapeNative(t *testing.T) {
 	assert.Positive(t, sc.WireBytes)
 	assert.LessOrEqual(t, sc.P50, sc.Max)
 
-	sc = scrapeNative(context.Background(), client, srv.URL, FormatText, 2)
+	sc = scrapeNative(context.Background(), client, srv.URL, solo.FormatText, 2)
 	require.Empty(t, sc.Error)
 	assert.Equal(t, 2, sc.OK)
 	assert.Nil(t, sc.Body)
@@ -112,25 +114,25 @@ func TestScrapeNativeFailsOnAnotherFormat(t *testing.T) {
 	defer srv.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
-	sc := scrapeNative(ctx, srv.Client(), srv.URL, FormatText, 2)
+	sc := scrapeNative(ctx, srv.Client(), srv.URL, solo.FormatText, 2)
 	assert.NotEmpty(t, sc.Error, "a protobuf answer to a text scrape is not timed as text")
 	assert.Zero(t, sc.OK)
 }
 
 func TestNativeReport(t *testing.T) {
-	run := func(side string, spans, idle, settled float64, sc NativeScrapes) ProbeRun {
-		return ProbeRun{Collector: side, Series: 100_000, Phases: []Phase{{SpansPerSec: spans, CPUPercent: 100}},
-			Native: &NativeRun{RSSIdleMiB: idle, RSSSettledMiB: settled, Scrapes: []NativeScrapes{sc}}}
+	run := func(side string, spans, idle, settled float64, sc solo.NativeScrapes) solo.ProbeRun {
+		return solo.ProbeRun{Collector: side, Series: 100_000, Phases: []solo.Phase{{SpansPerSec: spans, CPUPercent: 100}},
+			Native: &solo.NativeRun{RSSIdleMiB: idle, RSSSettledMiB: settled, Scrapes: []solo.NativeScrapes{sc}}}
 	}
-	res := &ProbeResult{Probe: NativePlan(NativePlanConfig{FlushInterval: 15 * time.Second, Phase: 30 * time.Second, Scrapes: 5})[0],
-		Runs: []ProbeRun{
-			run("ours", 400_000, 100, 300, NativeScrapes{Format: FormatProtobuf, OK: 5, P50: 10, Max: 20, WireBytes: 1_000_000,
-				Body: &ProtoBodyStats{NativeHistograms: 50_000}}),
-			run("ours-classic", 500_000, 100, 250, NativeScrapes{Format: FormatText, OK: 5, P50: 30, Max: 40, WireBytes: 4_000_000}),
-			run("stock", 100_000, 100, 900, NativeScrapes{Format: FormatProtobuf, OK: 5, P50: 5000, Max: 8000, WireBytes: 3_000_000}),
+	res := &solo.ProbeResult{Probe: NativePlan(NativePlanConfig{FlushInterval: 15 * time.Second, Phase: 30 * time.Second, Scrapes: 5})[0],
+		Runs: []solo.ProbeRun{
+			run("ours", 400_000, 100, 300, solo.NativeScrapes{Format: solo.FormatProtobuf, OK: 5, P50: 10, Max: 20, WireBytes: 1_000_000,
+				Body: &solo.ProtoBodyStats{NativeHistograms: 50_000}}),
+			run("ours-classic", 500_000, 100, 250, solo.NativeScrapes{Format: solo.FormatText, OK: 5, P50: 30, Max: 40, WireBytes: 4_000_000}),
+			run("stock", 100_000, 100, 900, solo.NativeScrapes{Format: solo.FormatProtobuf, OK: 5, P50: 5000, Max: 8000, WireBytes: 3_000_000}),
 		}}
 	var sb strings.Builder
-	require.NoError(t, (&NativeReport{Start: time.Unix(0, 0).UTC(), Commit: "abc1234", Results: []*ProbeResult{res}}).WriteMarkdown(&sb))
+	require.NoError(t, (&NativeReport{Start: time.Unix(0, 0).UTC(), Commit: "abc1234", Results: []*solo.ProbeResult{res}}).WriteMarkdown(&sb))
 	md := sb.String()
 	assert.Contains(t, md, "binaries built from commit abc1234")
 	// (300-100) MiB over 100k series.
@@ -142,5 +144,5 @@ func TestNativeReport(t *testing.T) {
 	assert.Contains(t, md, "Memory per RED series, stock ÷ ours: 4.00×.")
 	assert.Contains(t, md, "Ours, memory per RED series, exponential ÷ classic: 1.33×")
 	assert.Contains(t, md, "Ours, protobuf+gzip body (exponential) ÷ text+gzip body (classic): 0.25×")
-	assert.Contains(t, res.Probe.Title(), "protobuf as Prometheus 3 asks with native histograms for ours, stock, text for ours-classic")
+	assert.Contains(t, Title(res.Probe), "protobuf as Prometheus 3 asks with native histograms for ours, stock, text for ours-classic")
 }

@@ -6,6 +6,9 @@ import (
 	"io"
 	"strings"
 	"time"
+
+	"github.com/otelcol-red/otelcol-red/testbed/loadtest/harness"
+	"github.com/otelcol-red/otelcol-red/testbed/loadtest/harness/solo"
 )
 
 // NativePlanConfig sizes the native histogram probe.
@@ -20,15 +23,15 @@ type NativePlanConfig struct {
 
 // NativePlan is the probe `make testbed-native` runs: 100k series, ours with exponential
 // histograms, ours with classic ones and the stock twin with exponential ones, one at a time.
-func NativePlan(c NativePlanConfig) []Probe {
-	return []Probe{{
-		Name: "native-100k", Kind: ProbeNative, Shapes: []Shape{Shape100k}, Sides: []string{"ours", "ours-classic", "stock"},
+func NativePlan(c NativePlanConfig) []solo.Probe {
+	return []solo.Probe{{
+		Name: "native-100k", Kind: ProbeNative, Shapes: []harness.Shape{harness.Shape100k}, Sides: []string{"ours", "ours-classic", "stock"},
 		Window: c.Phase, Warmup: c.FlushInterval + 5*time.Second, SpansPerRequest: 1000, TimedScrapes: max(c.Scrapes, 1),
 	}}
 }
 
 // sidesScrapedIn returns the sides of sides that the native probe scrapes in format f.
-func sidesScrapedIn(sides []string, f NativeFormat) []string {
+func sidesScrapedIn(sides []string, f solo.NativeFormat) []string {
 	var out []string
 	for _, s := range sides {
 		for _, g := range nativeFormats[s] {
@@ -44,13 +47,13 @@ func sidesScrapedIn(sides []string, f NativeFormat) []string {
 type NativeReport struct {
 	Start time.Time `json:"start"`
 	// Commit names the tree the binaries were built from, when known.
-	Commit        string         `json:"commit,omitempty"`
-	Machine       Machine        `json:"machine"`
-	RSSCapMiB     float64        `json:"rss_cap_mib"`
-	FlushInterval time.Duration  `json:"flush_interval_ns"`
-	Concurrency   int            `json:"concurrency"`
-	Configs       []string       `json:"configs"`
-	Results       []*ProbeResult `json:"results"`
+	Commit        string              `json:"commit,omitempty"`
+	Machine       harness.Machine     `json:"machine"`
+	RSSCapMiB     float64             `json:"rss_cap_mib"`
+	FlushInterval time.Duration       `json:"flush_interval_ns"`
+	Concurrency   int                 `json:"concurrency"`
+	Configs       []string            `json:"configs"`
+	Results       []*solo.ProbeResult `json:"results"`
 }
 
 // WriteMarkdown writes NATIVE.md: per side the ingest rate and memory, per side and format the
@@ -66,7 +69,7 @@ func (r *NativeReport) WriteMarkdown(w io.Writer) error {
 	fmt.Fprintf(b, "Run started %s%s on %d CPUs (%s), %.1f GiB, %s, a host shared with other jobs. Each collector runs "+
 		"alone, one after the other, as a child process (GOMAXPROCS=%s), on the same pre-encoded requests; it is killed when "+
 		"its RSS passes %.0f MiB. Flush interval %s; %d OTLP requests in flight. %s.\n\n",
-		r.Start.Format(time.RFC3339), commit, m.CPUs, orUnknown(m.CPUModel), m.MemGiB, m.OS, CollectorGOMAXPROCS, r.RSSCapMiB,
+		r.Start.Format(time.RFC3339), commit, m.CPUs, m.Model(), m.MemGiB, m.OS, harness.CollectorGOMAXPROCS, r.RSSCapMiB,
 		r.FlushInterval, r.Concurrency, strings.Join(r.Configs, "; "))
 	for _, res := range r.Results {
 		writeNative(b, res)
@@ -74,7 +77,7 @@ func (r *NativeReport) WriteMarkdown(w io.Writer) error {
 	return b.Flush()
 }
 
-func writeNative(b *bufio.Writer, res *ProbeResult) {
+func writeNative(b *bufio.Writer, res *solo.ProbeResult) {
 	fmt.Fprintf(b, "## %s\n\n%s. Started %s, load average %.2f.\n\n", res.Probe.Name, res.Title,
 		res.Start.Format("15:04:05Z"), res.LoadAverage)
 	if res.Error != "" {
@@ -86,16 +89,16 @@ func writeNative(b *bufio.Writer, res *ProbeResult) {
 		"under 200 (GOMAXPROCS=2) means the side waited for load, so CPU µs per span is the steadier comparison.\n\n")
 	b.WriteString("| side | spans/s | CPU % | CPU µs/span | RSS idle / settled / max (MiB) | bytes per RED series | load average |\n|---|---|---|---|---|---|---|\n")
 	for _, run := range res.Runs {
-		var ph Phase
+		var ph solo.Phase
 		if len(run.Phases) > 0 {
 			ph = run.Phases[0]
 		}
 		n := run.Native
 		if n == nil {
-			n = &NativeRun{}
+			n = &solo.NativeRun{}
 		}
 		fmt.Fprintf(b, "| %s | %.0f | %.0f | %.3f | %.0f / %.0f / %.0f | %.0f | %.2f |\n", run.Collector, ph.SpansPerSec, ph.CPUPercent,
-			cpuPerSpan(ph)*1e6, n.RSSIdleMiB, n.RSSSettledMiB, run.RSSMaxMiB, n.BytesPerSeries(run.Series), run.LoadAverage)
+			ph.CPUPerSpan()*1e6, n.RSSIdleMiB, n.RSSSettledMiB, run.RSSMaxMiB, n.BytesPerSeries(run.Series), run.LoadAverage)
 	}
 	b.WriteString("\nScrapes after the load on one connection, gzip, one a second (back to back when a scrape takes longer: ours " +
 		"holds a client's scrapes to one per min_scrape_interval); the time runs from the request to the last compressed byte. " +
@@ -151,22 +154,22 @@ func shortContentType(ct string) string {
 }
 
 // nativeRatios are the comparisons of the probe, from the sides that measured them.
-func nativeRatios(res *ProbeResult) []string {
-	runs := map[string]ProbeRun{}
+func nativeRatios(res *solo.ProbeResult) []string {
+	runs := map[string]solo.ProbeRun{}
 	for _, run := range res.Runs {
 		runs[run.Collector] = run
 	}
-	scrapes := func(side string, f NativeFormat) (NativeScrapes, bool) {
+	scrapes := func(side string, f solo.NativeFormat) (solo.NativeScrapes, bool) {
 		run, ok := runs[side]
 		if !ok || run.Native == nil {
-			return NativeScrapes{}, false
+			return solo.NativeScrapes{}, false
 		}
 		for _, sc := range run.Native.Scrapes {
 			if sc.Format == f && sc.OK > 0 {
 				return sc, true
 			}
 		}
-		return NativeScrapes{}, false
+		return solo.NativeScrapes{}, false
 	}
 	rate := func(side string) float64 {
 		if run, ok := runs[side]; ok && len(run.Phases) > 0 {
@@ -182,8 +185,8 @@ func nativeRatios(res *ProbeResult) []string {
 		return run.Native.BytesPerSeries(run.Series)
 	}
 	var out []string
-	ours, okO := scrapes("ours", FormatProtobuf)
-	stock, okS := scrapes("stock", FormatProtobuf)
+	ours, okO := scrapes("ours", solo.FormatProtobuf)
+	stock, okS := scrapes("stock", solo.FormatProtobuf)
 	if okO && okS && ours.P50 > 0 && ours.Max > 0 && ours.WireBytes > 0 {
 		out = append(out, fmt.Sprintf("Protobuf scrape, stock ÷ ours: p50 %.0f×, max %.0f×; gzip body %.2f×.",
 			float64(stock.P50/ours.P50), float64(stock.Max/ours.Max), float64(stock.WireBytes)/float64(ours.WireBytes)))
@@ -198,7 +201,7 @@ func nativeRatios(res *ProbeResult) []string {
 	if o, c := perSeries("ours"), perSeries("ours-classic"); o > 0 && c > 0 {
 		out = append(out, fmt.Sprintf("Ours, memory per RED series, exponential ÷ classic: %.2f× (%.0f against %.0f bytes).", o/c, o, c))
 	}
-	classic, okC := scrapes("ours-classic", FormatText)
+	classic, okC := scrapes("ours-classic", solo.FormatText)
 	if okO && okC && classic.WireBytes > 0 {
 		out = append(out, fmt.Sprintf("Ours, protobuf+gzip body (exponential) ÷ text+gzip body (classic): %.2f× (%d against %d bytes); inflated %.2f×.",
 			float64(ours.WireBytes)/float64(classic.WireBytes), ours.WireBytes, classic.WireBytes,
@@ -215,9 +218,9 @@ func ratioOrZero(a, b int64) float64 {
 }
 
 // phaseCostRatio is a's CPU per span over b's in their load phases, 0 when either has none.
-func phaseCostRatio(a, b ProbeRun) float64 {
-	if len(a.Phases) == 0 || len(b.Phases) == 0 || cpuPerSpan(b.Phases[0]) == 0 {
+func phaseCostRatio(a, b solo.ProbeRun) float64 {
+	if len(a.Phases) == 0 || len(b.Phases) == 0 || b.Phases[0].CPUPerSpan() == 0 {
 		return 0
 	}
-	return cpuPerSpan(a.Phases[0]) / cpuPerSpan(b.Phases[0])
+	return a.Phases[0].CPUPerSpan() / b.Phases[0].CPUPerSpan()
 }

@@ -4,10 +4,12 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/otelcol-red/otelcol-red/testbed/loadtest/harness"
 )
 
 // runOTLP sends the same paced (or closed-loop) OTLP load to both collectors for the window.
-func runOTLP(ctx context.Context, sc Scenario, pool *Pool, o Options, sides []*side, scraper *Scraper, res *Result) error {
+func runOTLP(ctx context.Context, sc Scenario, pool *harness.Pool, o Options, sides []*side, scraper *harness.Scraper, res *Result) error {
 	if err := launchCollectors(sc, o, sides, nil); err != nil {
 		return err
 	}
@@ -15,12 +17,12 @@ func runOTLP(ctx context.Context, sc Scenario, pool *Pool, o Options, sides []*s
 		return err
 	}
 	for _, s := range sides {
-		sink, err := NewOTLPSink(pool, s.ep.otlpGRPC)
+		sink, err := harness.NewOTLPSink(pool, s.ep.OTLPGRPC)
 		if err != nil {
 			return err
 		}
 		defer sink.Close()
-		s.gen = NewGenerator(pool, sink, sc.Rate, o.Concurrency)
+		s.gen = harness.NewGenerator(pool, sink, sc.Rate, o.Concurrency)
 	}
 
 	start := time.Now()

@@ -1,22 +1,18 @@
 package loadtest
 
-// The two cardinalities of the issue: ~1k and ~100k RED series.
-var (
-	Shape1k   = Shape{Services: 10, SpanNames: 25}
-	Shape100k = Shape{Services: 100, SpanNames: 250}
-)
+import "github.com/otelcol-red/otelcol-red/testbed/loadtest/harness"
 
 // FullPlan is the set `make testbed` runs: OTLP at 10k, 100k and max spans/s at both
 // cardinalities, and a Kafka backlog.
 func FullPlan(kafkaBacklog int64) []Scenario {
 	return []Scenario{
-		{Name: "otlp-10k-1k", Transport: TransportOTLP, Shape: Shape1k, Rate: 10_000},
-		{Name: "otlp-100k-1k", Transport: TransportOTLP, Shape: Shape1k, Rate: 100_000},
-		{Name: "otlp-max-1k", Transport: TransportOTLP, Shape: Shape1k},
-		{Name: "otlp-10k-100k", Transport: TransportOTLP, Shape: Shape100k, Rate: 10_000},
-		{Name: "otlp-100k-100k", Transport: TransportOTLP, Shape: Shape100k, Rate: 100_000},
-		{Name: "otlp-max-100k", Transport: TransportOTLP, Shape: Shape100k},
-		{Name: "kafka-1k", Transport: TransportKafka, Shape: Shape1k, Backlog: kafkaBacklog},
+		{Name: "otlp-10k-1k", Transport: TransportOTLP, Shape: harness.Shape1k, Rate: 10_000},
+		{Name: "otlp-100k-1k", Transport: TransportOTLP, Shape: harness.Shape1k, Rate: 100_000},
+		{Name: "otlp-max-1k", Transport: TransportOTLP, Shape: harness.Shape1k},
+		{Name: "otlp-10k-100k", Transport: TransportOTLP, Shape: harness.Shape100k, Rate: 10_000},
+		{Name: "otlp-100k-100k", Transport: TransportOTLP, Shape: harness.Shape100k, Rate: 100_000},
+		{Name: "otlp-max-100k", Transport: TransportOTLP, Shape: harness.Shape100k},
+		{Name: "kafka-1k", Transport: TransportKafka, Shape: harness.Shape1k, Backlog: kafkaBacklog},
 	}
 }
 
@@ -27,7 +23,7 @@ func FullPlan(kafkaBacklog int64) []Scenario {
 func ShortPlan(kafkaBacklog int64) []Scenario {
 	var out []Scenario
 	for _, s := range FullPlan(kafkaBacklog) {
-		if s.Transport == TransportOTLP && (s.Rate == 10_000 || s.Rate != 0 && s.Shape == Shape100k) {
+		if s.Transport == TransportOTLP && (s.Rate == 10_000 || s.Rate != 0 && s.Shape == harness.Shape100k) {
 			continue
 		}
 		out = append(out, s)

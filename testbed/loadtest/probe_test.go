@@ -1,48 +1,21 @@
 package loadtest
 
 import (
-	"bytes"
-	"compress/gzip"
 	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-)
 
-func TestFlushesGroupChunks(t *testing.T) {
-	tests := []struct {
-		name       string
-		deliveries []Delivery
-		want       []Delivery
-	}{
-		{name: "none"},
-		{
-			name:       "one per interval",
-			deliveries: []Delivery{{At: 15, Points: 10}, {At: 30, Points: 10}, {At: 45.2, Points: 10}},
-			want:       []Delivery{{At: 15, Points: 10}, {At: 30, Points: 10}, {At: 45.2, Points: 10}},
-		},
-		{
-			name:       "chunks of one flush",
-			deliveries: []Delivery{{At: 15, Points: 4}, {At: 15.2, Points: 4}, {At: 16, Points: 2}, {At: 30.4, Points: 10}},
-			want:       []Delivery{{At: 15, Points: 10}, {At: 30.4, Points: 10}},
-		},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			assert.Equal(t, tt.want, flushes(tt.deliveries, 15*time.Second))
-		})
-	}
-}
+	"github.com/otelcol-red/otelcol-red/testbed/loadtest/harness"
+	"github.com/otelcol-red/otelcol-red/testbed/loadtest/harness/solo"
+)
 
 func TestMaxGap(t *testing.T) {
 	tests := []struct {
@@ -65,20 +38,11 @@ func TestMaxGap(t *testing.T) {
 }
 
 func TestFlushRSS(t *testing.T) {
-	samples := []Sample{{At: 1, RSSMiB: 100}, {At: 2, RSSMiB: 300}, {At: 3, RSSMiB: 200}, {At: 4, RSSMiB: 500}, {At: 5, RSSMiB: 400}}
-	got := flushRSS([]Delivery{{At: 1.5, Points: 7}, {At: 3.5, Points: 8}}, samples, 6)
+	samples := []harness.Sample{{At: 1, RSSMiB: 100}, {At: 2, RSSMiB: 300}, {At: 3, RSSMiB: 200}, {At: 4, RSSMiB: 500}, {At: 5, RSSMiB: 400}}
+	got := flushRSS([]solo.Delivery{{At: 1.5, Points: 7}, {At: 3.5, Points: 8}}, samples, 6)
 	require.Len(t, got, 2)
-	assert.Equal(t, FlushRSS{At: 1.5, Points: 7, RSSMiB: 300, RSSMaxMiB: 300}, got[0])
-	assert.Equal(t, FlushRSS{At: 3.5, Points: 8, RSSMiB: 500, RSSMaxMiB: 500}, got[1])
-}
-
-func TestRSSAndCPUBetween(t *testing.T) {
-	samples := []Sample{{At: 1, RSSMiB: 100, CPUPercent: 50}, {At: 2, RSSMiB: 300, CPUPercent: 150}, {At: 3, RSSMiB: 200, CPUPercent: 100}}
-	maxMiB, last := rssBetween(samples, 1.5, 4)
-	assert.InDelta(t, 300.0, maxMiB, 1e-9)
-	assert.InDelta(t, 200.0, last, 1e-9)
-	assert.InDelta(t, 125.0, cpuBetween(samples, 1.5, 4), 1e-9)
-	assert.Zero(t, cpuBetween(samples, 10, 20))
+	assert.Equal(t, solo.FlushRSS{At: 1.5, Points: 7, RSSMiB: 300, RSSMaxMiB: 300}, got[0])
+	assert.Equal(t, solo.FlushRSS{At: 3.5, Points: 8, RSSMiB: 500, RSSMaxMiB: 500}, got[1])
 }
 
 func TestPprofTotal(t *testing.T) {
@@ -96,115 +60,26 @@ func TestPprofTotal(t *testing.T) {
 	}
 }
 
-func TestScrapersCountStatuses(t *testing.T) {
-	var n atomic.Int64
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch n.Add(1) % 3 {
-		case 0:
-			w.WriteHeader(http.StatusServiceUnavailable)
-		case 1:
-			assert.Equal(t, "identity", r.Header.Get("Accept-Encoding"))
-			_, _ = w.Write([]byte("calls_total 1\n"))
-		default:
-			w.WriteHeader(http.StatusOK) // empty page: before the first flush
-		}
-	}))
-	defer srv.Close()
-	sc := startScrapers(context.Background(), srv.URL, 2, false, 0, time.Second)
-	require.Eventually(t, func() bool { return n.Load() >= 30 }, 10*time.Second, time.Millisecond)
-	st := sc.end()
-	assert.Equal(t, 2, st.Clients)
-	assert.Positive(t, st.OK)
-	assert.Positive(t, st.Empty)
-	assert.Positive(t, st.Unavailable)
-	assert.Zero(t, st.OtherStatus)
-	assert.Zero(t, st.Failed)
-	assert.Equal(t, int64(len("calls_total 1\n")), st.WireBytes)
-	assert.Positive(t, float64(st.P99))
-	// Every answer is counted once, in one class; the requests cut by end are not counted.
-	assert.LessOrEqual(t, int64(st.OK+st.Empty+st.Unavailable), n.Load())
-}
-
-// An empty page sent gzip-encoded is 20 bytes of framing: it is counted empty, as an empty
-// identity page is, not as an answer whose size and latency describe the exposition.
-func TestScrapersCountAnEmptyGzipPageAsEmpty(t *testing.T) {
-	gzipOf := func(s string) []byte {
-		var b bytes.Buffer
-		zw := gzip.NewWriter(&b)
-		_, _ = zw.Write([]byte(s))
-		require.NoError(t, zw.Close())
-		return b.Bytes()
-	}
-	empty, page := gzipOf(""), gzipOf("calls_total 1\n")
-	require.Len(t, empty, 23) // Go's writer; cachedprom's is 20: both under headBytes
-	var n atomic.Int64
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		assert.Equal(t, "gzip", r.Header.Get("Accept-Encoding"))
-		w.Header().Set("Content-Encoding", "gzip")
-		if n.Add(1)%2 == 0 {
-			_, _ = w.Write(empty)
-			return
-		}
-		_, _ = w.Write(page)
-	}))
-	defer srv.Close()
-	sc := startScrapers(context.Background(), srv.URL, 1, true, 0, time.Second)
-	require.Eventually(t, func() bool { return n.Load() >= 20 }, 10*time.Second, time.Millisecond)
-	st := sc.end()
-	assert.Positive(t, st.OK)
-	assert.Positive(t, st.Empty)
-	assert.Equal(t, int64(len(page)), st.WireBytes, "the size is that of the page with content")
-}
-
 func TestScrapersCountFailures(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 	url := srv.URL
 	srv.Close() // nothing listens: every scrape fails
-	sc := startScrapers(context.Background(), url, 1, true, 10*time.Millisecond, time.Second)
+	sc := solo.StartScrapers(context.Background(), url, 1, true, 10*time.Millisecond, time.Second)
 	time.Sleep(200 * time.Millisecond)
-	st := sc.end()
+	st := sc.End()
 	assert.Positive(t, st.Failed)
 	assert.Zero(t, st.OK)
 	assert.Equal(t, "no answer", latency(st, st.P50))
 }
 
-// TestRSSWatchKillsOverCap runs a process that outlives the test unless the watch kills it: with
-// a cap of one byte the first reading must kill it and record the reading.
-func TestRSSWatchKillsOverCap(t *testing.T) {
-	proc := startSleeper(t)
-	w := newRSSWatch(proc, 10*time.Millisecond, 1)
-	select {
-	case <-w.Killed():
-	case <-time.After(10 * time.Second):
-		t.Fatal("the watch did not kill a process over the cap")
-	}
-	assert.True(t, w.close())
-	k, ok := w.KilledAt()
-	require.True(t, ok)
-	assert.Positive(t, k.RSSMiB)
-	exited, _ := proc.Exited()
-	assert.True(t, exited)
-}
-
-func TestRSSWatchLeavesProcessUnderCap(t *testing.T) {
-	proc := startSleeper(t)
-	w := newRSSWatch(proc, 10*time.Millisecond, 1<<40)
-	require.Eventually(t, func() bool { return len(w.Samples()) >= 3 }, 10*time.Second, 10*time.Millisecond)
-	assert.False(t, w.close())
-	exited, _ := proc.Exited()
-	assert.False(t, exited)
-	// sleep ends by SIGTERM, which Stop does not count as an error.
-	require.NoError(t, proc.Stop())
-}
-
 func TestMemoryPlan(t *testing.T) {
 	plan := MemoryPlan(MemoryPlanConfig{FlushInterval: 15 * time.Second, Phase: 30 * time.Second, Backlog: 5_000_000})
-	names := map[string]Probe{}
+	names := map[string]solo.Probe{}
 	for _, p := range plan {
 		names[p.Name] = p
 		assert.NotEmpty(t, p.Sides, p.Name)
 		assert.NotEmpty(t, p.Shapes, p.Name)
-		assert.NotEmpty(t, p.Title(), p.Name)
+		assert.NotEmpty(t, Title(p), p.Name)
 	}
 	require.Len(t, names, 5)
 	mem := names["memory-1m"]
@@ -213,10 +88,10 @@ func TestMemoryPlan(t *testing.T) {
 	assert.Equal(t, 4*time.Minute, mem.MaxWindow)
 	assert.Equal(t, []string{"ours", "stock"}, mem.Sides)
 	assert.Equal(t, "1", names["floor"].GOMAXPROCS)
-	assert.Equal(t, []Shape{Shape1k, Shape100k}, names["floor"].Shapes)
+	assert.Equal(t, []harness.Shape{harness.Shape1k, harness.Shape100k}, names["floor"].Shapes)
 	assert.Equal(t, DefaultFloorRounds, names["floor"].Rounds)
 	assert.Equal(t, []string{"floor", "ours"}, names["floor"].Sides)
-	assert.Contains(t, names["floor"].Title(), "in each of 3 round(s)")
+	assert.Contains(t, Title(names["floor"]), "in each of 3 round(s)")
 	assert.Equal(t, 8, names["scrapers-100k"].Scrapers)
 	assert.False(t, names["scrapers-100k"].Gzip)
 	assert.True(t, names["scrape-100k"].Gzip)
@@ -241,15 +116,15 @@ func TestMemoryPlanPerWidth(t *testing.T) {
 		assert.Equal(t, strconv.Itoa(n), p.GOMAXPROCS)
 		assert.True(t, p.PinCPU)
 		assert.Equal(t, 4*n, p.Concurrency)
-		assert.Equal(t, n, p.pinned())
-		assert.Contains(t, p.Title(), "GOMAXPROCS="+strconv.Itoa(n))
+		assert.Equal(t, n, p.Pinned())
+		assert.Contains(t, Title(p), "GOMAXPROCS="+strconv.Itoa(n))
 	}
 	assert.Equal(t, "scrape-100k", plan[2].Name)
 }
 
 func TestKeepSides(t *testing.T) {
 	plan := MemoryPlan(MemoryPlanConfig{FlushInterval: 15 * time.Second})
-	kept, err := KeepSides(plan, "ours")
+	kept, err := solo.KeepSides(plan, "ours")
 	require.NoError(t, err)
 	require.Len(t, kept, 5)
 	for _, p := range kept {
@@ -257,7 +132,7 @@ func TestKeepSides(t *testing.T) {
 	}
 	assert.Equal(t, []string{"ours", "stock"}, plan[0].Sides, "the plan given is not changed")
 
-	kept, err = KeepSides(plan, "stock, floor")
+	kept, err = solo.KeepSides(plan, "stock, floor")
 	require.NoError(t, err)
 	var names []string
 	for _, p := range kept {
@@ -265,42 +140,32 @@ func TestKeepSides(t *testing.T) {
 	}
 	assert.Equal(t, []string{"memory-1m", "scrape-100k", "floor"}, names, "probes without a side kept are dropped")
 
-	same, err := KeepSides(plan, "")
+	same, err := solo.KeepSides(plan, "")
 	require.NoError(t, err)
 	assert.Equal(t, plan, same)
 
-	_, err = KeepSides(plan, "ours,mine")
+	_, err = solo.KeepSides(plan, "ours,mine")
 	require.ErrorContains(t, err, `-sides: "mine" is not a collector`)
 }
 
 func TestProbeCollectorsByName(t *testing.T) {
 	pc := ProbeCollectors{
-		Ours: Collector{Name: "ours", Config: "default"}, OursMemory: Collector{Name: "ours", Config: "memory"},
-		Stock: Collector{Name: "stock"}, Floor: Collector{Name: "floor"},
+		Ours: harness.Collector{Name: "ours", Config: "default"}, OursMemory: harness.Collector{Name: "ours", Config: "memory"},
+		Stock: harness.Collector{Name: "stock"}, Floor: harness.Collector{Name: "floor"},
 	}
 	for _, name := range []string{"ours", "stock", "floor"} {
-		c, err := pc.byName(name, ProbeFloor)
+		c, err := pc.sides(ProbeFloor).Get(name)
 		require.NoError(t, err)
 		assert.Equal(t, name, c.Name)
 	}
-	c, err := pc.byName("ours", ProbeScrapeLoad)
+	c, err := pc.sides(ProbeScrapeLoad).Get("ours")
 	require.NoError(t, err)
 	assert.Equal(t, "default", c.Config)
-	c, err = pc.byName("ours", ProbeMemory)
+	c, err = pc.sides(ProbeMemory).Get("ours")
 	require.NoError(t, err)
 	assert.Equal(t, "memory", c.Config)
-	_, err = pc.byName("other", ProbeMemory)
+	_, err = pc.sides(ProbeMemory).Get("other")
 	require.Error(t, err)
-}
-
-// startSleeper starts a stand-in collector that sleeps for a minute, unless stopped or killed.
-func startSleeper(t *testing.T) *Process {
-	dir := t.TempDir()
-	script := filepath.Join(dir, "collector")
-	require.NoError(t, os.WriteFile(script, []byte("#!/bin/sh\nexec sleep 60\n"), 0o755))
-	proc, err := StartCollector(Collector{Name: "fake", Binary: script, Config: "unused"}, nil, filepath.Join(dir, "log"))
-	require.NoError(t, err)
-	return proc
 }
 
 func TestParseMemStats(t *testing.T) {
@@ -342,9 +207,9 @@ func TestParseMemStats(t *testing.T) {
 
 func TestCountWaitCoversThreeRenders(t *testing.T) {
 	interval := 15 * time.Second
-	assert.Equal(t, 60*time.Second, countWait(interval, &ProbeRun{}), "no render seen: 30 s after the last flush")
-	assert.Equal(t, 60*time.Second, countWait(interval, &ProbeRun{RenderSeconds: 8}))
+	assert.Equal(t, 60*time.Second, countWait(interval, &solo.ProbeRun{}), "no render seen: 30 s after the last flush")
+	assert.Equal(t, 60*time.Second, countWait(interval, &solo.ProbeRun{RenderSeconds: 8}))
 	// A render of 22 s (a million series on one slow core): one under way, the spare's wait and
 	// the final render.
-	assert.Equal(t, 96*time.Second, countWait(interval, &ProbeRun{RenderSeconds: 12, FirstRenderSeconds: 22}))
+	assert.Equal(t, 96*time.Second, countWait(interval, &solo.ProbeRun{RenderSeconds: 12, FirstRenderSeconds: 22}))
 }

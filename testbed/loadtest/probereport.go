@@ -6,16 +6,19 @@ import (
 	"io"
 	"strings"
 	"time"
+
+	"github.com/otelcol-red/otelcol-red/testbed/loadtest/harness"
+	"github.com/otelcol-red/otelcol-red/testbed/loadtest/harness/solo"
 )
 
 // MemoryReport is a run of the memory and overload plan.
 type MemoryReport struct {
-	Start         time.Time      `json:"start"`
-	Machine       Machine        `json:"machine"`
-	RSSCapMiB     float64        `json:"rss_cap_mib"`
-	FlushInterval time.Duration  `json:"flush_interval_ns"`
-	Concurrency   int            `json:"concurrency"`
-	Results       []*ProbeResult `json:"results"`
+	Start         time.Time           `json:"start"`
+	Machine       harness.Machine     `json:"machine"`
+	RSSCapMiB     float64             `json:"rss_cap_mib"`
+	FlushInterval time.Duration       `json:"flush_interval_ns"`
+	Concurrency   int                 `json:"concurrency"`
+	Results       []*solo.ProbeResult `json:"results"`
 }
 
 // WriteMarkdown writes the report: every figure beside the probe and collector it comes from.
@@ -26,7 +29,7 @@ func (r *MemoryReport) WriteMarkdown(w io.Writer) error {
 	fmt.Fprintf(b, "Run started %s on %d CPUs (%s), %.1f GiB, %s. Each collector runs alone, one after the other, "+
 		"as a child process (GOMAXPROCS=%s unless a probe says otherwise); it is killed when its RSS passes %.0f MiB. "+
 		"Flush interval %s unless a probe says otherwise; %d OTLP requests in flight.\n\n",
-		r.Start.Format(time.RFC3339), m.CPUs, orUnknown(m.CPUModel), m.MemGiB, m.OS, CollectorGOMAXPROCS,
+		r.Start.Format(time.RFC3339), m.CPUs, m.Model(), m.MemGiB, m.OS, harness.CollectorGOMAXPROCS,
 		r.RSSCapMiB, r.FlushInterval, r.Concurrency)
 	for _, res := range r.Results {
 		writeProbe(b, res)
@@ -34,7 +37,7 @@ func (r *MemoryReport) WriteMarkdown(w io.Writer) error {
 	return b.Flush()
 }
 
-func writeProbe(b *bufio.Writer, res *ProbeResult) {
+func writeProbe(b *bufio.Writer, res *solo.ProbeResult) {
 	fmt.Fprintf(b, "## %s\n\n%s. Started %s, load average %.2f.\n\n", res.Probe.Name, res.Title,
 		res.Start.Format("15:04:05Z"), res.LoadAverage)
 	if res.Error != "" {
@@ -78,11 +81,11 @@ func writeProbe(b *bufio.Writer, res *ProbeResult) {
 	for i, run := range res.Runs {
 		names[i] = run.Label()
 	}
-	writeCPUProfiles(b, res.Runs, names)
+	solo.WriteCPUProfiles(b, res.Runs, names)
 	b.WriteString("\n")
 }
 
-func writeMemory(b *bufio.Writer, res *ProbeResult) {
+func writeMemory(b *bufio.Writer, res *solo.ProbeResult) {
 	b.WriteString("| collector | spans/s | CPU % | RSS max (MiB) | RSS per series (bytes) | counted / sent | gzip scrapes ok / empty / failed | scrape p50 (ms) | scrape p99 (ms) | headers p50 / p99 (ms) | gzip body (bytes) |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, run := range res.Runs {
 		if len(run.Phases) == 0 {
@@ -127,7 +130,7 @@ func writeMemory(b *bufio.Writer, res *ProbeResult) {
 }
 
 // countedCell is a run's "counted / sent" cell: "not checked" when the probe did not check it.
-func countedCell(run ProbeRun) string {
+func countedCell(run solo.ProbeRun) string {
 	switch {
 	case run.Sent == 0 && run.Counted == 0:
 		return "not checked"
@@ -137,7 +140,7 @@ func countedCell(run ProbeRun) string {
 	return fmt.Sprintf("%d / %d", run.Counted, run.Sent)
 }
 
-func writeScrapeLoad(b *bufio.Writer, res *ProbeResult) {
+func writeScrapeLoad(b *bufio.Writer, res *solo.ProbeResult) {
 	b.WriteString("| collector | phase | spans/s | CPU % | RSS max (MiB) | RSS end (MiB) | scrapes 200 / empty 200 / 503 / other / failed | scrape p50 (ms) | scrape p99 (ms) |\n|---|---|---|---|---|---|---|---|---|\n")
 	for _, run := range res.Runs {
 		for _, ph := range run.Phases {
@@ -156,12 +159,12 @@ func writeScrapeLoad(b *bufio.Writer, res *ProbeResult) {
 	}
 }
 
-func writeFloor(b *bufio.Writer, res *ProbeResult) {
+func writeFloor(b *bufio.Writer, res *solo.ProbeResult) {
 	// A side that waited for load (CPU well under 100 %) shows a rate below what it can take; its
 	// CPU time per span is still what each span cost it, so the report gives both ratios.
-	summary := summarizeFloor(res.Runs)
+	summary := solo.SummarizeFloor(res.Runs)
 	type key struct{ series, round int }
-	rounds := map[key]FloorRound{}
+	rounds := map[key]solo.FloorRound{}
 	for _, s := range summary {
 		for _, r := range s.Rounds {
 			rounds[key{s.Series, r.Round}] = r
@@ -179,7 +182,7 @@ func writeFloor(b *bufio.Writer, res *ProbeResult) {
 			rate, cost = fmt.Sprintf("%.3f", r.RateRatio), fmt.Sprintf("%.3f", r.CostRatio)
 		}
 		fmt.Fprintf(b, "| %d | %d | %s | %.0f | %.0f | %.3f | %.0f | %s | %s |\n", run.Series, run.Round, run.Collector, ph.SpansPerSec,
-			ph.CPUPercent, cpuPerSpan(ph)*1e6, ph.RSSMaxMiB, rate, cost)
+			ph.CPUPercent, ph.CPUPerSpan()*1e6, ph.RSSMaxMiB, rate, cost)
 	}
 	if len(summary) == 0 {
 		return
@@ -195,8 +198,8 @@ func writeFloor(b *bufio.Writer, res *ProbeResult) {
 			cost[i] = fmt.Sprintf("%.3f", r.CostRatio)
 		}
 		fmt.Fprintf(b, "| %d | %d / %d | %s | %s | %s | %s | %s |\n", s.Series, s.Floor.Runs, s.Ours.Runs,
-			spread(s.Floor.CPUMicrosPerSpan, "%.3f"), spread(s.Ours.CPUMicrosPerSpan, "%.3f"), ratioCell(s.CostRatio, ""),
-			orDash(strings.Join(cost, ", ")), ratioCell(s.RoundCostRatio, "**"))
+			s.Floor.CPUMicrosPerSpan.Text("%.3f"), s.Ours.CPUMicrosPerSpan.Text("%.3f"), harness.RatioCell(s.CostRatio, ""),
+			harness.OrDash(strings.Join(cost, ", ")), harness.RatioCell(s.RoundCostRatio, "**"))
 	}
 	b.WriteString("\n| series | floor spans/s | ours spans/s | ours ÷ floor of the medians | ours ÷ floor per round | ours ÷ floor, median of the rounds |\n|---|---|---|---|---|---|\n")
 	for _, s := range summary {
@@ -204,43 +207,12 @@ func writeFloor(b *bufio.Writer, res *ProbeResult) {
 		for i, r := range s.Rounds {
 			rate[i] = fmt.Sprintf("%.3f", r.RateRatio)
 		}
-		fmt.Fprintf(b, "| %d | %s | %s | %s | %s | %s |\n", s.Series, spread(s.Floor.SpansPerSec, "%.0f"), spread(s.Ours.SpansPerSec, "%.0f"),
-			ratioCell(s.RateRatio, ""), orDash(strings.Join(rate, ", ")), ratioCell(s.RoundRateRatio, ""))
+		fmt.Fprintf(b, "| %d | %s | %s | %s | %s | %s |\n", s.Series, s.Floor.SpansPerSec.Text("%.0f"), s.Ours.SpansPerSec.Text("%.0f"),
+			harness.RatioCell(s.RateRatio, ""), harness.OrDash(strings.Join(rate, ", ")), harness.RatioCell(s.RoundRateRatio, ""))
 	}
 }
 
-// spread prints a median and its range with format, or "-" without runs.
-func spread(s Spread, format string) string {
-	if s == (Spread{}) {
-		return "-"
-	}
-	return fmt.Sprintf(format+" ("+format+"–"+format+")", s.Median, s.Min, s.Max)
-}
-
-// ratioCell prints r between mark (Markdown emphasis), or "-" when there is none.
-func ratioCell(r float64, mark string) string {
-	if r == 0 {
-		return "-"
-	}
-	return fmt.Sprintf("%s%.3f%s", mark, r, mark)
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
-
-// cpuPerSpan is the CPU seconds a phase spent per span.
-func cpuPerSpan(ph Phase) float64 {
-	if ph.SpansPerSec <= 0 {
-		return 0
-	}
-	return ph.CPUPercent / 100 / ph.SpansPerSec
-}
-
-func writeStaleness(b *bufio.Writer, res *ProbeResult) {
+func writeStaleness(b *bufio.Writer, res *solo.ProbeResult) {
 	for _, run := range res.Runs {
 		st := run.Staleness
 		if st == nil || st.ConsumeSeconds == 0 {
@@ -262,7 +234,7 @@ func writeStaleness(b *bufio.Writer, res *ProbeResult) {
 }
 
 // latency prints a scrape percentile, or says that no scrape answered.
-func latency(s ScrapeStats, v Millis) string {
+func latency(s solo.ScrapeStats, v harness.Millis) string {
 	if s.OK == 0 {
 		if s.Failed+s.Unavailable+s.OtherStatus+s.Empty > 0 {
 			return "no answer"
@@ -270,21 +242,6 @@ func latency(s ScrapeStats, v Millis) string {
 		return "-"
 	}
 	return fmt.Sprintf("%.1f", float64(v))
-}
-
-// RunSummary is a run in one line, for the log.
-func RunSummary(r ProbeRun) string {
-	var parts []string
-	for _, ph := range r.Phases {
-		parts = append(parts, fmt.Sprintf("%s %.0f spans/s, RSS max %.0f MiB", ph.Name, ph.SpansPerSec, ph.RSSMaxMiB))
-	}
-	if r.Killed != nil {
-		parts = append(parts, fmt.Sprintf("killed at %.2f GiB after %.0f s", r.Killed.RSSMiB/1024, r.Killed.At))
-	}
-	if len(parts) == 0 {
-		return "nothing measured"
-	}
-	return strings.Join(parts, "; ")
 }
 
 // writeMemStats splits the Go runtime's share of the RSS at the profile, in MiB.
@@ -299,11 +256,11 @@ func writeMemStats(b *bufio.Writer, m map[string]float64) {
 }
 
 // phaseSteal lists the measured phases' steal ("load 2.1%"), or "" when none was measured.
-func phaseSteal(phases []Phase) string {
+func phaseSteal(phases []solo.Phase) string {
 	var parts []string
 	for _, ph := range phases {
 		if ph.StealPercent != nil {
-			parts = append(parts, fmt.Sprintf("%s %s%%", ph.Name, stealText(ph.StealPercent)))
+			parts = append(parts, fmt.Sprintf("%s %s%%", ph.Name, solo.StealText(ph.StealPercent)))
 		}
 	}
 	return strings.Join(parts, ", ")

@@ -2,15 +2,18 @@ package loadtest
 
 import (
 	"bufio"
+	"bytes"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/otelcol-red/otelcol-red/testbed/loadtest/harness/solo"
 )
 
 func TestWriteFloorRounds(t *testing.T) {
-	res := &ProbeResult{Probe: Probe{Name: "floor", Kind: ProbeFloor, Sides: []string{"floor", "ours"}, Rounds: 2}, Runs: []ProbeRun{
+	res := &solo.ProbeResult{Probe: solo.Probe{Name: "floor", Kind: ProbeFloor, Sides: []string{"floor", "ours"}, Rounds: 2}, Runs: []solo.ProbeRun{
 		floorRunOf("floor", 1000, 1, 1_000_000, 1.0),
 		floorRunOf("ours", 1000, 1, 800_000, 1.25),
 		floorRunOf("ours", 1000, 2, 600_000, 1.6),
@@ -50,13 +53,13 @@ func TestWriteFloorRounds(t *testing.T) {
 }
 
 func TestProbeRunLabel(t *testing.T) {
-	assert.Equal(t, "ours (1000 series)", ProbeRun{Collector: "ours", Series: 1000}.Label())
-	assert.Equal(t, "floor (100000 series, round 3)", ProbeRun{Collector: "floor", Series: 100_000, Round: 3}.Label())
+	assert.Equal(t, "ours (1000 series)", solo.ProbeRun{Collector: "ours", Series: 1000}.Label())
+	assert.Equal(t, "floor (100000 series, round 3)", solo.ProbeRun{Collector: "floor", Series: 100_000, Round: 3}.Label())
 }
 
 func TestWriteMemoryCountedCell(t *testing.T) {
-	phase := []Phase{{Name: "load", SpansPerSec: 1_000_000, CPUPercent: 790}}
-	res := &ProbeResult{Probe: Probe{Name: "memory-1m-gomaxprocs-8", Kind: ProbeMemory, Sides: []string{"ours", "stock"}}, Runs: []ProbeRun{
+	phase := []solo.Phase{{Name: "load", SpansPerSec: 1_000_000, CPUPercent: 790}}
+	res := &solo.ProbeResult{Probe: solo.Probe{Name: "memory-1m-gomaxprocs-8", Kind: ProbeMemory, Sides: []string{"ours", "stock"}}, Runs: []solo.ProbeRun{
 		{Collector: "ours", Series: 1_000_000, RSSMaxMiB: 1000, Phases: phase, Sent: 5000, Counted: 5000, Renders: 3, RenderSeconds: 1.5, FirstRenderSeconds: 2.25, FirstRenderAfter: 4},
 		{Collector: "ours", Series: 1_000_000, RSSMaxMiB: 1000, Phases: phase, Sent: 5000, Counted: 4999},
 		{Collector: "ours", Series: 1_000_000, RSSMaxMiB: 1000, Phases: phase, Sent: 5000, Counted: -1},
@@ -75,4 +78,25 @@ func TestWriteMemoryCountedCell(t *testing.T) {
 	assert.Equal(t, 1, strings.Count(md, "renders of the snapshot"), "runs without timed renders say nothing")
 	assert.Contains(t, md, "ours: the first render after the first flush took 2.25 s and was seen done 4 s after that flush")
 	assert.Equal(t, 1, strings.Count(md, "the first render after"), "runs without it say nothing")
+}
+
+// floorRunOf is a floor probe run whose phase costs cpuMicros µs of CPU per span at rate spans/s.
+func floorRunOf(collector string, series, round int, rate, cpuMicros float64) solo.ProbeRun {
+	return solo.ProbeRun{Collector: collector, Series: series, Round: round,
+		Phases: []solo.Phase{{Name: "max rate", SpansPerSec: rate, CPUPercent: cpuMicros * 1e-6 * rate * 100}}}
+}
+
+func TestStealInReports(t *testing.T) {
+	five := 5.04
+	assert.Equal(t, "", phaseSteal([]solo.Phase{{Name: "load"}}))
+	assert.Equal(t, "idle 5.0%", phaseSteal([]solo.Phase{{Name: "idle", StealPercent: &five}, {Name: "load"}}), "unmeasured phases are left out")
+	assert.Equal(t, "idle 5.0%, load 5.0%", phaseSteal([]solo.Phase{{Name: "idle", StealPercent: &five}, {Name: "load", StealPercent: &five}}))
+
+	var buf bytes.Buffer
+	w := bufio.NewWriter(&buf)
+	writeProbe(w, &solo.ProbeResult{Probe: solo.Probe{Name: "memory-1m", Kind: ProbeMemory}, Runs: []solo.ProbeRun{{
+		Collector: "ours", Series: 1000, Phases: []solo.Phase{{Name: "load", StealPercent: &five}},
+	}}})
+	require.NoError(t, w.Flush())
+	assert.Contains(t, buf.String(), "- ours (1000 series): CPU time stolen by the hypervisor from its CPUs (the host's when not pinned), by phase: load 5.0%\n")
 }

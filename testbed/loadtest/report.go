@@ -1,77 +1,21 @@
 package loadtest
 
 import (
-	"bufio"
 	"fmt"
 	"io"
-	"os"
-	"runtime"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/otelcol-red/otelcol-red/testbed/loadtest/harness"
 )
-
-// Machine describes where a run happened; the report prints it next to every number.
-type Machine struct {
-	CPUs     int     `json:"cpus"`
-	CPUModel string  `json:"cpu_model"`
-	MemGiB   float64 `json:"mem_gib"`
-	OS       string  `json:"os"`
-}
-
-// ReadMachine reads the host description (Linux /proc; elsewhere only what Go knows).
-func ReadMachine() Machine {
-	m := Machine{CPUs: runtime.NumCPU(), OS: runtime.GOOS + "/" + runtime.GOARCH}
-	if v, ok := procField("/proc/cpuinfo", "model name"); ok {
-		m.CPUModel = v
-	}
-	if v, ok := procField("/proc/meminfo", "MemTotal"); ok {
-		if kb, err := strconv.ParseFloat(strings.Fields(v)[0], 64); err == nil {
-			m.MemGiB = kb / (1 << 20)
-		}
-	}
-	return m
-}
-
-// LoadAverage returns the 1-minute load average, or -1 where it cannot be read.
-func LoadAverage() float64 {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return -1
-	}
-	f := strings.Fields(string(b))
-	if len(f) == 0 {
-		return -1
-	}
-	v, err := strconv.ParseFloat(f[0], 64)
-	if err != nil {
-		return -1
-	}
-	return v
-}
-
-func procField(path, key string) (string, bool) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", false
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		k, v, ok := strings.Cut(sc.Text(), ":")
-		if ok && strings.TrimSpace(k) == key {
-			return strings.TrimSpace(v), true
-		}
-	}
-	return "", false
-}
 
 // Report is a whole testbed run, the input of RESULTS.md.
 type Report struct {
-	Start    time.Time     `json:"start"`
-	Machine  Machine       `json:"machine"`
-	Mode     string        `json:"mode"`
-	Duration time.Duration `json:"duration_ns"`
+	Start    time.Time       `json:"start"`
+	Machine  harness.Machine `json:"machine"`
+	Mode     string          `json:"mode"`
+	Duration time.Duration   `json:"duration_ns"`
 	// Tolerance is how far below stock ours may fall on throughput before the run fails.
 	Tolerance float64 `json:"tolerance"`
 	// Concurrency and SpansPerRequest describe the OTLP load.
@@ -129,7 +73,7 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		"the same pace, or the same Kafka backlog), so noise from other processes hits both alike. "+
 		"The machine was shared with other workloads during the run (1-minute load average at the "+
 		"start of each scenario in the last column): absolute numbers are noisy, the ratios are the result.\n\n",
-		m.CPUs, orUnknown(m.CPUModel), m.MemGiB, m.OS, CollectorGOMAXPROCS)
+		m.CPUs, m.Model(), m.MemGiB, m.OS, harness.CollectorGOMAXPROCS)
 	if len(r.Results) > 0 {
 		first := r.Results[0]
 		fmt.Fprintf(b, "Ours: `%s` with `%s`. Stock: `%s` with `%s`.\n\n",
@@ -173,7 +117,7 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		"collector that cannot keep up shows a rate below the target. Max sends as fast as each collector "+
 		"acknowledges. Kafka: the backlog (written before the collectors start, each collector in its own "+
 		"consumer group) over the time from the first to the last span its receiver accepted, as its own "+
-		"`%s` counter shows.\n", r.Duration, r.Concurrency, r.SpansPerRequest, acceptedSpansMetric)
+		"`%s` counter shows.\n", r.Duration, r.Concurrency, r.SpansPerRequest, harness.AcceptedSpansMetric)
 	fmt.Fprintf(b, "- **CPU %%**: user + system CPU time of the process over the window; **CPU s per 1M spans** divides "+
 		"that time by the spans it took: the fair comparison when both keep up with a fixed rate.\n")
 	fmt.Fprintf(b, "- **RSS max**: highest resident set size sampled every second during the window.\n")
@@ -185,14 +129,14 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		"metrics every %s.\n",
 		r.ScrapeInterval, r.ScrapeInterval, r.FlushInterval)
 	fmt.Fprintf(b, "- **Lost spans**: spans sent minus the sum of the `%s` counters scraped after the load, "+
-		"polled until they match or the drain timeout passes. Any lost span fails the run.\n", CallsMetric)
+		"polled until they match or the drain timeout passes. Any lost span fails the run.\n", harness.CallsMetric)
 	_, err := io.WriteString(w, b.String())
 	return err
 }
 
 // scrapePair is pair for scrape latencies. A side without a useful scrape in the window (every
 // page still empty, or a Kafka backlog consumed in seconds) has no latency to show.
-func scrapePair(ours, stock Side, o, s Millis) string {
+func scrapePair(ours, stock Side, o, s harness.Millis) string {
 	switch {
 	case ours.ScrapesUseful == 0 && stock.ScrapesUseful == 0:
 		return "no scrape in window"
@@ -244,11 +188,4 @@ func number(v float64, decimals int) string {
 		res += "." + frac
 	}
 	return res
-}
-
-func orUnknown(s string) string {
-	if s == "" {
-		return "model unknown"
-	}
-	return s
 }

@@ -9,18 +9,20 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/otelcol-red/otelcol-red/testbed/loadtest/harness"
 )
 
 func sampleReport() *Report {
-	samples := []Sample{{At: 1, CPUPercent: 50, RSSMiB: 60, SpansPerSec: 1000}, {At: 2, CPUPercent: 70, RSSMiB: 80, SpansPerSec: 1200}}
+	samples := []harness.Sample{{At: 1, CPUPercent: 50, RSSMiB: 60, SpansPerSec: 1000}, {At: 2, CPUPercent: 70, RSSMiB: 80, SpansPerSec: 1200}}
 	res := &Result{
-		Scenario: Scenario{Name: "otlp-max-1k", Transport: TransportOTLP, Shape: Shape1k},
+		Scenario: Scenario{Name: "otlp-max-1k", Transport: TransportOTLP, Shape: harness.Shape1k},
 		Ours: Side{Name: "ours", Sent: 1000, Counted: 1000, SpansPerSec: 12_345.6, CPUSecondsPerMillion: 1,
 			Samples: samples},
 		Stock: Side{Name: "stock", Sent: 1000, Counted: 1000, SpansPerSec: 10_000, CPUSecondsPerMillion: 1,
 			Samples: samples},
 	}
-	return &Report{Start: time.Date(2026, 11, 21, 8, 0, 0, 0, time.UTC), Machine: Machine{CPUs: 2}, Mode: "short",
+	return &Report{Start: time.Date(2026, 11, 21, 8, 0, 0, 0, time.UTC), Machine: harness.Machine{CPUs: 2}, Mode: "short",
 		Duration: 30 * time.Second, Tolerance: 0.1, Concurrency: 4, SpansPerRequest: 1000, Results: []*Result{res}}
 }
 
@@ -83,8 +85,8 @@ func TestNumberAndTitles(t *testing.T) {
 	assert.Equal(t, "-1,000.50", number(-1000.5, 2))
 	assert.Equal(t, "12", number(12, 0))
 	assert.Equal(t, "n/a", ratioText(1, 0))
-	assert.Equal(t, "OTLP 100k spans/s, 100k series", Scenario{Transport: TransportOTLP, Shape: Shape100k, Rate: 100_000}.Title())
-	assert.Equal(t, "Kafka backlog of 3M spans, 1k series", Scenario{Transport: TransportKafka, Shape: Shape1k, Backlog: 3_000_000}.Title())
+	assert.Equal(t, "OTLP 100k spans/s, 100k series", Scenario{Transport: TransportOTLP, Shape: harness.Shape100k, Rate: 100_000}.Title())
+	assert.Equal(t, "Kafka backlog of 3M spans, 1k series", Scenario{Transport: TransportKafka, Shape: harness.Shape1k, Backlog: 3_000_000}.Title())
 }
 
 func TestWriteCharts(t *testing.T) {

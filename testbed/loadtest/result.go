@@ -3,18 +3,9 @@ package loadtest
 import (
 	"slices"
 	"time"
-)
 
-// Sample is one reading of a collector during a run, taken every sample interval.
-type Sample struct {
-	// At is seconds since the load started.
-	At float64 `json:"at"`
-	// CPUPercent is CPU time over wall time since the previous sample; 200 is both cores.
-	CPUPercent float64 `json:"cpu_percent"`
-	RSSMiB     float64 `json:"rss_mib"`
-	// SpansPerSec is the rate of spans the collector took since the previous sample.
-	SpansPerSec float64 `json:"spans_per_sec"`
-}
+	"github.com/otelcol-red/otelcol-red/testbed/loadtest/harness"
+)
 
 // Side is what one collector did in a scenario.
 type Side struct {
@@ -36,25 +27,19 @@ type Side struct {
 	CPUSecondsPerMillion float64 `json:"cpu_seconds_per_million_spans"`
 	RSSMaxMiB            float64 `json:"rss_max_mib"`
 	// ScrapeP50 and ScrapeP99 are over the useful scrapes: those that returned samples or failed.
-	ScrapesUseful int    `json:"scrapes_useful"`
-	ScrapeP50     Millis `json:"scrape_p50_ms"`
-	ScrapeP99     Millis `json:"scrape_p99_ms"`
+	ScrapesUseful int            `json:"scrapes_useful"`
+	ScrapeP50     harness.Millis `json:"scrape_p50_ms"`
+	ScrapeP99     harness.Millis `json:"scrape_p99_ms"`
 	// ScrapeWireBytes is the gzip size of the last scrape during the load.
-	ScrapeWireBytes int64    `json:"scrape_wire_bytes"`
-	Scrapes         []Scrape `json:"scrapes"`
-	Samples         []Sample `json:"samples"`
+	ScrapeWireBytes int64            `json:"scrape_wire_bytes"`
+	Scrapes         []harness.Scrape `json:"scrapes"`
+	Samples         []harness.Sample `json:"samples"`
 	// Retries counts refused sends that were retried; Missed counts paced sends skipped because
 	// every worker was still waiting on the collector.
 	Retries int64  `json:"retries"`
 	Missed  int64  `json:"missed"`
 	Error   string `json:"error,omitempty"`
 }
-
-// Millis is a duration that reads as milliseconds in JSON and tables.
-type Millis float64
-
-// ToMillis converts d.
-func ToMillis(d time.Duration) Millis { return Millis(float64(d) / float64(time.Millisecond)) }
 
 // Result is one scenario run: ours and stock side by side.
 type Result struct {
@@ -72,16 +57,16 @@ type Result struct {
 // percentile returns the p-th percentile (0 < p ≤ 100) of scrape latencies by the nearest-rank
 // method, which never invents a value between two observed scrapes. Scrapes that found no series
 // yet (taken before the collector's first metrics flush) are left out: they time an empty page.
-func percentile(scrapes []Scrape, p float64) time.Duration {
+func percentile(scrapes []harness.Scrape, p float64) time.Duration {
 	var lat []time.Duration
 	for _, s := range scrapes {
-		if s.useful() {
+		if useful(s) {
 			lat = append(lat, s.Latency)
 		}
 	}
 	slices.Sort(lat)
-	return nearestRank(lat, p)
+	return harness.NearestRank(lat, p)
 }
 
 // useful tells whether a scrape counts in the latency percentiles.
-func (s Scrape) useful() bool { return s.Failed || !s.Empty }
+func useful(s harness.Scrape) bool { return s.Failed || !s.Empty }

@@ -8,6 +8,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/otelcol-red/otelcol-red/testbed/loadtest/harness"
+	"github.com/otelcol-red/otelcol-red/testbed/loadtest/harness/solo"
 )
 
 // The scaling plan runs the decode floor, ours and the stock twin at several scheduler widths
@@ -34,31 +37,13 @@ func DefaultScalingProcs(cpus int) []int {
 	return out
 }
 
-// ParseProcs reads a list of widths like "1,2,4,8": each a positive integer, no repeats, run in
-// the order given.
-func ParseProcs(s string) ([]int, error) {
-	var out []int
-	for f := range strings.SplitSeq(s, ",") {
-		f = strings.TrimSpace(f)
-		n, err := strconv.Atoi(f)
-		if err != nil || n < 1 {
-			return nil, fmt.Errorf("-procs: %q is not a positive number of CPUs", f)
-		}
-		if slices.Contains(out, n) {
-			return nil, fmt.Errorf("-procs: %d is listed twice", n)
-		}
-		out = append(out, n)
-	}
-	return out, nil
-}
-
 // scalingShapes are the cardinalities the scaling plan knows, by the names ParseShapes reads.
-var scalingShapes = map[string]Shape{"1k": Shape1k, "100k": Shape100k, "1m": Shape1M}
+var scalingShapes = map[string]harness.Shape{"1k": harness.Shape1k, "100k": harness.Shape100k, "1m": harness.Shape1M}
 
 // ParseShapes reads a list of scaling shapes like "1k,100k": each one of 1k, 100k and 1m (any
 // case), no repeats, measured in the order given.
-func ParseShapes(s string) ([]Shape, error) {
-	var out []Shape
+func ParseShapes(s string) ([]harness.Shape, error) {
+	var out []harness.Shape
 	for f := range strings.SplitSeq(s, ",") {
 		f = strings.ToLower(strings.TrimSpace(f))
 		sh, ok := scalingShapes[f]
@@ -87,23 +72,23 @@ type ScalingPlanConfig struct {
 	// many, so that a wider collector is not left waiting for requests.
 	Concurrency int
 	// Shapes are the cardinalities measured at each width, in this order (nil: 1k and 100k).
-	Shapes []Shape
+	Shapes []harness.Shape
 	// With1M adds the million-series shape (Shape1M) after Shapes, unless they have it.
 	With1M bool
 }
 
 // ScalingPlan returns one probe per width: floor, ours and stock at max rate, each shape in turn.
-func ScalingPlan(c ScalingPlanConfig) []Probe {
+func ScalingPlan(c ScalingPlanConfig) []solo.Probe {
 	shapes := c.Shapes
 	if len(shapes) == 0 {
-		shapes = []Shape{Shape1k, Shape100k}
+		shapes = []harness.Shape{harness.Shape1k, harness.Shape100k}
 	}
-	if c.With1M && !slices.Contains(shapes, Shape1M) {
-		shapes = append(slices.Clip(shapes), Shape1M)
+	if c.With1M && !slices.Contains(shapes, harness.Shape1M) {
+		shapes = append(slices.Clip(shapes), harness.Shape1M)
 	}
-	out := make([]Probe, 0, len(c.Procs))
+	out := make([]solo.Probe, 0, len(c.Procs))
 	for _, n := range c.Procs {
-		out = append(out, Probe{
+		out = append(out, solo.Probe{
 			Name: fmt.Sprintf("scaling-gomaxprocs-%d", n), Kind: ProbeScaling, Shapes: shapes,
 			Sides: []string{"floor", "ours", "stock"}, Window: c.Phase, Warmup: c.FlushInterval + 5*time.Second,
 			GOMAXPROCS: strconv.Itoa(n), PinCPU: true, SpansPerRequest: 1000, Rounds: max(c.Rounds, 1),
@@ -114,7 +99,7 @@ func ScalingPlan(c ScalingPlanConfig) []Probe {
 }
 
 // shapeList writes shapes as "1k series, 100k series".
-func shapeList(shapes []Shape) string {
+func shapeList(shapes []harness.Shape) string {
 	s := make([]string, len(shapes))
 	for i, sh := range shapes {
 		s[i] = sh.String()
@@ -146,18 +131,18 @@ type ScalingRow struct {
 type ScalingSide struct {
 	// Runs counts the runs that measured a phase with spans and CPU; Killed those the RSS cap
 	// ended.
-	Runs             int    `json:"runs"`
-	Killed           int    `json:"killed"`
-	SpansPerSec      Spread `json:"spans_per_sec"`
-	CPUPercent       Spread `json:"cpu_percent"`
-	CPUMicrosPerSpan Spread `json:"cpu_us_per_span"`
-	RSSMaxMiB        Spread `json:"rss_max_mib"`
+	Runs             int            `json:"runs"`
+	Killed           int            `json:"killed"`
+	SpansPerSec      harness.Spread `json:"spans_per_sec"`
+	CPUPercent       harness.Spread `json:"cpu_percent"`
+	CPUMicrosPerSpan harness.Spread `json:"cpu_us_per_span"`
+	RSSMaxMiB        harness.Spread `json:"rss_max_mib"`
 }
 
 // SummarizeScaling turns the scaling probes' runs into rows, width by width in the order they
 // ran and shape by shape within one. A run whose phase has no spans or no CPU counts only as
 // killed (when it was).
-func SummarizeScaling(results []*ProbeResult) []ScalingRow {
+func SummarizeScaling(results []*solo.ProbeResult) []ScalingRow {
 	var rows []ScalingRow
 	for _, res := range results {
 		procs, _ := strconv.Atoi(res.Probe.GOMAXPROCS)
@@ -186,7 +171,7 @@ func SummarizeScaling(results []*ProbeResult) []ScalingRow {
 			}
 			a.rate = append(a.rate, ph.SpansPerSec)
 			a.cpu = append(a.cpu, ph.CPUPercent)
-			a.cost = append(a.cost, cpuPerSpan(ph)*1e6)
+			a.cost = append(a.cost, ph.CPUPerSpan()*1e6)
 			a.rss = append(a.rss, run.RSSMaxMiB)
 		}
 		for _, series := range order {
@@ -196,8 +181,8 @@ func SummarizeScaling(results []*ProbeResult) []ScalingRow {
 				if a == nil {
 					a = &acc{}
 				}
-				row.Sides[side] = ScalingSide{Runs: len(a.rate), Killed: killed[series][side], SpansPerSec: spreadOf(a.rate),
-					CPUPercent: spreadOf(a.cpu), CPUMicrosPerSpan: spreadOf(a.cost), RSSMaxMiB: spreadOf(a.rss)}
+				row.Sides[side] = ScalingSide{Runs: len(a.rate), Killed: killed[series][side], SpansPerSec: harness.SpreadOf(a.rate),
+					CPUPercent: harness.SpreadOf(a.cpu), CPUMicrosPerSpan: harness.SpreadOf(a.cost), RSSMaxMiB: harness.SpreadOf(a.rss)}
 			}
 			row.OursFloor = rateRatio(row.Sides["ours"], row.Sides["floor"])
 			row.OursStock = rateRatio(row.Sides["ours"], row.Sides["stock"])
@@ -227,11 +212,11 @@ func costRatio(a, b ScalingSide) float64 {
 
 // ScalingReport is a run of the scaling plan.
 type ScalingReport struct {
-	Start         time.Time      `json:"start"`
-	Machine       Machine        `json:"machine"`
-	RSSCapMiB     float64        `json:"rss_cap_mib"`
-	FlushInterval time.Duration  `json:"flush_interval_ns"`
-	Results       []*ProbeResult `json:"results"`
+	Start         time.Time           `json:"start"`
+	Machine       harness.Machine     `json:"machine"`
+	RSSCapMiB     float64             `json:"rss_cap_mib"`
+	FlushInterval time.Duration       `json:"flush_interval_ns"`
+	Results       []*solo.ProbeResult `json:"results"`
 	// Rows is SummarizeScaling of Results, filled by WriteMarkdown.
 	Rows []ScalingRow `json:"rows"`
 }
@@ -250,7 +235,7 @@ func (r *ScalingReport) WriteMarkdown(w io.Writer) error {
 		"rate on the same pre-encoded requests, with GOMAXPROCS=N and pinned alone to N CPUs, the load generator on the "+
 		"others (where the host has fewer than N+1 CPUs the run is not pinned and shares them; see the placement). "+
 		"Each run has a warm-up (one flush and 5 s) before its measured phase. A collector is killed when its RSS passes "+
-		"%.0f MiB. Flush interval %s.\n\n", r.Start.Format(time.RFC3339), m.CPUs, orUnknown(m.CPUModel), m.MemGiB, m.OS,
+		"%.0f MiB. Flush interval %s.\n\n", r.Start.Format(time.RFC3339), m.CPUs, m.Model(), m.MemGiB, m.OS,
 		r.RSSCapMiB, r.FlushInterval)
 	b.WriteString("Medians over the rounds (one run per side and round). spans/s is what each collector acknowledged in its " +
 		"phase; ours ÷ floor and ours ÷ stock are ratios of those medians; CPU µs/span is the collector's CPU time over the " +
@@ -259,18 +244,18 @@ func (r *ScalingReport) WriteMarkdown(w io.Writer) error {
 		"largest reading of the run.\n\n")
 	b.WriteString("| GOMAXPROCS | series | spans/s floor / ours / stock | ours ÷ floor | ours ÷ stock | CPU µs/span floor / ours / stock | CPU/span floor ÷ ours | CPU/span stock ÷ ours | CPU % floor / ours / stock | RSS max MiB floor / ours / stock |\n|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, row := range r.Rows {
-		fmt.Fprintf(b, "| %d | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", row.Procs, humanCount(float64(row.Series)),
-			sideCells(row, "%.0f", func(s ScalingSide) Spread { return s.SpansPerSec }),
-			ratioCell(row.OursFloor, ""), ratioCell(row.OursStock, ""),
-			sideCells(row, "%.3f", func(s ScalingSide) Spread { return s.CPUMicrosPerSpan }),
-			ratioCell(row.FloorCost, ""), ratioCell(row.StockCost, ""),
-			sideCells(row, "%.0f", func(s ScalingSide) Spread { return s.CPUPercent }),
-			sideCells(row, "%.0f", func(s ScalingSide) Spread { return s.RSSMaxMiB }))
+		fmt.Fprintf(b, "| %d | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", row.Procs, harness.HumanCount(float64(row.Series)),
+			sideCells(row, "%.0f", func(s ScalingSide) harness.Spread { return s.SpansPerSec }),
+			harness.RatioCell(row.OursFloor, ""), harness.RatioCell(row.OursStock, ""),
+			sideCells(row, "%.3f", func(s ScalingSide) harness.Spread { return s.CPUMicrosPerSpan }),
+			harness.RatioCell(row.FloorCost, ""), harness.RatioCell(row.StockCost, ""),
+			sideCells(row, "%.0f", func(s ScalingSide) harness.Spread { return s.CPUPercent }),
+			sideCells(row, "%.0f", func(s ScalingSide) harness.Spread { return s.RSSMaxMiB }))
 	}
 	b.WriteString("\n")
 	for _, row := range r.Rows {
 		if row.Placement != "" {
-			fmt.Fprintf(b, "- GOMAXPROCS=%d, %s: %s\n", row.Procs, humanCount(float64(row.Series)), row.Placement)
+			fmt.Fprintf(b, "- GOMAXPROCS=%d, %s: %s\n", row.Procs, harness.HumanCount(float64(row.Series)), row.Placement)
 		}
 	}
 	b.WriteString("\n## Every run\n\nCPU steal % is the share of the collector's CPUs' time (the host's, where it was not pinned) " +
@@ -278,7 +263,7 @@ func (r *ScalingReport) WriteMarkdown(w io.Writer) error {
 		"had different CPU, which the collector's own CPU % cannot tell from waiting for load.\n\n| GOMAXPROCS | series | round | collector | spans/s | CPU % | CPU µs/span | RSS max (MiB) | load average | CPU steal % | note |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, res := range r.Results {
 		for _, run := range res.Runs {
-			var ph Phase
+			var ph solo.Phase
 			if len(run.Phases) > 0 {
 				ph = run.Phases[0]
 			}
@@ -290,14 +275,14 @@ func (r *ScalingReport) WriteMarkdown(w io.Writer) error {
 				notes = append(notes, "error: "+run.Error)
 			}
 			fmt.Fprintf(b, "| %s | %s | %d | %s | %.0f | %.0f | %.3f | %.0f | %.2f | %s | %s |\n", res.Probe.GOMAXPROCS,
-				humanCount(float64(run.Series)), run.Round, run.Collector, ph.SpansPerSec, ph.CPUPercent, cpuPerSpan(ph)*1e6,
-				run.RSSMaxMiB, run.LoadAverage, stealText(ph.StealPercent), strings.Join(notes, "; "))
+				harness.HumanCount(float64(run.Series)), run.Round, run.Collector, ph.SpansPerSec, ph.CPUPercent, ph.CPUPerSpan()*1e6,
+				run.RSSMaxMiB, run.LoadAverage, solo.StealText(ph.StealPercent), strings.Join(notes, "; "))
 		}
 		if res.Error != "" {
 			fmt.Fprintf(b, "\n**GOMAXPROCS=%s not fully measured:** %s\n", res.Probe.GOMAXPROCS, res.Error)
 		}
 	}
-	var runs []ProbeRun
+	var runs []solo.ProbeRun
 	var names []string
 	for _, res := range r.Results {
 		for _, run := range res.Runs {
@@ -305,14 +290,14 @@ func (r *ScalingReport) WriteMarkdown(w io.Writer) error {
 			names = append(names, fmt.Sprintf("GOMAXPROCS=%s, %s", res.Probe.GOMAXPROCS, run.Label()))
 		}
 	}
-	writeCPUProfiles(b, runs, names)
+	solo.WriteCPUProfiles(b, runs, names)
 	return b.Flush()
 }
 
 // sideCells writes one figure of the floor, ours and stock as "a / b / c", "-" for a side without
 // a run, "killed" for one the RSS cap ended before it measured anything and "(killed)" after the
 // figure of one it ended during the phase.
-func sideCells(row ScalingRow, format string, figure func(ScalingSide) Spread) string {
+func sideCells(row ScalingRow, format string, figure func(ScalingSide) harness.Spread) string {
 	cells := make([]string, len(scalingSides))
 	for i, name := range scalingSides {
 		s := row.Sides[name]

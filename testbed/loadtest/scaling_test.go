@@ -7,21 +7,10 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/otelcol-red/otelcol-red/testbed/loadtest/harness"
+	"github.com/otelcol-red/otelcol-red/testbed/loadtest/harness/solo"
 )
-
-func TestParseProcs(t *testing.T) {
-	got, err := ParseProcs("1,2, 4,8")
-	require.NoError(t, err)
-	assert.Equal(t, []int{1, 2, 4, 8}, got)
-	got, err = ParseProcs("4,1")
-	require.NoError(t, err)
-	assert.Equal(t, []int{4, 1}, got, "the order given is the order run")
-
-	for _, bad := range []string{"", "0", "-1", "two", "1,,2", "2,2"} {
-		_, err := ParseProcs(bad)
-		require.ErrorContains(t, err, "-procs", "%q", bad)
-	}
-}
 
 func TestDefaultScalingProcs(t *testing.T) {
 	tests := []struct {
@@ -47,56 +36,49 @@ func TestScalingPlan(t *testing.T) {
 		p := plan[i]
 		assert.Equal(t, ProbeScaling, p.Kind)
 		assert.Equal(t, []string{"floor", "ours", "stock"}, p.Sides)
-		assert.Equal(t, []Shape{Shape1k, Shape100k}, p.Shapes)
-		assert.Equal(t, n, p.pinned(), "pinned to as many CPUs as its GOMAXPROCS")
+		assert.Equal(t, []harness.Shape{harness.Shape1k, harness.Shape100k}, p.Shapes)
+		assert.Equal(t, n, p.Pinned(), "pinned to as many CPUs as its GOMAXPROCS")
 		assert.Equal(t, 4*n, p.Concurrency)
 		assert.Equal(t, 1, p.Rounds)
 		assert.Equal(t, 20*time.Second, p.Window)
 		assert.Equal(t, 20*time.Second, p.Warmup)
 	}
 	assert.Equal(t, "scaling-gomaxprocs-2", plan[0].Name)
-	assert.Contains(t, plan[0].Title(), "alone on 2 CPUs")
-	assert.Contains(t, plan[1].Title(), "alone on one CPU")
+	assert.Contains(t, Title(plan[0]), "alone on 2 CPUs")
+	assert.Contains(t, Title(plan[1]), "alone on one CPU")
 
 	plan = ScalingPlan(ScalingPlanConfig{Procs: []int{4}, With1M: true, Rounds: 3})
-	assert.Equal(t, []Shape{Shape1k, Shape100k, Shape1M}, plan[0].Shapes)
+	assert.Equal(t, []harness.Shape{harness.Shape1k, harness.Shape100k, harness.Shape1M}, plan[0].Shapes)
 	assert.Equal(t, 3, plan[0].Rounds)
 	assert.Equal(t, 4, plan[0].Concurrency, "one request in flight per CPU at least")
 
-	plan = ScalingPlan(ScalingPlanConfig{Procs: []int{8}, Shapes: []Shape{Shape1k}})
-	assert.Equal(t, []Shape{Shape1k}, plan[0].Shapes)
-	plan = ScalingPlan(ScalingPlanConfig{Procs: []int{8}, Shapes: []Shape{Shape1M, Shape1k}, With1M: true})
-	assert.Equal(t, []Shape{Shape1M, Shape1k}, plan[0].Shapes, "the million-series shape once")
+	plan = ScalingPlan(ScalingPlanConfig{Procs: []int{8}, Shapes: []harness.Shape{harness.Shape1k}})
+	assert.Equal(t, []harness.Shape{harness.Shape1k}, plan[0].Shapes)
+	plan = ScalingPlan(ScalingPlanConfig{Procs: []int{8}, Shapes: []harness.Shape{harness.Shape1M, harness.Shape1k}, With1M: true})
+	assert.Equal(t, []harness.Shape{harness.Shape1M, harness.Shape1k}, plan[0].Shapes, "the million-series shape once")
 }
 
 func TestParseShapes(t *testing.T) {
 	got, err := ParseShapes("1k, 100K,1m")
 	require.NoError(t, err)
-	assert.Equal(t, []Shape{Shape1k, Shape100k, Shape1M}, got)
+	assert.Equal(t, []harness.Shape{harness.Shape1k, harness.Shape100k, harness.Shape1M}, got)
 	got, err = ParseShapes("100k")
 	require.NoError(t, err)
-	assert.Equal(t, []Shape{Shape100k}, got)
+	assert.Equal(t, []harness.Shape{harness.Shape100k}, got)
 	for _, bad := range []string{"", "10k", "1k,1k", "1k,"} {
 		_, err := ParseShapes(bad)
 		assert.Error(t, err, bad)
 	}
 }
 
-func TestProbePinned(t *testing.T) {
-	assert.Equal(t, 0, Probe{GOMAXPROCS: "4"}.pinned())
-	assert.Equal(t, 4, Probe{GOMAXPROCS: "4", PinCPU: true}.pinned())
-	assert.Equal(t, 1, Probe{PinCPU: true}.pinned())
-	assert.Equal(t, 1, Probe{GOMAXPROCS: "x", PinCPU: true}.pinned())
-}
-
 // scalingRun is a run with one phase of spans/s at cpu %.
-func scalingRun(collector string, series, round int, rate, cpu, rss float64) ProbeRun {
-	return ProbeRun{Collector: collector, Series: series, Round: round, RSSMaxMiB: rss, Placement: "alone on CPU(s) 1",
-		Phases: []Phase{{Name: "max rate", SpansPerSec: rate, CPUPercent: cpu}}}
+func scalingRun(collector string, series, round int, rate, cpu, rss float64) solo.ProbeRun {
+	return solo.ProbeRun{Collector: collector, Series: series, Round: round, RSSMaxMiB: rss, Placement: "alone on CPU(s) 1",
+		Phases: []solo.Phase{{Name: "max rate", SpansPerSec: rate, CPUPercent: cpu}}}
 }
 
 func TestSummarizeScaling(t *testing.T) {
-	res := &ProbeResult{Probe: Probe{Kind: ProbeScaling, GOMAXPROCS: "2", Sides: []string{"floor", "ours", "stock"}}, Runs: []ProbeRun{
+	res := &solo.ProbeResult{Probe: solo.Probe{Kind: ProbeScaling, GOMAXPROCS: "2", Sides: []string{"floor", "ours", "stock"}}, Runs: []solo.ProbeRun{
 		scalingRun("floor", 1000, 1, 400_000, 200, 100),
 		scalingRun("ours", 1000, 1, 300_000, 200, 150),
 		scalingRun("stock", 1000, 1, 100_000, 200, 300),
@@ -105,9 +87,9 @@ func TestSummarizeScaling(t *testing.T) {
 		scalingRun("floor", 1000, 2, 420_000, 190, 110),
 		scalingRun("floor", 100_000, 1, 380_000, 200, 120),
 		scalingRun("ours", 100_000, 1, 200_000, 200, 400),
-		{Collector: "stock", Series: 100_000, Round: 1, Killed: &Sample{RSSMiB: 11_000, At: 30}},
+		{Collector: "stock", Series: 100_000, Round: 1, Killed: &harness.Sample{RSSMiB: 11_000, At: 30}},
 	}}
-	rows := SummarizeScaling([]*ProbeResult{res})
+	rows := SummarizeScaling([]*solo.ProbeResult{res})
 	require.Len(t, rows, 2)
 
 	r := rows[0]
@@ -137,8 +119,8 @@ func TestSummarizeScaling(t *testing.T) {
 	assert.InDelta(t, 200_000.0/380_000, r.OursFloor, 1e-9)
 
 	var b bytes.Buffer
-	report := &ScalingReport{Start: time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC), Machine: Machine{CPUs: 2}, RSSCapMiB: 10240,
-		FlushInterval: 15 * time.Second, Results: []*ProbeResult{res}}
+	report := &ScalingReport{Start: time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC), Machine: harness.Machine{CPUs: 2}, RSSCapMiB: 10240,
+		FlushInterval: 15 * time.Second, Results: []*solo.ProbeResult{res}}
 	require.NoError(t, report.WriteMarkdown(&b))
 	md := b.String()
 	assert.Contains(t, md, "| 2 | 1k | 410000 / 310000 / 125000 | 0.756 | 2.480 |")

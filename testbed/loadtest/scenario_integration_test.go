@@ -11,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/otelcol-red/otelcol-red/testbed/loadtest/harness"
 )
 
 // TestRunBothBinaries runs a short paced scenario on the built binaries (make build stock-twin):
@@ -18,25 +20,27 @@ import (
 func TestRunBothBinaries(t *testing.T) {
 	root, err := filepath.Abs("../..")
 	require.NoError(t, err)
-	collector := func(name, bin, config string) Collector {
-		c := Collector{Name: name, Binary: filepath.Join(root, "bin", bin), Config: filepath.Join(root, config)}
+	collector := func(name, bin, config string) harness.Collector {
+		c := harness.Collector{Name: name, Binary: filepath.Join(root, "bin", bin), Config: filepath.Join(root, config)}
 		_, err := os.Stat(c.Binary)
 		require.NoError(t, err, "build the binaries first: make build stock-twin")
 		return c
 	}
 	o := Options{
-		Ours:           collector("ours", "otelcol-red", "configs/default.yaml"),
-		Stock:          collector("stock", "otelcol-stock", "configs/stock-twin.yaml"),
-		Duration:       5 * time.Second,
-		ScrapeInterval: 2 * time.Second,
-		SampleInterval: 500 * time.Millisecond,
-		FlushInterval:  time.Second,
-		DrainTimeout:   30 * time.Second,
-		Concurrency:    2,
-		CallsMetric:    CallsMetric,
-		RawDir:         t.TempDir(),
+		Options: harness.Options{
+			ScrapeInterval: 2 * time.Second,
+			SampleInterval: 500 * time.Millisecond,
+			FlushInterval:  time.Second,
+			DrainTimeout:   30 * time.Second,
+			Concurrency:    2,
+			CallsMetric:    harness.CallsMetric,
+			RawDir:         t.TempDir(),
+		},
+		Ours:     collector("ours", "otelcol-red", "configs/default.yaml"),
+		Stock:    collector("stock", "otelcol-stock", "configs/stock-twin.yaml"),
+		Duration: 5 * time.Second,
 	}
-	pool, err := NewPool(Shape{Services: 5, SpanNames: 10}, 100, 1)
+	pool, err := harness.NewPool(harness.Shape{Services: 5, SpanNames: 10}, 100, 1)
 	require.NoError(t, err)
 	sc := Scenario{Name: "smoke", Transport: TransportOTLP, Shape: pool.Shape, Rate: 5000}
 

@@ -6,11 +6,12 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io"
-	"log"
 	"net/http"
-	"strconv"
 	"sync"
 	"time"
+
+	"github.com/otelcol-red/otelcol-red/testbed/loadtest/harness"
+	"github.com/otelcol-red/otelcol-red/testbed/loadtest/harness/solo"
 )
 
 // backlogWriters is the number of messages written at once to build the staleness backlog: the
@@ -25,8 +26,8 @@ const pagePollInterval = time.Second
 // runStaleness writes a backlog of small messages to a fresh topic, starts our Kafka gateway on
 // it, and records every flush while the gateway drains the backlog as fast as it can: a flush that
 // waits behind ingest shows as a gap longer than the flush interval.
-func runStaleness(ctx context.Context, p Probe, pc ProbeCollectors, pools *Pools, o Options, res *ProbeResult) error {
-	if o.NewKafkaSink == nil || o.CreateTopic == nil {
+func runStaleness(ctx context.Context, p solo.Probe, cs solo.Collectors, pools *solo.Pools, o harness.Options, res *solo.ProbeResult) error {
+	if o.Kafka.NewSink == nil || o.Kafka.CreateTopic == nil {
 		return errors.New("the staleness probe needs a Kafka sink and a topic creator")
 	}
 	shape := p.Shapes[0]
@@ -34,61 +35,48 @@ func runStaleness(ctx context.Context, p Probe, pc ProbeCollectors, pools *Pools
 	if err != nil {
 		return err
 	}
-	run := strconv.FormatInt(time.Now().UnixNano(), 36)
-	topic := "testbed-" + p.Name + "-" + run
-	if err := o.CreateTopic(ctx, topic, o.KafkaPartitions); err != nil {
-		return fmt.Errorf("cannot create topic %q: %w", topic, err)
-	}
-	sink, err := o.NewKafkaSink(pool, o.KafkaBrokers, topic)
+	backlog, err := o.Kafka.WriteBacklog(ctx, p.Name, pool, p.Backlog, backlogWriters)
 	if err != nil {
 		return err
 	}
-	written, err := writeBacklog(ctx, pool, sink, p.Backlog, backlogWriters)
-	if closeErr := sink.Close(); err == nil {
-		err = closeErr
-	}
-	if err != nil {
-		return fmt.Errorf("cannot write the backlog to topic %q: %w", topic, err)
-	}
-	log.Printf("%s: wrote %d spans to topic %s", p.Name, written, topic)
 
-	c := pc.OursKafka
-	pr := ProbeRun{Collector: "ours", Binary: c.Binary, Config: c.Config, Series: shape.Series(), LoadAverage: LoadAverage()}
-	if err := stalenessRun(ctx, p, c, o, written, map[string]string{
-		"KAFKA_BROKERS": o.KafkaBrokers, "KAFKA_TOPIC": topic, "KAFKA_GROUP": "testbed-" + p.Name + "-" + run,
+	c := cs["ours"]
+	pr := solo.ProbeRun{Collector: "ours", Binary: c.Binary, Config: c.Config, Series: shape.Series(), LoadAverage: harness.LoadAverage()}
+	if err := stalenessRun(ctx, p, c, o, backlog.Written, map[string]string{
+		"KAFKA_BROKERS": o.Kafka.Brokers, "KAFKA_TOPIC": backlog.Topic, "KAFKA_GROUP": "testbed-" + p.Name + "-" + backlog.Run,
 	}, &pr); err != nil {
-		pr.Error = joinErr(pr.Error, err.Error())
+		pr.Error = harness.JoinErr(pr.Error, err.Error())
 	}
 	res.Runs = append(res.Runs, pr)
 	return nil
 }
 
-func stalenessRun(ctx context.Context, p Probe, c Collector, o Options, written int64, kafkaEnv map[string]string, run *ProbeRun) error {
-	env := probeEnv(p)
+func stalenessRun(ctx context.Context, p solo.Probe, c harness.Collector, o harness.Options, written int64, kafkaEnv map[string]string, run *solo.ProbeRun) error {
+	env := p.Env()
 	for k, v := range kafkaEnv {
 		env[k] = v
 	}
-	s, err := startSolo(ctx, c, o, p.Name+"-"+c.Name, env, p.pinned())
+	s, err := solo.Start(ctx, c, o, p.Name+"-"+c.Name, env, p.Pinned())
 	if err != nil {
 		return err
 	}
-	st := &Staleness{IntervalSeconds: o.FlushInterval.Seconds(), BacklogSpans: written}
+	st := &solo.Staleness{IntervalSeconds: o.FlushInterval.Seconds(), BacklogSpans: written}
 	run.Staleness = st
-	fw := newFlushWatch(ctx, s, s.watch.start, flushPollInterval)
-	pw := watchPage(ctx, s.ep.metricsURL(), s.watch.start)
+	fw := solo.WatchFlushes(ctx, s, flushPollInterval)
+	pw := watchPage(ctx, s)
 
 	first, done, err := followConsumption(ctx, s, written, o.KafkaTimeout)
 	if err == nil {
 		// Two more intervals: a flush due right at the end must show up too.
-		wait(ctx, s, 2*o.FlushInterval)
+		s.Wait(ctx, 2*o.FlushInterval)
 	}
-	end := time.Since(s.watch.start).Seconds()
-	deliveries := fw.close()
+	end := s.Elapsed().Seconds()
+	deliveries := fw.Close()
 	st.PageChanges, st.PageScrapesFailed = pw.close()
 	if err == nil {
 		st.ConsumeSeconds = done - first
-		st.SpansPerSec = float64(written) / max(st.ConsumeSeconds, kafkaPollInterval.Seconds())
-		st.Flushes = flushes(deliveries, o.FlushInterval)
+		st.SpansPerSec = float64(written) / max(st.ConsumeSeconds, harness.KafkaPollInterval.Seconds())
+		st.Flushes = solo.Flushes(deliveries, o.FlushInterval)
 		// Gaps count from the first span until one interval after the last: by then the flush
 		// holding the last spans is due. Later, a collector with delta output has nothing to
 		// send, and its silence is not lateness.
@@ -98,34 +86,34 @@ func stalenessRun(ctx context.Context, p Probe, c Collector, o Options, written 
 		st.ExpectedFlushes = int((until - first) / st.IntervalSeconds)
 		st.MaxPageGapSeconds = maxGap(st.PageChanges, first, until)
 		st.CallsCounted, err = countCalls(ctx, s, o, written, time.Minute)
-		run.Phases = []Phase{{Name: "drain", Seconds: st.ConsumeSeconds, Spans: written, SpansPerSec: st.SpansPerSec}}
-		run.Phases[0].RSSMaxMiB, run.Phases[0].RSSEndMiB = rssBetween(s.watch.Samples(), first, done+1)
-		run.Phases[0].CPUPercent = cpuBetween(s.watch.Samples(), first, done+1)
+		run.Phases = []solo.Phase{{Name: "drain", Seconds: st.ConsumeSeconds, Spans: written, SpansPerSec: st.SpansPerSec}}
+		run.Phases[0].RSSMaxMiB, run.Phases[0].RSSEndMiB = solo.RSSBetween(s.Samples(), first, done+1)
+		run.Phases[0].CPUPercent = solo.CPUBetween(s.Samples(), first, done+1)
 	}
-	return errors.Join(err, finishRun(s, run))
+	return errors.Join(err, s.Finish(run))
 }
 
 // followConsumption reads the collector's accepted-spans counter until it reaches written, and
 // returns when the first span and the last were accepted (seconds since the collector started).
-func followConsumption(ctx context.Context, s *solo, written int64, timeout time.Duration) (first, done float64, err error) {
-	scraper := NewCountingScraper(5 * time.Second)
+func followConsumption(ctx context.Context, s *solo.Instance, written int64, timeout time.Duration) (first, done float64, err error) {
+	scraper := harness.NewCountingScraper(5 * time.Second)
 	defer scraper.Close()
 	deadline := time.Now().Add(timeout)
 	for {
 		if time.Now().After(deadline) {
 			return 0, 0, fmt.Errorf("backlog not consumed within %s", timeout)
 		}
-		if !wait(ctx, s, kafkaPollInterval) {
+		if !s.Wait(ctx, harness.KafkaPollInterval) {
 			return 0, 0, errors.New("collector killed or run interrupted while consuming")
 		}
-		if exited, exitErr := s.proc.Exited(); exited {
-			return 0, 0, fmt.Errorf("%s exited while consuming: %w", s.c.Name, errOrExit(exitErr))
+		if exited, exitErr := s.Exited(); exited {
+			return 0, 0, fmt.Errorf("%s exited while consuming: %w", s.Name(), exitErr)
 		}
-		n, err := scraper.SumCounter(ctx, s.ep.telemetryURL(), acceptedSpansMetric)
+		n, err := scraper.SumCounter(ctx, s.TelemetryURL(), harness.AcceptedSpansMetric)
 		if err != nil {
 			continue
 		}
-		now := time.Since(s.watch.start).Seconds()
+		now := s.Elapsed().Seconds()
 		if n > 0 && first == 0 {
 			first = now
 		}
@@ -137,16 +125,16 @@ func followConsumption(ctx context.Context, s *solo, written int64, timeout time
 
 // countCalls waits (limit at most) until the calls counters add up to written and returns
 // their sum.
-func countCalls(ctx context.Context, s *solo, o Options, written int64, limit time.Duration) (int64, error) {
-	scraper := NewCountingScraper(limit)
+func countCalls(ctx context.Context, s *solo.Instance, o harness.Options, written int64, limit time.Duration) (int64, error) {
+	scraper := harness.NewCountingScraper(limit)
 	defer scraper.Close()
 	deadline := time.Now().Add(limit)
 	for {
-		n, err := scraper.SumCounter(ctx, s.ep.metricsURL(), o.CallsMetric)
+		n, err := scraper.SumCounter(ctx, s.MetricsURL(), o.CallsMetric)
 		if err == nil && int64(n) == written {
 			return int64(n), nil
 		}
-		if time.Now().After(deadline) || !wait(ctx, s, time.Second) {
+		if time.Now().After(deadline) || !s.Wait(ctx, time.Second) {
 			if err != nil {
 				return int64(n), fmt.Errorf("calls counters not read: %w", err)
 			}
@@ -155,7 +143,7 @@ func countCalls(ctx context.Context, s *solo, o Options, written int64, limit ti
 	}
 }
 
-func flushTimes(fl []Delivery) []float64 {
+func flushTimes(fl []solo.Delivery) []float64 {
 	out := make([]float64, len(fl))
 	for i, f := range fl {
 		out[i] = f.At
@@ -188,7 +176,7 @@ type pageWatch struct {
 	failed  int
 }
 
-func watchPage(ctx context.Context, url string, start time.Time) *pageWatch {
+func watchPage(ctx context.Context, s *solo.Instance) *pageWatch {
 	ctx, cancel := context.WithCancel(ctx)
 	w := &pageWatch{cancel: cancel}
 	client := &http.Client{Timeout: pagePollInterval * 5, Transport: &http.Transport{DisableCompression: true}}
@@ -204,7 +192,7 @@ func watchPage(ctx context.Context, url string, start time.Time) *pageWatch {
 				return
 			case <-tick.C:
 			}
-			sum, err := pageHash(ctx, client, url)
+			sum, err := pageHash(ctx, client, s.MetricsURL())
 			if err != nil {
 				if ctx.Err() == nil {
 					w.failed++
@@ -212,7 +200,7 @@ func watchPage(ctx context.Context, url string, start time.Time) *pageWatch {
 				continue
 			}
 			if sum != last {
-				w.changes = append(w.changes, time.Since(start).Seconds())
+				w.changes = append(w.changes, s.Elapsed().Seconds())
 				last = sum
 			}
 		}
@@ -231,7 +219,7 @@ func pageHash(ctx context.Context, client *http.Client, url string) (uint64, err
 	if err != nil {
 		return 0, err
 	}
-	req.Header.Set("Accept", prometheusAccept)
+	req.Header.Set("Accept", harness.PrometheusAccept)
 	req.Header.Set("Accept-Encoding", "gzip")
 	resp, err := client.Do(req)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/otelcol-red/otelcol-red/testbed/loadtest"
+	"github.com/otelcol-red/otelcol-red/testbed/loadtest/harness"
 )
 
 func TestMain(m *testing.M) {
@@ -103,7 +104,7 @@ func TestSelectScaling(t *testing.T) {
 	assert.Equal(t, "2", plan[1].GOMAXPROCS)
 	assert.Equal(t, 8, plan[1].Concurrency)
 	assert.Equal(t, 3, plan[1].Rounds)
-	assert.Equal(t, loadtest.Shape1M, plan[1].Shapes[2])
+	assert.Equal(t, harness.Shape1M, plan[1].Shapes[2])
 
 	f.procs = "1,x"
 	_, err = selectScaling(f, 2)

@@ -9,28 +9,30 @@ import (
 	"time"
 
 	"github.com/otelcol-red/otelcol-red/testbed/loadtest"
+	"github.com/otelcol-red/otelcol-red/testbed/loadtest/harness"
+	"github.com/otelcol-red/otelcol-red/testbed/loadtest/harness/solo"
 )
 
 // selectScaling returns the scaling plan the flags ask for on a host with cpus CPUs.
-func selectScaling(f flags, cpus int) ([]loadtest.Probe, error) {
+func selectScaling(f flags, cpus int) ([]solo.Probe, error) {
 	if f.scalingRounds < 1 {
 		return nil, fmt.Errorf("-scaling-rounds must be 1 or more, got %d", f.scalingRounds)
 	}
 	procs := loadtest.DefaultScalingProcs(cpus)
 	if f.procs != "" {
 		var err error
-		if procs, err = loadtest.ParseProcs(f.procs); err != nil {
+		if procs, err = solo.ParseProcs(f.procs); err != nil {
 			return nil, err
 		}
 	}
-	var shapes []loadtest.Shape
+	var shapes []harness.Shape
 	if f.scalingSeries != "" {
 		var err error
 		if shapes, err = loadtest.ParseShapes(f.scalingSeries); err != nil {
 			return nil, err
 		}
 	}
-	return loadtest.KeepSides(loadtest.ScalingPlan(loadtest.ScalingPlanConfig{
+	return solo.KeepSides(loadtest.ScalingPlan(loadtest.ScalingPlanConfig{
 		Procs: procs, FlushInterval: f.flushInterval, Phase: f.phase, Rounds: f.scalingRounds,
 		Concurrency: f.concurrency, Shapes: shapes, With1M: f.scaling1M,
 	}), f.sides)
@@ -44,19 +46,19 @@ func runScaling(ctx context.Context, f flags) ([]string, error) {
 		return nil, err
 	}
 	pc := loadtest.ProbeCollectors{
-		Ours:  loadtest.Collector{Name: "ours", Binary: f.oursBin, Config: f.oursConfig},
-		Stock: loadtest.Collector{Name: "stock", Binary: f.stockBin, Config: f.stockConfig},
-		Floor: loadtest.Collector{Name: "floor", Binary: f.oursBin, Config: f.floorConfig},
+		Ours:  harness.Collector{Name: "ours", Binary: f.oursBin, Config: f.oursConfig},
+		Stock: harness.Collector{Name: "stock", Binary: f.stockBin, Config: f.stockConfig},
+		Floor: harness.Collector{Name: "floor", Binary: f.oursBin, Config: f.floorConfig},
 	}
 	o, rawDir, err := f.probeOptions(pc.Ours, pc.Stock, pc.Floor)
 	if err != nil {
 		return nil, err
 	}
 	report := &loadtest.ScalingReport{
-		Start: time.Now().UTC(), Machine: loadtest.ReadMachine(), RSSCapMiB: float64(f.rssCapMiB), FlushInterval: f.flushInterval,
+		Start: time.Now().UTC(), Machine: harness.ReadMachine(), RSSCapMiB: float64(f.rssCapMiB), FlushInterval: f.flushInterval,
 	}
 	var failures []string
-	report.Results, failures = runPlan(ctx, plan, pc, o, nil)
+	report.Results, failures = runPlan(ctx, plan, pc, loadtest.Options{Options: o}, nil)
 	path := filepath.Join(f.out, "SCALING.md")
 	if err := writeMarkdown(path, report.WriteMarkdown); err != nil {
 		return failures, err
@@ -70,16 +72,16 @@ func runScaling(ctx context.Context, f flags) ([]string, error) {
 
 // runPlan runs the probes of plan in turn, logging each run, and returns their results and the
 // failures: a probe's or a run's error, and the lines more returns for a run (nil: none).
-func runPlan(ctx context.Context, plan []loadtest.Probe, pc loadtest.ProbeCollectors, o loadtest.Options,
-	more func(loadtest.ProbeRun) []string,
-) ([]*loadtest.ProbeResult, []string) {
+func runPlan(ctx context.Context, plan []solo.Probe, pc loadtest.ProbeCollectors, o loadtest.Options,
+	more func(solo.ProbeRun) []string,
+) ([]*solo.ProbeResult, []string) {
 	var (
-		results  []*loadtest.ProbeResult
+		results  []*solo.ProbeResult
 		failures []string
 	)
-	pools := &loadtest.Pools{}
+	pools := &solo.Pools{}
 	for _, p := range plan {
-		log.Printf("%s: %s", p.Name, p.Title())
+		log.Printf("%s: %s", p.Name, loadtest.Title(p))
 		res := loadtest.RunProbe(ctx, p, pc, pools, o)
 		results = append(results, res)
 		if res.Error != "" {
@@ -94,7 +96,7 @@ func runPlan(ctx context.Context, plan []loadtest.Probe, pc loadtest.ProbeCollec
 					failures = append(failures, fmt.Sprintf("%s/%s: %s", p.Name, r.Label(), line))
 				}
 			}
-			log.Printf("%s/%s: %s", p.Name, r.Label(), loadtest.RunSummary(r))
+			log.Printf("%s/%s: %s", p.Name, r.Label(), r.Summary())
 		}
 		if ctx.Err() != nil {
 			break
