@@ -25,6 +25,7 @@ import (
 
 	"github.com/otelcol-red/otelcol-red/testbed/datasenders"
 	"github.com/otelcol-red/otelcol-red/testbed/loadtest"
+	"github.com/otelcol-red/otelcol-red/testbed/loadtest/compare"
 	"github.com/otelcol-red/otelcol-red/testbed/loadtest/harness"
 )
 
@@ -181,7 +182,7 @@ func checkModeFlags(f flags) error {
 }
 
 // selectPlan applies the mode defaults to f and returns the scenarios to run.
-func selectPlan(f *flags) ([]loadtest.Scenario, string, error) {
+func selectPlan(f *flags) ([]compare.Scenario, string, error) {
 	mode := "full"
 	if f.duration == 0 {
 		f.duration = 2 * time.Minute
@@ -197,12 +198,12 @@ func selectPlan(f *flags) ([]loadtest.Scenario, string, error) {
 			f.kafkaBacklog = 4_000_000
 		}
 	}
-	plan := loadtest.FullPlan(f.kafkaBacklog)
+	plan := compare.FullPlan(f.kafkaBacklog)
 	if f.short {
 		mode = "short"
-		plan = loadtest.ShortPlan(f.kafkaBacklog)
+		plan = compare.ShortPlan(f.kafkaBacklog)
 	}
-	plan, err := selectByName(plan, f.run, func(s loadtest.Scenario) string { return s.Name })
+	plan, err := selectByName(plan, f.run, func(s compare.Scenario) string { return s.Name })
 	if err != nil {
 		return nil, "", err
 	}
@@ -222,7 +223,7 @@ func run(ctx context.Context, f flags) ([]string, error) {
 	if err := os.MkdirAll(rawDir, 0o755); err != nil {
 		return nil, err
 	}
-	o := loadtest.Options{Options: f.options(rawDir)}
+	o := compare.Options{Options: f.options(rawDir)}
 	o.Ours = harness.Collector{Name: "ours", Binary: f.oursBin, Config: f.oursConfig}
 	o.Stock = harness.Collector{Name: "stock", Binary: f.stockBin, Config: f.stockConfig}
 	o.OursKafka = harness.Collector{Name: "ours", Binary: f.oursBin, Config: f.oursKafka}
@@ -232,7 +233,7 @@ func run(ctx context.Context, f flags) ([]string, error) {
 		return nil, err
 	}
 
-	report := &loadtest.Report{
+	report := &compare.Report{
 		Start: time.Now().UTC(), Machine: harness.ReadMachine(), Mode: mode, Duration: f.duration,
 		Tolerance: f.tolerance, Concurrency: f.concurrency, SpansPerRequest: f.spansPerRequest,
 		ScrapeInterval: f.scrapeInterval, FlushInterval: f.flushInterval,
@@ -242,7 +243,7 @@ func run(ctx context.Context, f flags) ([]string, error) {
 	for _, sc := range plan {
 		// The broker starts only when a Kafka scenario comes, so that it does not take CPU from the
 		// OTLP scenarios before it.
-		if sc.Transport == loadtest.TransportKafka && !kafkaReady {
+		if sc.Transport == compare.TransportKafka && !kafkaReady {
 			stopKafka, err := setUpKafka(ctx, f, &o.Kafka)
 			defer stopKafka()
 			if err != nil {
@@ -261,7 +262,7 @@ func run(ctx context.Context, f flags) ([]string, error) {
 			pools[sc.Shape] = pool
 		}
 		log.Printf("%s: %s", sc.Name, sc.Title())
-		res, err := loadtest.Run(ctx, sc, pool, o)
+		res, err := compare.Run(ctx, sc, pool, o)
 		if err != nil {
 			report.Errors = append(report.Errors, fmt.Sprintf("%s: %v", sc.Name, err))
 			log.Printf("%s: not measured: %v", sc.Name, err)
@@ -309,11 +310,11 @@ func checkCollectors(cs ...harness.Collector) error {
 }
 
 // write saves RESULTS.md, the charts, and the raw samples as JSON.
-func write(out, rawDir string, report *loadtest.Report) error {
+func write(out, rawDir string, report *compare.Report) error {
 	if err := writeMarkdown(filepath.Join(out, "RESULTS.md"), report.WriteMarkdown); err != nil {
 		return err
 	}
-	if err := loadtest.WriteCharts(out, report.Results); err != nil {
+	if err := compare.WriteCharts(out, report.Results); err != nil {
 		return err
 	}
 	return writeJSON(filepath.Join(rawDir, "run-"+report.Start.Format("20060102T150405Z")+".json"), report)

@@ -1,4 +1,4 @@
-package loadtest
+package compare
 
 import (
 	"context"

@@ -1,6 +1,6 @@
 //go:build integration
 
-package loadtest
+package compare
 
 import (
 	"context"
@@ -18,7 +18,7 @@ import (
 // TestRunBothBinaries runs a short paced scenario on the built binaries (make build stock-twin):
 // both must take every span and count it in their calls counters.
 func TestRunBothBinaries(t *testing.T) {
-	root, err := filepath.Abs("../..")
+	root, err := filepath.Abs("../../..")
 	require.NoError(t, err)
 	collector := func(name, bin, config string) harness.Collector {
 		c := harness.Collector{Name: name, Binary: filepath.Join(root, "bin", bin), Config: filepath.Join(root, config)}

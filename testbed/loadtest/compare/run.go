@@ -1,4 +1,4 @@
-package loadtest
+package compare
 
 import (
 	"context"
@@ -12,41 +12,8 @@ import (
 	"github.com/otelcol-red/otelcol-red/testbed/loadtest/harness"
 )
 
-// Transport is how spans reach the collectors.
-type Transport string
-
-const (
-	// TransportOTLP sends OTLP gRPC to each collector, the same requests at the same pace.
-	TransportOTLP Transport = "otlp"
-	// TransportKafka writes one backlog to a topic that each collector consumes in its own group.
-	TransportKafka Transport = "kafka"
-)
-
-// Scenario is one load shape run on both collectors at once.
-type Scenario struct {
-	Name      string        `json:"name"`
-	Transport Transport     `json:"transport"`
-	Shape     harness.Shape `json:"shape"`
-	// Rate is the target in spans/s per collector; 0 sends as fast as each collector acknowledges.
-	Rate int `json:"rate"`
-	// Backlog is the number of spans written to the topic before the collectors start (Kafka).
-	Backlog int64 `json:"backlog,omitempty"`
-}
-
-// Title is the scenario as a table row names it.
-func (s Scenario) Title() string {
-	switch {
-	case s.Transport == TransportKafka:
-		return fmt.Sprintf("Kafka backlog of %s spans, %s", harness.HumanCount(float64(s.Backlog)), s.Shape)
-	case s.Rate == 0:
-		return fmt.Sprintf("OTLP max, %s", s.Shape)
-	default:
-		return fmt.Sprintf("OTLP %s spans/s, %s", harness.HumanCount(float64(s.Rate)), s.Shape)
-	}
-}
-
-// Options are the settings of a run: those every mode shares, the comparison scenarios'
-// collectors and window, and the memory probe's heap profile.
+// Options are the settings of a comparison run: those every mode shares, the two collectors of
+// the OTLP and the Kafka scenarios, and the OTLP load window.
 type Options struct {
 	harness.Options
 	Ours, Stock harness.Collector
@@ -54,13 +21,6 @@ type Options struct {
 	OursKafka, StockKafka harness.Collector
 	// Duration is the load window of an OTLP scenario.
 	Duration time.Duration
-	// HeapProfile makes the memory probe take a heap profile of ours at the end of its load; our
-	// config must then enable the pprof extension on ${env:PPROF_ENDPOINT}.
-	HeapProfile bool
-	// HeapProfileAtEnd moves that profile from the second flush to the last second of the load,
-	// when every series exists and several flushes and renders have run: the state whose RSS
-	// keeps growing after the second flush.
-	HeapProfileAtEnd bool
 }
 
 // side is one collector's live state during a run.
