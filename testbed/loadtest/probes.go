@@ -23,9 +23,6 @@ const (
 	ProbeFloor solo.ProbeKind = "floor"
 	// ProbeStaleness drains a Kafka backlog of small messages and measures how late flushes are.
 	ProbeStaleness solo.ProbeKind = "staleness"
-	// ProbeScaling is ProbeFloor with the stock twin as a third side, at one GOMAXPROCS of the
-	// scaling plan (scaling.go).
-	ProbeScaling solo.ProbeKind = "scaling"
 	// ProbeGraph runs our RED path, ours with the service graph and the stock twin with
 	// servicegraph on a call graph, one core each (graph.go).
 	ProbeGraph solo.ProbeKind = "graph"
@@ -119,10 +116,6 @@ func title(p solo.Probe) string {
 	case ProbeFloor:
 		return fmt.Sprintf("decode floor against our RED path, GOMAXPROCS=%s, max OTLP rate, %s per collector and shape in each of %d round(s), "+
 			"in the order %s on odd rounds, reversed on even ones", p.GOMAXPROCS, p.Window, p.RoundCount(), strings.Join(p.Sides, ", "))
-	case ProbeScaling:
-		return fmt.Sprintf("GOMAXPROCS=%s, max OTLP rate (%d requests in flight) at %s, %s per collector and shape after a warm-up of %s, "+
-			"%d round(s) in the order %s, reversed on even rounds", p.GOMAXPROCS, p.Concurrency, shapeList(p.Shapes), p.Window, p.Warmup,
-			p.RoundCount(), strings.Join(p.Sides, ", "))
 	case ProbeGraph:
 		return graphTitle(p)
 	case ProbeNative:
@@ -172,7 +165,7 @@ func RunProbe(ctx context.Context, p solo.Probe, pc ProbeCollectors, pools *solo
 			return runMemory(ctx, p, cs, pools, o, res)
 		case ProbeScrapeLoad:
 			return runScrapeLoad(ctx, p, cs, pools, o.Options, res)
-		case ProbeFloor, ProbeScaling:
+		case ProbeFloor:
 			return solo.RunFloor(ctx, p, cs, pools, o.Options, res)
 		case ProbeStaleness:
 			return runStaleness(ctx, p, cs, pools, o.Options, res)

@@ -44,7 +44,10 @@ func runNative(ctx context.Context, f flags) ([]string, error) {
 		},
 	}
 	var failures []string
-	report.Results, failures = runPlan(ctx, plan, pc, loadtest.Options{Options: o}, func(r solo.ProbeRun) []string {
+	run := func(p solo.Probe, pools *solo.Pools) *solo.ProbeResult {
+		return loadtest.RunProbe(ctx, p, pc, pools, loadtest.Options{Options: o})
+	}
+	report.Results, failures = runPlan(ctx, plan, loadtest.Title, run, func(r solo.ProbeRun) []string {
 		var lines []string
 		if r.Native != nil {
 			for _, sc := range r.Native.Scrapes {

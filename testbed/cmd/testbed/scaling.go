@@ -8,9 +8,9 @@ import (
 	"runtime"
 	"time"
 
-	"github.com/otelcol-red/otelcol-red/testbed/loadtest"
 	"github.com/otelcol-red/otelcol-red/testbed/loadtest/harness"
 	"github.com/otelcol-red/otelcol-red/testbed/loadtest/harness/solo"
+	"github.com/otelcol-red/otelcol-red/testbed/loadtest/scaling"
 )
 
 // selectScaling returns the scaling plan the flags ask for on a host with cpus CPUs.
@@ -18,7 +18,7 @@ func selectScaling(f flags, cpus int) ([]solo.Probe, error) {
 	if f.scalingRounds < 1 {
 		return nil, fmt.Errorf("-scaling-rounds must be 1 or more, got %d", f.scalingRounds)
 	}
-	procs := loadtest.DefaultScalingProcs(cpus)
+	procs := scaling.DefaultScalingProcs(cpus)
 	if f.procs != "" {
 		var err error
 		if procs, err = solo.ParseProcs(f.procs); err != nil {
@@ -28,11 +28,11 @@ func selectScaling(f flags, cpus int) ([]solo.Probe, error) {
 	var shapes []harness.Shape
 	if f.scalingSeries != "" {
 		var err error
-		if shapes, err = loadtest.ParseShapes(f.scalingSeries); err != nil {
+		if shapes, err = scaling.ParseShapes(f.scalingSeries); err != nil {
 			return nil, err
 		}
 	}
-	return solo.KeepSides(loadtest.ScalingPlan(loadtest.ScalingPlanConfig{
+	return solo.KeepSides(scaling.Plan(scaling.PlanConfig{
 		Procs: procs, FlushInterval: f.flushInterval, Phase: f.phase, Rounds: f.scalingRounds,
 		Concurrency: f.concurrency, Shapes: shapes, With1M: f.scaling1M,
 	}), f.sides)
@@ -45,7 +45,7 @@ func runScaling(ctx context.Context, f flags) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	pc := loadtest.ProbeCollectors{
+	pc := scaling.Collectors{
 		Ours:  harness.Collector{Name: "ours", Binary: f.oursBin, Config: f.oursConfig},
 		Stock: harness.Collector{Name: "stock", Binary: f.stockBin, Config: f.stockConfig},
 		Floor: harness.Collector{Name: "floor", Binary: f.oursBin, Config: f.floorConfig},
@@ -54,11 +54,13 @@ func runScaling(ctx context.Context, f flags) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	report := &loadtest.ScalingReport{
+	report := &scaling.Report{
 		Start: time.Now().UTC(), Machine: harness.ReadMachine(), RSSCapMiB: float64(f.rssCapMiB), FlushInterval: f.flushInterval,
 	}
 	var failures []string
-	report.Results, failures = runPlan(ctx, plan, pc, loadtest.Options{Options: o}, nil)
+	report.Results, failures = runPlan(ctx, plan, scaling.Title, func(p solo.Probe, pools *solo.Pools) *solo.ProbeResult {
+		return scaling.Run(ctx, p, pc, pools, o)
+	}, nil)
 	path := filepath.Join(f.out, "SCALING.md")
 	if err := writeMarkdown(path, report.WriteMarkdown); err != nil {
 		return failures, err
@@ -70,10 +72,11 @@ func runScaling(ctx context.Context, f flags) ([]string, error) {
 	return failures, ctx.Err()
 }
 
-// runPlan runs the probes of plan in turn, logging each run, and returns their results and the
-// failures: a probe's or a run's error, and the lines more returns for a run (nil: none).
-func runPlan(ctx context.Context, plan []solo.Probe, pc loadtest.ProbeCollectors, o loadtest.Options,
-	more func(solo.ProbeRun) []string,
+// runPlan runs the probes of plan in turn with run, the pools shared, logging each under its
+// title and each of its runs, and returns their results and the failures: a probe's or a run's
+// error, and the lines more returns for a run (nil: none).
+func runPlan(ctx context.Context, plan []solo.Probe, title func(solo.Probe) string,
+	run func(solo.Probe, *solo.Pools) *solo.ProbeResult, more func(solo.ProbeRun) []string,
 ) ([]*solo.ProbeResult, []string) {
 	var (
 		results  []*solo.ProbeResult
@@ -81,8 +84,8 @@ func runPlan(ctx context.Context, plan []solo.Probe, pc loadtest.ProbeCollectors
 	)
 	pools := &solo.Pools{}
 	for _, p := range plan {
-		log.Printf("%s: %s", p.Name, loadtest.Title(p))
-		res := loadtest.RunProbe(ctx, p, pc, pools, o)
+		log.Printf("%s: %s", p.Name, title(p))
+		res := run(p, pools)
 		results = append(results, res)
 		if res.Error != "" {
 			failures = append(failures, fmt.Sprintf("%s: %s", p.Name, res.Error))

@@ -1,10 +1,9 @@
-package loadtest
+package scaling
 
 import (
 	"bufio"
 	"fmt"
 	"io"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -13,106 +12,12 @@ import (
 	"github.com/otelcol-red/otelcol-red/testbed/loadtest/harness/solo"
 )
 
-// The scaling plan runs the decode floor, ours and the stock twin at several scheduler widths
-// (GOMAXPROCS), one collector at a time on the same pre-encoded requests, each pinned to as many
-// CPUs as its GOMAXPROCS with the load generator on the others. It is the floor probe (floor.go)
-// with a third side and one probe per width, so a width's three sides see the same host state
-// within a round and the report can set ours against both the decode-bound maximum and stock.
-
-// ScalingProcs are the widths the scaling plan knows; a host runs those it has CPUs for.
-var ScalingProcs = []int{1, 2, 4, 8}
-
-// DefaultScalingProcs returns the ScalingProcs that leave at least one of cpus to the load
-// generator, and 1 at least.
-func DefaultScalingProcs(cpus int) []int {
-	var out []int
-	for _, n := range ScalingProcs {
-		if n <= cpus-1 {
-			out = append(out, n)
-		}
-	}
-	if len(out) == 0 {
-		out = []int{1}
-	}
-	return out
-}
-
-// scalingShapes are the cardinalities the scaling plan knows, by the names ParseShapes reads.
-var scalingShapes = map[string]harness.Shape{"1k": harness.Shape1k, "100k": harness.Shape100k, "1m": harness.Shape1M}
-
-// ParseShapes reads a list of scaling shapes like "1k,100k": each one of 1k, 100k and 1m (any
-// case), no repeats, measured in the order given.
-func ParseShapes(s string) ([]harness.Shape, error) {
-	var out []harness.Shape
-	for f := range strings.SplitSeq(s, ",") {
-		f = strings.ToLower(strings.TrimSpace(f))
-		sh, ok := scalingShapes[f]
-		if !ok {
-			return nil, fmt.Errorf("-scaling-series: %q is not one of 1k, 100k, 1m", f)
-		}
-		if slices.Contains(out, sh) {
-			return nil, fmt.Errorf("-scaling-series: %s is listed twice", f)
-		}
-		out = append(out, sh)
-	}
-	return out, nil
-}
-
-// ScalingPlanConfig sizes the scaling plan.
-type ScalingPlanConfig struct {
-	// Procs are the GOMAXPROCS values, one probe each, in this order.
-	Procs []int
-	// FlushInterval is the run's flush interval; the warm-up is one flush and 5 s.
-	FlushInterval time.Duration
-	// Phase is the measured window per collector and shape.
-	Phase time.Duration
-	// Rounds is how many times each side runs per width and shape (0: 1).
-	Rounds int
-	// Concurrency is the OTLP requests in flight at GOMAXPROCS 1; a width N gets N times as
-	// many, so that a wider collector is not left waiting for requests.
-	Concurrency int
-	// Shapes are the cardinalities measured at each width, in this order (nil: 1k and 100k).
-	Shapes []harness.Shape
-	// With1M adds the million-series shape (Shape1M) after Shapes, unless they have it.
-	With1M bool
-}
-
-// ScalingPlan returns one probe per width: floor, ours and stock at max rate, each shape in turn.
-func ScalingPlan(c ScalingPlanConfig) []solo.Probe {
-	shapes := c.Shapes
-	if len(shapes) == 0 {
-		shapes = []harness.Shape{harness.Shape1k, harness.Shape100k}
-	}
-	if c.With1M && !slices.Contains(shapes, harness.Shape1M) {
-		shapes = append(slices.Clip(shapes), harness.Shape1M)
-	}
-	out := make([]solo.Probe, 0, len(c.Procs))
-	for _, n := range c.Procs {
-		out = append(out, solo.Probe{
-			Name: fmt.Sprintf("scaling-gomaxprocs-%d", n), Kind: ProbeScaling, Shapes: shapes,
-			Sides: []string{"floor", "ours", "stock"}, Window: c.Phase, Warmup: c.FlushInterval + 5*time.Second,
-			GOMAXPROCS: strconv.Itoa(n), PinCPU: true, SpansPerRequest: 1000, Rounds: max(c.Rounds, 1),
-			Concurrency: max(c.Concurrency, 1) * n,
-		})
-	}
-	return out
-}
-
-// shapeList writes shapes as "1k series, 100k series".
-func shapeList(shapes []harness.Shape) string {
-	s := make([]string, len(shapes))
-	for i, sh := range shapes {
-		s[i] = sh.String()
-	}
-	return strings.Join(s, ", ")
-}
-
-// ScalingRow is one width and shape of the scaling plan over its rounds.
-type ScalingRow struct {
+// Row is one width and shape of the scaling plan over its rounds.
+type Row struct {
 	Procs  int `json:"gomaxprocs"`
 	Series int `json:"series"`
 	// Sides are floor, ours and stock (those with runs).
-	Sides map[string]ScalingSide `json:"sides"`
+	Sides map[string]Side `json:"sides"`
 	// OursFloor and OursStock are ours' median spans/s over the floor's and stock's; 0 when a
 	// side has no measured run.
 	OursFloor float64 `json:"ours_floor"`
@@ -127,8 +32,8 @@ type ScalingRow struct {
 	Placement string `json:"placement,omitempty"`
 }
 
-// ScalingSide is one collector at one width and shape.
-type ScalingSide struct {
+// Side is one collector at one width and shape.
+type Side struct {
 	// Runs counts the runs that measured a phase with spans and CPU; Killed those the RSS cap
 	// ended.
 	Runs             int            `json:"runs"`
@@ -139,11 +44,11 @@ type ScalingSide struct {
 	RSSMaxMiB        harness.Spread `json:"rss_max_mib"`
 }
 
-// SummarizeScaling turns the scaling probes' runs into rows, width by width in the order they
+// Summarize turns the scaling probes' runs into rows, width by width in the order they
 // ran and shape by shape within one. A run whose phase has no spans or no CPU counts only as
 // killed (when it was).
-func SummarizeScaling(results []*solo.ProbeResult) []ScalingRow {
-	var rows []ScalingRow
+func Summarize(results []*solo.ProbeResult) []Row {
+	var rows []Row
 	for _, res := range results {
 		procs, _ := strconv.Atoi(res.Probe.GOMAXPROCS)
 		type acc struct{ rate, cpu, cost, rss []float64 }
@@ -175,13 +80,13 @@ func SummarizeScaling(results []*solo.ProbeResult) []ScalingRow {
 			a.rss = append(a.rss, run.RSSMaxMiB)
 		}
 		for _, series := range order {
-			row := ScalingRow{Procs: procs, Series: series, Sides: map[string]ScalingSide{}, Placement: placement[series]}
+			row := Row{Procs: procs, Series: series, Sides: map[string]Side{}, Placement: placement[series]}
 			for _, side := range res.Probe.Sides {
 				a := bySeries[series][side]
 				if a == nil {
 					a = &acc{}
 				}
-				row.Sides[side] = ScalingSide{Runs: len(a.rate), Killed: killed[series][side], SpansPerSec: harness.SpreadOf(a.rate),
+				row.Sides[side] = Side{Runs: len(a.rate), Killed: killed[series][side], SpansPerSec: harness.SpreadOf(a.rate),
 					CPUPercent: harness.SpreadOf(a.cpu), CPUMicrosPerSpan: harness.SpreadOf(a.cost), RSSMaxMiB: harness.SpreadOf(a.rss)}
 			}
 			row.OursFloor = rateRatio(row.Sides["ours"], row.Sides["floor"])
@@ -195,7 +100,7 @@ func SummarizeScaling(results []*solo.ProbeResult) []ScalingRow {
 }
 
 // rateRatio is a's median spans/s over b's, 0 when either has no run.
-func rateRatio(a, b ScalingSide) float64 {
+func rateRatio(a, b Side) float64 {
 	if a.Runs == 0 || b.Runs == 0 || b.SpansPerSec.Median == 0 {
 		return 0
 	}
@@ -203,30 +108,30 @@ func rateRatio(a, b ScalingSide) float64 {
 }
 
 // costRatio is a's median CPU µs per span over b's, 0 when either has no run.
-func costRatio(a, b ScalingSide) float64 {
+func costRatio(a, b Side) float64 {
 	if a.Runs == 0 || b.Runs == 0 || b.CPUMicrosPerSpan.Median == 0 {
 		return 0
 	}
 	return a.CPUMicrosPerSpan.Median / b.CPUMicrosPerSpan.Median
 }
 
-// ScalingReport is a run of the scaling plan.
-type ScalingReport struct {
+// Report is a run of the scaling plan.
+type Report struct {
 	Start         time.Time           `json:"start"`
 	Machine       harness.Machine     `json:"machine"`
 	RSSCapMiB     float64             `json:"rss_cap_mib"`
 	FlushInterval time.Duration       `json:"flush_interval_ns"`
 	Results       []*solo.ProbeResult `json:"results"`
-	// Rows is SummarizeScaling of Results, filled by WriteMarkdown.
-	Rows []ScalingRow `json:"rows"`
+	// Rows is Summarize of Results, filled by WriteMarkdown.
+	Rows []Row `json:"rows"`
 }
 
 // scalingSides is the column order of the report.
 var scalingSides = []string{"floor", "ours", "stock"}
 
 // WriteMarkdown writes SCALING.md: the summary table per width and shape, then every run.
-func (r *ScalingReport) WriteMarkdown(w io.Writer) error {
-	r.Rows = SummarizeScaling(r.Results)
+func (r *Report) WriteMarkdown(w io.Writer) error {
+	r.Rows = Summarize(r.Results)
 	b := bufio.NewWriter(w)
 	m := r.Machine
 	fmt.Fprintf(b, "# testbed: scaling with GOMAXPROCS\n\n")
@@ -245,12 +150,12 @@ func (r *ScalingReport) WriteMarkdown(w io.Writer) error {
 	b.WriteString("| GOMAXPROCS | series | spans/s floor / ours / stock | ours ÷ floor | ours ÷ stock | CPU µs/span floor / ours / stock | CPU/span floor ÷ ours | CPU/span stock ÷ ours | CPU % floor / ours / stock | RSS max MiB floor / ours / stock |\n|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, row := range r.Rows {
 		fmt.Fprintf(b, "| %d | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", row.Procs, harness.HumanCount(float64(row.Series)),
-			sideCells(row, "%.0f", func(s ScalingSide) harness.Spread { return s.SpansPerSec }),
+			sideCells(row, "%.0f", func(s Side) harness.Spread { return s.SpansPerSec }),
 			harness.RatioCell(row.OursFloor, ""), harness.RatioCell(row.OursStock, ""),
-			sideCells(row, "%.3f", func(s ScalingSide) harness.Spread { return s.CPUMicrosPerSpan }),
+			sideCells(row, "%.3f", func(s Side) harness.Spread { return s.CPUMicrosPerSpan }),
 			harness.RatioCell(row.FloorCost, ""), harness.RatioCell(row.StockCost, ""),
-			sideCells(row, "%.0f", func(s ScalingSide) harness.Spread { return s.CPUPercent }),
-			sideCells(row, "%.0f", func(s ScalingSide) harness.Spread { return s.RSSMaxMiB }))
+			sideCells(row, "%.0f", func(s Side) harness.Spread { return s.CPUPercent }),
+			sideCells(row, "%.0f", func(s Side) harness.Spread { return s.RSSMaxMiB }))
 	}
 	b.WriteString("\n")
 	for _, row := range r.Rows {
@@ -297,7 +202,7 @@ func (r *ScalingReport) WriteMarkdown(w io.Writer) error {
 // sideCells writes one figure of the floor, ours and stock as "a / b / c", "-" for a side without
 // a run, "killed" for one the RSS cap ended before it measured anything and "(killed)" after the
 // figure of one it ended during the phase.
-func sideCells(row ScalingRow, format string, figure func(ScalingSide) harness.Spread) string {
+func sideCells(row Row, format string, figure func(Side) harness.Spread) string {
 	cells := make([]string, len(scalingSides))
 	for i, name := range scalingSides {
 		s := row.Sides[name]

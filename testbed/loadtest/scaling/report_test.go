@@ -1,4 +1,4 @@
-package loadtest
+package scaling
 
 import (
 	"bytes"
@@ -12,73 +12,14 @@ import (
 	"github.com/otelcol-red/otelcol-red/testbed/loadtest/harness/solo"
 )
 
-func TestDefaultScalingProcs(t *testing.T) {
-	tests := []struct {
-		cpus int
-		want []int
-	}{
-		{cpus: 1, want: []int{1}},
-		{cpus: 2, want: []int{1}},
-		{cpus: 3, want: []int{1, 2}},
-		{cpus: 8, want: []int{1, 2, 4}},
-		{cpus: 9, want: []int{1, 2, 4, 8}},
-		{cpus: 64, want: []int{1, 2, 4, 8}},
-	}
-	for _, tt := range tests {
-		assert.Equal(t, tt.want, DefaultScalingProcs(tt.cpus), "%d CPUs", tt.cpus)
-	}
-}
-
-func TestScalingPlan(t *testing.T) {
-	plan := ScalingPlan(ScalingPlanConfig{Procs: []int{2, 1}, FlushInterval: 15 * time.Second, Phase: 20 * time.Second, Concurrency: 4})
-	require.Len(t, plan, 2)
-	for i, n := range []int{2, 1} {
-		p := plan[i]
-		assert.Equal(t, ProbeScaling, p.Kind)
-		assert.Equal(t, []string{"floor", "ours", "stock"}, p.Sides)
-		assert.Equal(t, []harness.Shape{harness.Shape1k, harness.Shape100k}, p.Shapes)
-		assert.Equal(t, n, p.Pinned(), "pinned to as many CPUs as its GOMAXPROCS")
-		assert.Equal(t, 4*n, p.Concurrency)
-		assert.Equal(t, 1, p.Rounds)
-		assert.Equal(t, 20*time.Second, p.Window)
-		assert.Equal(t, 20*time.Second, p.Warmup)
-	}
-	assert.Equal(t, "scaling-gomaxprocs-2", plan[0].Name)
-	assert.Contains(t, Title(plan[0]), "alone on 2 CPUs")
-	assert.Contains(t, Title(plan[1]), "alone on one CPU")
-
-	plan = ScalingPlan(ScalingPlanConfig{Procs: []int{4}, With1M: true, Rounds: 3})
-	assert.Equal(t, []harness.Shape{harness.Shape1k, harness.Shape100k, harness.Shape1M}, plan[0].Shapes)
-	assert.Equal(t, 3, plan[0].Rounds)
-	assert.Equal(t, 4, plan[0].Concurrency, "one request in flight per CPU at least")
-
-	plan = ScalingPlan(ScalingPlanConfig{Procs: []int{8}, Shapes: []harness.Shape{harness.Shape1k}})
-	assert.Equal(t, []harness.Shape{harness.Shape1k}, plan[0].Shapes)
-	plan = ScalingPlan(ScalingPlanConfig{Procs: []int{8}, Shapes: []harness.Shape{harness.Shape1M, harness.Shape1k}, With1M: true})
-	assert.Equal(t, []harness.Shape{harness.Shape1M, harness.Shape1k}, plan[0].Shapes, "the million-series shape once")
-}
-
-func TestParseShapes(t *testing.T) {
-	got, err := ParseShapes("1k, 100K,1m")
-	require.NoError(t, err)
-	assert.Equal(t, []harness.Shape{harness.Shape1k, harness.Shape100k, harness.Shape1M}, got)
-	got, err = ParseShapes("100k")
-	require.NoError(t, err)
-	assert.Equal(t, []harness.Shape{harness.Shape100k}, got)
-	for _, bad := range []string{"", "10k", "1k,1k", "1k,"} {
-		_, err := ParseShapes(bad)
-		assert.Error(t, err, bad)
-	}
-}
-
 // scalingRun is a run with one phase of spans/s at cpu %.
 func scalingRun(collector string, series, round int, rate, cpu, rss float64) solo.ProbeRun {
 	return solo.ProbeRun{Collector: collector, Series: series, Round: round, RSSMaxMiB: rss, Placement: "alone on CPU(s) 1",
 		Phases: []solo.Phase{{Name: "max rate", SpansPerSec: rate, CPUPercent: cpu}}}
 }
 
-func TestSummarizeScaling(t *testing.T) {
-	res := &solo.ProbeResult{Probe: solo.Probe{Kind: ProbeScaling, GOMAXPROCS: "2", Sides: []string{"floor", "ours", "stock"}}, Runs: []solo.ProbeRun{
+func TestSummarize(t *testing.T) {
+	res := &solo.ProbeResult{Probe: solo.Probe{Kind: Kind, GOMAXPROCS: "2", Sides: []string{"floor", "ours", "stock"}}, Runs: []solo.ProbeRun{
 		scalingRun("floor", 1000, 1, 400_000, 200, 100),
 		scalingRun("ours", 1000, 1, 300_000, 200, 150),
 		scalingRun("stock", 1000, 1, 100_000, 200, 300),
@@ -89,7 +30,7 @@ func TestSummarizeScaling(t *testing.T) {
 		scalingRun("ours", 100_000, 1, 200_000, 200, 400),
 		{Collector: "stock", Series: 100_000, Round: 1, Killed: &harness.Sample{RSSMiB: 11_000, At: 30}},
 	}}
-	rows := SummarizeScaling([]*solo.ProbeResult{res})
+	rows := Summarize([]*solo.ProbeResult{res})
 	require.Len(t, rows, 2)
 
 	r := rows[0]
@@ -119,7 +60,7 @@ func TestSummarizeScaling(t *testing.T) {
 	assert.InDelta(t, 200_000.0/380_000, r.OursFloor, 1e-9)
 
 	var b bytes.Buffer
-	report := &ScalingReport{Start: time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC), Machine: harness.Machine{CPUs: 2}, RSSCapMiB: 10240,
+	report := &Report{Start: time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC), Machine: harness.Machine{CPUs: 2}, RSSCapMiB: 10240,
 		FlushInterval: 15 * time.Second, Results: []*solo.ProbeResult{res}}
 	require.NoError(t, report.WriteMarkdown(&b))
 	md := b.String()
