@@ -23,9 +23,6 @@ const (
 	ProbeFloor solo.ProbeKind = "floor"
 	// ProbeStaleness drains a Kafka backlog of small messages and measures how late flushes are.
 	ProbeStaleness solo.ProbeKind = "staleness"
-	// ProbeGraph runs our RED path, ours with the service graph and the stock twin with
-	// servicegraph on a call graph, one core each (graph.go).
-	ProbeGraph solo.ProbeKind = "graph"
 	// ProbeNative compares exponential histograms served as native histograms (ours, stock) and
 	// ours with classic histograms: ingest, memory per series, protobuf and text scrapes (native.go).
 	ProbeNative solo.ProbeKind = "native"
@@ -116,8 +113,6 @@ func title(p solo.Probe) string {
 	case ProbeFloor:
 		return fmt.Sprintf("decode floor against our RED path, GOMAXPROCS=%s, max OTLP rate, %s per collector and shape in each of %d round(s), "+
 			"in the order %s on odd rounds, reversed on even ones", p.GOMAXPROCS, p.Window, p.RoundCount(), strings.Join(p.Sides, ", "))
-	case ProbeGraph:
-		return graphTitle(p)
 	case ProbeNative:
 		return fmt.Sprintf("%s, max OTLP rate: warm-up %s, %s measured, then idle for one flush and 5 s, then %d gzip scrapes, one a second or back to back when slower, "+
 			"per side (protobuf as Prometheus 3 asks with native histograms for %s, text for %s)", p.Shapes[0], p.Warmup, p.Window,

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/otelcol-red/otelcol-red/testbed/loadtest"
+	"github.com/otelcol-red/otelcol-red/testbed/loadtest/graph"
 	"github.com/otelcol-red/otelcol-red/testbed/loadtest/harness"
 	"github.com/otelcol-red/otelcol-red/testbed/loadtest/harness/solo"
 )
@@ -21,7 +21,7 @@ func selectGraph(f flags) ([]solo.Probe, error) {
 	if f.graphRounds < 1 {
 		return nil, fmt.Errorf("-graph-rounds must be 1 or more, got %d", f.graphRounds)
 	}
-	plan := loadtest.GraphPlan(loadtest.GraphPlanConfig{FlushInterval: f.flushInterval, Phase: f.phase, Rounds: f.graphRounds})
+	plan := graph.Plan(graph.PlanConfig{FlushInterval: f.flushInterval, Phase: f.phase, Rounds: f.graphRounds})
 	plan, err := selectByName(plan, f.run, func(p solo.Probe) string { return p.Name })
 	if err != nil {
 		return nil, err
@@ -44,7 +44,7 @@ func runGraph(ctx context.Context, f flags) ([]string, error) {
 	if err := os.MkdirAll(rawDir, 0o755); err != nil {
 		return nil, err
 	}
-	gc := loadtest.GraphCollectors{
+	gc := graph.Collectors{
 		Red:   harness.Collector{Name: "red", Binary: f.oursBin, Config: f.oursConfig},
 		Ours:  harness.Collector{Name: "ours", Binary: f.oursBin, Config: f.graphConfig},
 		Stock: harness.Collector{Name: "stock", Binary: f.stockBin, Config: f.stockGraphConfig},
@@ -54,19 +54,19 @@ func runGraph(ctx context.Context, f flags) ([]string, error) {
 	}
 	o := f.options(rawDir)
 	o.RSSCap = uint64(f.rssCapMiB) << 20
-	log.Printf("building the call graph pool (%s)", loadtest.GraphShape100k)
-	pool, err := loadtest.NewGraphPool(loadtest.GraphShape100k, f.spansPerRequest, 1)
+	log.Printf("building the call graph pool (%s)", graph.Shape100k)
+	pool, err := graph.NewPool(graph.Shape100k, f.spansPerRequest, 1)
 	if err != nil {
 		return nil, err
 	}
 	var failures []string
 	for _, p := range plan {
-		report := &loadtest.GraphReport{
+		report := &graph.Report{
 			Start: time.Now().UTC(), Machine: harness.ReadMachine(), Commit: sourceCommit(), RSSCapMiB: float64(f.rssCapMiB),
 			FlushInterval: f.flushInterval, Concurrency: f.concurrency,
 		}
-		log.Printf("%s: %s", p.Name, loadtest.Title(p))
-		report.Result = loadtest.RunGraph(ctx, p, gc, pool, o)
+		log.Printf("%s: %s", p.Name, graph.Title(p))
+		report.Result = graph.Measure(ctx, p, gc, pool, o)
 		for _, r := range report.Result.Runs {
 			log.Printf("%s/%s: %s; sent %d spans, %d edge requests; counted %d, %d", p.Name, r.Label(), r.Summary(),
 				r.Spans, r.Edges, r.CallsCounted, r.EdgesCounted)

@@ -1,4 +1,4 @@
-package loadtest
+package graph
 
 import (
 	"testing"
@@ -9,15 +9,15 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
 )
 
-// TestGraphPoolShape decodes the scenario's pool and checks it against what GraphShape promises:
+// TestGraphPoolShape decodes the scenario's pool and checks it against what Shape promises:
 // the RED series and edges it counts, every client span counted as an edge in Pool.Edges, the
 // spans counted in Pool.Spans, server spans never before their client span, and split calls.
 func TestGraphPoolShape(t *testing.T) {
-	g := GraphShape100k
+	g := Shape100k
 	require.Equal(t, 100_400, g.Series())
 	require.Equal(t, 10_000, g.EdgeCount())
 	const perRequest = 1000
-	p, err := NewGraphPool(g, perRequest, 1)
+	p, err := NewPool(g, perRequest, 1)
 	require.NoError(t, err)
 	require.Len(t, p.Spans, len(p.Encoded))
 	require.Len(t, p.Edges, len(p.Encoded))
@@ -100,8 +100,8 @@ func TestGraphPoolShape(t *testing.T) {
 }
 
 func TestGraphPoolRejectsBadShape(t *testing.T) {
-	_, err := NewGraphPool(GraphShape{Services: 1, Endpoints: 1, Databases: 1, DBEvery: 1, SplitEvery: 1}, 10, 1)
+	_, err := NewPool(Shape{Services: 1, Endpoints: 1, Databases: 1, DBEvery: 1, SplitEvery: 1}, 10, 1)
 	require.Error(t, err)
-	_, err = NewGraphPool(GraphShape100k, 0, 1)
+	_, err = NewPool(Shape100k, 0, 1)
 	require.Error(t, err)
 }

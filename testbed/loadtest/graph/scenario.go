@@ -1,4 +1,7 @@
-package loadtest
+// Package graph runs the service graph scenario: our RED path, ours with the service graph and
+// the stock twin with servicegraph, one at a time on one CPU each, on a pre-encoded call graph,
+// and writes GRAPH.md.
+package graph
 
 import (
 	"context"
@@ -12,25 +15,28 @@ import (
 )
 
 // The service graph scenario runs three collectors one at a time on the same pre-encoded call
-// graph (NewGraphPool), each alone on one CPU with GOMAXPROCS=1 and the load generator on the
+// graph (NewPool), each alone on one CPU with GOMAXPROCS=1 and the load generator on the
 // others, at max OTLP rate: our RED path alone ("red": tracemetrics → cachedprom), ours with the
 // service graph ("ours": tracemetrics + tracegraph → cachedprom) and the stock twin with the
 // service graph ("stock": spanmetrics + servicegraph → prometheus). Red against ours is what the
 // graph costs; ours against stock is the comparison. After the load each side must count every
 // span it acknowledged as a RED call and every client span as a service graph request.
 
-// GraphScenario is the scenario's name, as -run selects it.
-const GraphScenario = "graph-max-rate"
+// Kind is the scenario's probe kind.
+const Kind solo.ProbeKind = "graph"
 
-// GraphRequestsMetric is servicegraph's request counter as Prometheus exposes it; tracegraph keeps
+// Scenario is the scenario's name, as -run selects it.
+const Scenario = "graph-max-rate"
+
+// RequestsMetric is servicegraph's request counter as Prometheus exposes it; tracegraph keeps
 // the name.
-const GraphRequestsMetric = "traces_service_graph_request_total"
+const RequestsMetric = "traces_service_graph_request_total"
 
-// graphSides are the collectors of the scenario in the order of odd rounds.
-var graphSides = []string{"red", "ours", "stock"}
+// sideOrder are the collectors of the scenario in the order of odd rounds.
+var sideOrder = []string{"red", "ours", "stock"}
 
-// GraphPlanConfig sizes the service graph scenario.
-type GraphPlanConfig struct {
+// PlanConfig sizes the service graph scenario.
+type PlanConfig struct {
 	// FlushInterval is the run's flush interval; the warm-up is one flush and 5 s.
 	FlushInterval time.Duration
 	// Phase is the measured window per collector.
@@ -39,49 +45,53 @@ type GraphPlanConfig struct {
 	Rounds int
 }
 
-// GraphPlan returns the scenario as a probe: pinned, GOMAXPROCS=1, max rate, the three sides.
-func GraphPlan(c GraphPlanConfig) []solo.Probe {
+// Plan returns the scenario as a probe: pinned, GOMAXPROCS=1, max rate, the three sides.
+func Plan(c PlanConfig) []solo.Probe {
 	return []solo.Probe{{
-		Name: GraphScenario, Kind: ProbeGraph, Sides: graphSides, Window: c.Phase, Warmup: c.FlushInterval + 5*time.Second,
+		Name: Scenario, Kind: Kind, Sides: sideOrder, Window: c.Phase, Warmup: c.FlushInterval + 5*time.Second,
 		GOMAXPROCS: "1", PinCPU: true, SpansPerRequest: 1000, Rounds: max(c.Rounds, 1),
 	}}
 }
 
-// graphTitle describes the scenario in one line.
-func graphTitle(p solo.Probe) string {
+// Title describes the scenario in one line, with the placement of its collectors.
+func Title(p solo.Probe) string { return title(p) + p.Pinning() }
+
+// title describes the scenario in one line, as GRAPH.md heads it.
+func title(p solo.Probe) string {
 	return fmt.Sprintf("service graph at max OTLP rate, %s per collector after a warm-up of %s, %d round(s) in the order %s, "+
 		"reversed on even rounds", p.Window, p.Warmup, p.RoundCount(), strings.Join(p.Sides, ", "))
 }
 
-// GraphCollectors are the scenario's three sides.
-type GraphCollectors struct {
+// Collectors are the scenario's three sides.
+type Collectors struct {
 	// Red is our RED path alone (configs/default.yaml), Ours it with tracegraph
 	// (configs/tracegraph.yaml), Stock the stock twin with spanmetrics and servicegraph.
 	Red, Ours, Stock harness.Collector
 }
 
-func (gc GraphCollectors) sides() solo.Collectors {
+// sides names the collectors by side.
+func (gc Collectors) sides() solo.Collectors {
 	return solo.Collectors{"red": gc.Red, "ours": gc.Ours, "stock": gc.Stock}
 }
 
-// GraphResult is what the scenario measured: a run per side and round.
-type GraphResult struct {
+// Result is what the scenario measured: a run per side and round.
+type Result struct {
 	Probe solo.Probe `json:"probe"`
 	Title string     `json:"title"`
-	Graph GraphShape `json:"graph"`
+	Graph Shape      `json:"graph"`
 	// PassRequests, PassSpans and PassEdges are the requests, spans and client spans of one pass
 	// of the pool.
-	PassRequests int        `json:"pass_requests"`
-	PassSpans    int        `json:"pass_spans"`
-	PassEdges    int        `json:"pass_edges"`
-	Start        time.Time  `json:"start"`
-	End          time.Time  `json:"end"`
-	Runs         []GraphRun `json:"runs"`
-	Error        string     `json:"error,omitempty"`
+	PassRequests int       `json:"pass_requests"`
+	PassSpans    int       `json:"pass_spans"`
+	PassEdges    int       `json:"pass_edges"`
+	Start        time.Time `json:"start"`
+	End          time.Time `json:"end"`
+	Runs         []Run     `json:"runs"`
+	Error        string    `json:"error,omitempty"`
 }
 
-// GraphRun is one collector's run: the probe's figures and the counts after the load.
-type GraphRun struct {
+// Run is one collector's run: the probe's figures and the counts after the load.
+type Run struct {
 	solo.ProbeRun
 	// HasGraph is set for the sides that build a service graph.
 	HasGraph bool `json:"has_graph"`
@@ -91,7 +101,7 @@ type GraphRun struct {
 	// call whose server span was not sent before the load stopped, a virtual node after the ttl).
 	Spans int64 `json:"spans"`
 	Edges int64 `json:"edges"`
-	// CallsCounted and EdgesCounted are the sums of CallsMetric and GraphRequestsMetric in the
+	// CallsCounted and EdgesCounted are the sums of CallsMetric and RequestsMetric in the
 	// last scrape after the load; Counted says a scrape was read at all.
 	Counted      bool  `json:"counted"`
 	CallsCounted int64 `json:"calls_counted"`
@@ -101,13 +111,13 @@ type GraphRun struct {
 }
 
 // Exact tells whether the run counted every call and, with a graph, every edge.
-func (r GraphRun) Exact() bool {
+func (r Run) Exact() bool {
 	return r.Counted && r.CallsCounted == r.Spans && (!r.HasGraph || r.EdgesCounted == r.Edges)
 }
 
-// RunGraph runs p's sides, round after round, on pool (a NewGraphPool).
-func RunGraph(ctx context.Context, p solo.Probe, gc GraphCollectors, pool *GraphPool, o harness.Options) *GraphResult {
-	res := &GraphResult{Probe: p, Title: graphTitle(p), Start: time.Now().UTC(), Graph: pool.Graph}
+// Measure runs p's sides, round after round, on pool (a NewPool).
+func Measure(ctx context.Context, p solo.Probe, gc Collectors, pool *Pool, o harness.Options) *Result {
+	res := &Result{Probe: p, Title: title(p), Start: time.Now().UTC(), Graph: pool.Graph}
 	res.PassRequests = len(pool.Encoded)
 	for i := range pool.Encoded {
 		res.PassSpans += pool.SpansOf(i)
@@ -122,12 +132,12 @@ func RunGraph(ctx context.Context, p solo.Probe, gc GraphCollectors, pool *Graph
 				res.Error = err.Error()
 				return res
 			}
-			run := GraphRun{
+			run := Run{
 				ProbeRun: solo.ProbeRun{Collector: name, Round: round, Binary: c.Binary, Config: c.Config, Series: res.Graph.Series(),
 					LoadAverage: harness.LoadAverage()},
 				HasGraph: name != "red",
 			}
-			if err := graphRun(ctx, p, c, pool.Pool, o, &run); err != nil {
+			if err := runSide(ctx, p, c, pool.Pool, o, &run); err != nil {
 				run.Error = harness.JoinErr(run.Error, err.Error())
 			}
 			res.Runs = append(res.Runs, run)
@@ -140,7 +150,7 @@ func RunGraph(ctx context.Context, p solo.Probe, gc GraphCollectors, pool *Graph
 	return res
 }
 
-func graphRun(ctx context.Context, p solo.Probe, c harness.Collector, pool *harness.Pool, o harness.Options, run *GraphRun) error {
+func runSide(ctx context.Context, p solo.Probe, c harness.Collector, pool *harness.Pool, o harness.Options, run *Run) error {
 	label := fmt.Sprintf("%s-%s-r%d", p.Name, c.Name, run.Round)
 	s, err := solo.Start(ctx, c, o, label, p.Env(), p.Pinned())
 	if err != nil {
@@ -164,24 +174,24 @@ func graphRun(ctx context.Context, p solo.Probe, c harness.Collector, pool *harn
 	return errors.Join(err, s.Finish(&run.ProbeRun))
 }
 
-// graphCountWait bounds the wait after the load for the counters to add up: the halves still
+// countWait bounds the wait after the load for the counters to add up: the halves still
 // waiting expire after the store's ttl (10 s on both sides) and a run of the expiry loop (2 s),
 // then a flush (15 s by default) carries them; scrapes of 100k series take seconds each on one core.
-func graphCountWait(o harness.Options) time.Duration {
+func countWait(o harness.Options) time.Duration {
 	return min(o.DrainTimeout, 4*o.FlushInterval+30*time.Second)
 }
 
 // countAfterLoad scrapes the collector after the load until its calls (and edges) add up to what
-// it acknowledged or graphCountWait passes; what is missing then is lost, a result. It fails only
+// it acknowledged or countWait passes; what is missing then is lost, a result. It fails only
 // when no scrape could be read.
-func countAfterLoad(ctx context.Context, s *solo.Instance, o harness.Options, run *GraphRun) error {
+func countAfterLoad(ctx context.Context, s *solo.Instance, o harness.Options, run *Run) error {
 	end := time.Now()
-	limit := graphCountWait(o)
+	limit := countWait(o)
 	scraper := harness.NewCountingScraper(limit)
 	defer scraper.Close()
 	metrics := []string{o.CallsMetric}
 	if run.HasGraph {
-		metrics = append(metrics, GraphRequestsMetric)
+		metrics = append(metrics, RequestsMetric)
 	}
 	// Nothing can add up before the next flush.
 	if !s.Wait(ctx, o.FlushInterval+time.Second) {

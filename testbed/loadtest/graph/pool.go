@@ -1,4 +1,4 @@
-package loadtest
+package graph
 
 import (
 	"encoding/binary"
@@ -15,11 +15,11 @@ import (
 	"github.com/otelcol-red/otelcol-red/testbed/loadtest/harness"
 )
 
-// GraphShape is a call graph load for the service graph scenario: every service calls every other
+// Shape is a call graph load for the service graph scenario: every service calls every other
 // one at each of its endpoints, with and without failures, and some of the callees' handlers query a
 // database. One call is a CLIENT span in the caller and a SERVER span, its child, in the callee,
 // each in its own service's resource as the two SDKs export them.
-type GraphShape struct {
+type Shape struct {
 	// Services call each other: Services × (Services-1) service edges.
 	Services int
 	// Endpoints are the server span names of each service; a caller has one client span name per
@@ -37,49 +37,49 @@ type GraphShape struct {
 	SplitEvery int
 }
 
-// GraphShape100k is the scenario's graph: 100 services each calling the 99 others at 5 endpoints,
+// Shape100k is the scenario's graph: 100 services each calling the 99 others at 5 endpoints,
 // 10 databases: 100,400 RED series and 10,000 edges.
-var GraphShape100k = GraphShape{Services: 100, Endpoints: 5, Databases: 10, DBEvery: 10, SplitEvery: 4}
+var Shape100k = Shape{Services: 100, Endpoints: 5, Databases: 10, DBEvery: 10, SplitEvery: 4}
 
 // dbOps are the database span names, each with both statuses.
 var dbOps = []string{"SELECT", "INSERT"}
 
 // Calls is the number of service-to-service calls in one pass of the pool: each (caller, callee,
 // endpoint) once with an ok and once with a failed client span.
-func (g GraphShape) Calls() int {
+func (g Shape) Calls() int {
 	return g.Services * (g.Services - 1) * g.Endpoints * harness.StatusesPerName
 }
 
 // DBCalls is the number of database spans in one pass.
-func (g GraphShape) DBCalls() int { return (g.Calls() + g.DBEvery - 1) / g.DBEvery }
+func (g Shape) DBCalls() int { return (g.Calls() + g.DBEvery - 1) / g.DBEvery }
 
 // Series is the RED series a pass produces: client span names per callee and endpoint, server
 // span names per endpoint, database span names, each with both statuses.
-func (g GraphShape) Series() int {
+func (g Shape) Series() int {
 	return g.Services * ((g.Services-1)*g.Endpoints + g.Endpoints + len(dbOps)) * harness.StatusesPerName
 }
 
 // EdgeCount is the distinct client → server pairs: every ordered pair of services and each
 // service's database.
-func (g GraphShape) EdgeCount() int { return g.Services*(g.Services-1) + g.Services }
+func (g Shape) EdgeCount() int { return g.Services*(g.Services-1) + g.Services }
 
 // String names the graph by its size.
-func (g GraphShape) String() string {
+func (g Shape) String() string {
 	return fmt.Sprintf("%d services calling each other at %d endpoints, %d databases: %s RED series, %s edges",
 		g.Services, g.Endpoints, g.Databases, harness.HumanCount(float64(g.Series())), harness.HumanCount(float64(g.EdgeCount())))
 }
 
-func (g GraphShape) validate() error {
+func (g Shape) validate() error {
 	if g.Services < 2 || g.Endpoints < 1 || g.Databases < 1 || g.DBEvery < 1 || g.SplitEvery < 1 {
 		return errors.New("graph shape needs two services, one endpoint, one database, DBEvery and SplitEvery of 1 or more")
 	}
 	return nil
 }
 
-// GraphPool is the requests of one pass of a call graph, and the graph they were built from.
-type GraphPool struct {
+// Pool is the requests of one pass of a call graph, and the graph they were built from.
+type Pool struct {
 	*harness.Pool
-	Graph GraphShape
+	Graph Shape
 }
 
 // graphSpan is one span of a pass before it is placed in a request.
@@ -95,14 +95,14 @@ type graphSpan struct {
 	dbSystem, dbN string
 }
 
-// NewGraphPool builds one pass of g's calls as requests of at most spansPerRequest spans: the
+// NewPool builds one pass of g's calls as requests of at most spansPerRequest spans: the
 // calls in order (caller by caller), a split call's server and database spans moved a request
 // later (to the end of the pass for the last calls), and within a request the spans grouped into
 // one resource per service. A request's CLIENT spans come no later than their server spans, so
 // whatever prefix of the pool passes the load sends, every server span it sent has its client
 // span sent too, and each CLIENT span sent is one edge (paired, a database, or after the ttl a
 // virtual node): Pool.Edges counts them per request.
-func NewGraphPool(g GraphShape, spansPerRequest int, seed uint64) (*GraphPool, error) {
+func NewPool(g Shape, spansPerRequest int, seed uint64) (*Pool, error) {
 	if err := g.validate(); err != nil {
 		return nil, err
 	}
@@ -111,7 +111,7 @@ func NewGraphPool(g GraphShape, spansPerRequest int, seed uint64) (*GraphPool, e
 	}
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	stream := graphStream(g, spansPerRequest, rng)
-	p := &GraphPool{Pool: &harness.Pool{SpansPerRequest: spansPerRequest}, Graph: g}
+	p := &Pool{Pool: &harness.Pool{SpansPerRequest: spansPerRequest}, Graph: g}
 	for from := 0; from < len(stream); from += spansPerRequest {
 		chunk := stream[from:min(from+spansPerRequest, len(stream))]
 		td, edges := graphRequest(chunk)
@@ -127,7 +127,7 @@ func NewGraphPool(g GraphShape, spansPerRequest int, seed uint64) (*GraphPool, e
 }
 
 // graphStream returns the spans of one pass in sending order.
-func graphStream(g GraphShape, spansPerRequest int, rng *rand.Rand) []graphSpan {
+func graphStream(g Shape, spansPerRequest int, rng *rand.Rand) []graphSpan {
 	base := time.Now().Add(-time.Minute)
 	out := make([]graphSpan, 0, 2*g.Calls()+g.DBCalls())
 	type deferred struct {
@@ -166,7 +166,7 @@ func graphStream(g GraphShape, spansPerRequest int, rng *rand.Rand) []graphSpan 
 // graphCall returns call k's client span and its server span (with a database span for one call
 // in DBEvery). A failed client span has a failed server span when serverFails (the callee
 // answered with an error), else an ok one (the client gave up: a timeout).
-func graphCall(g GraphShape, rng *rand.Rand, base time.Time, k, caller, callee, endpoint int, failed, serverFails bool) (graphSpan, []graphSpan) {
+func graphCall(g Shape, rng *rand.Rand, base time.Time, k, caller, callee, endpoint int, failed, serverFails bool) (graphSpan, []graphSpan) {
 	var trace [16]byte
 	binary.LittleEndian.PutUint64(trace[:8], rng.Uint64())
 	binary.LittleEndian.PutUint64(trace[8:], rng.Uint64()|1)

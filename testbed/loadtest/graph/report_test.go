@@ -1,4 +1,4 @@
-package loadtest
+package graph
 
 import (
 	"bytes"
@@ -11,8 +11,8 @@ import (
 	"github.com/otelcol-red/otelcol-red/testbed/loadtest/harness/solo"
 )
 
-func graphTestRun(side string, spansPerSec, cpu, rss float64, spans, counted, edges, edgesCounted int64) GraphRun {
-	return GraphRun{
+func graphTestRun(side string, spansPerSec, cpu, rss float64, spans, counted, edges, edgesCounted int64) Run {
+	return Run{
 		ProbeRun: solo.ProbeRun{Collector: side, Round: 1, RSSMaxMiB: rss * 2,
 			Phases: []solo.Phase{{Name: "max rate", SpansPerSec: spansPerSec, CPUPercent: cpu, RSSMaxMiB: rss}}},
 		HasGraph: side != "red", Counted: true, Spans: spans, CallsCounted: counted, Edges: edges, EdgesCounted: edgesCounted,
@@ -22,14 +22,14 @@ func graphTestRun(side string, spansPerSec, cpu, rss float64, spans, counted, ed
 // TestGraphReportRatiosAndLosses checks the figures GRAPH.md derives from the runs, and that a
 // loss of ours fails the run while the stock side's is only reported.
 func TestGraphReportRatiosAndLosses(t *testing.T) {
-	res := &GraphResult{Probe: GraphPlan(GraphPlanConfig{FlushInterval: 15 * time.Second, Phase: 30 * time.Second})[0],
-		Graph: GraphShape100k, PassRequests: 2, PassSpans: 1500, PassEdges: 800}
-	res.Runs = []GraphRun{
+	res := &Result{Probe: Plan(PlanConfig{FlushInterval: 15 * time.Second, Phase: 30 * time.Second})[0],
+		Graph: Shape100k, PassRequests: 2, PassSpans: 1500, PassEdges: 800}
+	res.Runs = []Run{
 		graphTestRun("red", 1_000_000, 80, 200, 100, 100, 0, 0),
 		graphTestRun("ours", 500_000, 100, 300, 100, 100, 60, 59),
 		graphTestRun("stock", 100_000, 100, 3000, 100, 90, 60, 60),
 	}
-	r := &GraphReport{Start: time.Now(), FlushInterval: 15 * time.Second, Concurrency: 4, Result: res}
+	r := &Report{Start: time.Now(), FlushInterval: 15 * time.Second, Concurrency: 4, Result: res}
 	var b bytes.Buffer
 	require.NoError(t, r.WriteMarkdown(&b))
 	md := b.String()

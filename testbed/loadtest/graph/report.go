@@ -1,4 +1,4 @@
-package loadtest
+package graph
 
 import (
 	"bufio"
@@ -11,8 +11,8 @@ import (
 	"github.com/otelcol-red/otelcol-red/testbed/loadtest/harness/solo"
 )
 
-// GraphReport is a run of the service graph scenario (make testbed-graph).
-type GraphReport struct {
+// Report is a run of the service graph scenario (make testbed-graph).
+type Report struct {
 	Start   time.Time       `json:"start"`
 	Machine harness.Machine `json:"machine"`
 	// Commit names the source the binaries were built from, as the command found it.
@@ -20,13 +20,13 @@ type GraphReport struct {
 	RSSCapMiB     float64       `json:"rss_cap_mib"`
 	FlushInterval time.Duration `json:"flush_interval_ns"`
 	Concurrency   int           `json:"concurrency"`
-	Result        *GraphResult  `json:"result"`
+	Result        *Result       `json:"result"`
 	// Sides is the summary WriteMarkdown computes from Result.
-	Sides map[string]GraphSide `json:"sides"`
+	Sides map[string]Side `json:"sides"`
 }
 
-// GraphSide is one collector over its rounds: medians and ranges of its measured phases.
-type GraphSide struct {
+// Side is one collector over its rounds: medians and ranges of its measured phases.
+type Side struct {
 	Runs             int            `json:"runs"`
 	SpansPerSec      harness.Spread `json:"spans_per_sec"`
 	CPUPercent       harness.Spread `json:"cpu_percent"`
@@ -42,10 +42,10 @@ type GraphSide struct {
 
 // summarizeGraph returns each side's medians; a run without a measured phase counts only as
 // killed (when it was).
-func summarizeGraph(res *GraphResult) map[string]GraphSide {
+func summarizeGraph(res *Result) map[string]Side {
 	type acc struct{ rate, cpu, cost, loadRSS, rss []float64 }
 	accs := map[string]*acc{}
-	out := map[string]GraphSide{}
+	out := map[string]Side{}
 	for _, name := range res.Probe.Sides {
 		accs[name] = &acc{}
 	}
@@ -82,21 +82,21 @@ func summarizeGraph(res *GraphResult) map[string]GraphSide {
 }
 
 // graphRatio is a's median over b's, 0 when either side has no measured run.
-func graphRatio(a, b GraphSide, figure func(GraphSide) harness.Spread) float64 {
+func graphRatio(a, b Side, figure func(Side) harness.Spread) float64 {
 	if a.Runs == 0 || b.Runs == 0 || figure(b).Median == 0 {
 		return 0
 	}
 	return figure(a).Median / figure(b).Median
 }
 
-func rateOf(s GraphSide) harness.Spread { return s.SpansPerSec }
-func costOf(s GraphSide) harness.Spread { return s.CPUMicrosPerSpan }
-func rssOf(s GraphSide) harness.Spread  { return s.LoadRSSMaxMiB }
+func rateOf(s Side) harness.Spread { return s.SpansPerSec }
+func costOf(s Side) harness.Spread { return s.CPUMicrosPerSpan }
+func rssOf(s Side) harness.Spread  { return s.LoadRSSMaxMiB }
 
 // Failures lists what makes the run fail: a run that could not be measured, and a run of ours
 // (red or ours) killed over the RSS cap or that did not count every call and edge. The stock side losing data is a result,
 // reported in GRAPH.md, not a failure.
-func (r *GraphReport) Failures() []string {
+func (r *Report) Failures() []string {
 	var out []string
 	if r.Result.Error != "" {
 		out = append(out, r.Result.Error)
@@ -118,7 +118,7 @@ func (r *GraphReport) Failures() []string {
 }
 
 // countVerdict says in words whether run counted what it was sent.
-func countVerdict(r GraphRun) string {
+func countVerdict(r Run) string {
 	if !r.Counted {
 		return "not counted"
 	}
@@ -145,7 +145,7 @@ func lossWords(missing int64, what string) string {
 }
 
 // WriteMarkdown writes GRAPH.md: the summary, the ratios, and every run with its counts.
-func (r *GraphReport) WriteMarkdown(w io.Writer) error {
+func (r *Report) WriteMarkdown(w io.Writer) error {
 	res := r.Result
 	r.Sides = summarizeGraph(res)
 	b := bufio.NewWriter(w)
@@ -188,7 +188,7 @@ func (r *GraphReport) WriteMarkdown(w io.Writer) error {
 	fmt.Fprintf(b, "Every span a collector acknowledged (warm-up included) must show in the sum of `%s`, every client span in "+
 		"the sum of `%s` (a paired call, a database, or for a call whose server span the load did not send before it "+
 		"stopped, a virtual node once the ttl passed). Scraped from one flush after the load until both add up, for %s at "+
-		"most.\n\n", harness.CallsMetric, GraphRequestsMetric, graphCountWait(harness.Options{DrainTimeout: time.Hour, FlushInterval: r.FlushInterval}))
+		"most.\n\n", harness.CallsMetric, RequestsMetric, countWait(harness.Options{DrainTimeout: time.Hour, FlushInterval: r.FlushInterval}))
 	b.WriteString("| side | round | spans sent | RED calls counted | edge requests sent | edge requests counted | scraped after (s) | verdict |\n|---|---|---|---|---|---|---|---|\n")
 	for _, run := range res.Runs {
 		edgesSent, edgesCounted := "-", "-"
@@ -231,7 +231,7 @@ func graphFigure(s harness.Spread, format string) string {
 }
 
 // countRuns is the number of runs of side.
-func countRuns(res *GraphResult, side string) int {
+func countRuns(res *Result, side string) int {
 	n := 0
 	for _, run := range res.Runs {
 		if run.Collector == side {
