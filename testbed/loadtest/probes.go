@@ -23,9 +23,6 @@ const (
 	ProbeFloor solo.ProbeKind = "floor"
 	// ProbeStaleness drains a Kafka backlog of small messages and measures how late flushes are.
 	ProbeStaleness solo.ProbeKind = "staleness"
-	// ProbeNative compares exponential histograms served as native histograms (ours, stock) and
-	// ours with classic histograms: ingest, memory per series, protobuf and text scrapes (native.go).
-	ProbeNative solo.ProbeKind = "native"
 )
 
 // DefaultFloorRounds is the floor probe's rounds when MemoryPlanConfig.FloorRounds is 0: the
@@ -113,10 +110,6 @@ func title(p solo.Probe) string {
 	case ProbeFloor:
 		return fmt.Sprintf("decode floor against our RED path, GOMAXPROCS=%s, max OTLP rate, %s per collector and shape in each of %d round(s), "+
 			"in the order %s on odd rounds, reversed on even ones", p.GOMAXPROCS, p.Window, p.RoundCount(), strings.Join(p.Sides, ", "))
-	case ProbeNative:
-		return fmt.Sprintf("%s, max OTLP rate: warm-up %s, %s measured, then idle for one flush and 5 s, then %d gzip scrapes, one a second or back to back when slower, "+
-			"per side (protobuf as Prometheus 3 asks with native histograms for %s, text for %s)", p.Shapes[0], p.Warmup, p.Window,
-			p.TimedScrapes, strings.Join(sidesScrapedIn(p.Sides, solo.FormatProtobuf), ", "), strings.Join(sidesScrapedIn(p.Sides, solo.FormatText), ", "))
 	case ProbeStaleness:
 		return fmt.Sprintf("Kafka backlog of %s spans in messages of %d, %s, flush every %s", harness.HumanCount(float64(p.Backlog)),
 			p.SpansPerRequest, p.Shapes[0], p.FlushInterval)
@@ -132,9 +125,6 @@ type ProbeCollectors struct {
 	OursMemory harness.Collector
 	// OursKafka is our Kafka gateway config, for ProbeStaleness.
 	OursKafka harness.Collector
-	// OursClassic is ours with classic histograms beside ours with exponential ones (Ours), for
-	// ProbeNative.
-	OursClassic harness.Collector
 }
 
 // sides names the collectors for a probe of kind: ours is OursMemory in the memory probe and
@@ -147,7 +137,7 @@ func (pc ProbeCollectors) sides(kind solo.ProbeKind) solo.Collectors {
 	case ProbeStaleness:
 		ours = pc.OursKafka
 	}
-	return solo.Collectors{"ours": ours, "stock": pc.Stock, "floor": pc.Floor, "ours-classic": pc.OursClassic}
+	return solo.Collectors{"ours": ours, "stock": pc.Stock, "floor": pc.Floor}
 }
 
 // RunProbe runs p and returns what it measured. Pools come from pools (built on first use).
@@ -164,8 +154,6 @@ func RunProbe(ctx context.Context, p solo.Probe, pc ProbeCollectors, pools *solo
 			return solo.RunFloor(ctx, p, cs, pools, o.Options, res)
 		case ProbeStaleness:
 			return runStaleness(ctx, p, cs, pools, o.Options, res)
-		case ProbeNative:
-			return runNative(ctx, p, cs, pools, o.Options, res)
 		}
 		return fmt.Errorf("unknown probe kind %q", p.Kind)
 	})

@@ -9,9 +9,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/otelcol-red/otelcol-red/testbed/loadtest"
 	"github.com/otelcol-red/otelcol-red/testbed/loadtest/harness"
 	"github.com/otelcol-red/otelcol-red/testbed/loadtest/harness/solo"
+	"github.com/otelcol-red/otelcol-red/testbed/loadtest/native"
 )
 
 // runNative runs the native histogram probe and writes <out>/NATIVE.md and the raw JSON. It fails
@@ -21,13 +21,13 @@ func runNative(ctx context.Context, f flags) ([]string, error) {
 	if f.nativeScrapes < 1 {
 		return nil, fmt.Errorf("-native-scrapes must be 1 or more, got %d", f.nativeScrapes)
 	}
-	plan, err := selectByName(loadtest.NativePlan(loadtest.NativePlanConfig{
+	plan, err := selectByName(native.Plan(native.PlanConfig{
 		FlushInterval: f.flushInterval, Phase: f.phase, Scrapes: f.nativeScrapes,
 	}), f.run, func(p solo.Probe) string { return p.Name })
 	if err != nil {
 		return nil, err
 	}
-	pc := loadtest.ProbeCollectors{
+	pc := native.Collectors{
 		Ours:        harness.Collector{Name: "ours", Binary: f.oursBin, Config: f.oursNativeConfig},
 		OursClassic: harness.Collector{Name: "ours-classic", Binary: f.oursBin, Config: f.oursConfig},
 		Stock:       harness.Collector{Name: "stock", Binary: f.stockBin, Config: f.stockNativeConfig},
@@ -36,7 +36,7 @@ func runNative(ctx context.Context, f flags) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	report := &loadtest.NativeReport{
+	report := &native.Report{
 		Start: time.Now().UTC(), Commit: gitCommit(), Machine: harness.ReadMachine(), RSSCapMiB: float64(f.rssCapMiB),
 		FlushInterval: f.flushInterval, Concurrency: f.concurrency,
 		Configs: []string{
@@ -45,9 +45,9 @@ func runNative(ctx context.Context, f flags) ([]string, error) {
 	}
 	var failures []string
 	run := func(p solo.Probe, pools *solo.Pools) *solo.ProbeResult {
-		return loadtest.RunProbe(ctx, p, pc, pools, loadtest.Options{Options: o})
+		return native.Run(ctx, p, pc, pools, o)
 	}
-	report.Results, failures = runPlan(ctx, plan, loadtest.Title, run, func(r solo.ProbeRun) []string {
+	report.Results, failures = runPlan(ctx, plan, native.Title, run, func(r solo.ProbeRun) []string {
 		var lines []string
 		if r.Native != nil {
 			for _, sc := range r.Native.Scrapes {

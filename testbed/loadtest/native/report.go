@@ -1,4 +1,4 @@
-package loadtest
+package native
 
 import (
 	"bufio"
@@ -11,8 +11,8 @@ import (
 	"github.com/otelcol-red/otelcol-red/testbed/loadtest/harness/solo"
 )
 
-// NativePlanConfig sizes the native histogram probe.
-type NativePlanConfig struct {
+// PlanConfig sizes the native histogram probe.
+type PlanConfig struct {
 	// FlushInterval is the run's flush interval; the warm-up is one flush and 5 s.
 	FlushInterval time.Duration
 	// Phase is the measured load window per side.
@@ -21,11 +21,11 @@ type NativePlanConfig struct {
 	Scrapes int
 }
 
-// NativePlan is the probe `make testbed-native` runs: 100k series, ours with exponential
+// Plan is the probe `make testbed-native` runs: 100k series, ours with exponential
 // histograms, ours with classic ones and the stock twin with exponential ones, one at a time.
-func NativePlan(c NativePlanConfig) []solo.Probe {
+func Plan(c PlanConfig) []solo.Probe {
 	return []solo.Probe{{
-		Name: "native-100k", Kind: ProbeNative, Shapes: []harness.Shape{harness.Shape100k}, Sides: []string{"ours", "ours-classic", "stock"},
+		Name: "native-100k", Kind: Kind, Shapes: []harness.Shape{harness.Shape100k}, Sides: []string{"ours", "ours-classic", "stock"},
 		Window: c.Phase, Warmup: c.FlushInterval + 5*time.Second, SpansPerRequest: 1000, TimedScrapes: max(c.Scrapes, 1),
 	}}
 }
@@ -43,8 +43,8 @@ func sidesScrapedIn(sides []string, f solo.NativeFormat) []string {
 	return out
 }
 
-// NativeReport is a run of the native histogram probe.
-type NativeReport struct {
+// Report is a run of the native histogram probe.
+type Report struct {
 	Start time.Time `json:"start"`
 	// Commit names the tree the binaries were built from, when known.
 	Commit        string              `json:"commit,omitempty"`
@@ -58,7 +58,7 @@ type NativeReport struct {
 
 // WriteMarkdown writes NATIVE.md: per side the ingest rate and memory, per side and format the
 // scrapes, then the ratios the comparison is about.
-func (r *NativeReport) WriteMarkdown(w io.Writer) error {
+func (r *Report) WriteMarkdown(w io.Writer) error {
 	b := bufio.NewWriter(w)
 	m := r.Machine
 	fmt.Fprintf(b, "# testbed: native histograms\n\n")

@@ -1,4 +1,4 @@
-package loadtest
+package native
 
 import (
 	"bytes"
@@ -124,7 +124,7 @@ func TestNativeReport(t *testing.T) {
 		return solo.ProbeRun{Collector: side, Series: 100_000, Phases: []solo.Phase{{SpansPerSec: spans, CPUPercent: 100}},
 			Native: &solo.NativeRun{RSSIdleMiB: idle, RSSSettledMiB: settled, Scrapes: []solo.NativeScrapes{sc}}}
 	}
-	res := &solo.ProbeResult{Probe: NativePlan(NativePlanConfig{FlushInterval: 15 * time.Second, Phase: 30 * time.Second, Scrapes: 5})[0],
+	res := &solo.ProbeResult{Probe: Plan(PlanConfig{FlushInterval: 15 * time.Second, Phase: 30 * time.Second, Scrapes: 5})[0],
 		Runs: []solo.ProbeRun{
 			run("ours", 400_000, 100, 300, solo.NativeScrapes{Format: solo.FormatProtobuf, OK: 5, P50: 10, Max: 20, WireBytes: 1_000_000,
 				Body: &solo.ProtoBodyStats{NativeHistograms: 50_000}}),
@@ -132,7 +132,7 @@ func TestNativeReport(t *testing.T) {
 			run("stock", 100_000, 100, 900, solo.NativeScrapes{Format: solo.FormatProtobuf, OK: 5, P50: 5000, Max: 8000, WireBytes: 3_000_000}),
 		}}
 	var sb strings.Builder
-	require.NoError(t, (&NativeReport{Start: time.Unix(0, 0).UTC(), Commit: "abc1234", Results: []*solo.ProbeResult{res}}).WriteMarkdown(&sb))
+	require.NoError(t, (&Report{Start: time.Unix(0, 0).UTC(), Commit: "abc1234", Results: []*solo.ProbeResult{res}}).WriteMarkdown(&sb))
 	md := sb.String()
 	assert.Contains(t, md, "binaries built from commit abc1234")
 	// (300-100) MiB over 100k series.
