@@ -24,9 +24,9 @@ import (
 	"time"
 
 	"github.com/otelcol-red/otelcol-red/testbed/datasenders"
-	"github.com/otelcol-red/otelcol-red/testbed/loadtest"
 	"github.com/otelcol-red/otelcol-red/testbed/loadtest/compare"
 	"github.com/otelcol-red/otelcol-red/testbed/loadtest/harness"
+	"github.com/otelcol-red/otelcol-red/testbed/loadtest/probes"
 )
 
 type flags struct {
@@ -118,7 +118,7 @@ func main() {
 	flag.StringVar(&f.oursMemConfig, "ours-memory-config", "configs/ours-memory.yaml", "probes: our config for the million-series probe (series caps lifted, pprof extension)")
 	flag.StringVar(&f.memoryProcs, "memory-procs", "", "probes: run the million-series probe once per GOMAXPROCS value, comma-separated, each collector pinned to that many CPUs with 4 × N requests in flight (default: once, GOMAXPROCS=2, unpinned)")
 	flag.StringVar(&f.sides, "sides", "", "probes and scaling: measure only these collectors, comma-separated (ours, stock, floor); probes left with none are not run")
-	flag.IntVar(&f.floorRounds, "floor-rounds", loadtest.DefaultFloorRounds, "probes: rounds of the floor probe per shape, the floor and ours alternating; the report takes medians over them")
+	flag.IntVar(&f.floorRounds, "floor-rounds", probes.DefaultFloorRounds, "probes: rounds of the floor probe per shape, the floor and ours alternating; the report takes medians over them")
 	flag.BoolVar(&f.scaling, "scaling", false, "run the scaling plan (make testbed-scaling) instead of the comparison scenarios: floor, ours and stock at each -procs; writes <out>/SCALING.md")
 	flag.StringVar(&f.procs, "procs", "", "scaling: GOMAXPROCS values, comma-separated, each collector pinned to that many CPUs (default those of 1,2,4,8 that leave one CPU to the load generator)")
 	flag.IntVar(&f.scalingRounds, "scaling-rounds", 1, "scaling: rounds per width and shape, the sides interleaved; the report takes medians over them")

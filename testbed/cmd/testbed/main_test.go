@@ -8,8 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/otelcol-red/otelcol-red/testbed/loadtest"
 	"github.com/otelcol-red/otelcol-red/testbed/loadtest/harness"
+	"github.com/otelcol-red/otelcol-red/testbed/loadtest/probes"
 )
 
 func TestMain(m *testing.M) {
@@ -54,7 +54,7 @@ func TestSelectProbes(t *testing.T) {
 	require.Len(t, plan, 5)
 	assert.Equal(t, "memory-1m", plan[0].Name)
 	assert.Equal(t, "floor", plan[2].Name)
-	assert.Equal(t, loadtest.DefaultFloorRounds, plan[2].Rounds)
+	assert.Equal(t, probes.DefaultFloorRounds, plan[2].Rounds)
 
 	f.run, f.floorRounds = "^floor$", 5
 	plan, err = selectProbes(f)

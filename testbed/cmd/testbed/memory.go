@@ -8,9 +8,9 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/otelcol-red/otelcol-red/testbed/loadtest"
 	"github.com/otelcol-red/otelcol-red/testbed/loadtest/harness"
 	"github.com/otelcol-red/otelcol-red/testbed/loadtest/harness/solo"
+	"github.com/otelcol-red/otelcol-red/testbed/loadtest/probes"
 )
 
 // selectProbes returns the memory plan's probes that -run selects.
@@ -25,7 +25,7 @@ func selectProbes(f flags) ([]solo.Probe, error) {
 			return nil, fmt.Errorf("-memory-procs: %w", err)
 		}
 	}
-	plan := loadtest.MemoryPlan(loadtest.MemoryPlanConfig{
+	plan := probes.Plan(probes.PlanConfig{
 		FlushInterval: f.flushInterval, Phase: f.phase, MemoryWindow: f.memoryWindow, Backlog: f.staleBacklog,
 		FloorRounds: f.floorRounds, MemoryProcs: procs, Concurrency: f.concurrency,
 	})
@@ -49,7 +49,7 @@ func runMemory(ctx context.Context, f flags) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	pc := loadtest.ProbeCollectors{
+	pc := probes.Collectors{
 		Ours:       harness.Collector{Name: "ours", Binary: f.oursBin, Config: f.oursConfig},
 		OursMemory: harness.Collector{Name: "ours", Binary: f.oursBin, Config: f.oursMemConfig},
 		Stock:      harness.Collector{Name: "stock", Binary: f.stockBin, Config: f.stockConfig},
@@ -60,8 +60,8 @@ func runMemory(ctx context.Context, f flags) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	o := loadtest.Options{Options: ho, HeapProfile: f.heapProfile, HeapProfileAtEnd: f.heapAtEnd}
-	report := &loadtest.MemoryReport{
+	o := probes.Options{Options: ho, HeapProfile: f.heapProfile, HeapProfileAtEnd: f.heapAtEnd}
+	report := &probes.Report{
 		Start: time.Now().UTC(), Machine: harness.ReadMachine(), RSSCapMiB: float64(f.rssCapMiB),
 		FlushInterval: f.flushInterval, Concurrency: f.concurrency,
 	}
@@ -69,7 +69,7 @@ func runMemory(ctx context.Context, f flags) ([]string, error) {
 	pools := &solo.Pools{}
 	kafkaReady := false
 	for _, p := range plan {
-		if p.Kind == loadtest.ProbeStaleness && !kafkaReady {
+		if p.Kind == probes.KindStaleness && !kafkaReady {
 			stopKafka, err := setUpKafka(ctx, f, &o.Kafka)
 			defer stopKafka()
 			if err != nil {
@@ -78,8 +78,8 @@ func runMemory(ctx context.Context, f flags) ([]string, error) {
 			}
 			kafkaReady = true
 		}
-		log.Printf("%s: %s", p.Name, loadtest.Title(p))
-		res := loadtest.RunProbe(ctx, p, pc, pools, o)
+		log.Printf("%s: %s", p.Name, probes.Title(p))
+		res := probes.Run(ctx, p, pc, pools, o)
 		report.Results = append(report.Results, res)
 		if res.Error != "" {
 			failures = append(failures, fmt.Sprintf("%s: %s", p.Name, res.Error))
@@ -88,7 +88,7 @@ func runMemory(ctx context.Context, f flags) ([]string, error) {
 			if r.Error != "" {
 				failures = append(failures, fmt.Sprintf("%s/%s: %s", p.Name, r.Label(), r.Error))
 			}
-			for _, g := range loadtest.Gate(p, r) {
+			for _, g := range probes.Gate(p, r) {
 				failures = append(failures, fmt.Sprintf("%s/%s: %s", p.Name, r.Label(), g))
 			}
 			log.Printf("%s/%s: %s", p.Name, r.Label(), r.Summary())
@@ -104,7 +104,7 @@ func runMemory(ctx context.Context, f flags) ([]string, error) {
 }
 
 // writeMemory saves MEMORY.md and the raw samples as JSON.
-func writeMemory(out, rawDir string, report *loadtest.MemoryReport) error {
+func writeMemory(out, rawDir string, report *probes.Report) error {
 	path := filepath.Join(out, "MEMORY.md")
 	if err := writeMarkdown(path, report.WriteMarkdown); err != nil {
 		return err

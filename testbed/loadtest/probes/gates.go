@@ -1,4 +1,4 @@
-package loadtest
+package probes
 
 import (
 	"fmt"
@@ -21,11 +21,11 @@ const (
 // Gate returns what r breaks of p's bounds; nothing for probes without bounds.
 func Gate(p solo.Probe, r solo.ProbeRun) []string {
 	switch p.Kind {
-	case ProbeStaleness:
+	case KindStaleness:
 		return stalenessGate(r.Staleness)
-	case ProbeMemory:
+	case KindMemory:
 		return exactGate(r)
-	case ProbeScrapeLoad:
+	case KindScrapeLoad:
 		if p.Gzip {
 			// One gzip scraper compares ours and the stock twin; the report has the ratio.
 			return nil

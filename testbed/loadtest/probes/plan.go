@@ -1,4 +1,7 @@
-package loadtest
+// Package probes runs the memory and overload probes (make testbed-memory): a million series,
+// ingest under scrapes, the decode floor, scrapers back to back and a flush starved by a Kafka
+// backlog, one collector at a time, each killed above an RSS cap, and writes MEMORY.md.
+package probes
 
 import (
 	"context"
@@ -12,25 +15,25 @@ import (
 )
 
 const (
-	// ProbeMemory loads a large cardinality as fast as acknowledged and records RSS after every
+	// KindMemory loads a large cardinality as fast as acknowledged and records RSS after every
 	// flush, gzip scrape latency and the ingest rate, for each collector in turn.
-	ProbeMemory solo.ProbeKind = "memory"
-	// ProbeScrapeLoad measures ingest and RSS without scrapes, then with Scrapers clients scraping
+	KindMemory solo.ProbeKind = "memory"
+	// KindScrapeLoad measures ingest and RSS without scrapes, then with Scrapers clients scraping
 	// back to back, in one process.
-	ProbeScrapeLoad solo.ProbeKind = "scrape-load"
-	// ProbeFloor measures the decode floor (OTLP → pdata → a sampled debug exporter) and our RED
+	KindScrapeLoad solo.ProbeKind = "scrape-load"
+	// KindFloor measures the decode floor (OTLP → pdata → a sampled debug exporter) and our RED
 	// path on one core, in the same run, at each shape.
-	ProbeFloor solo.ProbeKind = "floor"
-	// ProbeStaleness drains a Kafka backlog of small messages and measures how late flushes are.
-	ProbeStaleness solo.ProbeKind = "staleness"
+	KindFloor solo.ProbeKind = "floor"
+	// KindStaleness drains a Kafka backlog of small messages and measures how late flushes are.
+	KindStaleness solo.ProbeKind = "staleness"
 )
 
-// DefaultFloorRounds is the floor probe's rounds when MemoryPlanConfig.FloorRounds is 0: the
+// DefaultFloorRounds is the floor probe's rounds when PlanConfig.FloorRounds is 0: the
 // least that has a median which one disturbed phase cannot move.
 const DefaultFloorRounds = 3
 
-// MemoryPlanConfig sizes the memory and overload plan.
-type MemoryPlanConfig struct {
+// PlanConfig sizes the memory and overload plan.
+type PlanConfig struct {
 	// FlushInterval is the run's flush interval; windows are counted in flushes of it.
 	FlushInterval time.Duration
 	// Phase is the length of each phase of the scrape-load and floor probes.
@@ -49,9 +52,9 @@ type MemoryPlanConfig struct {
 	Concurrency int
 }
 
-// MemoryPlan is the set `make testbed-memory` runs: the memory work's and the overload items'
+// Plan is the set `make testbed-memory` runs: the memory work's and the overload items'
 // scenarios, each bounded in time and (through Options.RSSCap) in memory.
-func MemoryPlan(c MemoryPlanConfig) []solo.Probe {
+func Plan(c PlanConfig) []solo.Probe {
 	window := c.MemoryWindow
 	if window == 0 {
 		window = 4*c.FlushInterval + 10*time.Second
@@ -63,25 +66,25 @@ func MemoryPlan(c MemoryPlanConfig) []solo.Probe {
 	if floorRounds == 0 {
 		floorRounds = DefaultFloorRounds
 	}
-	memory := []solo.Probe{{Name: "memory-1m", Kind: ProbeMemory, Shapes: []harness.Shape{harness.Shape1M}, Sides: []string{"ours", "stock"},
+	memory := []solo.Probe{{Name: "memory-1m", Kind: KindMemory, Shapes: []harness.Shape{harness.Shape1M}, Sides: []string{"ours", "stock"},
 		Window: window, MaxWindow: max(window, 4*time.Minute), SpansPerRequest: 1000}}
 	if len(c.MemoryProcs) > 0 {
 		memory = memory[:0]
 		for _, n := range c.MemoryProcs {
-			memory = append(memory, solo.Probe{Name: fmt.Sprintf("memory-1m-gomaxprocs-%d", n), Kind: ProbeMemory,
+			memory = append(memory, solo.Probe{Name: fmt.Sprintf("memory-1m-gomaxprocs-%d", n), Kind: KindMemory,
 				Shapes: []harness.Shape{harness.Shape1M}, Sides: []string{"ours", "stock"}, Window: window, MaxWindow: max(window, 4*time.Minute),
 				SpansPerRequest: 1000, GOMAXPROCS: strconv.Itoa(n), PinCPU: true, Concurrency: max(c.Concurrency, 1) * n})
 		}
 	}
 	return append(memory, []solo.Probe{
-		{Name: "scrape-100k", Kind: ProbeScrapeLoad, Shapes: []harness.Shape{harness.Shape100k}, Sides: []string{"ours", "stock"},
+		{Name: "scrape-100k", Kind: KindScrapeLoad, Shapes: []harness.Shape{harness.Shape100k}, Sides: []string{"ours", "stock"},
 			Window: c.Phase, Warmup: warmup, Scrapers: 1, Gzip: true, ScrapeEvery: time.Second, GOMAXPROCS: "1", PinCPU: true,
 			SpansPerRequest: 1000},
-		{Name: "floor", Kind: ProbeFloor, Shapes: []harness.Shape{harness.Shape1k, harness.Shape100k}, Sides: []string{"floor", "ours"},
+		{Name: "floor", Kind: KindFloor, Shapes: []harness.Shape{harness.Shape1k, harness.Shape100k}, Sides: []string{"floor", "ours"},
 			Window: c.Phase, Warmup: warmup, GOMAXPROCS: "1", SpansPerRequest: 1000, Rounds: floorRounds},
-		{Name: "scrapers-100k", Kind: ProbeScrapeLoad, Shapes: []harness.Shape{harness.Shape100k}, Sides: []string{"ours"},
+		{Name: "scrapers-100k", Kind: KindScrapeLoad, Shapes: []harness.Shape{harness.Shape100k}, Sides: []string{"ours"},
 			Window: c.Phase, Warmup: warmup, Scrapers: 8, Gzip: false, GOMAXPROCS: "1", PinCPU: true, SpansPerRequest: 1000},
-		{Name: "kafka-stale-100k", Kind: ProbeStaleness, Shapes: []harness.Shape{harness.Shape100k}, Sides: []string{"ours"},
+		{Name: "kafka-stale-100k", Kind: KindStaleness, Shapes: []harness.Shape{harness.Shape100k}, Sides: []string{"ours"},
 			SpansPerRequest: 10, Backlog: c.Backlog, FlushInterval: 5 * time.Second},
 	}...)
 }
@@ -93,10 +96,10 @@ func Title(p solo.Probe) string {
 
 func title(p solo.Probe) string {
 	switch p.Kind {
-	case ProbeMemory:
+	case KindMemory:
 		return fmt.Sprintf("%s through OTLP as fast as acknowledged for %s (up to %s until %d flushes), RSS after each flush",
 			p.Shapes[0], p.Window, p.MaxWindow, memoryFlushes)
-	case ProbeScrapeLoad:
+	case KindScrapeLoad:
 		enc := "identity"
 		if p.Gzip {
 			enc = "gzip"
@@ -107,56 +110,37 @@ func title(p solo.Probe) string {
 		}
 		return fmt.Sprintf("%s, max OTLP rate: %s without scrapes%s, then %s with %d %s scraper(s) back to back",
 			p.Shapes[0], p.Window, every, p.Window, p.Scrapers, enc)
-	case ProbeFloor:
+	case KindFloor:
 		return fmt.Sprintf("decode floor against our RED path, GOMAXPROCS=%s, max OTLP rate, %s per collector and shape in each of %d round(s), "+
 			"in the order %s on odd rounds, reversed on even ones", p.GOMAXPROCS, p.Window, p.RoundCount(), strings.Join(p.Sides, ", "))
-	case ProbeStaleness:
+	case KindStaleness:
 		return fmt.Sprintf("Kafka backlog of %s spans in messages of %d, %s, flush every %s", harness.HumanCount(float64(p.Backlog)),
 			p.SpansPerRequest, p.Shapes[0], p.FlushInterval)
 	}
 	return string(p.Kind)
 }
 
-// ProbeCollectors are the binaries and configs a probe can run.
-type ProbeCollectors struct {
+// Collectors are the binaries and configs a probe can run.
+type Collectors struct {
 	Ours, Stock, Floor harness.Collector
-	// OursMemory is ours for ProbeMemory: series caps lifted to match the stock side, which has
+	// OursMemory is ours for KindMemory: series caps lifted to match the stock side, which has
 	// none, and the pprof extension for the heap profile.
 	OursMemory harness.Collector
-	// OursKafka is our Kafka gateway config, for ProbeStaleness.
+	// OursKafka is our Kafka gateway config, for KindStaleness.
 	OursKafka harness.Collector
 }
 
 // sides names the collectors for a probe of kind: ours is OursMemory in the memory probe and
 // OursKafka in the staleness probe.
-func (pc ProbeCollectors) sides(kind solo.ProbeKind) solo.Collectors {
+func (pc Collectors) sides(kind solo.ProbeKind) solo.Collectors {
 	ours := pc.Ours
 	switch kind {
-	case ProbeMemory:
+	case KindMemory:
 		ours = pc.OursMemory
-	case ProbeStaleness:
+	case KindStaleness:
 		ours = pc.OursKafka
 	}
 	return solo.Collectors{"ours": ours, "stock": pc.Stock, "floor": pc.Floor}
-}
-
-// RunProbe runs p and returns what it measured. Pools come from pools (built on first use).
-func RunProbe(ctx context.Context, p solo.Probe, pc ProbeCollectors, pools *solo.Pools, o Options) *solo.ProbeResult {
-	return solo.RunProbe(p, Title(p), o.Options, func(ho harness.Options, res *solo.ProbeResult) error {
-		o.Options = ho
-		cs := pc.sides(p.Kind)
-		switch p.Kind {
-		case ProbeMemory:
-			return runMemory(ctx, p, cs, pools, o, res)
-		case ProbeScrapeLoad:
-			return runScrapeLoad(ctx, p, cs, pools, o.Options, res)
-		case ProbeFloor:
-			return solo.RunFloor(ctx, p, cs, pools, o.Options, res)
-		case ProbeStaleness:
-			return runStaleness(ctx, p, cs, pools, o.Options, res)
-		}
-		return fmt.Errorf("unknown probe kind %q", p.Kind)
-	})
 }
 
 // Options are the settings of a probe run: those every mode shares and the memory probe's heap
@@ -170,4 +154,23 @@ type Options struct {
 	// when every series exists and several flushes and renders have run: the state whose RSS
 	// keeps growing after the second flush.
 	HeapProfileAtEnd bool
+}
+
+// Run runs p and returns what it measured. Pools come from pools (built on first use).
+func Run(ctx context.Context, p solo.Probe, pc Collectors, pools *solo.Pools, o Options) *solo.ProbeResult {
+	return solo.RunProbe(p, Title(p), o.Options, func(ho harness.Options, res *solo.ProbeResult) error {
+		o.Options = ho
+		cs := pc.sides(p.Kind)
+		switch p.Kind {
+		case KindMemory:
+			return runMemory(ctx, p, cs, pools, o, res)
+		case KindScrapeLoad:
+			return runScrapeLoad(ctx, p, cs, pools, o.Options, res)
+		case KindFloor:
+			return solo.RunFloor(ctx, p, cs, pools, o.Options, res)
+		case KindStaleness:
+			return runStaleness(ctx, p, cs, pools, o.Options, res)
+		}
+		return fmt.Errorf("unknown probe kind %q", p.Kind)
+	})
 }

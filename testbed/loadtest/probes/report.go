@@ -1,4 +1,4 @@
-package loadtest
+package probes
 
 import (
 	"bufio"
@@ -11,8 +11,8 @@ import (
 	"github.com/otelcol-red/otelcol-red/testbed/loadtest/harness/solo"
 )
 
-// MemoryReport is a run of the memory and overload plan.
-type MemoryReport struct {
+// Report is a run of the memory and overload plan.
+type Report struct {
 	Start         time.Time           `json:"start"`
 	Machine       harness.Machine     `json:"machine"`
 	RSSCapMiB     float64             `json:"rss_cap_mib"`
@@ -22,7 +22,7 @@ type MemoryReport struct {
 }
 
 // WriteMarkdown writes the report: every figure beside the probe and collector it comes from.
-func (r *MemoryReport) WriteMarkdown(w io.Writer) error {
+func (r *Report) WriteMarkdown(w io.Writer) error {
 	b := bufio.NewWriter(w)
 	fmt.Fprintf(b, "# testbed: memory and overload probes\n\n")
 	m := r.Machine
@@ -44,13 +44,13 @@ func writeProbe(b *bufio.Writer, res *solo.ProbeResult) {
 		fmt.Fprintf(b, "**Not measured:** %s\n\n", res.Error)
 	}
 	switch res.Probe.Kind {
-	case ProbeMemory:
+	case KindMemory:
 		writeMemory(b, res)
-	case ProbeScrapeLoad:
+	case KindScrapeLoad:
 		writeScrapeLoad(b, res)
-	case ProbeFloor:
+	case KindFloor:
 		writeFloor(b, res)
-	case ProbeStaleness:
+	case KindStaleness:
 		writeStaleness(b, res)
 	}
 	loads := make([]string, 0, len(res.Runs))

@@ -1,4 +1,4 @@
-package loadtest
+package probes
 
 import (
 	"testing"
@@ -9,7 +9,7 @@ import (
 )
 
 func TestStalenessGate(t *testing.T) {
-	p := solo.Probe{Kind: ProbeStaleness}
+	p := solo.Probe{Kind: KindStaleness}
 	gate := func(st *solo.Staleness) []string { return Gate(p, solo.ProbeRun{Staleness: st}) }
 	onTime := &solo.Staleness{IntervalSeconds: 5, MaxLatenessSeconds: 0.1, BacklogSpans: 5_000_000, CallsCounted: 5_000_000}
 	assert.Empty(t, gate(onTime))
@@ -24,7 +24,7 @@ func TestStalenessGate(t *testing.T) {
 }
 
 func TestScrapersGate(t *testing.T) {
-	p := solo.Probe{Kind: ProbeScrapeLoad, Scrapers: 8}
+	p := solo.Probe{Kind: KindScrapeLoad, Scrapers: 8}
 	run := func(unscraped, scraped float64, s solo.ScrapeStats) solo.ProbeRun {
 		return solo.ProbeRun{Phases: []solo.Phase{{SpansPerSec: unscraped}, {SpansPerSec: scraped, Scrapes: s}}}
 	}
@@ -38,7 +38,7 @@ func TestScrapersGate(t *testing.T) {
 }
 
 func TestExactGate(t *testing.T) {
-	p := solo.Probe{Kind: ProbeMemory}
+	p := solo.Probe{Kind: KindMemory}
 	assert.Empty(t, Gate(p, solo.ProbeRun{Collector: "stock"}), "not checked")
 	assert.Empty(t, Gate(p, solo.ProbeRun{Sent: 5000, Counted: 5000}))
 	assert.Equal(t, []string{"4999 calls counted of 5000 spans acknowledged"}, Gate(p, solo.ProbeRun{Sent: 5000, Counted: 4999}))

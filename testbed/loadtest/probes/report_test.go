@@ -1,10 +1,14 @@
-package loadtest
+package probes
 
 import (
 	"bufio"
 	"bytes"
+	"context"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -13,7 +17,7 @@ import (
 )
 
 func TestWriteFloorRounds(t *testing.T) {
-	res := &solo.ProbeResult{Probe: solo.Probe{Name: "floor", Kind: ProbeFloor, Sides: []string{"floor", "ours"}, Rounds: 2}, Runs: []solo.ProbeRun{
+	res := &solo.ProbeResult{Probe: solo.Probe{Name: "floor", Kind: KindFloor, Sides: []string{"floor", "ours"}, Rounds: 2}, Runs: []solo.ProbeRun{
 		floorRunOf("floor", 1000, 1, 1_000_000, 1.0),
 		floorRunOf("ours", 1000, 1, 800_000, 1.25),
 		floorRunOf("ours", 1000, 2, 600_000, 1.6),
@@ -52,14 +56,9 @@ func TestWriteFloorRounds(t *testing.T) {
 	assert.Contains(t, md, "ours (1000 series, round 2) 0.00")
 }
 
-func TestProbeRunLabel(t *testing.T) {
-	assert.Equal(t, "ours (1000 series)", solo.ProbeRun{Collector: "ours", Series: 1000}.Label())
-	assert.Equal(t, "floor (100000 series, round 3)", solo.ProbeRun{Collector: "floor", Series: 100_000, Round: 3}.Label())
-}
-
 func TestWriteMemoryCountedCell(t *testing.T) {
 	phase := []solo.Phase{{Name: "load", SpansPerSec: 1_000_000, CPUPercent: 790}}
-	res := &solo.ProbeResult{Probe: solo.Probe{Name: "memory-1m-gomaxprocs-8", Kind: ProbeMemory, Sides: []string{"ours", "stock"}}, Runs: []solo.ProbeRun{
+	res := &solo.ProbeResult{Probe: solo.Probe{Name: "memory-1m-gomaxprocs-8", Kind: KindMemory, Sides: []string{"ours", "stock"}}, Runs: []solo.ProbeRun{
 		{Collector: "ours", Series: 1_000_000, RSSMaxMiB: 1000, Phases: phase, Sent: 5000, Counted: 5000, Renders: 3, RenderSeconds: 1.5, FirstRenderSeconds: 2.25, FirstRenderAfter: 4},
 		{Collector: "ours", Series: 1_000_000, RSSMaxMiB: 1000, Phases: phase, Sent: 5000, Counted: 4999},
 		{Collector: "ours", Series: 1_000_000, RSSMaxMiB: 1000, Phases: phase, Sent: 5000, Counted: -1},
@@ -94,9 +93,21 @@ func TestStealInReports(t *testing.T) {
 
 	var buf bytes.Buffer
 	w := bufio.NewWriter(&buf)
-	writeProbe(w, &solo.ProbeResult{Probe: solo.Probe{Name: "memory-1m", Kind: ProbeMemory}, Runs: []solo.ProbeRun{{
+	writeProbe(w, &solo.ProbeResult{Probe: solo.Probe{Name: "memory-1m", Kind: KindMemory}, Runs: []solo.ProbeRun{{
 		Collector: "ours", Series: 1000, Phases: []solo.Phase{{Name: "load", StealPercent: &five}},
 	}}})
 	require.NoError(t, w.Flush())
 	assert.Contains(t, buf.String(), "- ours (1000 series): CPU time stolen by the hypervisor from its CPUs (the host's when not pinned), by phase: load 5.0%\n")
+}
+
+func TestScrapersCountFailures(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	url := srv.URL
+	srv.Close() // nothing listens: every scrape fails
+	sc := solo.StartScrapers(context.Background(), url, 1, true, 10*time.Millisecond, time.Second)
+	time.Sleep(200 * time.Millisecond)
+	st := sc.End()
+	assert.Positive(t, st.Failed)
+	assert.Zero(t, st.OK)
+	assert.Equal(t, "no answer", latency(st, st.P50))
 }
