@@ -29,7 +29,7 @@ type Options struct {
 	// CPUProfile makes the floor and scaling probes take a CPU profile this long (whole seconds,
 	// at most the measured phase) of every collector, from the start of its measured phase, and
 	// the million-series probe one from the first flush (its load lasts until the profile ends);
-	// the pprof extension is added to each config by an overlay (solo/cpuprofile.go). 0: none.
+	// the pprof extension is added to each config by an overlay (solo/overlay.go). 0: none.
 	CPUProfile time.Duration
 	// Kafka is the broker wiring, used by the runs that read a Kafka backlog only.
 	Kafka Kafka

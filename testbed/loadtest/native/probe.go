@@ -1,6 +1,3 @@
-// Package native runs the native histogram probe: ours with exponential histograms served as
-// Prometheus native histograms, ours with classic ones and the stock twin with exponential ones,
-// one at a time on the same requests, and writes NATIVE.md.
 package native
 
 import (
@@ -55,6 +52,19 @@ var nativeFormats = map[string][]solo.NativeFormat{
 	"ours-classic": {solo.FormatText},
 }
 
+// sidesScrapedIn returns the sides of sides that the native probe scrapes in format f.
+func sidesScrapedIn(sides []string, f solo.NativeFormat) []string {
+	var out []string
+	for _, s := range sides {
+		for _, g := range nativeFormats[s] {
+			if g == f {
+				out = append(out, s)
+			}
+		}
+	}
+	return out
+}
+
 // nativeScrapeTimeout bounds one timed scrape: the stock exporter renders 100k series per scrape.
 const nativeScrapeTimeout = 2 * time.Minute
 
@@ -68,32 +78,6 @@ const nativeScrapeSpacing = time.Second
 // nativePrimeTimeout bounds the wait for the first answer in the asked format: ours renders the
 // protobuf body only once a protobuf client has asked (the first such scrape gets text).
 const nativePrimeTimeout = time.Minute
-
-// Kind is the native histogram probe's kind.
-const Kind solo.ProbeKind = "native"
-
-// Collectors are the probe's sides.
-type Collectors struct {
-	// Ours serves exponential histograms, OursClassic classic ones; Stock is the stock twin with
-	// exponential histograms.
-	Ours, OursClassic, Stock harness.Collector
-}
-
-// Title describes the probe in one line.
-func Title(p solo.Probe) string {
-	return fmt.Sprintf("%s, max OTLP rate: warm-up %s, %s measured, then idle for one flush and 5 s, then %d gzip scrapes, one a second or back to back when slower, "+
-		"per side (protobuf as Prometheus 3 asks with native histograms for %s, text for %s)", p.Shapes[0], p.Warmup, p.Window,
-		p.TimedScrapes, strings.Join(sidesScrapedIn(p.Sides, solo.FormatProtobuf), ", "), strings.Join(sidesScrapedIn(p.Sides, solo.FormatText), ", ")) +
-		p.Pinning()
-}
-
-// Run runs p and returns what it measured. Pools come from pools (built on first use).
-func Run(ctx context.Context, p solo.Probe, pc Collectors, pools *solo.Pools, o harness.Options) *solo.ProbeResult {
-	cs := solo.Collectors{"ours": pc.Ours, "ours-classic": pc.OursClassic, "stock": pc.Stock}
-	return solo.RunProbe(p, Title(p), o, func(o harness.Options, res *solo.ProbeResult) error {
-		return runNative(ctx, p, cs, pools, o, res)
-	})
-}
 
 // runNative runs the native probe's sides in turn on one pool.
 func runNative(ctx context.Context, p solo.Probe, cs solo.Collectors, pools *solo.Pools, o harness.Options, res *solo.ProbeResult) error {

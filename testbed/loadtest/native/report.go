@@ -11,38 +11,6 @@ import (
 	"github.com/otelcol-red/otelcol-red/testbed/loadtest/harness/solo"
 )
 
-// PlanConfig sizes the native histogram probe.
-type PlanConfig struct {
-	// FlushInterval is the run's flush interval; the warm-up is one flush and 5 s.
-	FlushInterval time.Duration
-	// Phase is the measured load window per side.
-	Phase time.Duration
-	// Scrapes is how many scrapes are timed per side and format.
-	Scrapes int
-}
-
-// Plan is the probe `make testbed-native` runs: 100k series, ours with exponential
-// histograms, ours with classic ones and the stock twin with exponential ones, one at a time.
-func Plan(c PlanConfig) []solo.Probe {
-	return []solo.Probe{{
-		Name: "native-100k", Kind: Kind, Shapes: []harness.Shape{harness.Shape100k}, Sides: []string{"ours", "ours-classic", "stock"},
-		Window: c.Phase, Warmup: c.FlushInterval + 5*time.Second, SpansPerRequest: 1000, TimedScrapes: max(c.Scrapes, 1),
-	}}
-}
-
-// sidesScrapedIn returns the sides of sides that the native probe scrapes in format f.
-func sidesScrapedIn(sides []string, f solo.NativeFormat) []string {
-	var out []string
-	for _, s := range sides {
-		for _, g := range nativeFormats[s] {
-			if g == f {
-				out = append(out, s)
-			}
-		}
-	}
-	return out
-}
-
 // Report is a run of the native histogram probe.
 type Report struct {
 	Start time.Time `json:"start"`

@@ -23,10 +23,6 @@ import (
 // after the second is the target figure, the third shows whether it keeps growing.
 const memoryFlushes = 3
 
-// flushPollInterval spaces the reads of the exporter's sent-points counter; it bounds the error
-// of every flush time a probe reports.
-const flushPollInterval = 200 * time.Millisecond
-
 // runMemory loads each side in turn with the same pool as fast as it acknowledges, for the
 // window, and records the RSS after every flush, gzip scrape latency and the ingest rate.
 func runMemory(ctx context.Context, p solo.Probe, cs solo.Collectors, pools *solo.Pools, o Options, res *solo.ProbeResult) error {

@@ -123,26 +123,6 @@ func followConsumption(ctx context.Context, s *solo.Instance, written int64, tim
 	}
 }
 
-// countCalls waits (limit at most) until the calls counters add up to written and returns
-// their sum.
-func countCalls(ctx context.Context, s *solo.Instance, o harness.Options, written int64, limit time.Duration) (int64, error) {
-	scraper := harness.NewCountingScraper(limit)
-	defer scraper.Close()
-	deadline := time.Now().Add(limit)
-	for {
-		n, err := scraper.SumCounter(ctx, s.MetricsURL(), o.CallsMetric)
-		if err == nil && int64(n) == written {
-			return int64(n), nil
-		}
-		if time.Now().After(deadline) || !s.Wait(ctx, time.Second) {
-			if err != nil {
-				return int64(n), fmt.Errorf("calls counters not read: %w", err)
-			}
-			return int64(n), fmt.Errorf("calls counters add up to %d, not the %d spans of the backlog", int64(n), written)
-		}
-	}
-}
-
 func flushTimes(fl []solo.Delivery) []float64 {
 	out := make([]float64, len(fl))
 	for i, f := range fl {

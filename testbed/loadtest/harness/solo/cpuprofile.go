@@ -24,26 +24,6 @@ import (
 // idle listener and the profiling itself (SIGPROF at Go's 100 Hz; its cost on the figures is not
 // measured, so profiled runs are compared with profiled runs).
 
-// pprofOverlay enables the pprof extension on the endpoint the testbed picked for the collector.
-const pprofOverlay = `# Written by the testbed for a collector it profiles (-cpu-profile): merged over the
-# collector's own config, lists appended, so service::extensions gains pprof.
-extensions:
-  pprof:
-    endpoint: ${env:` + pprofEnv + `}
-service:
-  extensions: [pprof]
-`
-
-// withPprof returns c with the pprof overlay, written into dir.
-func withPprof(c harness.Collector, dir string) (harness.Collector, error) {
-	path := filepath.Join(dir, "pprof-overlay.yaml")
-	if err := os.WriteFile(path, []byte(pprofOverlay), 0o644); err != nil {
-		return c, fmt.Errorf("cannot write the pprof overlay: %w", err)
-	}
-	c.Overlays = append(slices.Clip(c.Overlays), path)
-	return c, nil
-}
-
 // profileSeconds is how long a CPU profile of a phase of window lasts: o.CPUProfile in whole
 // seconds (the extension takes seconds), no longer than the window and at least 1.
 func profileSeconds(o harness.Options, window time.Duration) int {

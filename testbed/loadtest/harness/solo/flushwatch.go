@@ -24,14 +24,6 @@ type FlushWatch struct {
 	wg   sync.WaitGroup
 }
 
-// Delivery is a moment a collector's metrics exporter was seen to have received new points.
-type Delivery struct {
-	// At is seconds on the collector's clock (Instance.Elapsed).
-	At float64 `json:"at"`
-	// Points is how many points arrived since the previous reading.
-	Points int64 `json:"points"`
-}
-
 // WatchFlushes starts following s's deliveries, read every interval, until Close or ctx ends.
 func WatchFlushes(ctx context.Context, s *Instance, interval time.Duration) *FlushWatch {
 	f := &FlushWatch{done: make(chan struct{})}

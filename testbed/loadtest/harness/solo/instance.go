@@ -14,10 +14,6 @@ import (
 	"github.com/otelcol-red/otelcol-red/testbed/loadtest/harness"
 )
 
-// pprofEnv is the environment variable the testbed's pprof configs read the extension's endpoint
-// from.
-const pprofEnv = "PPROF_ENDPOINT"
-
 // probeStopGrace is how long a probe's collector may take to shut down: its final flush of a
 // million series takes longer than the comparison scenarios' 20 s on this host.
 const probeStopGrace = 2 * time.Minute

@@ -162,6 +162,14 @@ type ScrapeStats struct {
 	WireBytes int64 `json:"wire_bytes"`
 }
 
+// Delivery is a moment a collector's metrics exporter was seen to have received new points.
+type Delivery struct {
+	// At is seconds on the collector's clock (Instance.Elapsed).
+	At float64 `json:"at"`
+	// Points is how many points arrived since the previous reading.
+	Points int64 `json:"points"`
+}
+
 // FlushRSS is one flush and the memory right after it.
 type FlushRSS struct {
 	// At is seconds since the collector started.
@@ -198,6 +206,43 @@ type Staleness struct {
 	// scraped at the end: equal when nothing was lost.
 	BacklogSpans int64 `json:"backlog_spans"`
 	CallsCounted int64 `json:"calls_counted"`
+}
+
+// FloorSummary is the floor probe at one shape over its rounds: each side's medians and the
+// floor ÷ ours ratios, of the medians and round by round.
+type FloorSummary struct {
+	Series int `json:"series"`
+	// Floor and Ours summarize the runs of each side that measured a phase with spans and CPU.
+	Floor FloorSide `json:"floor"`
+	Ours  FloorSide `json:"ours"`
+	// CostRatio is floor ÷ ours of the median CPU µs per span, RateRatio ours ÷ floor of the
+	// median spans/s; 0 when a side has no run.
+	CostRatio float64 `json:"cost_ratio"`
+	RateRatio float64 `json:"rate_ratio"`
+	// Rounds are the rounds in which both sides measured a phase, each side against the same
+	// round's other side, in round order.
+	Rounds []FloorRound `json:"rounds"`
+	// RoundCostRatio and RoundRateRatio are the medians of the Rounds' ratios; 0 without rounds.
+	// RoundCostRatio is the probe's headline: CPU per span does not depend on whether the load
+	// generator kept a collector saturated, and a ratio within a round leaves out the host's
+	// drift between rounds.
+	RoundCostRatio float64 `json:"round_cost_ratio"`
+	RoundRateRatio float64 `json:"round_rate_ratio"`
+}
+
+// FloorSide is one side of the floor probe at one shape.
+type FloorSide struct {
+	// Runs is how many runs measured a phase.
+	Runs             int            `json:"runs"`
+	CPUMicrosPerSpan harness.Spread `json:"cpu_us_per_span"`
+	SpansPerSec      harness.Spread `json:"spans_per_sec"`
+}
+
+// FloorRound is floor ÷ ours in CPU per span and ours ÷ floor in rate within one round.
+type FloorRound struct {
+	Round     int     `json:"round"`
+	CostRatio float64 `json:"cost_ratio"`
+	RateRatio float64 `json:"rate_ratio"`
 }
 
 // NativeFormat is one way of scraping a side of the native histogram probe.
