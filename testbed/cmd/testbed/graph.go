@@ -11,16 +11,18 @@ import (
 	"strings"
 	"time"
 
-	"github.com/otelcol-red/otelcol-red/testbed/loadtest"
+	"github.com/otelcol-red/otelcol-red/testbed/loadtest/graph"
+	"github.com/otelcol-red/otelcol-red/testbed/loadtest/harness"
+	"github.com/otelcol-red/otelcol-red/testbed/loadtest/harness/solo"
 )
 
 // selectGraph returns the service graph scenario if -run selects it.
-func selectGraph(f flags) ([]loadtest.Probe, error) {
+func selectGraph(f flags) ([]solo.Probe, error) {
 	if f.graphRounds < 1 {
 		return nil, fmt.Errorf("-graph-rounds must be 1 or more, got %d", f.graphRounds)
 	}
-	plan := loadtest.GraphPlan(loadtest.GraphPlanConfig{FlushInterval: f.flushInterval, Phase: f.phase, Rounds: f.graphRounds})
-	plan, err := selectByName(plan, f.run, func(p loadtest.Probe) string { return p.Name })
+	plan := graph.Plan(graph.PlanConfig{FlushInterval: f.flushInterval, Phase: f.phase, Rounds: f.graphRounds})
+	plan, err := selectByName(plan, f.run, func(p solo.Probe) string { return p.Name })
 	if err != nil {
 		return nil, err
 	}
@@ -42,31 +44,31 @@ func runGraph(ctx context.Context, f flags) ([]string, error) {
 	if err := os.MkdirAll(rawDir, 0o755); err != nil {
 		return nil, err
 	}
-	gc := loadtest.GraphCollectors{
-		Red:   loadtest.Collector{Name: "red", Binary: f.oursBin, Config: f.oursConfig},
-		Ours:  loadtest.Collector{Name: "ours", Binary: f.oursBin, Config: f.graphConfig},
-		Stock: loadtest.Collector{Name: "stock", Binary: f.stockBin, Config: f.stockGraphConfig},
+	gc := graph.Collectors{
+		Red:   harness.Collector{Name: "red", Binary: f.oursBin, Config: f.oursConfig},
+		Ours:  harness.Collector{Name: "ours", Binary: f.oursBin, Config: f.graphConfig},
+		Stock: harness.Collector{Name: "stock", Binary: f.stockBin, Config: f.stockGraphConfig},
 	}
 	if err := checkCollectors(gc.Red, gc.Ours, gc.Stock); err != nil {
 		return nil, err
 	}
 	o := f.options(rawDir)
 	o.RSSCap = uint64(f.rssCapMiB) << 20
-	log.Printf("building the call graph pool (%s)", loadtest.GraphShape100k)
-	pool, err := loadtest.NewGraphPool(loadtest.GraphShape100k, f.spansPerRequest, 1)
+	log.Printf("building the call graph pool (%s)", graph.Shape100k)
+	pool, err := graph.NewPool(graph.Shape100k, f.spansPerRequest, 1)
 	if err != nil {
 		return nil, err
 	}
 	var failures []string
 	for _, p := range plan {
-		report := &loadtest.GraphReport{
-			Start: time.Now().UTC(), Machine: loadtest.ReadMachine(), Commit: sourceCommit(), RSSCapMiB: float64(f.rssCapMiB),
+		report := &graph.Report{
+			Start: time.Now().UTC(), Machine: harness.ReadMachine(), Commit: sourceCommit(), RSSCapMiB: float64(f.rssCapMiB),
 			FlushInterval: f.flushInterval, Concurrency: f.concurrency,
 		}
-		log.Printf("%s: %s", p.Name, p.Title())
-		report.Result = loadtest.RunGraph(ctx, p, gc, pool, o)
+		log.Printf("%s: %s", p.Name, graph.Title(p))
+		report.Result = graph.Measure(ctx, p, gc, pool, o)
 		for _, r := range report.Result.Runs {
-			log.Printf("%s/%s: %s; sent %d spans, %d edge requests; counted %d, %d", p.Name, r.Label(), loadtest.RunSummary(r.ProbeRun),
+			log.Printf("%s/%s: %s; sent %d spans, %d edge requests; counted %d, %d", p.Name, r.Label(), r.Summary(),
 				r.Spans, r.Edges, r.CallsCounted, r.EdgesCounted)
 		}
 		failures = append(failures, report.Failures()...)

@@ -24,7 +24,9 @@ import (
 	"time"
 
 	"github.com/otelcol-red/otelcol-red/testbed/datasenders"
-	"github.com/otelcol-red/otelcol-red/testbed/loadtest"
+	"github.com/otelcol-red/otelcol-red/testbed/loadtest/compare"
+	"github.com/otelcol-red/otelcol-red/testbed/loadtest/harness"
+	"github.com/otelcol-red/otelcol-red/testbed/loadtest/probes"
 )
 
 type flags struct {
@@ -104,7 +106,7 @@ func main() {
 	flag.IntVar(&f.kafkaPartitions, "kafka-partitions", 4, "partitions of the Kafka scenario's topic")
 	flag.StringVar(&f.kafkaScript, "kafka-script", "../scripts/kafka.sh", "script that starts Kafka and creates topics")
 	flag.StringVar(&f.kafkaBrokers, "kafka-brokers", "", "use this running broker instead of starting one with -kafka-script")
-	flag.StringVar(&f.callsMetric, "calls-metric", loadtest.CallsMetric, "counter whose sum must equal the spans sent")
+	flag.StringVar(&f.callsMetric, "calls-metric", harness.CallsMetric, "counter whose sum must equal the spans sent")
 	flag.BoolVar(&f.memory, "memory", false, "run the memory and overload probes (make testbed-memory) instead of the comparison scenarios; writes <out>/MEMORY.md")
 	flag.IntVar(&f.rssCapMiB, "rss-cap-mib", 10240, "probes kill a collector whose RSS passes this many MiB, and record it")
 	flag.BoolVar(&f.heapProfile, "heap-profile", false, "probes: take a heap profile of ours after the second flush of the memory probe (-ours-memory-config must enable pprof)")
@@ -116,7 +118,7 @@ func main() {
 	flag.StringVar(&f.oursMemConfig, "ours-memory-config", "configs/ours-memory.yaml", "probes: our config for the million-series probe (series caps lifted, pprof extension)")
 	flag.StringVar(&f.memoryProcs, "memory-procs", "", "probes: run the million-series probe once per GOMAXPROCS value, comma-separated, each collector pinned to that many CPUs with 4 × N requests in flight (default: once, GOMAXPROCS=2, unpinned)")
 	flag.StringVar(&f.sides, "sides", "", "probes and scaling: measure only these collectors, comma-separated (ours, stock, floor); probes left with none are not run")
-	flag.IntVar(&f.floorRounds, "floor-rounds", loadtest.DefaultFloorRounds, "probes: rounds of the floor probe per shape, the floor and ours alternating; the report takes medians over them")
+	flag.IntVar(&f.floorRounds, "floor-rounds", probes.DefaultFloorRounds, "probes: rounds of the floor probe per shape, the floor and ours alternating; the report takes medians over them")
 	flag.BoolVar(&f.scaling, "scaling", false, "run the scaling plan (make testbed-scaling) instead of the comparison scenarios: floor, ours and stock at each -procs; writes <out>/SCALING.md")
 	flag.StringVar(&f.procs, "procs", "", "scaling: GOMAXPROCS values, comma-separated, each collector pinned to that many CPUs (default those of 1,2,4,8 that leave one CPU to the load generator)")
 	flag.IntVar(&f.scalingRounds, "scaling-rounds", 1, "scaling: rounds per width and shape, the sides interleaved; the report takes medians over them")
@@ -180,7 +182,7 @@ func checkModeFlags(f flags) error {
 }
 
 // selectPlan applies the mode defaults to f and returns the scenarios to run.
-func selectPlan(f *flags) ([]loadtest.Scenario, string, error) {
+func selectPlan(f *flags) ([]compare.Scenario, string, error) {
 	mode := "full"
 	if f.duration == 0 {
 		f.duration = 2 * time.Minute
@@ -196,12 +198,12 @@ func selectPlan(f *flags) ([]loadtest.Scenario, string, error) {
 			f.kafkaBacklog = 4_000_000
 		}
 	}
-	plan := loadtest.FullPlan(f.kafkaBacklog)
+	plan := compare.FullPlan(f.kafkaBacklog)
 	if f.short {
 		mode = "short"
-		plan = loadtest.ShortPlan(f.kafkaBacklog)
+		plan = compare.ShortPlan(f.kafkaBacklog)
 	}
-	plan, err := selectByName(plan, f.run, func(s loadtest.Scenario) string { return s.Name })
+	plan, err := selectByName(plan, f.run, func(s compare.Scenario) string { return s.Name })
 	if err != nil {
 		return nil, "", err
 	}
@@ -221,28 +223,28 @@ func run(ctx context.Context, f flags) ([]string, error) {
 	if err := os.MkdirAll(rawDir, 0o755); err != nil {
 		return nil, err
 	}
-	o := f.options(rawDir)
-	o.Ours = loadtest.Collector{Name: "ours", Binary: f.oursBin, Config: f.oursConfig}
-	o.Stock = loadtest.Collector{Name: "stock", Binary: f.stockBin, Config: f.stockConfig}
-	o.OursKafka = loadtest.Collector{Name: "ours", Binary: f.oursBin, Config: f.oursKafka}
-	o.StockKafka = loadtest.Collector{Name: "stock", Binary: f.stockBin, Config: f.stockKafka}
+	o := compare.Options{Options: f.options(rawDir)}
+	o.Ours = harness.Collector{Name: "ours", Binary: f.oursBin, Config: f.oursConfig}
+	o.Stock = harness.Collector{Name: "stock", Binary: f.stockBin, Config: f.stockConfig}
+	o.OursKafka = harness.Collector{Name: "ours", Binary: f.oursBin, Config: f.oursKafka}
+	o.StockKafka = harness.Collector{Name: "stock", Binary: f.stockBin, Config: f.stockKafka}
 	o.Duration = f.duration
 	if err := checkCollectors(o.Ours, o.Stock, o.OursKafka, o.StockKafka); err != nil {
 		return nil, err
 	}
 
-	report := &loadtest.Report{
-		Start: time.Now().UTC(), Machine: loadtest.ReadMachine(), Mode: mode, Duration: f.duration,
+	report := &compare.Report{
+		Start: time.Now().UTC(), Machine: harness.ReadMachine(), Mode: mode, Duration: f.duration,
 		Tolerance: f.tolerance, Concurrency: f.concurrency, SpansPerRequest: f.spansPerRequest,
 		ScrapeInterval: f.scrapeInterval, FlushInterval: f.flushInterval,
 	}
-	pools := map[loadtest.Shape]*loadtest.Pool{}
+	pools := map[harness.Shape]*harness.Pool{}
 	kafkaReady := false
 	for _, sc := range plan {
 		// The broker starts only when a Kafka scenario comes, so that it does not take CPU from the
 		// OTLP scenarios before it.
-		if sc.Transport == loadtest.TransportKafka && !kafkaReady {
-			stopKafka, err := setUpKafka(ctx, f, &o)
+		if sc.Transport == compare.TransportKafka && !kafkaReady {
+			stopKafka, err := setUpKafka(ctx, f, &o.Kafka)
 			defer stopKafka()
 			if err != nil {
 				report.Errors = append(report.Errors, fmt.Sprintf("%s: %v", sc.Name, err))
@@ -254,13 +256,13 @@ func run(ctx context.Context, f flags) ([]string, error) {
 		pool, ok := pools[sc.Shape]
 		if !ok {
 			var err error
-			if pool, err = loadtest.NewPool(sc.Shape, f.spansPerRequest, 1); err != nil {
+			if pool, err = harness.NewPool(sc.Shape, f.spansPerRequest, 1); err != nil {
 				return nil, err
 			}
 			pools[sc.Shape] = pool
 		}
 		log.Printf("%s: %s", sc.Name, sc.Title())
-		res, err := loadtest.Run(ctx, sc, pool, o)
+		res, err := compare.Run(ctx, sc, pool, o)
 		if err != nil {
 			report.Errors = append(report.Errors, fmt.Sprintf("%s: %v", sc.Name, err))
 			log.Printf("%s: not measured: %v", sc.Name, err)
@@ -296,7 +298,7 @@ func selectByName[T any](items []T, expr string, name func(T) string) ([]T, erro
 }
 
 // checkCollectors fails when a binary or config of cs is missing, before anything starts.
-func checkCollectors(cs ...loadtest.Collector) error {
+func checkCollectors(cs ...harness.Collector) error {
 	for _, c := range cs {
 		for _, path := range []string{c.Binary, c.Config} {
 			if _, err := os.Stat(path); err != nil {
@@ -308,11 +310,11 @@ func checkCollectors(cs ...loadtest.Collector) error {
 }
 
 // write saves RESULTS.md, the charts, and the raw samples as JSON.
-func write(out, rawDir string, report *loadtest.Report) error {
+func write(out, rawDir string, report *compare.Report) error {
 	if err := writeMarkdown(filepath.Join(out, "RESULTS.md"), report.WriteMarkdown); err != nil {
 		return err
 	}
-	if err := loadtest.WriteCharts(out, report.Results); err != nil {
+	if err := compare.WriteCharts(out, report.Results); err != nil {
 		return err
 	}
 	return writeJSON(filepath.Join(rawDir, "run-"+report.Start.Format("20060102T150405Z")+".json"), report)
@@ -341,11 +343,11 @@ func writeJSON(path string, v any) error {
 	return os.WriteFile(path, raw, 0o644)
 }
 
-// setUpKafka finds the broker and wires topic creation and the producer into o. Without
+// setUpKafka finds the broker and wires topic creation and the producer into k. Without
 // -kafka-brokers it starts one with the script (KAFKA_PORT, KAFKA_CONTROLLER_PORT and
 // OTELCOL_RED_STATE in the environment select an instance of its own) and the returned func stops
 // it again, unless it was already running: then it belongs to someone else.
-func setUpKafka(ctx context.Context, f flags, o *loadtest.Options) (func(), error) {
+func setUpKafka(ctx context.Context, f flags, k *harness.Kafka) (func(), error) {
 	stop := func() {}
 	brokers := f.kafkaBrokers
 	if brokers == "" {
@@ -353,7 +355,7 @@ func setUpKafka(ctx context.Context, f flags, o *loadtest.Options) (func(), erro
 		log.Printf("starting Kafka with %s", f.kafkaScript)
 		out, err := exec.CommandContext(ctx, f.kafkaScript, "start").Output()
 		if err != nil {
-			return stop, fmt.Errorf("cannot start Kafka with %s: %w", f.kafkaScript, loadtest.ExitDetail(err))
+			return stop, fmt.Errorf("cannot start Kafka with %s: %w", f.kafkaScript, harness.ExitDetail(err))
 		}
 		brokers = strings.TrimSpace(string(out))
 		if !wasRunning {
@@ -364,16 +366,16 @@ func setUpKafka(ctx context.Context, f flags, o *loadtest.Options) (func(), erro
 			}
 		}
 	}
-	o.KafkaBrokers = brokers
-	o.KafkaPartitions = f.kafkaPartitions
-	o.CreateTopic = func(ctx context.Context, topic string, partitions int) error {
+	k.Brokers = brokers
+	k.Partitions = f.kafkaPartitions
+	k.CreateTopic = func(ctx context.Context, topic string, partitions int) error {
 		cmd := exec.CommandContext(ctx, f.kafkaScript, "create-topic", topic, fmt.Sprint(partitions))
 		if out, err := cmd.CombinedOutput(); err != nil {
 			return fmt.Errorf("%w: %s", err, strings.TrimSpace(string(out)))
 		}
 		return nil
 	}
-	o.NewKafkaSink = func(pool *loadtest.Pool, brokers, topic string) (loadtest.Sink, error) {
+	k.NewSink = func(pool *harness.Pool, brokers, topic string) (harness.Sink, error) {
 		p, err := datasenders.NewKafkaProducer(strings.Split(brokers, ","), topic)
 		if err != nil {
 			return nil, err
@@ -388,7 +390,7 @@ func setUpKafka(ctx context.Context, f flags, o *loadtest.Options) (func(), erro
 // share their wire format (field 1, repeated ResourceSpans).
 type kafkaSink struct {
 	producer *datasenders.KafkaProducer
-	pool     *loadtest.Pool
+	pool     *harness.Pool
 }
 
 func (k *kafkaSink) Send(ctx context.Context, i int) error {
@@ -400,9 +402,9 @@ func (k *kafkaSink) Close() error {
 	return nil
 }
 
-// options are the loadtest options the scenarios and the probes share.
-func (f flags) options(rawDir string) loadtest.Options {
-	return loadtest.Options{
+// options are the settings every mode shares.
+func (f flags) options(rawDir string) harness.Options {
+	return harness.Options{
 		ScrapeInterval: f.scrapeInterval,
 		SampleInterval: time.Second,
 		FlushInterval:  f.flushInterval,
@@ -416,16 +418,16 @@ func (f flags) options(rawDir string) loadtest.Options {
 
 // probeOptions prepares a probe mode's run: <out>/raw created, the collectors' binaries and
 // configs checked, the options with the RSS cap. It returns the options and the raw folder.
-func (f flags) probeOptions(cs ...loadtest.Collector) (loadtest.Options, string, error) {
+func (f flags) probeOptions(cs ...harness.Collector) (harness.Options, string, error) {
 	rawDir := filepath.Join(f.out, "raw")
 	if err := os.MkdirAll(rawDir, 0o755); err != nil {
-		return loadtest.Options{}, "", err
+		return harness.Options{}, "", err
 	}
 	if err := checkCollectors(cs...); err != nil {
-		return loadtest.Options{}, "", err
+		return harness.Options{}, "", err
 	}
 	if f.cpuProfile != 0 && f.cpuProfile < time.Second {
-		return loadtest.Options{}, "", fmt.Errorf("-cpu-profile must be 1s or more (or 0 for none), got %s", f.cpuProfile)
+		return harness.Options{}, "", fmt.Errorf("-cpu-profile must be 1s or more (or 0 for none), got %s", f.cpuProfile)
 	}
 	o := f.options(rawDir)
 	o.RSSCap = uint64(f.rssCapMiB) << 20

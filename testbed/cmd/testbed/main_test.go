@@ -8,7 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/otelcol-red/otelcol-red/testbed/loadtest"
+	"github.com/otelcol-red/otelcol-red/testbed/loadtest/harness"
+	"github.com/otelcol-red/otelcol-red/testbed/loadtest/probes"
 )
 
 func TestMain(m *testing.M) {
@@ -53,7 +54,7 @@ func TestSelectProbes(t *testing.T) {
 	require.Len(t, plan, 5)
 	assert.Equal(t, "memory-1m", plan[0].Name)
 	assert.Equal(t, "floor", plan[2].Name)
-	assert.Equal(t, loadtest.DefaultFloorRounds, plan[2].Rounds)
+	assert.Equal(t, probes.DefaultFloorRounds, plan[2].Rounds)
 
 	f.run, f.floorRounds = "^floor$", 5
 	plan, err = selectProbes(f)
@@ -103,7 +104,7 @@ func TestSelectScaling(t *testing.T) {
 	assert.Equal(t, "2", plan[1].GOMAXPROCS)
 	assert.Equal(t, 8, plan[1].Concurrency)
 	assert.Equal(t, 3, plan[1].Rounds)
-	assert.Equal(t, loadtest.Shape1M, plan[1].Shapes[2])
+	assert.Equal(t, harness.Shape1M, plan[1].Shapes[2])
 
 	f.procs = "1,x"
 	_, err = selectScaling(f, 2)

@@ -8,30 +8,32 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/otelcol-red/otelcol-red/testbed/loadtest"
+	"github.com/otelcol-red/otelcol-red/testbed/loadtest/harness"
+	"github.com/otelcol-red/otelcol-red/testbed/loadtest/harness/solo"
+	"github.com/otelcol-red/otelcol-red/testbed/loadtest/probes"
 )
 
 // selectProbes returns the memory plan's probes that -run selects.
-func selectProbes(f flags) ([]loadtest.Probe, error) {
+func selectProbes(f flags) ([]solo.Probe, error) {
 	if f.floorRounds < 0 {
 		return nil, fmt.Errorf("-floor-rounds must be 1 or more (0 takes the default), got %d", f.floorRounds)
 	}
 	var procs []int
 	if f.memoryProcs != "" {
 		var err error
-		if procs, err = loadtest.ParseProcs(f.memoryProcs); err != nil {
+		if procs, err = solo.ParseProcs(f.memoryProcs); err != nil {
 			return nil, fmt.Errorf("-memory-procs: %w", err)
 		}
 	}
-	plan := loadtest.MemoryPlan(loadtest.MemoryPlanConfig{
+	plan := probes.Plan(probes.PlanConfig{
 		FlushInterval: f.flushInterval, Phase: f.phase, MemoryWindow: f.memoryWindow, Backlog: f.staleBacklog,
 		FloorRounds: f.floorRounds, MemoryProcs: procs, Concurrency: f.concurrency,
 	})
-	plan, err := selectByName(plan, f.run, func(p loadtest.Probe) string { return p.Name })
+	plan, err := selectByName(plan, f.run, func(p solo.Probe) string { return p.Name })
 	if err != nil {
 		return nil, err
 	}
-	if plan, err = loadtest.KeepSides(plan, f.sides); err != nil {
+	if plan, err = solo.KeepSides(plan, f.sides); err != nil {
 		return nil, err
 	}
 	if len(plan) == 0 {
@@ -47,28 +49,28 @@ func runMemory(ctx context.Context, f flags) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	pc := loadtest.ProbeCollectors{
-		Ours:       loadtest.Collector{Name: "ours", Binary: f.oursBin, Config: f.oursConfig},
-		OursMemory: loadtest.Collector{Name: "ours", Binary: f.oursBin, Config: f.oursMemConfig},
-		Stock:      loadtest.Collector{Name: "stock", Binary: f.stockBin, Config: f.stockConfig},
-		Floor:      loadtest.Collector{Name: "floor", Binary: f.oursBin, Config: f.floorConfig},
-		OursKafka:  loadtest.Collector{Name: "ours", Binary: f.oursBin, Config: f.oursKafka},
+	pc := probes.Collectors{
+		Ours:       harness.Collector{Name: "ours", Binary: f.oursBin, Config: f.oursConfig},
+		OursMemory: harness.Collector{Name: "ours", Binary: f.oursBin, Config: f.oursMemConfig},
+		Stock:      harness.Collector{Name: "stock", Binary: f.stockBin, Config: f.stockConfig},
+		Floor:      harness.Collector{Name: "floor", Binary: f.oursBin, Config: f.floorConfig},
+		OursKafka:  harness.Collector{Name: "ours", Binary: f.oursBin, Config: f.oursKafka},
 	}
-	o, rawDir, err := f.probeOptions(pc.Ours, pc.OursMemory, pc.Stock, pc.Floor, pc.OursKafka)
+	ho, rawDir, err := f.probeOptions(pc.Ours, pc.OursMemory, pc.Stock, pc.Floor, pc.OursKafka)
 	if err != nil {
 		return nil, err
 	}
-	o.HeapProfile, o.HeapProfileAtEnd = f.heapProfile, f.heapAtEnd
-	report := &loadtest.MemoryReport{
-		Start: time.Now().UTC(), Machine: loadtest.ReadMachine(), RSSCapMiB: float64(f.rssCapMiB),
+	o := probes.Options{Options: ho, HeapProfile: f.heapProfile, HeapProfileAtEnd: f.heapAtEnd}
+	report := &probes.Report{
+		Start: time.Now().UTC(), Machine: harness.ReadMachine(), RSSCapMiB: float64(f.rssCapMiB),
 		FlushInterval: f.flushInterval, Concurrency: f.concurrency,
 	}
 	var failures []string
-	pools := &loadtest.Pools{}
+	pools := &solo.Pools{}
 	kafkaReady := false
 	for _, p := range plan {
-		if p.Kind == loadtest.ProbeStaleness && !kafkaReady {
-			stopKafka, err := setUpKafka(ctx, f, &o)
+		if p.Kind == probes.KindStaleness && !kafkaReady {
+			stopKafka, err := setUpKafka(ctx, f, &o.Kafka)
 			defer stopKafka()
 			if err != nil {
 				failures = append(failures, fmt.Sprintf("%s: %v", p.Name, err))
@@ -76,8 +78,8 @@ func runMemory(ctx context.Context, f flags) ([]string, error) {
 			}
 			kafkaReady = true
 		}
-		log.Printf("%s: %s", p.Name, p.Title())
-		res := loadtest.RunProbe(ctx, p, pc, pools, o)
+		log.Printf("%s: %s", p.Name, probes.Title(p))
+		res := probes.Run(ctx, p, pc, pools, o)
 		report.Results = append(report.Results, res)
 		if res.Error != "" {
 			failures = append(failures, fmt.Sprintf("%s: %s", p.Name, res.Error))
@@ -86,10 +88,10 @@ func runMemory(ctx context.Context, f flags) ([]string, error) {
 			if r.Error != "" {
 				failures = append(failures, fmt.Sprintf("%s/%s: %s", p.Name, r.Label(), r.Error))
 			}
-			for _, g := range p.Gate(r) {
+			for _, g := range probes.Gate(p, r) {
 				failures = append(failures, fmt.Sprintf("%s/%s: %s", p.Name, r.Label(), g))
 			}
-			log.Printf("%s/%s: %s", p.Name, r.Label(), loadtest.RunSummary(r))
+			log.Printf("%s/%s: %s", p.Name, r.Label(), r.Summary())
 		}
 		if ctx.Err() != nil {
 			break
@@ -102,7 +104,7 @@ func runMemory(ctx context.Context, f flags) ([]string, error) {
 }
 
 // writeMemory saves MEMORY.md and the raw samples as JSON.
-func writeMemory(out, rawDir string, report *loadtest.MemoryReport) error {
+func writeMemory(out, rawDir string, report *probes.Report) error {
 	path := filepath.Join(out, "MEMORY.md")
 	if err := writeMarkdown(path, report.WriteMarkdown); err != nil {
 		return err

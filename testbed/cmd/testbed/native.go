@@ -9,7 +9,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/otelcol-red/otelcol-red/testbed/loadtest"
+	"github.com/otelcol-red/otelcol-red/testbed/loadtest/harness"
+	"github.com/otelcol-red/otelcol-red/testbed/loadtest/harness/solo"
+	"github.com/otelcol-red/otelcol-red/testbed/loadtest/native"
 )
 
 // runNative runs the native histogram probe and writes <out>/NATIVE.md and the raw JSON. It fails
@@ -19,30 +21,33 @@ func runNative(ctx context.Context, f flags) ([]string, error) {
 	if f.nativeScrapes < 1 {
 		return nil, fmt.Errorf("-native-scrapes must be 1 or more, got %d", f.nativeScrapes)
 	}
-	plan, err := selectByName(loadtest.NativePlan(loadtest.NativePlanConfig{
+	plan, err := selectByName(native.Plan(native.PlanConfig{
 		FlushInterval: f.flushInterval, Phase: f.phase, Scrapes: f.nativeScrapes,
-	}), f.run, func(p loadtest.Probe) string { return p.Name })
+	}), f.run, func(p solo.Probe) string { return p.Name })
 	if err != nil {
 		return nil, err
 	}
-	pc := loadtest.ProbeCollectors{
-		Ours:        loadtest.Collector{Name: "ours", Binary: f.oursBin, Config: f.oursNativeConfig},
-		OursClassic: loadtest.Collector{Name: "ours-classic", Binary: f.oursBin, Config: f.oursConfig},
-		Stock:       loadtest.Collector{Name: "stock", Binary: f.stockBin, Config: f.stockNativeConfig},
+	pc := native.Collectors{
+		Ours:        harness.Collector{Name: "ours", Binary: f.oursBin, Config: f.oursNativeConfig},
+		OursClassic: harness.Collector{Name: "ours-classic", Binary: f.oursBin, Config: f.oursConfig},
+		Stock:       harness.Collector{Name: "stock", Binary: f.stockBin, Config: f.stockNativeConfig},
 	}
 	o, rawDir, err := f.probeOptions(pc.Ours, pc.OursClassic, pc.Stock)
 	if err != nil {
 		return nil, err
 	}
-	report := &loadtest.NativeReport{
-		Start: time.Now().UTC(), Commit: gitCommit(), Machine: loadtest.ReadMachine(), RSSCapMiB: float64(f.rssCapMiB),
+	report := &native.Report{
+		Start: time.Now().UTC(), Commit: gitCommit(), Machine: harness.ReadMachine(), RSSCapMiB: float64(f.rssCapMiB),
 		FlushInterval: f.flushInterval, Concurrency: f.concurrency,
 		Configs: []string{
 			"ours: " + f.oursNativeConfig, "ours-classic: " + f.oursConfig, "stock: " + f.stockNativeConfig,
 		},
 	}
 	var failures []string
-	report.Results, failures = runPlan(ctx, plan, pc, o, func(r loadtest.ProbeRun) []string {
+	run := func(p solo.Probe, pools *solo.Pools) *solo.ProbeResult {
+		return native.Run(ctx, p, pc, pools, o)
+	}
+	report.Results, failures = runPlan(ctx, plan, native.Title, run, func(r solo.ProbeRun) []string {
 		var lines []string
 		if r.Native != nil {
 			for _, sc := range r.Native.Scrapes {

@@ -8,29 +8,31 @@ import (
 	"runtime"
 	"time"
 
-	"github.com/otelcol-red/otelcol-red/testbed/loadtest"
+	"github.com/otelcol-red/otelcol-red/testbed/loadtest/harness"
+	"github.com/otelcol-red/otelcol-red/testbed/loadtest/harness/solo"
+	"github.com/otelcol-red/otelcol-red/testbed/loadtest/scaling"
 )
 
 // selectScaling returns the scaling plan the flags ask for on a host with cpus CPUs.
-func selectScaling(f flags, cpus int) ([]loadtest.Probe, error) {
+func selectScaling(f flags, cpus int) ([]solo.Probe, error) {
 	if f.scalingRounds < 1 {
 		return nil, fmt.Errorf("-scaling-rounds must be 1 or more, got %d", f.scalingRounds)
 	}
-	procs := loadtest.DefaultScalingProcs(cpus)
+	procs := scaling.DefaultScalingProcs(cpus)
 	if f.procs != "" {
 		var err error
-		if procs, err = loadtest.ParseProcs(f.procs); err != nil {
+		if procs, err = solo.ParseProcs(f.procs); err != nil {
 			return nil, err
 		}
 	}
-	var shapes []loadtest.Shape
+	var shapes []harness.Shape
 	if f.scalingSeries != "" {
 		var err error
-		if shapes, err = loadtest.ParseShapes(f.scalingSeries); err != nil {
+		if shapes, err = scaling.ParseShapes(f.scalingSeries); err != nil {
 			return nil, err
 		}
 	}
-	return loadtest.KeepSides(loadtest.ScalingPlan(loadtest.ScalingPlanConfig{
+	return solo.KeepSides(scaling.Plan(scaling.PlanConfig{
 		Procs: procs, FlushInterval: f.flushInterval, Phase: f.phase, Rounds: f.scalingRounds,
 		Concurrency: f.concurrency, Shapes: shapes, With1M: f.scaling1M,
 	}), f.sides)
@@ -43,20 +45,22 @@ func runScaling(ctx context.Context, f flags) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	pc := loadtest.ProbeCollectors{
-		Ours:  loadtest.Collector{Name: "ours", Binary: f.oursBin, Config: f.oursConfig},
-		Stock: loadtest.Collector{Name: "stock", Binary: f.stockBin, Config: f.stockConfig},
-		Floor: loadtest.Collector{Name: "floor", Binary: f.oursBin, Config: f.floorConfig},
+	pc := scaling.Collectors{
+		Ours:  harness.Collector{Name: "ours", Binary: f.oursBin, Config: f.oursConfig},
+		Stock: harness.Collector{Name: "stock", Binary: f.stockBin, Config: f.stockConfig},
+		Floor: harness.Collector{Name: "floor", Binary: f.oursBin, Config: f.floorConfig},
 	}
 	o, rawDir, err := f.probeOptions(pc.Ours, pc.Stock, pc.Floor)
 	if err != nil {
 		return nil, err
 	}
-	report := &loadtest.ScalingReport{
-		Start: time.Now().UTC(), Machine: loadtest.ReadMachine(), RSSCapMiB: float64(f.rssCapMiB), FlushInterval: f.flushInterval,
+	report := &scaling.Report{
+		Start: time.Now().UTC(), Machine: harness.ReadMachine(), RSSCapMiB: float64(f.rssCapMiB), FlushInterval: f.flushInterval,
 	}
 	var failures []string
-	report.Results, failures = runPlan(ctx, plan, pc, o, nil)
+	report.Results, failures = runPlan(ctx, plan, scaling.Title, func(p solo.Probe, pools *solo.Pools) *solo.ProbeResult {
+		return scaling.Run(ctx, p, pc, pools, o)
+	}, nil)
 	path := filepath.Join(f.out, "SCALING.md")
 	if err := writeMarkdown(path, report.WriteMarkdown); err != nil {
 		return failures, err
@@ -68,19 +72,20 @@ func runScaling(ctx context.Context, f flags) ([]string, error) {
 	return failures, ctx.Err()
 }
 
-// runPlan runs the probes of plan in turn, logging each run, and returns their results and the
-// failures: a probe's or a run's error, and the lines more returns for a run (nil: none).
-func runPlan(ctx context.Context, plan []loadtest.Probe, pc loadtest.ProbeCollectors, o loadtest.Options,
-	more func(loadtest.ProbeRun) []string,
-) ([]*loadtest.ProbeResult, []string) {
+// runPlan runs the probes of plan in turn with run, the pools shared, logging each under its
+// title and each of its runs, and returns their results and the failures: a probe's or a run's
+// error, and the lines more returns for a run (nil: none).
+func runPlan(ctx context.Context, plan []solo.Probe, title func(solo.Probe) string,
+	run func(solo.Probe, *solo.Pools) *solo.ProbeResult, more func(solo.ProbeRun) []string,
+) ([]*solo.ProbeResult, []string) {
 	var (
-		results  []*loadtest.ProbeResult
+		results  []*solo.ProbeResult
 		failures []string
 	)
-	pools := &loadtest.Pools{}
+	pools := &solo.Pools{}
 	for _, p := range plan {
-		log.Printf("%s: %s", p.Name, p.Title())
-		res := loadtest.RunProbe(ctx, p, pc, pools, o)
+		log.Printf("%s: %s", p.Name, title(p))
+		res := run(p, pools)
 		results = append(results, res)
 		if res.Error != "" {
 			failures = append(failures, fmt.Sprintf("%s: %s", p.Name, res.Error))
@@ -94,7 +99,7 @@ func runPlan(ctx context.Context, plan []loadtest.Probe, pc loadtest.ProbeCollec
 					failures = append(failures, fmt.Sprintf("%s/%s: %s", p.Name, r.Label(), line))
 				}
 			}
-			log.Printf("%s/%s: %s", p.Name, r.Label(), loadtest.RunSummary(r))
+			log.Printf("%s/%s: %s", p.Name, r.Label(), r.Summary())
 		}
 		if ctx.Err() != nil {
 			break
