@@ -3,6 +3,7 @@ package otlpwirereceiver // import "github.com/otelcol-red/otelcol-red/receiver/
 import (
 	"context"
 
+	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/encoding"
 	"google.golang.org/grpc/mem"
@@ -29,10 +30,12 @@ const (
 // rawRequest is an ExportTraceServiceRequest as the client sent it.
 type rawRequest struct{ buf []byte }
 
-// exportResponse is the ExportTraceServiceResponse the server answers with: always the empty
-// message, as the otlp receiver answers (it never sets partial_success: a request is accepted
-// or refused whole), which is zero bytes on the wire.
+// exportResponse is the ExportTraceServiceResponse the server answers with: always the one
+// the otlp receiver answers, pdata's empty response (it never sets partial_success: a request
+// is accepted or refused whole), encoded once by pdata, so that the bytes are the same.
 type exportResponse struct{}
+
+var exportResponseBytes = mustEncode(ptraceotlp.NewExportResponse().MarshalProto())
 
 // wireCodec is the gRPC server's codec (forced for this server only, so no other server in
 // the process is affected). Messages other than the two above, which this server never sees,
@@ -43,7 +46,9 @@ func newWireCodec() wireCodec { return wireCodec{fallback: encoding.GetCodecV2("
 
 func (c wireCodec) Marshal(v any) (mem.BufferSlice, error) {
 	if _, ok := v.(*exportResponse); ok {
-		return nil, nil
+		// gRPC only reads the buffer (SliceBuffer's Free does nothing), so every RPC
+		// shares it.
+		return mem.BufferSlice{mem.SliceBuffer(exportResponseBytes)}, nil
 	}
 	return c.fallback.Marshal(v)
 }

@@ -116,21 +116,33 @@ func dial(t testing.TB, addr string) *grpc.ClientConn {
 	return conn
 }
 
-// rawCodec is a client codec that sends a request's bytes as they are and discards the
-// response: it puts bytes no pdata client would write on the wire, and keeps the client's
-// cost out of the benchmarks.
+// rawCodec is a client codec that sends a request's bytes as they are and keeps the
+// response's: it puts bytes no pdata client would write on the wire, shows the bytes a server
+// answers, and keeps the client's cost out of the benchmarks.
 type rawCodec struct{}
 
 func (rawCodec) Marshal(v any) (mem.BufferSlice, error) {
 	return mem.BufferSlice{mem.SliceBuffer(v.(*rawRequest).buf)}, nil
 }
-func (rawCodec) Unmarshal(mem.BufferSlice, any) error { return nil }
-func (rawCodec) Name() string                         { return "proto" }
+
+func (rawCodec) Unmarshal(data mem.BufferSlice, v any) error {
+	v.(*rawRequest).buf = data.Materialize()
+	return nil
+}
+func (rawCodec) Name() string { return "proto" }
 
 // exportRaw sends buf as an ExportTraceServiceRequest.
 func exportRaw(ctx context.Context, conn *grpc.ClientConn, buf []byte, opts ...grpc.CallOption) error {
+	_, err := exportRawResponse(ctx, conn, buf, opts...)
+	return err
+}
+
+// exportRawResponse sends buf as an ExportTraceServiceRequest and returns the response's bytes.
+func exportRawResponse(ctx context.Context, conn *grpc.ClientConn, buf []byte, opts ...grpc.CallOption) ([]byte, error) {
 	opts = append(opts, grpc.ForceCodecV2(rawCodec{}))
-	return conn.Invoke(ctx, exportMethod, &rawRequest{buf: buf}, &exportResponse{}, opts...)
+	var resp rawRequest
+	err := conn.Invoke(ctx, exportMethod, &rawRequest{buf: buf}, &resp, opts...)
+	return resp.buf, err
 }
 
 // post sends body to url with contentType, gzipped when gz is set, and returns the answer.

@@ -332,6 +332,10 @@ func TestSameAnswersAsOTLPReceiver(t *testing.T) {
 			_, errStock := ptraceotlp.NewGRPCClient(dial(t, stock.grpc)).Export(context.Background(), ptraceotlp.NewExportRequestFromTraces(td))
 			assert.Equal(t, status.Code(errStock), status.Code(err))
 			assert.Equal(t, status.Convert(errStock).Message(), status.Convert(err).Message())
+			resp, err := exportRawResponse(context.Background(), dial(t, ours.grpc), pb)
+			respStock, errStock := exportRawResponse(context.Background(), dial(t, stock.grpc), pb)
+			assert.Equal(t, status.Code(errStock), status.Code(err))
+			assert.Equal(t, respStock, resp, "the response's bytes")
 			for _, req := range []struct {
 				method, contentType string
 				body                []byte
