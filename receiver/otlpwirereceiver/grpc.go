@@ -13,8 +13,8 @@ import (
 // handler the request's bytes instead of an unmarshalled message, and writes the response.
 //
 // Buffer ownership: gRPC gives a codec the message as a mem.BufferSlice, the pooled buffers
-// the HTTP/2 frames were read into (16 KiB each by default; after decompression, the pooled
-// buffers the decompressor wrote), and frees them back to the pool when Unmarshal returns. A
+// the HTTP/2 frames were read into (16 KiB each by default; after decompression, the
+// buffers the decompressor wrote, pooled too), and frees them when Unmarshal returns. A
 // request is therefore copied once, by Materialize, into a slice of its exact length that
 // nothing else references, which then travels as the wire traces' buffer. pdata's own codec
 // copies too (into a pooled buffer it unmarshals from and frees). Rejected: taking a

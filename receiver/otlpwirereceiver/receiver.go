@@ -168,9 +168,7 @@ func (r *otlpWireReceiver) Shutdown(ctx context.Context) error {
 		r.serverGRPC.GracefulStop()
 	}
 	r.shutdownWG.Wait()
-	if r.telemetry != nil {
-		r.telemetry.shutdown()
-	}
+	r.telemetry.shutdown()
 	return err
 }
 
