@@ -31,6 +31,7 @@ import (
 	zpagesextension "go.opentelemetry.io/collector/extension/zpagesextension"
 	filestorage "github.com/open-telemetry/opentelemetry-collector-contrib/extension/storage/filestorage"
 	gcheadroom "github.com/otelcol-red/otelcol-red/extension/gcheadroom"
+	otlpwireencodingextension "github.com/otelcol-red/otelcol-red/extension/otlpwireencodingextension"
 	batchprocessor "go.opentelemetry.io/collector/processor/batchprocessor"
 	memorylimiterprocessor "go.opentelemetry.io/collector/processor/memorylimiterprocessor"
 	filterprocessor "github.com/open-telemetry/opentelemetry-collector-contrib/processor/filterprocessor"
@@ -41,6 +42,7 @@ import (
 	otlpreceiver "go.opentelemetry.io/collector/receiver/otlpreceiver"
 	nopreceiver "go.opentelemetry.io/collector/receiver/nopreceiver"
 	kafkareceiver "github.com/open-telemetry/opentelemetry-collector-contrib/receiver/kafkareceiver"
+	otlpwirereceiver "github.com/otelcol-red/otelcol-red/receiver/otlpwirereceiver"
 )
 
 type aliasProvider interface{ DeprecatedAlias() component.Type }
@@ -69,6 +71,7 @@ func components() (otelcol.Factories, error) {
 		zpagesextension.NewFactory(),
 		filestorage.NewFactory(),
 		gcheadroom.NewFactory(),
+		otlpwireencodingextension.NewFactory(),
 	)
 	if err != nil {
 		return otelcol.Factories{}, err
@@ -79,12 +82,14 @@ func components() (otelcol.Factories, error) {
 		zpagesextension.NewFactory().Type(): "go.opentelemetry.io/collector/extension/zpagesextension v0.165.0",
 		filestorage.NewFactory().Type(): "github.com/open-telemetry/opentelemetry-collector-contrib/extension/storage/filestorage v0.165.1",
 		gcheadroom.NewFactory().Type(): "github.com/otelcol-red/otelcol-red v0.0.0",
+		otlpwireencodingextension.NewFactory().Type(): "github.com/otelcol-red/otelcol-red v0.0.0",
 	})
 
 	factories.Receivers, err = otelcol.MakeFactoryMap[receiver.Factory](
 		otlpreceiver.NewFactory(),
 		nopreceiver.NewFactory(),
 		kafkareceiver.NewFactory(),
+		otlpwirereceiver.NewFactory(),
 	)
 	if err != nil {
 		return otelcol.Factories{}, err
@@ -93,6 +98,7 @@ func components() (otelcol.Factories, error) {
 		otlpreceiver.NewFactory().Type(): "go.opentelemetry.io/collector/receiver/otlpreceiver v0.165.0",
 		nopreceiver.NewFactory().Type(): "go.opentelemetry.io/collector/receiver/nopreceiver v0.165.0",
 		kafkareceiver.NewFactory().Type(): "github.com/open-telemetry/opentelemetry-collector-contrib/receiver/kafkareceiver v0.165.1",
+		otlpwirereceiver.NewFactory().Type(): "github.com/otelcol-red/otelcol-red v0.0.0",
 	})
 
 	factories.Exporters, err = otelcol.MakeFactoryMap[exporter.Factory](

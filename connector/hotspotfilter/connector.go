@@ -10,9 +10,12 @@ import (
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/connector"
 	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/consumer/consumererror"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.uber.org/zap"
+
+	"github.com/otelcol-red/otelcol-red/internal/wiretraces"
 )
 
 // unknownService stands for spans whose resource has no service.name, as the
@@ -435,6 +438,10 @@ func (*tracesConnector) Capabilities() consumer.Capabilities {
 }
 
 func (c *tracesConnector) ConsumeTraces(ctx context.Context, td ptrace.Traces) error {
+	td, err := materialize(td)
+	if err != nil {
+		return err
+	}
 	out := c.filter.consume(ctx, td)
 	if out.ResourceSpans().Len() == 0 {
 		return nil
@@ -468,8 +475,25 @@ func (*metricsConnector) Capabilities() consumer.Capabilities {
 }
 
 func (c *metricsConnector) ConsumeTraces(ctx context.Context, td ptrace.Traces) error {
-	if c.filter.tracesNext == nil {
-		c.filter.consume(ctx, td)
+	if c.filter.tracesNext != nil {
+		return nil
 	}
+	td, err := materialize(td)
+	if err != nil {
+		return err
+	}
+	c.filter.consume(ctx, td)
 	return nil
+}
+
+// materialize turns wire traces (from the otlpwire receiver or the otlpwire_encoding
+// extension: the raw request, no spans) into the pdata a stock receiver would have sent, so
+// that both outputs are what they are with pdata input; other traces pass as they are, with
+// no copy. A carried request pdata refuses is a permanent error: retrying cannot mend it.
+func materialize(td ptrace.Traces) (ptrace.Traces, error) {
+	td, err := wiretraces.Materialize(td)
+	if err != nil {
+		return ptrace.Traces{}, consumererror.NewPermanent(err)
+	}
+	return td, nil
 }
