@@ -12,26 +12,10 @@ import (
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
-	"go.uber.org/zap"
-)
 
-// gaugeBatch builds one gauge metric with a data point per label value.
-func gaugeBatch(name string, ts time.Time, values ...string) pmetric.Metrics {
-	md := pmetric.NewMetrics()
-	rm := md.ResourceMetrics().AppendEmpty()
-	rm.Resource().Attributes().PutStr("service.name", "svc")
-	rm.Resource().Attributes().PutStr("service.instance.id", "i-1")
-	m := rm.ScopeMetrics().AppendEmpty().Metrics().AppendEmpty()
-	m.SetName(name)
-	g := m.SetEmptyGauge()
-	for i, v := range values {
-		dp := g.DataPoints().AppendEmpty()
-		dp.Attributes().PutStr("k", v)
-		dp.SetTimestamp(pcommon.NewTimestampFromTime(ts))
-		dp.SetDoubleValue(float64(i + 1))
-	}
-	return md
-}
+	"github.com/otelcol-red/otelcol-red/exporter/cachedprom/internal/promtest"
+	"github.com/otelcol-red/otelcol-red/exporter/cachedprom/internal/render"
+)
 
 func deltaCounter(v float64, start, end time.Time) pmetric.Metrics {
 	md := pmetric.NewMetrics()
@@ -56,7 +40,7 @@ func body(t *testing.T, e *cachedExporter) string {
 func TestDeltaSumsAccumulate(t *testing.T) {
 	e, _ := startOurs(t, func(c *Config) { c.RenderInterval = time.Hour })
 	ctx := context.Background()
-	t0 := testBase
+	t0 := promtest.TestBase
 	require.NoError(t, e.ConsumeMetrics(ctx, deltaCounter(2, t0, t0.Add(time.Second))))
 	require.NoError(t, e.ConsumeMetrics(ctx, deltaCounter(3, t0.Add(time.Second), t0.Add(2*time.Second))))
 	assert.Contains(t, body(t, e), "hits_total{otel_scope_name=\"\",otel_scope_schema_url=\"\",otel_scope_version=\"\"} 5\n")
@@ -105,8 +89,9 @@ func TestDeltaWritersInterleave(t *testing.T) {
 		hp.SetSum(float64(v))
 		return md
 	}
-	t0 := testBase
+	t0 := promtest.TestBase
 	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	seen := time.Now() // no series was updated before
 	for _, p := range []pmetric.Metrics{
 		point("a", 1, t0, t0.Add(ms(1000))),
 		point("b", 10, t0.Add(ms(300)), t0.Add(ms(1300))),
@@ -129,15 +114,10 @@ func TestDeltaWritersInterleave(t *testing.T) {
 
 	// Writers quiet since before the expiry cutoff are forgotten, their series kept: the
 	// writers of a long-lived series do not pile up as gateways come and go.
-	e.store.mu.Lock()
-	require.Len(t, e.store.merged, 6, "3 writers × 2 series")
-	e.store.mu.Unlock()
-	seen := e.store.row(0).seen
-	require.Zero(t, e.store.expire(time.Unix(0, min(seen, int64(pcommon.NewTimestampFromTime(t0.Add(ms(2600)))))+1)))
-	e.store.mu.Lock()
-	assert.Empty(t, e.store.merged)
-	e.store.mu.Unlock()
-	assert.Equal(t, 2, e.store.len())
+	require.Equal(t, 6, e.store.Sizes().Writers, "3 writers × 2 series")
+	require.Zero(t, e.store.Expire(time.Unix(0, min(seen.UnixNano(), int64(pcommon.NewTimestampFromTime(t0.Add(ms(2600)))))+1)))
+	assert.Zero(t, e.store.Sizes().Writers)
+	assert.Equal(t, 2, e.store.Sizes().Rows)
 }
 
 // TestDeltaHistogramGapIsAdded is the histogram side of the gap rule.
@@ -158,7 +138,7 @@ func TestDeltaHistogramGapIsAdded(t *testing.T) {
 		dp.SetSum(float64(counts[0] + counts[1]))
 		return md
 	}
-	t0 := testBase
+	t0 := promtest.TestBase
 	ctx := context.Background()
 	require.NoError(t, e.ConsumeMetrics(ctx, hist(t0, t0.Add(time.Second), 1, 2)))
 	require.NoError(t, e.ConsumeMetrics(ctx, hist(t0.Add(9*time.Second), t0.Add(10*time.Second), 4, 8)))
@@ -170,12 +150,12 @@ func TestDeltaHistogramGapIsAdded(t *testing.T) {
 func TestNoRecordedValueDeletesSeries(t *testing.T) {
 	e, _ := startOurs(t, func(c *Config) { c.RenderInterval = time.Hour })
 	ctx := context.Background()
-	require.NoError(t, e.ConsumeMetrics(ctx, gaugeBatch("temp", testBase, "a", "b")))
-	require.Equal(t, 2, e.store.len())
-	md := gaugeBatch("temp", testBase.Add(time.Second), "a")
+	require.NoError(t, e.ConsumeMetrics(ctx, promtest.GaugeBatch("temp", promtest.TestBase, "a", "b")))
+	require.Equal(t, 2, e.store.Sizes().Rows)
+	md := promtest.GaugeBatch("temp", promtest.TestBase.Add(time.Second), "a")
 	md.ResourceMetrics().At(0).ScopeMetrics().At(0).Metrics().At(0).Gauge().DataPoints().At(0).SetFlags(pmetric.DefaultDataPointFlags.WithNoRecordedValue(true))
 	require.NoError(t, e.ConsumeMetrics(ctx, md))
-	assert.Equal(t, 1, e.store.len())
+	assert.Equal(t, 1, e.store.Sizes().Rows)
 	assert.NotContains(t, body(t, e), `k="a"`)
 }
 
@@ -184,33 +164,17 @@ func TestExpiryRunsWithoutScrapes(t *testing.T) {
 		c.MetricExpiration = 100 * time.Millisecond
 		c.RenderInterval = 10 * time.Millisecond
 	})
-	require.NoError(t, e.ConsumeMetrics(context.Background(), gaugeBatch("temp", testBase, "a", "b", "c")))
-	require.Equal(t, 3, e.store.len())
+	require.NoError(t, e.ConsumeMetrics(context.Background(), promtest.GaugeBatch("temp", promtest.TestBase, "a", "b", "c")))
+	require.Equal(t, 3, e.store.Sizes().Rows)
 	// Nobody scrapes; the timer alone must expire the series and publish a
 	// snapshot without them (target_info included).
 	require.Eventually(t, func() bool {
 		s := e.snapshot.Load()
-		return e.store.len() == 0 && s != nil && s.textLen == 0
+		return e.store.Sizes().Rows == 0 && s != nil && s.Body(render.BodyText).Len == 0
 	}, 5*time.Second, 10*time.Millisecond)
-	assert.Empty(t, e.store.resources)
-	assert.Empty(t, e.store.famByName)
-	assert.Zero(t, e.store.labelSetCount())
-}
-
-// TestIngestAllocatesPerScopeNotPerPoint: updating existing series
-// allocates per resource and scope of a batch (its identity prefix and
-// labels), never per data point: twice the points over the same scopes
-// allocate the same.
-func TestIngestAllocatesPerScopeNotPerPoint(t *testing.T) {
-	allocs := func(points int) float64 {
-		s := newSeriesStore(createDefaultConfig().(*Config), zap.NewNop())
-		s.consume(spanmetricsLike(points, 0), time.Now())
-		update := spanmetricsLike(points, 1)
-		return testing.AllocsPerRun(10, func() { s.consume(update, time.Now()) })
-	}
-	small, large := allocs(2000), allocs(4000)
-	assert.Equal(t, small, large, "allocations grow with the number of points")
-	assert.LessOrEqual(t, small, float64(50*16), "50 scopes")
+	assert.Zero(t, e.store.Sizes().Resources)
+	assert.Zero(t, e.store.Sizes().Families)
+	assert.Zero(t, e.store.Sizes().LabelSets)
 }
 
 // TestRenderLoopFollowsItsClock drives the render loop's steps with a fake
@@ -224,7 +188,7 @@ func TestRenderLoopFollowsItsClock(t *testing.T) {
 	now := clock.Now()
 	st := e.newSchedule(now)
 
-	require.NoError(t, e.ConsumeMetrics(context.Background(), gaugeBatch("temp", now, "a")))
+	require.NoError(t, e.ConsumeMetrics(context.Background(), promtest.GaugeBatch("temp", now, "a")))
 	assert.Equal(t, e.renderSettle, e.step(now, st), "waits for ingest to pause")
 	assert.Nil(t, e.snapshot.Load())
 	clock.Advance(e.renderSettle)
@@ -236,7 +200,7 @@ func TestRenderLoopFollowsItsClock(t *testing.T) {
 
 	clock.Advance(time.Second)
 	now = clock.Now()
-	require.NoError(t, e.ConsumeMetrics(context.Background(), gaugeBatch("temp", now, "b")))
+	require.NoError(t, e.ConsumeMetrics(context.Background(), promtest.GaugeBatch("temp", now, "b")))
 	assert.Zero(t, e.step(now, st), "the pause after a render is the ticker's to end")
 	assert.Same(t, first, e.snapshot.Load(), "within render_interval of the last render")
 	clock.Advance(time.Second)
@@ -244,7 +208,7 @@ func TestRenderLoopFollowsItsClock(t *testing.T) {
 	e.step(now, st)
 	assert.Contains(t, textOf(t, hold(t, e)), `k="b"`)
 
-	// "a" was updated at testBase, "b" 1.5 s later: at testBase+5m+1s the
+	// "a" was updated at promtest.TestBase, "b" 1.5 s later: at promtest.TestBase+5m+1s the
 	// sweep removes "a" only; later it removes "b".
 	clock.Advance(cfg.MetricExpiration - 1500*time.Millisecond)
 	now = clock.Now()
@@ -255,7 +219,7 @@ func TestRenderLoopFollowsItsClock(t *testing.T) {
 	clock.Advance(time.Minute)
 	now = clock.Now()
 	e.step(now, st)
-	assert.Zero(t, e.store.len())
+	assert.Zero(t, e.store.Sizes().Rows)
 	assert.Empty(t, textOf(t, hold(t, e)))
 }
 
@@ -269,7 +233,7 @@ func TestRenderWaitsForTheWholeFlush(t *testing.T) {
 	gap := e.renderSettle / 4
 
 	for part := range 8 {
-		require.NoError(t, e.ConsumeMetrics(context.Background(), gaugeBatch("temp", clock.Now(), strconv.Itoa(part))))
+		require.NoError(t, e.ConsumeMetrics(context.Background(), promtest.GaugeBatch("temp", clock.Now(), strconv.Itoa(part))))
 		assert.Equal(t, e.renderSettle, e.step(clock.Now(), st), "part %d", part)
 		clock.Advance(gap)
 	}
@@ -287,7 +251,7 @@ func TestRenderWaitsForTheWholeFlush(t *testing.T) {
 	began := clock.Now()
 	for i := 0; e.snapshot.Load() == rendered; i++ {
 		require.Less(t, clock.Since(began), e.renderMaxDelay+gap, "input that never pauses is never rendered")
-		require.NoError(t, e.ConsumeMetrics(context.Background(), gaugeBatch("temp", clock.Now(), "busy"+strconv.Itoa(i))))
+		require.NoError(t, e.ConsumeMetrics(context.Background(), promtest.GaugeBatch("temp", clock.Now(), "busy"+strconv.Itoa(i))))
 		e.step(clock.Now(), st)
 		clock.Advance(gap)
 	}
@@ -299,7 +263,7 @@ func TestRenderWaitsForTheWholeFlush(t *testing.T) {
 // tick.
 func TestRenderLoopWakesWhenIngestPaused(t *testing.T) {
 	cfg := createDefaultConfig().(*Config)
-	cfg.NetAddr.Endpoint = freeEndpoint(t)
+	cfg.NetAddr.Endpoint = promtest.FreeEndpoint(t)
 	e, clock := onFakeClock(t, cfg)
 	require.NoError(t, e.Start(context.Background(), componenttest.NewNopHost()))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -307,7 +271,7 @@ func TestRenderLoopWakesWhenIngestPaused(t *testing.T) {
 	require.NoError(t, clock.BlockUntilContext(ctx, 2), "the ticker and the settle timer")
 
 	began := clock.Now()
-	require.NoError(t, e.ConsumeMetrics(context.Background(), gaugeBatch("temp", began, "a")))
+	require.NoError(t, e.ConsumeMetrics(context.Background(), promtest.GaugeBatch("temp", began, "a")))
 	const step = 10 * time.Millisecond
 	for e.snapshot.Load() == nil {
 		require.Less(t, clock.Since(began), cfg.RenderInterval, "not rendered before the tick")
@@ -316,84 +280,4 @@ func TestRenderLoopWakesWhenIngestPaused(t *testing.T) {
 	}
 	assert.GreaterOrEqual(t, clock.Since(began), e.renderSettle)
 	assert.Contains(t, textOf(t, hold(t, e)), `temp{`)
-}
-
-// TestMemoryFallsAfterBurst: after a cardinality burst expires, label bytes
-// are compacted (the survivors still render right) and, once nothing is
-// left, every chunk is given back.
-func TestMemoryFallsAfterBurst(t *testing.T) {
-	s := newSeriesStore(createDefaultConfig().(*Config), zap.NewNop())
-	t.Cleanup(s.close)
-	t0 := time.Unix(1_700_000_000, 0)
-	const n = 60_000 // RED series: 2 MiB of label sets (pair ids), 3 chunks
-	for from := 0; from < n; from += 1000 {
-		s.consume(redDeltaBatch(from, from+1000, t0, t0.Add(time.Minute)), t0)
-	}
-	// The last 1000 are updated later and survive.
-	s.consume(redDeltaBatch(n-1000, n, t0.Add(time.Minute), t0.Add(2*time.Minute)), t0.Add(time.Minute))
-	chunksBefore := len(s.labels.sets.chunks)
-	require.Equal(t, n-1000, s.expire(t0.Add(time.Second))/2)
-	assert.Less(t, len(s.labels.sets.chunks), chunksBefore, "label sets compacted")
-	assert.Zero(t, s.labels.sets.deadLen)
-	assert.Equal(t, 1000, s.labels.live())
-	assert.Equal(t, 1000, s.labels.sets.byValue.Len(), "a freed set leaves its table")
-	assert.Equal(t, 1000, s.labels.byIdent.Len(), "a freed set forgets its identity")
-	assert.Equal(t, s.labels.pairs.live, s.labels.pairs.byValue.Len(), "a freed pair leaves its table")
-
-	rd := &renderer{}
-	out := string(rd.renderText(nil, s))
-	checkExposition(t, []byte(out), false)
-	assert.Equal(t, 1000, strings.Count(out, "traces_span_metrics_calls_total{"))
-	assert.Equal(t, float64(1000*6), sumSamples(t, out, "traces_span_metrics_calls_total{"))
-
-	require.Equal(t, 2000, s.expire(t0.Add(time.Hour)))
-	assert.Empty(t, s.chunks)
-	assert.Empty(t, s.buckets.chunks)
-	assert.Zero(t, s.labels.byIdent.Len())
-	assert.Zero(t, s.index.Len())
-	assert.Nil(t, s.setRows)
-	assert.Zero(t, s.labels.live())
-	// And the store works again.
-	s.consume(redDeltaBatch(0, 10, t0.Add(2*time.Hour), t0.Add(3*time.Hour)), t0.Add(2*time.Hour))
-	assert.Equal(t, 20, s.len())
-}
-
-// TestLabelSetSharedByManyFamilies: a label set's first two rows are held
-// beside the set and the others in the index; every row of a set shared by
-// six families is found, updated and removed through both, in any order.
-func TestLabelSetSharedByManyFamilies(t *testing.T) {
-	e, _ := startOurs(t, func(c *Config) { c.RenderInterval = time.Hour })
-	ctx := context.Background()
-	names := []string{"g0", "g1", "g2", "g3", "g4", "g5"}
-	for _, n := range names {
-		require.NoError(t, e.ConsumeMetrics(ctx, gaugeBatch(n, testBase, "a")))
-	}
-	require.Equal(t, 6, e.store.len())
-	e.store.mu.Lock()
-	assert.Equal(t, 4, e.store.index.Len(), "two rows beside the set, four in the index")
-	e.store.mu.Unlock()
-	// Remove one held beside the set and one in the index; their places are reused.
-	for _, n := range []string{"g1", "g4"} {
-		md := gaugeBatch(n, testBase.Add(time.Second), "a")
-		md.ResourceMetrics().At(0).ScopeMetrics().At(0).Metrics().At(0).Gauge().DataPoints().At(0).SetFlags(pmetric.DefaultDataPointFlags.WithNoRecordedValue(true))
-		require.NoError(t, e.ConsumeMetrics(ctx, md))
-	}
-	require.Equal(t, 4, e.store.len())
-	require.NoError(t, e.ConsumeMetrics(ctx, gaugeBatch("g6", testBase.Add(2*time.Second), "a")))
-	for i, n := range []string{"g0", "g2", "g3", "g5", "g6"} {
-		// A second value per family: each update must reach its own row.
-		md := gaugeBatch(n, testBase.Add(3*time.Second), "a")
-		md.ResourceMetrics().At(0).ScopeMetrics().At(0).Metrics().At(0).Gauge().DataPoints().At(0).SetDoubleValue(float64(10 + i))
-		require.NoError(t, e.ConsumeMetrics(ctx, md))
-	}
-	require.Equal(t, 5, e.store.len())
-	out := body(t, e)
-	for i, n := range []string{"g0", "g2", "g3", "g5", "g6"} {
-		assert.Contains(t, out, n+`{instance="i-1",job="svc",k="a",otel_scope_name="",otel_scope_schema_url="",otel_scope_version=""} `+strconv.Itoa(10+i)+"\n")
-	}
-	assert.NotContains(t, out, "g1{")
-	assert.NotContains(t, out, "g4{")
-	e.store.mu.Lock()
-	assert.Equal(t, 3, e.store.index.Len())
-	e.store.mu.Unlock()
 }

@@ -12,99 +12,10 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/otelcol-red/otelcol-red/exporter/cachedprom/internal/promtest"
+	"github.com/otelcol-red/otelcol-red/exporter/cachedprom/internal/render"
 )
-
-func TestOffHeapBufferGrowsKeepsContentAndResets(t *testing.T) {
-	var b offHeapBuffer
-	var want bytes.Buffer
-	piece := bytes.Repeat([]byte("0123456789abcdef"), 1000)
-	// Past several doublings of offHeapBufferMin.
-	for want.Len() < 5*offHeapBufferMin {
-		n, err := b.Write(piece)
-		require.NoError(t, err)
-		require.Equal(t, len(piece), n)
-		want.Write(piece)
-	}
-	require.Equal(t, want.Bytes(), b.bytes())
-	require.NotNil(t, b.chunk.mem, "large buffers are mapped outside the heap on this system")
-	mapped := len(b.chunk.values)
-
-	b.reset()
-	assert.Empty(t, b.bytes())
-	_, _ = b.Write([]byte("again"))
-	assert.Equal(t, []byte("again"), b.bytes())
-	assert.Equal(t, mapped, len(b.chunk.values), "reset keeps the mapping for the next content")
-
-	b.free()
-	assert.Empty(t, b.bytes())
-	_, _ = b.Write([]byte("after free"))
-	assert.Equal(t, []byte("after free"), b.bytes(), "a freed buffer can be written again")
-	b.free()
-}
-
-func TestRetireFreesOnlyUnreadSnapshots(t *testing.T) {
-	newSnap := func() *snapshot {
-		s := &snapshot{}
-		_, _ = s.textGzipBuf.Write([]byte("body"))
-		s.textGzip = s.textGzipBuf.bytes()
-		return s
-	}
-	var r snapshotRenderer
-	a, b, c := newSnap(), newSnap(), newSnap()
-	a.readers.Add(1) // a scrape still writing a
-	r.retire(a)
-	r.retire(b)
-	assert.Equal(t, []*snapshot{a, b}, r.retired, "a read snapshot stays")
-	assert.Equal(t, []byte("body"), a.textGzip)
-
-	a.readers.Add(-1)
-	c.readers.Add(1) // a scrape still writing c as a render retires it
-	r.retire(c)
-	assert.Equal(t, []*snapshot{c}, r.retired, "one spare, the newest")
-	assert.Nil(t, a.textGzip)
-	assert.Nil(t, b.textGzip)
-	assert.Equal(t, []byte("body"), c.textGzip, "a spare being read keeps its pages")
-
-	c.readers.Add(-1)
-	r.discardSpares()
-	assert.Equal(t, []*snapshot{c}, r.retired)
-	assert.Nil(t, c.textGzip, "a spare nobody reads gives its pages back")
-	assert.NotEmpty(t, c.textGzipBuf.chunk.values, "and keeps its mapping for the next render")
-	assert.Empty(t, c.textGzipBuf.bytes())
-
-	d := newSnap()
-	d.readers.Add(1)
-	r.freeAll(d)
-	assert.Empty(t, r.retired)
-	assert.Nil(t, c.textGzip)
-	assert.Equal(t, []byte("body"), d.textGzip, "a snapshot still read is not unmapped")
-	d.readers.Add(-1)
-	d.free()
-}
-
-func TestRenderGivesTheSparesPagesBack(t *testing.T) {
-	ours, url := startOurs(t, func(c *Config) { c.RenderInterval = time.Hour })
-	require.NoError(t, ours.ConsumeMetrics(context.Background(), spanmetricsLike(2000, 0)))
-	ours.renderNow()
-	first := ours.snapshot.Load()
-	want, _ := scrape(t, url, "", true)
-	require.NotEmpty(t, want)
-
-	ours.renderNow() // retires the first snapshot: the spare
-	ours.renderMu.Lock()
-	require.Equal(t, []*snapshot{first}, ours.renderer.retired)
-	assert.Empty(t, first.textGzipBuf.bytes(), "the spare's body was given back")
-	assert.NotEmpty(t, first.textGzipBuf.chunk.values, "its mapping is kept")
-	ours.renderMu.Unlock()
-
-	// The next render writes its body into the spare's mapping again.
-	require.NoError(t, ours.ConsumeMetrics(context.Background(), spanmetricsLike(2000, 1)))
-	ours.renderNow()
-	require.Same(t, &first.textGzipBuf.chunk.values[0], &ours.snapshot.Load().textGzipBuf.chunk.values[0], "the spare's mapping reused")
-	got, _ := scrape(t, url, "", true)
-	assert.Equal(t, textOf(t, ours.snapshot.Load()), string(got))
-	assert.NotEqual(t, string(want), string(got), "the step changed the values")
-}
 
 // TestRenderWaitsForTheSparesReader: a due render whose spare a scrape
 // still writes to a client waits for that scrape and then writes into the
@@ -120,10 +31,10 @@ func TestRenderWaitsForTheSparesReader(t *testing.T) {
 	step := 0
 	ingest := func() {
 		step++
-		require.NoError(t, e.ConsumeMetrics(context.Background(), spanmetricsLike(400, step)))
+		require.NoError(t, e.ConsumeMetrics(context.Background(), promtest.SpanmetricsLike(400, step)))
 		clock.Advance(2 * cfg.RenderInterval) // past the settle and the pause after a render
 	}
-	mapping := func(s *snapshot) *byte { return &s.textGzipBuf.chunk.values[0] }
+	mapping := func(s *render.Snapshot) *byte { return &s.Body(render.BodyText).Gzip[0] }
 
 	ingest()
 	e.step(clock.Now(), st)
@@ -141,7 +52,7 @@ func TestRenderWaitsForTheSparesReader(t *testing.T) {
 	assert.Equal(t, sparePoll, e.step(clock.Now(), st))
 	assert.True(t, published == e.snapshot.Load(), "no render while the spare is read")
 	want := mapping(read)
-	read.readers.Add(-1) // the scrape ends
+	read.Release() // the scrape ends
 	assert.Zero(t, e.step(clock.Now(), st))
 	require.True(t, published != e.snapshot.Load(), "rendered once the scrape ended")
 	assert.Same(t, want, mapping(e.snapshot.Load()), "written into the spare's mapping")
@@ -184,7 +95,7 @@ func TestRenderWaitsForTheSparesReader(t *testing.T) {
 	waiting = e.snapshot.Load()
 	assert.Equal(t, sparePoll, e.step(clock.Now(), st), "the render waits for the scrape")
 	clock.Advance(max(cfg.RenderInterval, st.lastWork) * 3 / 4)
-	require.NoError(t, e.ConsumeMetrics(context.Background(), spanmetricsLike(400, step)))
+	require.NoError(t, e.ConsumeMetrics(context.Background(), promtest.SpanmetricsLike(400, step)))
 	settle := e.step(clock.Now(), st)
 	require.Positive(t, settle, "ingest resumed: the render waits for it to pause")
 	require.NotEqual(t, sparePoll, settle)
@@ -192,7 +103,7 @@ func TestRenderWaitsForTheSparesReader(t *testing.T) {
 	assert.Equal(t, sparePoll, e.step(clock.Now(), st), "the wait begins anew")
 	assert.True(t, waiting == e.snapshot.Load(), "no render while the spare is read")
 	want = mapping(read)
-	read.readers.Add(-1) // the scrape ends
+	read.Release() // the scrape ends
 	assert.Zero(t, e.step(clock.Now(), st))
 	require.True(t, waiting != e.snapshot.Load(), "rendered once the scrape ended")
 	assert.EqualValues(t, 2, e.telemetry.spareWaits[spareReused].Load())
@@ -207,7 +118,7 @@ func TestRenderWaitsForTheSparesReader(t *testing.T) {
 func TestScrapesDuringRendersGetWholeBodies(t *testing.T) {
 	const n = 1000 // OTLP series: n/2 calls series
 	ours, url := startOurs(t, nil)
-	require.NoError(t, ours.ConsumeMetrics(context.Background(), spanmetricsLike(n, 0)))
+	require.NoError(t, ours.ConsumeMetrics(context.Background(), promtest.SpanmetricsLike(n, 0)))
 	ours.renderNow()
 
 	stop := make(chan struct{})
@@ -244,7 +155,7 @@ func TestScrapesDuringRendersGetWholeBodies(t *testing.T) {
 	for ; renders < 300 && (renders < 20 || time.Now().Before(soft)); renders++ {
 		require.True(t, time.Now().Before(hard), "only %d renders in 2 minutes", renders)
 		if renders%10 == 9 {
-			require.NoError(t, ours.ConsumeMetrics(context.Background(), spanmetricsLike(n, renders)))
+			require.NoError(t, ours.ConsumeMetrics(context.Background(), promtest.SpanmetricsLike(n, renders)))
 		}
 		ours.renderNow()
 	}
@@ -260,7 +171,7 @@ func TestScrapesDuringRendersGetWholeBodies(t *testing.T) {
 // scrapeWhole scrapes url with gzip and checks the body came gzip-encoded,
 // inflates whole and lists calls counters.
 func scrapeWhole(client *http.Client, url string, calls int) error {
-	body, resp, err := fetch(client, url, "", true)
+	body, resp, err := promtest.Fetch(client, url, "", true)
 	if err != nil {
 		return err
 	}
