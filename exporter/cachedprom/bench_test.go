@@ -16,7 +16,6 @@ import (
 	"runtime/pprof"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -24,96 +23,13 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/consumer"
-	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.uber.org/zap"
+
+	"github.com/otelcol-red/otelcol-red/exporter/cachedprom/internal/promtest"
+	"github.com/otelcol-red/otelcol-red/exporter/cachedprom/internal/render"
+	"github.com/otelcol-red/otelcol-red/exporter/cachedprom/internal/store"
 )
-
-func benchSeries(b *testing.B) []int {
-	spec := os.Getenv("CACHEDPROM_BENCH_SERIES")
-	if spec == "" {
-		spec = "10000"
-	}
-	var out []int
-	for _, f := range strings.Split(spec, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		require.NoError(b, err)
-		out = append(out, n)
-	}
-	return out
-}
-
-// spanmetricsBounds are the spanmetrics connector's default duration buckets
-// in milliseconds.
-var spanmetricsBounds = []float64{2, 4, 6, 8, 10, 50, 100, 200, 400, 800, 1000, 1400, 2000, 5000, 10000, 15000}
-
-// spanmetricsLike builds what the spanmetrics connector emits for n OTLP
-// series: n/2 (service, span, kind, status) keys, each with a calls counter
-// and a duration histogram, spread over 50 services. step shifts values and
-// timestamps so successive batches are newer cumulative points.
-func spanmetricsLike(n int, step int) pmetric.Metrics {
-	md := pmetric.NewMetrics()
-	keys := n / 2
-	services := 50
-	now := pcommon.NewTimestampFromTime(time.Unix(1_700_000_000+int64(step), 0))
-	startTS := pcommon.NewTimestampFromTime(time.Unix(1_699_999_000, 0))
-	for s := 0; s < services; s++ {
-		svc, cs, dh := redService(md, s, "spanmetricsconnector", pmetric.AggregationTemporalityCumulative)
-		for k := s; k < keys; k += services {
-			span := "GET /api/v1/resource/" + strconv.Itoa(k/4)
-			kind := [...]string{"SPAN_KIND_SERVER", "SPAN_KIND_CLIENT"}[k%2]
-			status := [...]string{"STATUS_CODE_UNSET", "STATUS_CODE_ERROR"}[(k/2)%2]
-			dp := cs.DataPoints().AppendEmpty()
-			for _, a := range []pcommon.Map{dp.Attributes()} {
-				a.PutStr("service.name", svc)
-				a.PutStr("span.name", span)
-				a.PutStr("span.kind", kind)
-				a.PutStr("status.code", status)
-			}
-			dp.SetStartTimestamp(startTS)
-			dp.SetTimestamp(now)
-			dp.SetIntValue(int64(1000 + k + step))
-
-			hp := dh.DataPoints().AppendEmpty()
-			dp.Attributes().CopyTo(hp.Attributes())
-			hp.SetStartTimestamp(startTS)
-			hp.SetTimestamp(now)
-			hp.ExplicitBounds().FromRaw(spanmetricsBounds)
-			counts := make([]uint64, len(spanmetricsBounds)+1)
-			var total uint64
-			for i := range counts {
-				counts[i] = uint64((k+i+step)%13) * 7
-				total += counts[i]
-			}
-			hp.BucketCounts().FromRaw(counts)
-			hp.SetCount(total)
-			hp.SetSum(float64(total) * 12.5)
-		}
-	}
-	return md
-}
-
-// redService appends service s's resource and scope with empty calls and
-// duration metrics of the given temporality.
-func redService(md pmetric.Metrics, s int, scope string, temporality pmetric.AggregationTemporality) (string, pmetric.Sum, pmetric.Histogram) {
-	rm := md.ResourceMetrics().AppendEmpty()
-	svc := "service-" + strconv.Itoa(s)
-	rm.Resource().Attributes().PutStr("service.name", svc)
-	rm.Resource().Attributes().PutStr("service.instance.id", "instance-"+strconv.Itoa(s))
-	sm := rm.ScopeMetrics().AppendEmpty()
-	sm.Scope().SetName(scope)
-	calls := sm.Metrics().AppendEmpty()
-	calls.SetName("traces.span.metrics.calls")
-	cs := calls.SetEmptySum()
-	cs.SetIsMonotonic(true)
-	cs.SetAggregationTemporality(temporality)
-	dur := sm.Metrics().AppendEmpty()
-	dur.SetName("traces.span.metrics.duration")
-	dur.SetUnit("ms")
-	dh := dur.SetEmptyHistogram()
-	dh.SetAggregationTemporality(temporality)
-	return svc, cs, dh
-}
 
 // benchTarget is one running exporter under benchmark.
 type benchTarget struct {
@@ -134,7 +50,7 @@ func startTargets(b *testing.B, md pmetric.Metrics) []benchTarget {
 	ours, ourURL := startOurs(b, func(c *Config) { c.MaxSeries = 0; c.RenderInterval = time.Second })
 	targets := []benchTarget{{name: "cachedprom", url: ourURL, consume: ours, ours: ours}}
 	if benchStock() {
-		stock, stockURL := startStock(b, nil)
+		stock, stockURL := promtest.StartStock(b, nil)
 		targets = append(targets, benchTarget{name: "prometheusexporter", url: stockURL, consume: stock})
 	}
 	for _, t := range targets {
@@ -143,7 +59,7 @@ func startTargets(b *testing.B, md pmetric.Metrics) []benchTarget {
 		require.NoError(b, t.consume.ConsumeMetrics(context.Background(), c))
 	}
 	// Identity clients are part of the benchmark: keep the text body (if it
-	// fits maxKeptBody), as a first identity scrape would make the renderer do.
+	// fits render.MaxKeptBody), as a first identity scrape would make the renderer do.
 	if !benchGzipOnly() {
 		ours.textIdentitySeen.Store(time.Now().UnixNano())
 	}
@@ -187,9 +103,9 @@ func reportLatencies(b *testing.B, lat []time.Duration) {
 // BenchmarkScrape measures one scrape end to end over loopback, body read
 // and discarded, with and without gzip.
 func BenchmarkScrape(b *testing.B) {
-	for _, n := range benchSeries(b) {
+	for _, n := range promtest.BenchSeries(b) {
 		b.Run("series="+strconv.Itoa(n), func(b *testing.B) {
-			targets := startTargets(b, spanmetricsLike(n, 0))
+			targets := startTargets(b, promtest.SpanmetricsLike(n, 0))
 			for _, t := range targets {
 				for _, gz := range []bool{false, true} {
 					if !gz && benchGzipOnly() {
@@ -220,10 +136,10 @@ func BenchmarkScrape(b *testing.B) {
 // publish. mode=gzip-only is the normal case (Prometheus always asks for
 // gzip: the body is streamed into the compressor and never held);
 // mode=text+gzip also keeps the uncompressed body for identity clients
-// (if it fits maxKeptBody; a larger one is rendered as in gzip-only).
+// (if it fits render.MaxKeptBody; a larger one is rendered as in gzip-only).
 // The stock exporter has no separate render; its cost is its scrape.
 func BenchmarkRender(b *testing.B) {
-	for _, n := range benchSeries(b) {
+	for _, n := range promtest.BenchSeries(b) {
 		for _, keepText := range []bool{false, true} {
 			mode := "gzip-only"
 			if keepText {
@@ -231,7 +147,7 @@ func BenchmarkRender(b *testing.B) {
 			}
 			b.Run(fmt.Sprintf("series=%d/mode=%s", n, mode), func(b *testing.B) {
 				ours, _ := startOurs(b, func(c *Config) { c.MaxSeries = 0; c.RenderInterval = time.Hour })
-				require.NoError(b, ours.ConsumeMetrics(context.Background(), spanmetricsLike(n, 0)))
+				require.NoError(b, ours.ConsumeMetrics(context.Background(), promtest.SpanmetricsLike(n, 0)))
 				if keepText {
 					ours.textIdentitySeen.Store(time.Now().UnixNano())
 				}
@@ -244,10 +160,10 @@ func BenchmarkRender(b *testing.B) {
 				b.StopTimer()
 				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/series")
 				snap := ours.snapshot.Load()
-				require.Equal(b, keepText && snap.textLen <= maxKeptBody, snap.textKept)
-				b.ReportMetric(float64(snap.textLen), "text-bytes")
-				b.ReportMetric(float64(len(snap.textGzip)), "gzip-bytes")
-				b.ReportMetric(float64(snap.size()), "held-bytes")
+				require.Equal(b, keepText && snap.Body(render.BodyText).Len <= render.MaxKeptBody, snap.Body(render.BodyText).Kept)
+				b.ReportMetric(float64(snap.Body(render.BodyText).Len), "text-bytes")
+				b.ReportMetric(float64(len(snap.Body(render.BodyText).Gzip)), "gzip-bytes")
+				b.ReportMetric(float64(snap.Size()), "held-bytes")
 			})
 		}
 	}
@@ -257,8 +173,8 @@ func BenchmarkRender(b *testing.B) {
 // state of each exporter, without any rendered body (cachedprom's snapshot
 // is reported by BenchmarkRender as text-bytes and gzip-bytes).
 func BenchmarkStateBytes(b *testing.B) {
-	for _, n := range benchSeries(b) {
-		md := spanmetricsLike(n, 0)
+	for _, n := range promtest.BenchSeries(b) {
+		md := promtest.SpanmetricsLike(n, 0)
 		for _, name := range []string{"cachedprom", "prometheusexporter"} {
 			b.Run(fmt.Sprintf("series=%d/%s", n, name), func(b *testing.B) {
 				for i := 0; i < b.N; i++ {
@@ -269,18 +185,18 @@ func BenchmarkStateBytes(b *testing.B) {
 					if name == "cachedprom" {
 						cfg := createDefaultConfig().(*Config)
 						cfg.MaxSeries = 0
-						s := newSeriesStore(cfg, zap.NewNop())
-						s.consume(c, time.Now())
+						s := newStore(cfg, readGates(), zap.NewNop())
+						s.Consume(c, time.Now())
 						keep = s
 					} else {
-						stock, _ := startStock(b, nil)
+						stock, _ := promtest.StartStock(b, nil)
 						require.NoError(b, stock.ConsumeMetrics(context.Background(), c))
 						keep = stock
 					}
 					after := heapInUse()
-					if s, ok := keep.(*seriesStore); ok {
+					if s, ok := keep.(*store.Store); ok {
 						// The big arrays live outside the heap.
-						after += int64(s.offHeapBytes())
+						after += int64(s.Sizes().OffHeapBytes)
 					}
 					// CACHEDPROM_BENCH_HEAPPROFILE=file writes a heap profile
 					// while the state is alive, to see what holds the bytes.
@@ -316,15 +232,15 @@ func heapInUse() int64 {
 // One op is one batch of 1000 data points updating existing series.
 func BenchmarkIngestWhileScraped(b *testing.B) {
 	const batch = 1000
-	for _, n := range benchSeries(b) {
+	for _, n := range promtest.BenchSeries(b) {
 		b.Run("series="+strconv.Itoa(n), func(b *testing.B) {
-			md := spanmetricsLike(n, 0)
+			md := promtest.SpanmetricsLike(n, 0)
 			targets := startTargets(b, md)
 			// Update batches: successive steps of the same series, 1000
 			// points each, cut from a newer full set.
 			var batches []pmetric.Metrics
 			for step := 1; step <= 4; step++ {
-				batches = append(batches, splitBatches(spanmetricsLike(n, step), batch)...)
+				batches = append(batches, splitBatches(promtest.SpanmetricsLike(n, step), batch)...)
 			}
 			for _, t := range targets {
 				// scrapers=0 is ingest alone, the baseline of the other.

@@ -2,7 +2,6 @@ package cachedprom
 
 import (
 	"context"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -21,6 +20,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/otelcol-red/otelcol-red/exporter/cachedprom/internal/metadata"
+	"github.com/otelcol-red/otelcol-red/exporter/cachedprom/internal/promtest"
 )
 
 // redBatch builds spanmetrics-shaped output for the given span names: a
@@ -64,27 +64,10 @@ func redBatch(delta bool, start, end time.Time, calls uint64, spans ...string) p
 	return md
 }
 
-// sumSamples adds the values of the sample lines that start with prefix;
-// the body must parse.
-func sumSamples(t *testing.T, body, prefix string) float64 {
-	t.Helper()
-	parseText(t, []byte(body))
-	var total float64
-	for _, line := range strings.Split(body, "\n") {
-		if !strings.HasPrefix(line, prefix) {
-			continue
-		}
-		f, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
-		require.NoError(t, err, line)
-		total += f
-	}
-	return total
-}
-
 func newObservedExporter(t *testing.T, mutate func(*Config)) (*cachedExporter, *observer.ObservedLogs, *componenttest.Telemetry) {
 	core, logs := observer.New(zapcore.WarnLevel)
 	cfg := createDefaultConfig().(*Config)
-	cfg.NetAddr.Endpoint = freeEndpoint(t)
+	cfg.NetAddr.Endpoint = promtest.FreeEndpoint(t)
 	cfg.RenderInterval = 50 * time.Millisecond
 	mutate(cfg)
 	set := exportertest.NewNopSettings(metadata.Type)
@@ -126,7 +109,7 @@ func TestMaxSeriesOverflowKeepsTotals(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			e, logs, tel := newObservedExporter(t, func(c *Config) { c.MaxSeries = 3 })
 			ctx := context.Background()
-			t0 := testBase
+			t0 := promtest.TestBase
 			spans := []string{"a", "b", "c", "d", "e"}
 			for i := 1; i <= 4; i++ { // 4 flushes of 2 spans per name
 				start := t0.Add(time.Duration(i-1) * time.Second)
@@ -138,10 +121,10 @@ func TestMaxSeriesOverflowKeepsTotals(t *testing.T) {
 			}
 			// Three label sets, each shared by calls and duration, plus the
 			// overflow label set.
-			assert.Equal(t, 4, e.store.labelSetCount())
+			assert.Equal(t, 4, e.store.Sizes().LabelSets)
 			out := body(t, e)
-			assert.Equal(t, float64(5*8), sumSamples(t, out, "traces_span_metrics_calls_total{"), out)
-			assert.Equal(t, float64(5*8), sumSamples(t, out, "traces_span_metrics_duration_milliseconds_count{"), out)
+			assert.Equal(t, float64(5*8), promtest.SumSamples(t, out, "traces_span_metrics_calls_total{"), out)
+			assert.Equal(t, float64(5*8), promtest.SumSamples(t, out, "traces_span_metrics_duration_milliseconds_count{"), out)
 			assert.Contains(t, out, `traces_span_metrics_calls_total{otel_metric_overflow="true"} 16`)
 			assert.Contains(t, out, `traces_span_metrics_duration_milliseconds_count{otel_metric_overflow="true"} 16`)
 
@@ -162,7 +145,7 @@ func TestMaxSeriesOverflowKeepsTotals(t *testing.T) {
 func TestOverflowCountedBeforeItIsServed(t *testing.T) {
 	cfg := createDefaultConfig().(*Config)
 	cfg.MaxSeries = 2
-	clock := clockwork.NewFakeClockAt(testBase)
+	clock := clockwork.NewFakeClockAt(promtest.TestBase)
 	set := exportertest.NewNopSettings(metadata.Type)
 	tel := componenttest.NewTelemetry()
 	t.Cleanup(func() { require.NoError(t, tel.Shutdown(context.Background())) })
@@ -171,7 +154,7 @@ func TestOverflowCountedBeforeItIsServed(t *testing.T) {
 	require.NoError(t, err)
 	st := e.newSchedule(clock.Now())
 	e.step(clock.Now(), st) // the log line of this interval is written
-	require.NoError(t, e.ConsumeMetrics(context.Background(), redBatch(true, testBase, testBase.Add(time.Second), 3, "a", "b", "c")))
+	require.NoError(t, e.ConsumeMetrics(context.Background(), redBatch(true, promtest.TestBase, promtest.TestBase.Add(time.Second), 3, "a", "b", "c")))
 	clock.Advance(e.renderSettle)
 	e.step(clock.Now(), st)
 	require.Less(t, clock.Now().Sub(st.lastLog), cfg.RenderInterval, "the next log line is not due")
@@ -191,7 +174,7 @@ func TestTypedAttributesMerge(t *testing.T) {
 		s := m.SetEmptySum()
 		s.SetIsMonotonic(true)
 		s.SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
-		start := testBase
+		start := promtest.TestBase
 		if delta {
 			s.SetAggregationTemporality(pmetric.AggregationTemporalityDelta)
 			start = end.Add(-time.Second)
@@ -211,8 +194,8 @@ func TestTypedAttributesMerge(t *testing.T) {
 	for _, delta := range []bool{true, false} {
 		e, _, tel := newObservedExporter(t, func(c *Config) { c.RenderInterval = 10 * time.Millisecond })
 		ctx := context.Background()
-		require.NoError(t, e.ConsumeMetrics(ctx, build(delta, 1, testBase.Add(time.Second))))
-		require.NoError(t, e.ConsumeMetrics(ctx, build(delta, 2, testBase.Add(2*time.Second))))
+		require.NoError(t, e.ConsumeMetrics(ctx, build(delta, 1, promtest.TestBase.Add(time.Second))))
+		require.NoError(t, e.ConsumeMetrics(ctx, build(delta, 2, promtest.TestBase.Add(2*time.Second))))
 		want := "22" // cumulative: 2 + 20
 		if delta {
 			want = "33" // 1 + 10 + 2 + 20
@@ -313,7 +296,7 @@ func TestSampleNameCollisionsHidden(t *testing.T) {
 		assert.Contains(t, out, "x_count{instance=\"i1\",job=\"svc\",otel_scope_name=\"\",otel_scope_schema_url=\"\",otel_scope_version=\"\"} 1\n")
 		assert.Equal(t, 1, strings.Count(out, "target_info{"), out)
 		assert.NotContains(t, out, " 9\n")
-		assert.Equal(t, 2, snap.hidden)
-		parseText(t, []byte(out))
+		assert.Equal(t, 2, snap.Hidden())
+		promtest.ParseText(t, []byte(out))
 	}
 }

@@ -135,7 +135,7 @@ type NativeHistogramsConfig struct {
 	// ClassicFallback renders an exponential histogram in text and
 	// OpenMetrics as a classic histogram: one `le` bucket per bucket of
 	// its native histogram, at the native schema's boundaries, with exact
-	// cumulative counts (classicfallback.go), for clients that cannot take
+	// cumulative counts (internal/render/classic.go), for clients that cannot take
 	// the protobuf exposition. Off, text clients get `_count`, `_sum` and
 	// the `+Inf` bucket only, as from the stock exporter. Default false.
 	ClassicFallback bool `mapstructure:"classic_fallback"`

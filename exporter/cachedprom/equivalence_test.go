@@ -3,7 +3,6 @@ package cachedprom
 import (
 	"context"
 	"fmt"
-	"google.golang.org/protobuf/types/known/timestamppb"
 	"math"
 	"math/rand/v2"
 	"sort"
@@ -19,6 +18,9 @@ import (
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/otelcol-red/otelcol-red/exporter/cachedprom/internal/promtest"
 )
 
 // configVariant sets the same keys on both exporters, and feature gates
@@ -171,7 +173,7 @@ func feedBoth(t *testing.T, ours *cachedExporter, stock consumer.Metrics, batche
 		b.CopyTo(c1)
 		b.CopyTo(c2)
 		// Through the same wrapper, with the same settings, as the factory.
-		set, _ := ours.cfg.resourceLabels(ours.store.gates.noResourceToTelemetry)
+		set, _ := ours.cfg.resourceLabels(ours.gates.noResourceToTelemetry)
 		wrapped := resourcetotelemetry.WrapMetricsExporter(set, ours)
 		require.NoError(t, wrapped.ConsumeMetrics(ctx, c1))
 		require.NoError(t, stock.ConsumeMetrics(ctx, c2))
@@ -186,7 +188,7 @@ func TestEquivalentToPrometheusExporter(t *testing.T) {
 	base := time.Unix(1_700_000_000, 0)
 	inputs := map[string]func(t *testing.T) []pmetric.Metrics{
 		"mixed": func(*testing.T) []pmetric.Metrics {
-			return []pmetric.Metrics{withRecentCases(0, base), withRecentCases(1, base)}
+			return []pmetric.Metrics{promtest.WithRecentCases(0, base), promtest.WithRecentCases(1, base)}
 		},
 		"spanmetrics_cumulative": func(t *testing.T) []pmetric.Metrics {
 			return spanmetricsOutput(t, "AGGREGATION_TEMPORALITY_CUMULATIVE", testTraces(3, 12, base), testTraces(4, 6, base))
@@ -206,33 +208,33 @@ func TestEquivalentToPrometheusExporter(t *testing.T) {
 			t.Run(v.name+"/"+inName, func(t *testing.T) {
 				v.setGates(t)
 				ours, ourURL := startOurs(t, v.ours)
-				stock, stockURL := startStock(t, v.stock)
+				stock, stockURL := promtest.StartStock(t, v.stock)
 				feedBoth(t, ours, stock, input(t)...)
 
-				stockBody, stockResp := scrape(t, stockURL, "", false)
-				ourBody, ourResp := scrape(t, ourURL, "", false)
+				stockBody, stockResp := promtest.Scrape(t, stockURL, "", false)
+				ourBody, ourResp := promtest.Scrape(t, ourURL, "", false)
 				assert.Equal(t, stockResp.Header.Get("Content-Type"), ourResp.Header.Get("Content-Type"))
 				require.NotEmpty(t, stockBody)
-				assertSameMaps(t, parseText(t, stockBody), parseText(t, ourBody), "parsed families")
+				assertSameMaps(t, promtest.ParseText(t, stockBody), promtest.ParseText(t, ourBody), "parsed families")
 				assertSameLines(t, stockBody, ourBody, "text lines")
 
-				gzBody, gzResp := scrape(t, ourURL, "", true)
+				gzBody, gzResp := promtest.Scrape(t, ourURL, "", true)
 				assert.Equal(t, "gzip", gzResp.Header.Get("Content-Encoding"))
 				assert.Equal(t, ourBody, gzBody)
 
 				// Protobuf, as Prometheus 3 with native histograms asks:
 				// our first such scrape gets text and asks for a render.
-				stockPB, stockResp := scrape(t, stockURL, acceptProm3Native, true)
-				scrape(t, ourURL, acceptProm3Native, true)
+				stockPB, stockResp := promtest.Scrape(t, stockURL, acceptProm3Native, true)
+				promtest.Scrape(t, ourURL, acceptProm3Native, true)
 				ours.renderNow()
-				ourPB, ourResp := scrape(t, ourURL, acceptProm3Native, true)
+				ourPB, ourResp := promtest.Scrape(t, ourURL, acceptProm3Native, true)
 				assert.Equal(t, stockResp.Header.Get("Content-Type"), ourResp.Header.Get("Content-Type"))
-				assertSameMaps(t, flattenWithNative(t, decodeProto(t, stockPB)), flattenWithNative(t, decodeProto(t, ourPB)), "protobuf families")
+				assertSameMaps(t, flattenWithNative(t, promtest.DecodeProto(t, stockPB)), flattenWithNative(t, promtest.DecodeProto(t, ourPB)), "protobuf families")
 
 				if v.name == "open_metrics" {
 					accept := "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1"
-					stockOM, stockResp := scrape(t, stockURL, accept, false)
-					ourOM, ourResp := scrape(t, ourURL, accept, true)
+					stockOM, stockResp := promtest.Scrape(t, stockURL, accept, false)
+					ourOM, ourResp := promtest.Scrape(t, ourURL, accept, true)
 					assert.Equal(t, stockResp.Header.Get("Content-Type"), ourResp.Header.Get("Content-Type"))
 					assert.True(t, strings.HasSuffix(string(ourOM), "# EOF\n"))
 					assertSameLines(t, stockOM, ourOM, "OpenMetrics lines")
@@ -264,9 +266,9 @@ func flattenWithNative(tb testing.TB, fams []*dto.MetricFamily) map[string]strin
 			}
 			key := seriesKey(mf, m) + " native"
 			out[key] = fmt.Sprintf("schema %d zero %g/%d pos %v neg %v", h.GetSchema(), h.GetZeroThreshold(), h.GetZeroCount(),
-				nativeBucketMap(h.PositiveSpan, h.PositiveDelta), nativeBucketMap(h.NegativeSpan, h.NegativeDelta))
+				promtest.NativeBucketMap(h.PositiveSpan, h.PositiveDelta), promtest.NativeBucketMap(h.NegativeSpan, h.NegativeDelta))
 			if len(h.Exemplars) > 0 {
-				out[key+" exemplars"] = strings.Join(exemplarStrings(h.Exemplars), " ")
+				out[key+" exemplars"] = strings.Join(promtest.ExemplarStrings(h.Exemplars), " ")
 			}
 		}
 	}
@@ -308,7 +310,7 @@ func createdOf(m *dto.Metric) *timestamppb.Timestamp {
 // checked by hand in TestExpBucketsDeltasAdd.
 func TestNativeDeltasEquivalentToPrometheusExporter(t *testing.T) {
 	ours, ourURL := startOurs(t, nil)
-	stock, stockURL := startStock(t, nil)
+	stock, stockURL := promtest.StartStock(t, nil)
 	r := rand.New(rand.NewPCG(7, 8))
 	// Recent: the stock exporter expires series by their points' time.
 	base := time.Now().Add(-6 * time.Minute)
@@ -321,21 +323,21 @@ func TestNativeDeltasEquivalentToPrometheusExporter(t *testing.T) {
 		h := m.SetEmptyExponentialHistogram()
 		h.SetAggregationTemporality(pmetric.AggregationTemporalityDelta)
 		for s := range series {
-			p := expPoint{scale: int32(r.IntN(6)) - 1, zeroCount: uint64(r.IntN(3)), sum: float64(r.IntN(100))}
-			p.posOffset = int32(r.IntN(100) - 50)
+			p := promtest.ExpPoint{Scale: int32(r.IntN(6)) - 1, ZeroCount: uint64(r.IntN(3)), Sum: float64(r.IntN(100))}
+			p.PosOffset = int32(r.IntN(100) - 50)
 			for range r.IntN(40) {
-				p.pos = append(p.pos, uint64(r.IntN(4)))
+				p.Pos = append(p.Pos, uint64(r.IntN(4)))
 			}
 			if s%2 == 0 {
-				p.negOffset = int32(r.IntN(100) - 50)
+				p.NegOffset = int32(r.IntN(100) - 50)
 				for range r.IntN(40) {
-					p.neg = append(p.neg, uint64(r.IntN(4)))
+					p.Neg = append(p.Neg, uint64(r.IntN(4)))
 				}
 			} else {
-				p.zeroThreshold = math.Exp2(-float64(s))
+				p.ZeroThreshold = math.Exp2(-float64(s))
 			}
 			dp := h.DataPoints().AppendEmpty()
-			p.build().CopyTo(dp)
+			p.Build().CopyTo(dp)
 			dp.Attributes().PutInt("series", int64(s))
 			dp.SetStartTimestamp(pcommon.NewTimestampFromTime(base.Add(time.Duration(i) * time.Minute)))
 			dp.SetTimestamp(pcommon.NewTimestampFromTime(base.Add(time.Duration(i+1) * time.Minute)))
@@ -343,12 +345,12 @@ func TestNativeDeltasEquivalentToPrometheusExporter(t *testing.T) {
 		batches = append(batches, md)
 	}
 	feedBoth(t, ours, stock, batches...)
-	stockPB, _ := scrape(t, stockURL, acceptProm3Native, true)
-	scrape(t, ourURL, acceptProm3Native, true)
+	stockPB, _ := promtest.Scrape(t, stockURL, acceptProm3Native, true)
+	promtest.Scrape(t, ourURL, acceptProm3Native, true)
 	ours.renderNow()
-	ourPB, resp := scrape(t, ourURL, acceptProm3Native, true)
+	ourPB, resp := promtest.Scrape(t, ourURL, acceptProm3Native, true)
 	require.Equal(t, wantContentTypeProto, resp.Header.Get("Content-Type"))
-	want := flattenWithNative(t, decodeProto(t, stockPB))
+	want := flattenWithNative(t, promtest.DecodeProto(t, stockPB))
 	require.Len(t, want, 2+series*5, "type, help, and per series sum, count, +Inf, native, created")
-	assertSameMaps(t, want, flattenWithNative(t, decodeProto(t, ourPB)), "native histograms")
+	assertSameMaps(t, want, flattenWithNative(t, promtest.DecodeProto(t, ourPB)), "native histograms")
 }

@@ -16,19 +16,25 @@ import (
 	"go.opentelemetry.io/collector/exporter"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.uber.org/zap"
+
+	"github.com/otelcol-red/otelcol-red/exporter/cachedprom/internal/naming"
+	"github.com/otelcol-red/otelcol-red/exporter/cachedprom/internal/render"
+	"github.com/otelcol-red/otelcol-red/exporter/cachedprom/internal/store"
 )
 
-// cachedExporter is the component: ConsumeMetrics folds data into the store,
-// a renderer goroutine turns the store into a snapshot, and the HTTP handler
-// serves the last published snapshot.
+// cachedExporter is the component: ConsumeMetrics folds data into the store
+// (internal/store), a renderer goroutine turns the store into a snapshot
+// (internal/render), and the HTTP handler (server.go) serves the last
+// published snapshot.
 type cachedExporter struct {
 	cfg       *Config
+	gates     gates // read once, when the exporter is built
 	settings  component.TelemetrySettings
 	logger    *zap.Logger
-	store     *seriesStore
+	store     *store.Store
 	telemetry *telemetry
 
-	snapshot atomic.Pointer[snapshot]
+	snapshot atomic.Pointer[render.Snapshot]
 	dirty    atomic.Bool
 	// lastChange is when ingest last changed the store and dirtySince when
 	// the oldest change no snapshot shows yet came (unix nanoseconds of
@@ -56,14 +62,13 @@ type cachedExporter struct {
 	// spareWaitMin is the published gzip body from which a due render
 	// waits for a spare no scrape reads (holdForSpare).
 	spareWaitMin int
-	etagPrefix   string
 
 	// clock is the time of ingest, of the render loop and of identity
 	// scrapes: real in the collector, fake in tests.
 	clock clockwork.Clock
 
 	renderMu sync.Mutex // serialises renders (loop and renderNow)
-	renderer snapshotRenderer
+	renderer *render.Snapshots
 
 	server       *http.Server
 	wg           sync.WaitGroup
@@ -78,12 +83,18 @@ func newExporter(cfg *Config, set exporter.Settings, clock clockwork.Clock) (*ca
 	}
 	var nonce [6]byte
 	_, _ = rand.Read(nonce[:])
+	g := readGates()
 	return &cachedExporter{
-		cfg:         cfg,
-		settings:    set.TelemetrySettings,
-		logger:      set.Logger,
-		store:       newSeriesStore(cfg, set.Logger),
-		telemetry:   tel,
+		cfg:       cfg,
+		gates:     g,
+		settings:  set.TelemetrySettings,
+		logger:    set.Logger,
+		store:     newStore(cfg, g, set.Logger),
+		telemetry: tel,
+		renderer: render.NewSnapshots(render.Options{
+			WithTimestamps:  cfg.SendTimestamps,
+			ClassicFallback: cfg.NativeHistograms.ClassicFallback,
+		}, `"`+hex.EncodeToString(nonce[:])+"-"),
 		wake:        make(chan struct{}, 1),
 		firstRender: make(chan struct{}),
 		clock:       clock,
@@ -101,17 +112,33 @@ func newExporter(cfg *Config, set exporter.Settings, clock clockwork.Clock) (*ca
 		renderSettle:   cfg.RenderInterval / 4,
 		renderMaxDelay: 4 * cfg.RenderInterval,
 		spareWaitMin:   spareWaitMinBytes,
-		// A per-process nonce keeps ETags from an earlier process from
-		// matching a different body after a restart.
-		etagPrefix: `"` + hex.EncodeToString(nonce[:]) + "-",
 	}, nil
+}
+
+// newNamer returns the namer of cfg, under the gates g.
+func newNamer(cfg *Config, g gates) *naming.Namer {
+	withSuffixes, utf8Allowed := cfg.translation(g.ignoreAddMetricSuffixes)
+	return naming.New(naming.Options{WithSuffixes: withSuffixes, UTF8Allowed: utf8Allowed, Namespace: cfg.Namespace})
+}
+
+// newStore returns the store of cfg, under the gates g.
+func newStore(cfg *Config, g gates, logger *zap.Logger) *store.Store {
+	return store.New(store.Options{
+		Names:                        newNamer(cfg, g),
+		ConstLabels:                  cfg.ConstLabels,
+		MaxSeries:                    cfg.MaxSeries,
+		WithoutScopeInfo:             cfg.WithoutScopeInfo,
+		Exemplars:                    cfg.EnableOpenMetrics,
+		KeepIdentifyingResourceAttrs: g.keepIdentifyingResourceAttrs,
+		Logger:                       logger,
+	})
 }
 
 // ConsumeMetrics updates series state. It contends only with the renderer's
 // short copy phase, never with scrapes.
 func (e *cachedExporter) ConsumeMetrics(_ context.Context, md pmetric.Metrics) error {
 	now := e.clock.Now()
-	if e.store.consume(md, now) {
+	if e.store.Consume(md, now) {
 		e.lastChange.Store(now.UnixNano())
 		e.markDirty(now)
 		select {
@@ -174,10 +201,10 @@ func (e *cachedExporter) Shutdown(ctx context.Context) error {
 		e.telemetry.shutdown()
 		// The render loop has stopped and the server is closed: nothing
 		// reads the store any more.
-		e.store.close()
+		e.store.Close()
 		// Nor the snapshots, which live outside the Go heap.
 		e.renderMu.Lock()
-		e.renderer.freeAll(e.snapshot.Swap(nil))
+		e.renderer.FreeAll(e.snapshot.Swap(nil))
 		e.renderMu.Unlock()
 	})
 	return err
@@ -215,7 +242,7 @@ func (e *cachedExporter) renderLoop() {
 type schedule struct {
 	start, nextSweep, nextRender, lastLog time.Time
 	sweepEvery                            time.Duration
-	unlogged                              [numEvents]int64 // counted, not yet logged
+	unlogged                              store.Events // counted, not yet logged
 	// lastWork is the last render's processor time, and spareWaitSince
 	// when a due render began to wait for a spare (zero when none waits).
 	lastWork       time.Duration
@@ -237,10 +264,10 @@ func (e *cachedExporter) newSchedule(now time.Time) *schedule {
 func (e *cachedExporter) step(now time.Time, st *schedule) (settleIn time.Duration) {
 	// A spare still read when its render retired it is given back now.
 	e.renderMu.Lock()
-	e.renderer.discardSpares()
+	e.renderer.DiscardSpares()
 	e.renderMu.Unlock()
 	if !now.Before(st.nextSweep) {
-		if n := e.store.expire(now.Add(-e.cfg.MetricExpiration)); n > 0 {
+		if n := e.store.Expire(now.Add(-e.cfg.MetricExpiration)); n > 0 {
 			e.markDirty(now)
 		}
 		st.nextSweep = now.Add(st.sweepEvery)
@@ -298,7 +325,7 @@ func (e *cachedExporter) step(now time.Time, st *schedule) (settleIn time.Durati
 func (e *cachedExporter) holdForSpare(now time.Time, st *schedule) time.Duration {
 	pub := e.snapshot.Load()
 	e.renderMu.Lock()
-	busy := pub != nil && pub.size() >= e.spareWaitMin && e.renderer.sparesRead()
+	busy := pub != nil && pub.Size() >= e.spareWaitMin && e.renderer.SparesRead()
 	e.renderMu.Unlock()
 	if !busy {
 		if !st.spareWaitSince.IsZero() {
@@ -336,21 +363,120 @@ func (e *cachedExporter) renderNow() time.Duration {
 	defer e.renderMu.Unlock()
 	e.dirty.Store(false) // before the copy: later updates mark it again
 	began := time.Now()
-	snap := e.renderer.render(e)
+	snap := e.renderer.Render(e.store, e.wants(e.clock.Now().UnixNano()))
 	took := time.Since(began)
 	prev := e.snapshot.Swap(snap)
 	if prev == nil {
 		close(e.firstRender)
 	}
-	e.renderer.retire(prev)
-	e.telemetry.recordRender(took, snap, e.store.labelSetCount())
-	return max(took, took-e.renderer.waited+e.renderer.work)
+	e.renderer.Retire(prev)
+	e.telemetry.recordRender(took, snap, e.store.Sizes().LabelSets)
+	return max(took, took-e.renderer.Waited()+e.renderer.Work())
+}
+
+// wants says what a render at now makes besides the text body's gzip form:
+// the OpenMetrics body when enabled, the protobuf body while clients ask
+// for it, the uncompressed bodies while clients without gzip do.
+func (e *cachedExporter) wants(now int64) render.Wants {
+	return render.Wants{
+		OpenMetrics:     e.cfg.EnableOpenMetrics,
+		Proto:           now-e.protoSeen.Load() < int64(protoTTL),
+		KeepText:        now-e.textIdentitySeen.Load() < int64(identityTTL),
+		KeepOpenMetrics: now-e.omIdentitySeen.Load() < int64(identityTTL),
+		KeepProto:       now-e.protoIdentitySeen.Load() < int64(identityTTL),
+	}
+}
+
+// protoTTL is how long the protobuf body is rendered after the last client
+// that asked for it. Prometheus asks for it only with native histograms
+// enabled (2.42 and later, and 3.x); other clients never pay its render.
+const protoTTL = 10 * time.Minute
+
+// identityTTL is how long the uncompressed body is kept after the last
+// client that asked for it. Prometheus always asks for gzip, so normally
+// only the compressed form (a small fraction of the size) is held.
+const identityTTL = 10 * time.Minute
+
+// acquire returns the published snapshot with a reader registered, or nil.
+// The pointer is re-checked after registering: a snapshot retired in
+// between may already be being overwritten, so it is released and the new
+// one tried. A retired snapshot can never be acquired again.
+func (e *cachedExporter) acquire() *render.Snapshot {
+	for {
+		s := e.snapshot.Load()
+		if s == nil {
+			return nil
+		}
+		s.Hold()
+		if e.snapshot.Load() == s {
+			return s
+		}
+		s.Release()
+	}
+}
+
+// identitySeen records that a client wanted the uncompressed body, so the
+// renderer keeps it; when it was not kept, a render is requested so the next
+// such scrape is a plain write.
+func (e *cachedExporter) identitySeen(which render.Body, kept bool) {
+	seen := &e.textIdentitySeen
+	switch which {
+	case render.BodyOpenMetrics:
+		seen = &e.omIdentitySeen
+	case render.BodyProto:
+		seen = &e.protoIdentitySeen
+	}
+	seen.Store(e.clock.Now().UnixNano())
+	if !kept {
+		e.requestRender()
+	}
+}
+
+// wantProto records that a client asked for the protobuf exposition, so the
+// renderer renders it for protoTTL, and reports whether snap has it. When it
+// does not, a render is requested: the client gets text this time. identity
+// also records the wish for the uncompressed body, which the next render
+// then keeps.
+func (e *cachedExporter) wantProto(identity bool, snap *render.Snapshot) bool {
+	now := e.clock.Now().UnixNano()
+	e.protoSeen.Store(now)
+	if snap != nil && snap.Body(render.BodyProto).Gzip != nil {
+		return true
+	}
+	if identity {
+		e.protoIdentitySeen.Store(now)
+	}
+	e.requestRender()
+	return false
+}
+
+// requestRender marks the store dirty and wakes the render loop.
+func (e *cachedExporter) requestRender() {
+	e.dirty.Store(true)
+	select {
+	case e.wake <- struct{}{}:
+	default:
+	}
+}
+
+// waitFirstRender blocks a scrape that arrives before any snapshot until the
+// first render is published, at most firstRenderWait or until the client
+// gives up.
+func (e *cachedExporter) waitFirstRender(r *http.Request) {
+	t := time.NewTimer(e.firstRenderWait)
+	defer t.Stop()
+	select {
+	case <-e.firstRender:
+	case <-t.C:
+	case <-r.Context().Done():
+	case <-e.done:
+	}
 }
 
 // countEvents records what ingest counted since the last call in own
 // telemetry, and keeps it for the next log line.
 func (e *cachedExporter) countEvents(st *schedule) {
-	ev := e.store.takeEvents()
+	ev := e.store.TakeEvents()
 	e.telemetry.recordEvents(ev)
 	for k, n := range ev {
 		st.unlogged[k] += n
@@ -362,17 +488,17 @@ func (e *cachedExporter) countEvents(st *schedule) {
 // render_interval, never one per point.
 func (e *cachedExporter) logEvents(st *schedule) {
 	ev := st.unlogged
-	st.unlogged = [numEvents]int64{}
-	if n := ev[eventOverflow]; n > 0 {
+	st.unlogged = store.Events{}
+	if n := ev[store.EventOverflow]; n > 0 {
 		e.logger.Warn("max_series reached: data points of new series were added to the overflow series (otel_metric_overflow=\"true\")",
 			zap.Int("max_series", e.cfg.MaxSeries),
 			zap.Int64("overflow_data_points", n),
 			zap.Duration("interval", e.cfg.RenderInterval))
 	}
 	var dropped []zap.Field
-	for _, k := range []pointEvent{eventOutOfOrder, eventRefusedName, eventRefusedType, eventRefusedLabel, eventUnsupported} {
-		if ev[k] > 0 {
-			dropped = append(dropped, zap.Int64(eventNames[k], ev[k]))
+	for k := range store.NumEvents {
+		if k.Dropped() && ev[k] > 0 {
+			dropped = append(dropped, zap.Int64(k.String(), ev[k]))
 		}
 	}
 	if len(dropped) > 0 {

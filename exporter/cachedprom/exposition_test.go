@@ -2,49 +2,16 @@ package cachedprom
 
 import (
 	"context"
-	"errors"
-	"io"
 	"testing"
 	"time"
 
-	"github.com/prometheus/prometheus/model/labels"
-	"github.com/prometheus/prometheus/model/textparse"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
-)
 
-// checkExposition parses a body the way Prometheus ingests it (its own text
-// or OpenMetrics parser) and fails on a parse error or a duplicate series,
-// which Prometheus would reject for the whole scrape or per sample. The text
-// form is also parsed with prometheus/common's parser by parseText.
-func checkExposition(tb testing.TB, body []byte, om bool) {
-	tb.Helper()
-	st := labels.NewSymbolTable()
-	var p textparse.Parser
-	if om {
-		p = textparse.NewOpenMetricsParser(body, st)
-	} else {
-		parseText(tb, body)
-		p = textparse.NewPromParser(body, st, false)
-	}
-	seen := map[string]bool{}
-	for {
-		et, err := p.Next()
-		if errors.Is(err, io.EOF) {
-			return
-		}
-		require.NoError(tb, err, "exposition does not parse (openmetrics=%v):\n%s", om, body)
-		if et != textparse.EntrySeries && et != textparse.EntryHistogram {
-			continue
-		}
-		var l labels.Labels
-		p.Labels(&l)
-		key := l.String()
-		require.False(tb, seen[key], "duplicate series %s (openmetrics=%v):\n%s", key, om, body)
-		seen[key] = true
-	}
-}
+	"github.com/otelcol-red/otelcol-red/exporter/cachedprom/internal/promtest"
+	"github.com/otelcol-red/otelcol-red/exporter/cachedprom/internal/render"
+)
 
 // awkwardBatch holds, in one batch, everything that used to be refused or
 // to produce duplicate samples: labels equal after sanitizing, invalid
@@ -118,13 +85,13 @@ func TestExpositionAlwaysParses(t *testing.T) {
 				c.ConstLabels = map[string]string{"job": "from-config"}
 				c.RenderInterval = time.Hour
 			})
-			require.NoError(t, e.ConsumeMetrics(context.Background(), awkwardBatch(testBase)))
-			require.NoError(t, e.ConsumeMetrics(context.Background(), awkwardBatch(testBase.Add(time.Second))))
+			require.NoError(t, e.ConsumeMetrics(context.Background(), awkwardBatch(promtest.TestBase)))
+			require.NoError(t, e.ConsumeMetrics(context.Background(), awkwardBatch(promtest.TestBase.Add(time.Second))))
 			e.renderNow()
 			snap := hold(t, e)
-			checkExposition(t, []byte(textOf(t, snap)), false)
-			om := gunzip(t, snap.omGzip)
-			checkExposition(t, om, true)
+			promtest.CheckExposition(t, []byte(textOf(t, snap)), false)
+			om := promtest.Gunzip(t, snap.Body(render.BodyOpenMetrics).Gzip)
+			promtest.CheckExposition(t, om, true)
 		})
 	}
 }

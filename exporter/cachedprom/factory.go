@@ -93,7 +93,7 @@ func createMetrics(ctx context.Context, set exporter.Settings, cfg component.Con
 	// Resource attributes become labels in the prometheus exporter's
 	// wrapper itself (it rewrites the pipeline's copy of the batch before
 	// ingest), so they come out the same.
-	g := exp.store.gates
+	g := exp.gates
 	resourceLabels, legacy := c.resourceLabels(g.noResourceToTelemetry)
 	if legacy {
 		set.Logger.Warn("resource_to_telemetry_conversion is deprecated; use resource_constant_labels instead")

@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/otelcol-red/otelcol-red/exporter/cachedprom/internal/metadata"
+	"github.com/otelcol-red/otelcol-red/exporter/cachedprom/internal/promtest"
 )
 
 func TestCreateDefaultConfig(t *testing.T) {
@@ -35,13 +36,13 @@ func TestFactoryLifecycle(t *testing.T) {
 	f := NewFactory()
 	assert.Equal(t, metadata.Type, f.Type())
 	cfg := f.CreateDefaultConfig().(*Config)
-	cfg.NetAddr.Endpoint = freeEndpoint(t)
+	cfg.NetAddr.Endpoint = promtest.FreeEndpoint(t)
 	cfg.ResourceToTelemetrySettings.Enabled = true
 	exp, err := f.CreateMetrics(context.Background(), exportertest.NewNopSettings(metadata.Type), cfg)
 	require.NoError(t, err)
 	require.NoError(t, exp.Start(context.Background(), componenttest.NewNopHost()))
-	require.NoError(t, exp.ConsumeMetrics(context.Background(), mixedMetrics(0, testBase)))
-	body, _ := scrape(t, "http://"+cfg.NetAddr.Endpoint+"/metrics", "", false)
+	require.NoError(t, exp.ConsumeMetrics(context.Background(), promtest.MixedMetrics(0, promtest.TestBase)))
+	body, _ := promtest.Scrape(t, "http://"+cfg.NetAddr.Endpoint+"/metrics", "", false)
 	assert.Contains(t, string(body), "queue_size{")
 	require.NoError(t, exp.Shutdown(context.Background()))
 	// A second Shutdown is harmless.
@@ -80,7 +81,7 @@ func TestFactoryPutsResourceLabelsAsTheStockExporter(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			f := NewFactory()
 			cfg := f.CreateDefaultConfig().(*Config)
-			cfg.NetAddr.Endpoint = freeEndpoint(t)
+			cfg.NetAddr.Endpoint = promtest.FreeEndpoint(t)
 			cfg.RenderInterval = 10 * time.Millisecond
 			tc.mutate(cfg)
 			require.NoError(t, confmap.Validate(cfg))
@@ -97,11 +98,11 @@ func TestFactoryPutsResourceLabelsAsTheStockExporter(t *testing.T) {
 			}
 			assert.Equal(t, tc.warnings, warnings)
 
-			require.NoError(t, exp.ConsumeMetrics(context.Background(), mixedMetrics(0, testBase)))
+			require.NoError(t, exp.ConsumeMetrics(context.Background(), promtest.MixedMetrics(0, promtest.TestBase)))
 			url := "http://" + cfg.NetAddr.Endpoint + "/metrics"
 			var line string
 			require.Eventually(t, func() bool {
-				body, _ := scrape(t, url, "", false)
+				body, _ := promtest.Scrape(t, url, "", false)
 				for _, l := range strings.Split(string(body), "\n") {
 					if strings.HasPrefix(l, `queue_size{`) && strings.Contains(l, `queue="orders"`) {
 						line = l

@@ -12,6 +12,9 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.uber.org/zap"
+
+	"github.com/otelcol-red/otelcol-red/exporter/cachedprom/internal/promtest"
+	"github.com/otelcol-red/otelcol-red/exporter/cachedprom/internal/render"
 )
 
 // FuzzRender renders arbitrary metric names, label names, label values and
@@ -31,7 +34,8 @@ func FuzzRender(f *testing.F) {
 	f.Add("a", "k", "\xff\xfe", "h", 3.0)
 	f.Fuzz(func(t *testing.T, metricName, labelName, labelValue, help string, value float64) {
 		cfg := createDefaultConfig().(*Config)
-		s := newSeriesStore(cfg, zap.NewNop())
+		s := newStore(cfg, readGates(), zap.NewNop())
+		defer s.Close()
 		md := pmetric.NewMetrics()
 		ms := md.ResourceMetrics().AppendEmpty().ScopeMetrics().AppendEmpty().Metrics()
 		ts := pcommon.NewTimestampFromTime(time.Unix(1_700_000_000, 0))
@@ -61,13 +65,13 @@ func FuzzRender(f *testing.F) {
 		hp.SetCount(7)
 		hp.SetSum(value)
 
-		s.consume(md, time.Now())
-		rd := &renderer{}
-		text := rd.renderText(nil, s)
+		s.Consume(md, time.Now())
+		rd := render.New(render.Options{})
+		text := rd.Text(nil, s)
 
 		// Prometheus' own parsers, both formats, and no duplicate series.
-		checkExposition(t, text, false)
-		checkExposition(t, rd.renderOpenMetrics(nil, s), true)
+		promtest.CheckExposition(t, text, false)
+		promtest.CheckExposition(t, rd.OpenMetrics(nil, s), true)
 		p := expfmt.NewTextParser(model.UTF8Validation)
 		fams, err := p.TextToMetricFamilies(bytes.NewReader(text))
 		if err != nil {
@@ -75,8 +79,8 @@ func FuzzRender(f *testing.F) {
 		}
 		// The protobuf body holds what the text holds; HELP compared
 		// below, since the text loses its leading blanks.
-		pbFams := decodeProto(t, rd.renderProto(nil, s))
-		fromText, fromProto := flattenFamilies(fams), flattenProto(t, pbFams)
+		pbFams := promtest.DecodeProto(t, rd.Proto(nil, s))
+		fromText, fromProto := promtest.FlattenFamilies(fams), flattenProto(t, pbFams)
 		for _, m := range []map[string]string{fromText, fromProto} {
 			for k := range m {
 				if strings.HasSuffix(k, "|help") {
@@ -90,11 +94,12 @@ func FuzzRender(f *testing.F) {
 				t.Fatalf("protobuf help %q came back as %q", want, mf.GetHelp())
 			}
 		}
-		gaugeName, err := s.names.metricName(g)
-		if err != nil || s.len() == 0 {
+		names := newNamer(cfg, readGates())
+		gaugeName, err := names.MetricName(g)
+		if err != nil || s.Sizes().Rows == 0 {
 			return // refused, like the stock exporter; it still had to parse
 		}
-		lname, _ := s.names.labelName(labelName)
+		lname, _ := names.LabelName(labelName)
 		mf, ok := fams[gaugeName]
 		if !ok {
 			t.Fatalf("family %q missing from\n%s", gaugeName, text)

@@ -1,13 +1,8 @@
 package cachedprom
 
 import (
-	"bytes"
-	"compress/gzip"
 	"context"
 	"fmt"
-	"io"
-	"math"
-	"net/http"
 	"sort"
 	"strings"
 	"testing"
@@ -15,10 +10,6 @@ import (
 
 	"github.com/jonboulle/clockwork"
 	"github.com/open-telemetry/opentelemetry-collector-contrib/connector/spanmetricsconnector"
-	"github.com/open-telemetry/opentelemetry-collector-contrib/exporter/prometheusexporter"
-	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/confmap"
@@ -33,23 +24,22 @@ import (
 
 	"github.com/otelcol-red/otelcol-red/connector/tracemetrics"
 	"github.com/otelcol-red/otelcol-red/exporter/cachedprom/internal/metadata"
-	"github.com/otelcol-red/otelcol-red/internal/freeport"
+	"github.com/otelcol-red/otelcol-red/exporter/cachedprom/internal/promtest"
+	"github.com/otelcol-red/otelcol-red/exporter/cachedprom/internal/render"
 )
-
-// freeEndpoint returns a loopback address nobody listens on right now.
-func freeEndpoint(tb testing.TB) string {
-	tb.Helper()
-	addr, err := freeport.Addr()
-	require.NoError(tb, err)
-	return addr
-}
 
 // startOurs starts a cachedprom exporter on a free port and returns it with
 // its scrape URL. mutate adjusts the default configuration.
 func startOurs(tb testing.TB, mutate func(*Config)) (*cachedExporter, string) {
 	tb.Helper()
+	return startOursWith(tb, exportertest.NewNopSettings(metadata.Type), mutate)
+}
+
+// startOursWith is startOurs with the exporter's settings.
+func startOursWith(tb testing.TB, set exporter.Settings, mutate func(*Config)) (*cachedExporter, string) {
+	tb.Helper()
 	cfg := createDefaultConfig().(*Config)
-	cfg.NetAddr.Endpoint = freeEndpoint(tb)
+	cfg.NetAddr.Endpoint = promtest.FreeEndpoint(tb)
 	cfg.RenderInterval = 10 * time.Millisecond
 	// The tests scrape back to back; pacing has tests of its own.
 	cfg.MinScrapeInterval = 0
@@ -57,136 +47,11 @@ func startOurs(tb testing.TB, mutate func(*Config)) (*cachedExporter, string) {
 		mutate(cfg)
 	}
 	require.NoError(tb, confmap.Validate(cfg))
-	e, err := newExporter(cfg, exportertest.NewNopSettings(metadata.Type), clockwork.NewRealClock())
+	e, err := newExporter(cfg, set, clockwork.NewRealClock())
 	require.NoError(tb, err)
 	require.NoError(tb, e.Start(context.Background(), componenttest.NewNopHost()))
 	tb.Cleanup(func() { require.NoError(tb, e.Shutdown(context.Background())) })
 	return e, "http://" + cfg.NetAddr.Endpoint + cfg.Path
-}
-
-// startStock starts the contrib prometheus exporter with the same settings.
-func startStock(tb testing.TB, mutate func(*prometheusexporter.Config)) (exporter.Metrics, string) {
-	tb.Helper()
-	f := prometheusexporter.NewFactory()
-	cfg := f.CreateDefaultConfig().(*prometheusexporter.Config)
-	cfg.ServerConfig.NetAddr.Endpoint = freeEndpoint(tb)
-	if mutate != nil {
-		mutate(cfg)
-	}
-	require.NoError(tb, confmap.Validate(cfg))
-	exp, err := f.CreateMetrics(context.Background(), exportertest.NewNopSettings(f.Type()), cfg)
-	require.NoError(tb, err)
-	require.NoError(tb, exp.Start(context.Background(), componenttest.NewNopHost()))
-	tb.Cleanup(func() { require.NoError(tb, exp.Shutdown(context.Background())) })
-	return exp, "http://" + cfg.ServerConfig.NetAddr.Endpoint + "/metrics"
-}
-
-// scrape GETs url with the given Accept header and optional gzip, and returns
-// the decoded body and the response.
-func scrape(tb testing.TB, url, accept string, gz bool) ([]byte, *http.Response) {
-	tb.Helper()
-	tr := &http.Transport{DisableCompression: true}
-	defer tr.CloseIdleConnections()
-	body, resp, err := fetch(&http.Client{Transport: tr, Timeout: 60 * time.Second}, url, accept, gz)
-	require.NoError(tb, err)
-	return body, resp
-}
-
-// fetch is scrape returning its error instead of failing the test, for
-// goroutines other than the test's: one GET, a 200 answer required, the
-// body inflated when it came gzip-encoded.
-func fetch(c *http.Client, url, accept string, gz bool) ([]byte, *http.Response, error) {
-	req, err := http.NewRequest(http.MethodGet, url, http.NoBody)
-	if err != nil {
-		return nil, nil, err
-	}
-	if accept != "" {
-		req.Header.Set("Accept", accept)
-	}
-	if gz {
-		req.Header.Set("Accept-Encoding", "gzip")
-	}
-	resp, err := c.Do(req)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, resp, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, resp, fmt.Errorf("status %d: %s", resp.StatusCode, body)
-	}
-	if resp.Header.Get("Content-Encoding") == "gzip" {
-		zr, err := gzip.NewReader(bytes.NewReader(body))
-		if err != nil {
-			return nil, resp, err
-		}
-		if body, err = io.ReadAll(zr); err != nil {
-			return nil, resp, err
-		}
-	}
-	return body, resp, nil
-}
-
-// parseText parses a text 0.0.4 exposition into a comparable form.
-func parseText(tb testing.TB, body []byte) map[string]string {
-	tb.Helper()
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := p.TextToMetricFamilies(bytes.NewReader(body))
-	require.NoError(tb, err, "exposition does not parse:\n%s", body)
-	return flattenFamilies(fams)
-}
-
-// flattenFamilies turns parsed families into "family|type|help" and
-// "family{sorted labels}|kind" keys with their values, so two expositions can
-// be compared regardless of order.
-func flattenFamilies(fams map[string]*dto.MetricFamily) map[string]string {
-	out := map[string]string{}
-	for name, mf := range fams {
-		out[name+"|type"] = mf.GetType().String()
-		out[name+"|help"] = mf.GetHelp()
-		for _, m := range mf.Metric {
-			var lbls []string
-			for _, l := range m.Label {
-				lbls = append(lbls, fmt.Sprintf("%s=%q", l.GetName(), l.GetValue()))
-			}
-			sort.Strings(lbls)
-			key := name + "{" + strings.Join(lbls, ",") + "}"
-			switch {
-			case m.Counter != nil:
-				out[key] = fmtVal(m.Counter.GetValue())
-			case m.Gauge != nil:
-				out[key] = fmtVal(m.Gauge.GetValue())
-			case m.Untyped != nil:
-				out[key] = fmtVal(m.Untyped.GetValue())
-			case m.Summary != nil:
-				out[key+"_sum"] = fmtVal(m.Summary.GetSampleSum())
-				out[key+"_count"] = fmt.Sprint(m.Summary.GetSampleCount())
-				for _, q := range m.Summary.Quantile {
-					out[key+"q"+fmtVal(q.GetQuantile())] = fmtVal(q.GetValue())
-				}
-			case m.Histogram != nil:
-				out[key+"_sum"] = fmtVal(m.Histogram.GetSampleSum())
-				out[key+"_count"] = fmt.Sprint(m.Histogram.GetSampleCount())
-				for _, b := range m.Histogram.Bucket {
-					out[key+"le"+fmtVal(b.GetUpperBound())] = fmt.Sprint(b.GetCumulativeCount())
-				}
-			}
-			if m.TimestampMs != nil {
-				out[key+"|ts"] = fmt.Sprint(m.GetTimestampMs())
-			}
-		}
-	}
-	return out
-}
-
-func fmtVal(f float64) string {
-	if math.IsNaN(f) {
-		return "NaN"
-	}
-	return fmt.Sprint(f)
 }
 
 // sortedLines returns the lines of an exposition sorted, for comparisons
@@ -322,19 +187,19 @@ func assertSameLines(t *testing.T, want, got []byte, what string) {
 // ends, as a scrape holds it: a render (the render loop's included) may
 // retire it meanwhile, and a retired snapshot nobody reads gives its pages
 // back.
-func hold(tb testing.TB, e *cachedExporter) *snapshot {
+func hold(tb testing.TB, e *cachedExporter) *render.Snapshot {
 	tb.Helper()
 	s := e.acquire()
 	require.NotNil(tb, s, "no snapshot published")
-	tb.Cleanup(func() { s.readers.Add(-1) })
+	tb.Cleanup(s.Release)
 	return s
 }
 
 // onFakeClock returns an exporter of cfg whose ingest, render loop and
-// pacer read a fake clock at testBase, shut down when the test ends.
+// pacer read a fake clock at promtest.TestBase, shut down when the test ends.
 func onFakeClock(tb testing.TB, cfg *Config) (*cachedExporter, *clockwork.FakeClock) {
 	tb.Helper()
-	clock := clockwork.NewFakeClockAt(testBase)
+	clock := clockwork.NewFakeClockAt(promtest.TestBase)
 	e, err := newExporter(cfg, exportertest.NewNopSettings(metadata.Type), clock)
 	require.NoError(tb, err)
 	tb.Cleanup(func() { require.NoError(tb, e.Shutdown(context.Background())) })
@@ -343,50 +208,13 @@ func onFakeClock(tb testing.TB, cfg *Config) (*cachedExporter, *clockwork.FakeCl
 
 // textOf returns a snapshot's text body, decompressing it when only the
 // gzip form was kept.
-func textOf(tb testing.TB, s *snapshot) string {
+func textOf(tb testing.TB, s *render.Snapshot) string {
 	tb.Helper()
-	if s.textKept {
-		return string(s.text)
+	text := s.Body(render.BodyText)
+	if text.Kept {
+		return string(text.Plain)
 	}
-	b := gunzip(tb, s.textGzip)
-	require.Len(tb, b, s.textLen)
+	b := promtest.Gunzip(tb, text.Gzip)
+	require.Len(tb, b, text.Len)
 	return string(b)
-}
-
-func gunzip(tb testing.TB, gz []byte) []byte {
-	tb.Helper()
-	zr, err := gzip.NewReader(bytes.NewReader(gz))
-	require.NoError(tb, err)
-	b, err := io.ReadAll(zr)
-	require.NoError(tb, err)
-	return b
-}
-
-// offHeapBytes is the memory the store holds outside the Go heap.
-func (s *seriesStore) offHeapBytes() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := 0
-	for _, c := range s.chunks {
-		n += len(c.mem)
-	}
-	for _, c := range s.buckets.chunks {
-		n += len(c.mem)
-	}
-	n += s.labels.pairs.mappedBytes() + s.labels.sets.mappedBytes()
-	return n
-}
-
-// len returns the number of series (rows).
-func (s *seriesStore) len() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.live
-}
-
-// clients returns the number of addresses the pacer remembers.
-func (p *pacer) clients() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return len(p.next)
 }

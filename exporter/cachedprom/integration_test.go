@@ -24,6 +24,8 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
+	"github.com/otelcol-red/otelcol-red/exporter/cachedprom/internal/promtest"
+	"github.com/otelcol-red/otelcol-red/exporter/cachedprom/internal/render"
 	"github.com/otelcol-red/otelcol-red/internal/testservice"
 )
 
@@ -194,14 +196,14 @@ scrape_configs:
 	// and millisecond units, which the linter flags whoever renders it: the
 	// stock exporter's exposition of the same input must draw exactly the
 	// same report, and no parse error.
-	stock, stockURL := startStock(t, nil)
+	stock, stockURL := promtest.StartStock(t, nil)
 	for _, b := range batches {
 		c := pmetric.NewMetrics()
 		b.CopyTo(c)
 		require.NoError(t, stock.ConsumeMetrics(context.Background(), c))
 	}
-	stockBody, _ := scrape(t, stockURL, "", false)
-	ourBody, _ := scrape(t, textURL, "", false)
+	stockBody, _ := promtest.Scrape(t, stockURL, "", false)
+	ourBody, _ := promtest.Scrape(t, textURL, "", false)
 	stockReport, stockErr := promtool(t, stockBody, "check", "metrics")
 	ourReport, ourErr := promtool(t, ourBody, "check", "metrics")
 	assert.Equal(t, stockReport, ourReport)
@@ -225,7 +227,7 @@ scrape_configs:
 		require.NoError(t, clean.ConsumeMetrics(context.Background(), b))
 	}
 	clean.renderNow()
-	cleanBody, _ := scrape(t, cleanURL, "", false)
+	cleanBody, _ := promtest.Scrape(t, cleanURL, "", false)
 	report, err := promtool(t, cleanBody, "check", "metrics")
 	assert.NoError(t, err, "promtool check metrics:\n%s", report)
 	assert.Empty(t, strings.TrimSpace(report))
@@ -268,9 +270,9 @@ func TestPrometheusScrapesNativeHistograms(t *testing.T) {
 		h := m.SetEmptyExponentialHistogram()
 		h.SetAggregationTemporality(pmetric.AggregationTemporalityDelta)
 		for s := range 3 {
-			p := expPoint{scale: int32(4 - batch - s), posOffset: int32(batch*5 - 3), pos: []uint64{1, 0, 4, 2}, negOffset: 1, neg: []uint64{uint64(s)}, zeroCount: 2, sum: float64(10 * (batch + 1))}
+			p := promtest.ExpPoint{Scale: int32(4 - batch - s), PosOffset: int32(batch*5 - 3), Pos: []uint64{1, 0, 4, 2}, NegOffset: 1, Neg: []uint64{uint64(s)}, ZeroCount: 2, Sum: float64(10 * (batch + 1))}
 			dp := h.DataPoints().AppendEmpty()
-			p.build().CopyTo(dp)
+			p.Build().CopyTo(dp)
 			dp.Attributes().PutStr("shard", strconv.Itoa(s))
 			dp.SetStartTimestamp(pcommon.NewTimestampFromTime(base.Add(time.Duration(batch) * time.Second)))
 			dp.SetTimestamp(pcommon.NewTimestampFromTime(base.Add(time.Duration(batch+1) * time.Second)))
@@ -298,7 +300,7 @@ scrape_configs:
 		got = promQuery(t, addr, `histogram_count(payload_size{job="cachedprom_native"})`)
 		return len(got.Data.Result) == len(wantCount)
 	}, 60*time.Second, 500*time.Millisecond, "no native histograms stored")
-	require.NotNil(t, e.snapshot.Load().protoGzip, "the protobuf body was rendered")
+	require.NotNil(t, e.snapshot.Load().Body(render.BodyProto).Gzip, "the protobuf body was rendered")
 	for _, r := range got.Data.Result {
 		shard := r.Metric["shard"]
 		assert.Equal(t, strconv.FormatUint(wantCount[shard], 10), r.Value[1], "count of shard %s", shard)

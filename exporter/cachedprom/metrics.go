@@ -11,6 +11,8 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/otelcol-red/otelcol-red/exporter/cachedprom/internal/metadata"
+	"github.com/otelcol-red/otelcol-red/exporter/cachedprom/internal/render"
+	"github.com/otelcol-red/otelcol-red/exporter/cachedprom/internal/store"
 )
 
 // telemetry is the exporter's own metrics. The hot paths (scrape, ingest)
@@ -94,11 +96,11 @@ func newTelemetry(set component.TelemetrySettings) (*telemetry, error) {
 	return t, err
 }
 
-func (t *telemetry) recordRender(d time.Duration, snap *snapshot, labelSets int) {
-	t.series.Store(int64(snap.series))
-	t.hidden.Store(int64(snap.hidden))
+func (t *telemetry) recordRender(d time.Duration, snap *render.Snapshot, labelSets int) {
+	t.series.Store(int64(snap.Series()))
+	t.hidden.Store(int64(snap.Hidden()))
 	t.labelSets.Store(int64(labelSets))
-	t.snapshotBytes.Store(int64(snap.size()))
+	t.snapshotBytes.Store(int64(snap.Size()))
 	t.renderDuration.Record(context.Background(), d.Seconds())
 }
 
@@ -115,17 +117,16 @@ var spareOutcome = [2]metric.ObserveOption{
 }
 
 // recordEvents adds what ingest counted, by reason.
-func (t *telemetry) recordEvents(ev [numEvents]int64) {
+func (t *telemetry) recordEvents(ev store.Events) {
 	for k, n := range ev {
 		if n == 0 {
 			continue
 		}
-		counter := t.dropped
-		switch pointEvent(k) {
-		case eventOverflow, eventMerged, eventRepairedUTF8, eventJoinedLabels, eventShadowedConst:
-			counter = t.adjusted
+		counter := t.adjusted
+		if store.Event(k).Dropped() {
+			counter = t.dropped
 		}
-		counter.Add(context.Background(), n, metric.WithAttributes(attribute.String("reason", eventNames[k])))
+		counter.Add(context.Background(), n, metric.WithAttributes(attribute.String("reason", store.Event(k).String())))
 	}
 }
 

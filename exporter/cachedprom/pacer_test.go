@@ -15,10 +15,12 @@ import (
 	"github.com/klauspost/compress/gzip"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/otelcol-red/otelcol-red/exporter/cachedprom/internal/promtest"
 )
 
 func TestPacerGivesEachClientItsTurns(t *testing.T) {
-	clock := clockwork.NewFakeClockAt(testBase)
+	clock := clockwork.NewFakeClockAt(promtest.TestBase)
 	p := newPacer(time.Second, clock)
 	a, b := netip.MustParseAddr("192.0.2.1"), netip.MustParseAddr("192.0.2.2")
 	turn := func(addr netip.Addr) time.Duration {
@@ -36,14 +38,14 @@ func TestPacerGivesEachClientItsTurns(t *testing.T) {
 	assert.Equal(t, 500*time.Millisecond, turn(a), "the rest of the interval after the last turn")
 	clock.Advance(10 * time.Second)
 	assert.Zero(t, turn(a), "a client back after a pause is served at once")
-	assert.Equal(t, 1, p.clients(), "addresses whose turn has passed are forgotten")
+	assert.Equal(t, 1, pacerClients(p), "addresses whose turn has passed are forgotten")
 }
 
 // TestPacerRefusesBeyondItsQueue: an address may hold pacerMaxAhead turns
 // ahead of now; one more scrape is refused without taking a turn, so the
 // address's queue, and the wait of every client sharing it, stay bounded.
 func TestPacerRefusesBeyondItsQueue(t *testing.T) {
-	clock := clockwork.NewFakeClockAt(testBase)
+	clock := clockwork.NewFakeClockAt(promtest.TestBase)
 	p := newPacer(time.Second, clock)
 	a := netip.MustParseAddr("192.0.2.1")
 	for i := range pacerMaxAhead {
@@ -72,7 +74,7 @@ func TestScrapeWaitsForItsTurn(t *testing.T) {
 	cfg := createDefaultConfig().(*Config)
 	cfg.MinScrapeInterval = time.Second
 	e, clock := onFakeClock(t, cfg)
-	require.NoError(t, e.ConsumeMetrics(context.Background(), gaugeBatch("temp", clock.Now(), "a")))
+	require.NoError(t, e.ConsumeMetrics(context.Background(), promtest.GaugeBatch("temp", clock.Now(), "a")))
 	e.renderNow()
 	h := newHandler(e)
 
@@ -153,7 +155,7 @@ func TestClientInALoopIsPaced(t *testing.T) {
 	for _, keepAlive := range []bool{true, false} {
 		t.Run(map[bool]string{true: "one connection", false: "connection per scrape"}[keepAlive], func(t *testing.T) {
 			e, url := startOurs(t, func(c *Config) { c.MinScrapeInterval = interval })
-			require.NoError(t, e.ConsumeMetrics(context.Background(), gaugeBatch("temp", time.Now(), "a")))
+			require.NoError(t, e.ConsumeMetrics(context.Background(), promtest.GaugeBatch("temp", time.Now(), "a")))
 			client := &http.Client{Transport: &http.Transport{DisableKeepAlives: !keepAlive}}
 			t.Cleanup(client.CloseIdleConnections)
 
@@ -180,4 +182,11 @@ func TestClientInALoopIsPaced(t *testing.T) {
 			assert.GreaterOrEqual(t, 2*paced, int64(served-1), "most scrapes after the first waited")
 		})
 	}
+}
+
+// pacerClients returns the number of addresses the pacer remembers.
+func pacerClients(p *pacer) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.next)
 }

@@ -7,6 +7,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/pmetric"
+
+	"github.com/otelcol-red/otelcol-red/exporter/cachedprom/internal/promtest"
 )
 
 // createdTimes renders the protobuf body of batches and returns, per
@@ -15,7 +17,7 @@ func createdTimes(t *testing.T, batches ...pmetric.Metrics) map[string]time.Time
 	t.Helper()
 	_, pb, _, _ := renderBoth(createDefaultConfig().(*Config), batches...)
 	out := map[string]time.Time{}
-	for _, mf := range decodeProto(t, pb) {
+	for _, mf := range promtest.DecodeProto(t, pb) {
 		if mf.GetName() == "target_info" {
 			continue
 		}

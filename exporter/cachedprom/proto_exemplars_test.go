@@ -11,7 +11,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/pcommon"
-	"go.uber.org/zap"
+
+	"github.com/otelcol-red/otelcol-red/exporter/cachedprom/internal/promtest"
 )
 
 // scrapeNativeExemplars scrapes url as Prometheus 3 with native histograms
@@ -20,11 +21,11 @@ import (
 func scrapeNativeExemplars(t *testing.T, e *cachedExporter, url string) *dto.Histogram {
 	t.Helper()
 	e.renderNow()
-	scrape(t, url, acceptProm3Native, true)
+	promtest.Scrape(t, url, acceptProm3Native, true)
 	e.renderNow()
-	body, resp := scrape(t, url, acceptProm3Native, true)
+	body, resp := promtest.Scrape(t, url, acceptProm3Native, true)
 	require.Equal(t, wantContentTypeProto, resp.Header.Get("Content-Type"))
-	fams := decodeProto(t, body)
+	fams := promtest.DecodeProto(t, body)
 	require.Len(t, fams, 1)
 	require.Len(t, fams[0].Metric, 1)
 	h := fams[0].Metric[0].Histogram
@@ -68,74 +69,55 @@ func TestNativeHistogramExemplarsServed(t *testing.T) {
 	sid := func(b byte) pcommon.SpanID { return pcommon.SpanID{b, 9, 8, 7, 6, 5, 4, b} }
 	hexT := func(b byte) string { id := tid(b); return hex.EncodeToString(id[:]) }
 	hexS := func(b byte) string { id := sid(b); return hex.EncodeToString(id[:]) }
-	exTS := nhStart.Add(30 * time.Second)
-	withEx := expPoint{scale: 2, pos: []uint64{3, 4}, sum: 9, exemplars: []expExemplar{
-		{value: 1.5, ts: exTS, traceID: tid(1), spanID: sid(1)},
-		{value: 2.25, traceID: tid(2), spanID: sid(2)}, // no timestamp: the point's
+	exTS := promtest.NHStart.Add(30 * time.Second)
+	withEx := promtest.ExpPoint{Scale: 2, Pos: []uint64{3, 4}, Sum: 9, Exemplars: []promtest.ExpExemplar{
+		{Value: 1.5, TS: exTS, TraceID: tid(1), SpanID: sid(1)},
+		{Value: 2.25, TraceID: tid(2), SpanID: sid(2)}, // no timestamp: the point's
 	}}
 
 	t.Run("cumulative", func(t *testing.T) {
 		e, url := startOurs(t, nil)
-		md := expBatch(false, 0, withEx.build())
+		md := promtest.ExpBatch(false, 0, withEx.Build())
 		require.NoError(t, e.ConsumeMetrics(context.Background(), md))
 		pointTS := md.ResourceMetrics().At(0).ScopeMetrics().At(0).Metrics().At(0).ExponentialHistogram().DataPoints().At(0).Timestamp().AsTime()
 		h := scrapeNativeExemplars(t, e, url)
 		assertExemplars(t, []wantExemplar{{1.5, exTS, hexT(1), hexS(1)}, {2.25, pointTS, hexT(2), hexS(2)}}, h.Exemplars)
 
 		// A later cumulative point without exemplars leaves none.
-		require.NoError(t, e.ConsumeMetrics(context.Background(), expBatch(false, 1, expPoint{scale: 2, pos: []uint64{5, 4}, sum: 11}.build())))
+		require.NoError(t, e.ConsumeMetrics(context.Background(), promtest.ExpBatch(false, 1, promtest.ExpPoint{Scale: 2, Pos: []uint64{5, 4}, Sum: 11}.Build())))
 		assert.Empty(t, scrapeNativeExemplars(t, e, url).Exemplars)
 	})
 
 	t.Run("delta", func(t *testing.T) {
 		e, url := startOurs(t, nil)
-		require.NoError(t, e.ConsumeMetrics(context.Background(), expBatch(true, 0, withEx.build())))
-		p0TS := nhStart.Add(time.Minute)
+		require.NoError(t, e.ConsumeMetrics(context.Background(), promtest.ExpBatch(true, 0, withEx.Build())))
+		p0TS := promtest.NHStart.Add(time.Minute)
 		h := scrapeNativeExemplars(t, e, url)
 		assertExemplars(t, []wantExemplar{{1.5, exTS, hexT(1), hexS(1)}, {2.25, p0TS, hexT(2), hexS(2)}}, h.Exemplars)
 
 		// A delta without exemplars keeps them; one with exemplars replaces them.
-		require.NoError(t, e.ConsumeMetrics(context.Background(), expBatch(true, 1, expPoint{scale: 2, pos: []uint64{1}, sum: 1}.build())))
+		require.NoError(t, e.ConsumeMetrics(context.Background(), promtest.ExpBatch(true, 1, promtest.ExpPoint{Scale: 2, Pos: []uint64{1}, Sum: 1}.Build())))
 		h = scrapeNativeExemplars(t, e, url)
 		assert.Equal(t, uint64(8), h.GetSampleCount())
 		assertExemplars(t, []wantExemplar{{1.5, exTS, hexT(1), hexS(1)}, {2.25, p0TS, hexT(2), hexS(2)}}, h.Exemplars)
 
-		later := nhStart.Add(150 * time.Second)
-		p := expPoint{scale: 1, pos: []uint64{2}, sum: 3, exemplars: []expExemplar{{value: 7, ts: later, traceID: tid(3), spanID: sid(3)}}}
-		require.NoError(t, e.ConsumeMetrics(context.Background(), expBatch(true, 2, p.build())))
+		later := promtest.NHStart.Add(150 * time.Second)
+		p := promtest.ExpPoint{Scale: 1, Pos: []uint64{2}, Sum: 3, Exemplars: []promtest.ExpExemplar{{Value: 7, TS: later, TraceID: tid(3), SpanID: sid(3)}}}
+		require.NoError(t, e.ConsumeMetrics(context.Background(), promtest.ExpBatch(true, 2, p.Build())))
 		h = scrapeNativeExemplars(t, e, url)
 		assert.Equal(t, uint64(10), h.GetSampleCount())
 		assertExemplars(t, []wantExemplar{{7, later, hexT(3), hexS(3)}}, h.Exemplars)
 	})
 
 	t.Run("text unchanged", func(t *testing.T) {
-		render := func(p expPoint) []byte {
-			text, _, _, _ := renderBoth(createDefaultConfig().(*Config), expBatch(false, 0, p.build()))
+		render := func(p promtest.ExpPoint) []byte {
+			text, _, _, _ := renderBoth(createDefaultConfig().(*Config), promtest.ExpBatch(false, 0, p.Build()))
 			return text
 		}
 		without := withEx
-		without.exemplars = nil
+		without.Exemplars = nil
 		assert.Equal(t, string(render(without)), string(render(withEx)))
 	})
-}
-
-// TestExemplarsStoredWithoutAllocating: replacing a series' exemplars
-// with a point's allocates nothing once the series has held as many: the
-// ids are kept as bytes and written as labels only when rendered.
-func TestExemplarsStoredWithoutAllocating(t *testing.T) {
-	s := newSeriesStore(createDefaultConfig().(*Config), zap.NewNop())
-	dp := expPoint{scale: 2, pos: []uint64{1}, sum: 1}.build()
-	for i := range 5 {
-		e := dp.Exemplars().AppendEmpty()
-		e.SetDoubleValue(float64(i))
-		e.SetTraceID(pcommon.TraceID{byte(i), 1})
-		e.SetSpanID(pcommon.SpanID{byte(i), 2})
-	}
-	s.setExemplars(7, dp.Exemplars(), dp.Timestamp())
-	allocs := testing.AllocsPerRun(100, func() { s.setExemplars(7, dp.Exemplars(), dp.Timestamp()) })
-	assert.Zero(t, allocs)
-	require.Len(t, s.exs[7], 5)
-	assert.Equal(t, `span_id="0402000000000000",trace_id="04010000000000000000000000000000"`, string(s.exs[7][4].appendLabels(nil)))
 }
 
 // TestNativeExemplarsBesideStockExporter pins where the native histograms'
@@ -148,8 +130,8 @@ func TestExemplarsStoredWithoutAllocating(t *testing.T) {
 func TestNativeExemplarsBesideStockExporter(t *testing.T) {
 	stockNative := func(t *testing.T, url string) *dto.Histogram {
 		t.Helper()
-		body, _ := scrape(t, url, acceptProm3Native, true)
-		for _, mf := range decodeProto(t, body) {
+		body, _ := promtest.Scrape(t, url, acceptProm3Native, true)
+		for _, mf := range promtest.DecodeProto(t, body) {
 			if mf.GetName() == "latency" {
 				require.Len(t, mf.Metric, 1)
 				return mf.Metric[0].Histogram
@@ -158,11 +140,11 @@ func TestNativeExemplarsBesideStockExporter(t *testing.T) {
 		t.Fatal("the stock exporter serves no latency histogram")
 		return nil
 	}
-	exTS := nhStart.Add(30 * time.Second)
+	exTS := promtest.NHStart.Add(30 * time.Second)
 	tid := pcommon.TraceID{1, 2, 3}
-	first := expPoint{scale: 2, pos: []uint64{3, 4}, sum: 9, exemplars: []expExemplar{
-		{value: 1.5, ts: exTS, traceID: tid},
-		{value: 2.25, traceID: tid}, // no timestamp
+	first := promtest.ExpPoint{Scale: 2, Pos: []uint64{3, 4}, Sum: 9, Exemplars: []promtest.ExpExemplar{
+		{Value: 1.5, TS: exTS, TraceID: tid},
+		{Value: 2.25, TraceID: tid}, // no timestamp
 	}}
 	tidHex := hex.EncodeToString(tid[:])
 	timed := fmt.Sprintf("1.5@%s{trace_id=%s}", exTS.Format(time.RFC3339Nano), tidHex)
@@ -172,24 +154,24 @@ func TestNativeExemplarsBesideStockExporter(t *testing.T) {
 
 	t.Run("cumulative", func(t *testing.T) {
 		ours, ourURL := startOurs(t, nil)
-		stock, stockURL := startStock(t, nil)
-		md := expBatch(false, 0, first.build())
+		stock, stockURL := promtest.StartStock(t, nil)
+		md := promtest.ExpBatch(false, 0, first.Build())
 		pointTS := md.ResourceMetrics().At(0).ScopeMetrics().At(0).Metrics().At(0).ExponentialHistogram().DataPoints().At(0).Timestamp().AsTime()
 		feedBoth(t, ours, stock, md)
-		assert.Equal(t, []string{timed, untimed(time.Unix(0, 0))}, exemplarStrings(stockNative(t, stockURL).Exemplars))
-		assert.Equal(t, []string{timed, untimed(pointTS)}, exemplarStrings(scrapeNativeExemplars(t, ours, ourURL).Exemplars))
+		assert.Equal(t, []string{timed, untimed(time.Unix(0, 0))}, promtest.ExemplarStrings(stockNative(t, stockURL).Exemplars))
+		assert.Equal(t, []string{timed, untimed(pointTS)}, promtest.ExemplarStrings(scrapeNativeExemplars(t, ours, ourURL).Exemplars))
 	})
 
 	t.Run("delta", func(t *testing.T) {
 		ours, ourURL := startOurs(t, nil)
-		stock, stockURL := startStock(t, nil)
-		later := nhStart.Add(90 * time.Second)
-		second := expPoint{scale: 2, pos: []uint64{1}, sum: 1, exemplars: []expExemplar{{value: 7, ts: later, traceID: tid}}}
-		feedBoth(t, ours, stock, expBatch(true, 0, first.build()), expBatch(true, 1, second.build()))
+		stock, stockURL := promtest.StartStock(t, nil)
+		later := promtest.NHStart.Add(90 * time.Second)
+		second := promtest.ExpPoint{Scale: 2, Pos: []uint64{1}, Sum: 1, Exemplars: []promtest.ExpExemplar{{Value: 7, TS: later, TraceID: tid}}}
+		feedBoth(t, ours, stock, promtest.ExpBatch(true, 0, first.Build()), promtest.ExpBatch(true, 1, second.Build()))
 		sh, oh := stockNative(t, stockURL), scrapeNativeExemplars(t, ours, ourURL)
 		assert.Equal(t, uint64(8), sh.GetSampleCount())
 		assert.Equal(t, uint64(8), oh.GetSampleCount())
 		assert.Empty(t, sh.Exemplars, "the stock exporter's sum of deltas keeps no exemplars")
-		assert.Equal(t, []string{fmt.Sprintf("7@%s{trace_id=%s}", later.Format(time.RFC3339Nano), tidHex)}, exemplarStrings(oh.Exemplars))
+		assert.Equal(t, []string{fmt.Sprintf("7@%s{trace_id=%s}", later.Format(time.RFC3339Nano), tidHex)}, promtest.ExemplarStrings(oh.Exemplars))
 	})
 }

@@ -9,6 +9,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/otelcol-red/otelcol-red/exporter/cachedprom/internal/promtest"
+	"github.com/otelcol-red/otelcol-red/exporter/cachedprom/internal/render"
 )
 
 // Accept headers of the scrapers that ask for the protobuf exposition.
@@ -27,7 +30,7 @@ func TestProtoServedWhenAskedFor(t *testing.T) {
 	for _, om := range []bool{false, true} {
 		t.Run("open_metrics="+strconv.FormatBool(om), func(t *testing.T) {
 			e, url := startOurs(t, func(c *Config) { c.EnableOpenMetrics = om })
-			require.NoError(t, e.ConsumeMetrics(context.Background(), mixedMetrics(0, testBase)))
+			require.NoError(t, e.ConsumeMetrics(context.Background(), promtest.MixedMetrics(0, promtest.TestBase)))
 			// Uncompressed bodies are kept: inflating one for each client
 			// is one client at a time (TestProtoIdentityKept covers it).
 			now := time.Now().UnixNano()
@@ -35,32 +38,32 @@ func TestProtoServedWhenAskedFor(t *testing.T) {
 			e.omIdentitySeen.Store(now)
 			e.protoIdentitySeen.Store(now)
 			e.renderNow()
-			text, textResp := scrape(t, url, "", true)
+			text, textResp := promtest.Scrape(t, url, "", true)
 			textETag := textResp.Header.Get("ETag")
-			require.Nil(t, e.snapshot.Load().protoGzip, "no protobuf body before a client asks")
+			require.Nil(t, e.snapshot.Load().Body(render.BodyProto).Gzip, "no protobuf body before a client asks")
 
 			// The first protobuf client gets text (it says so) and asks
 			// for a render with the protobuf body.
-			first, resp := scrape(t, url, acceptProm3Native, true)
+			first, resp := promtest.Scrape(t, url, acceptProm3Native, true)
 			assert.Contains(t, resp.Header.Get("Content-Type"), "text/plain")
 			assert.Equal(t, text, first)
 			e.renderNow()
 			snap := hold(t, e)
-			require.NotNil(t, snap.protoGzip)
+			require.NotNil(t, snap.Body(render.BodyProto).Gzip)
 
 			// Text is unchanged by the protobuf body beside it.
-			again, againResp := scrape(t, url, "", true)
+			again, againResp := promtest.Scrape(t, url, "", true)
 			assert.Equal(t, text, again)
 			assert.Equal(t, textETag, againResp.Header.Get("ETag"))
 
-			want := flattenProto(t, decodeProto(t, snap.protoBody(t)))
-			assertSameMaps(t, parseText(t, text), want, "protobuf body vs text")
+			want := flattenProto(t, promtest.DecodeProto(t, protoBody(t, snap)))
+			assertSameMaps(t, promtest.ParseText(t, text), want, "protobuf body vs text")
 
 			etags := map[string]string{textETag: "text gzip"}
 			for _, accept := range []string{acceptProm242Native, acceptProm3Native} {
 				for _, gz := range []bool{true, false} {
 					name := accept[len(accept)-10:] + " gzip=" + strconv.FormatBool(gz)
-					body, resp := scrape(t, url, accept, gz)
+					body, resp := promtest.Scrape(t, url, accept, gz)
 					assert.Equal(t, wantContentTypeProto, resp.Header.Get("Content-Type"), name)
 					assert.Equal(t, "Accept, Accept-Encoding", resp.Header.Get("Vary"), name)
 					if gz {
@@ -68,7 +71,7 @@ func TestProtoServedWhenAskedFor(t *testing.T) {
 					} else {
 						assert.Empty(t, resp.Header.Get("Content-Encoding"), name)
 					}
-					assertSameMaps(t, want, flattenProto(t, decodeProto(t, body)), name)
+					assertSameMaps(t, want, flattenProto(t, promtest.DecodeProto(t, body)), name)
 					etag := resp.Header.Get("ETag")
 					if other, ok := etags[etag]; ok && accept == acceptProm242Native {
 						t.Errorf("%s: ETag %s also served for %s", name, etag, other)
@@ -87,9 +90,9 @@ func TestProtoServedWhenAskedFor(t *testing.T) {
 					assert.Equal(t, http.StatusOK, hr.StatusCode, name)
 					assert.Equal(t, wantContentTypeProto, hr.Header.Get("Content-Type"), name)
 					assert.Equal(t, etag, hr.Header.Get("ETag"), name)
-					wantLen := len(snap.protoGzip)
+					wantLen := len(snap.Body(render.BodyProto).Gzip)
 					if !gz {
-						wantLen = snap.protoLen
+						wantLen = snap.Body(render.BodyProto).Len
 					}
 					assert.Equal(t, strconv.Itoa(wantLen), hr.Header.Get("Content-Length"), name)
 				}
@@ -99,7 +102,7 @@ func TestProtoServedWhenAskedFor(t *testing.T) {
 			// Clients that do not ask for protobuf never get it.
 			for _, accept := range []string{"", "*/*", acceptProm3, "text/plain;version=0.0.4", "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=text"} {
 				for _, gz := range []bool{true, false} {
-					_, resp := scrape(t, url, accept, gz)
+					_, resp := promtest.Scrape(t, url, accept, gz)
 					ct := resp.Header.Get("Content-Type")
 					assert.NotContains(t, ct, "protobuf", accept)
 					if om && accept == acceptProm3 {
@@ -111,9 +114,9 @@ func TestProtoServedWhenAskedFor(t *testing.T) {
 			}
 
 			// New data: a new protobuf ETag.
-			require.NoError(t, e.ConsumeMetrics(context.Background(), mixedMetrics(1, testBase)))
+			require.NoError(t, e.ConsumeMetrics(context.Background(), promtest.MixedMetrics(1, promtest.TestBase)))
 			e.renderNow()
-			_, resp = scrape(t, url, acceptProm3Native, true)
+			_, resp = promtest.Scrape(t, url, acceptProm3Native, true)
 			assert.NotContains(t, etags, resp.Header.Get("ETag"))
 		})
 	}
@@ -123,21 +126,21 @@ func TestProtoServedWhenAskedFor(t *testing.T) {
 // protoTTL, renders leave the protobuf body out again.
 func TestProtoRenderedOnlyWhileAskedFor(t *testing.T) {
 	e, url := startOurs(t, nil)
-	require.NoError(t, e.ConsumeMetrics(context.Background(), mixedMetrics(0, testBase)))
+	require.NoError(t, e.ConsumeMetrics(context.Background(), promtest.MixedMetrics(0, promtest.TestBase)))
 	e.renderNow()
-	scrape(t, url, acceptProm242Native, true)
+	promtest.Scrape(t, url, acceptProm242Native, true)
 	e.renderNow()
-	require.NotNil(t, e.snapshot.Load().protoGzip)
+	require.NotNil(t, e.snapshot.Load().Body(render.BodyProto).Gzip)
 
 	e.protoSeen.Store(time.Now().Add(-protoTTL - time.Second).UnixNano())
 	e.renderNow()
 	snap := hold(t, e)
-	assert.Nil(t, snap.protoGzip)
-	assert.Nil(t, snap.proto)
-	_, resp := scrape(t, url, acceptProm242Native, true)
+	assert.Nil(t, snap.Body(render.BodyProto).Gzip)
+	assert.Nil(t, snap.Body(render.BodyProto).Plain)
+	_, resp := promtest.Scrape(t, url, acceptProm242Native, true)
 	assert.Contains(t, resp.Header.Get("Content-Type"), "text/plain", "text until the next render")
 	e.renderNow()
-	_, resp = scrape(t, url, acceptProm242Native, true)
+	_, resp = promtest.Scrape(t, url, acceptProm242Native, true)
 	assert.Equal(t, wantContentTypeProto, resp.Header.Get("Content-Type"))
 }
 
@@ -145,22 +148,22 @@ func TestProtoRenderedOnlyWhileAskedFor(t *testing.T) {
 // render keep the protobuf body, as for text.
 func TestProtoIdentityKept(t *testing.T) {
 	e, url := startOurs(t, nil)
-	require.NoError(t, e.ConsumeMetrics(context.Background(), mixedMetrics(0, testBase)))
+	require.NoError(t, e.ConsumeMetrics(context.Background(), promtest.MixedMetrics(0, promtest.TestBase)))
 	e.renderNow()
-	scrape(t, url, acceptProm3Native, true)
+	promtest.Scrape(t, url, acceptProm3Native, true)
 	e.renderNow()
-	require.False(t, e.snapshot.Load().protoKept)
+	require.False(t, e.snapshot.Load().Body(render.BodyProto).Kept)
 	// Not kept yet: inflated from the gzip form for this client.
-	body, resp := scrape(t, url, acceptProm3Native, false)
+	body, resp := promtest.Scrape(t, url, acceptProm3Native, false)
 	assert.Equal(t, wantContentTypeProto, resp.Header.Get("Content-Type"))
-	assert.Equal(t, gunzip(t, hold(t, e).protoGzip), body)
+	assert.Equal(t, promtest.Gunzip(t, hold(t, e).Body(render.BodyProto).Gzip), body)
 	e.renderNow()
 	snap := hold(t, e)
-	require.True(t, snap.protoKept)
-	assert.Equal(t, gunzip(t, snap.protoGzip), snap.proto)
-	body, resp = scrape(t, url, acceptProm3Native, false)
+	require.True(t, snap.Body(render.BodyProto).Kept)
+	assert.Equal(t, promtest.Gunzip(t, snap.Body(render.BodyProto).Gzip), snap.Body(render.BodyProto).Plain)
+	body, resp = promtest.Scrape(t, url, acceptProm3Native, false)
 	assert.Equal(t, wantContentTypeProto, resp.Header.Get("Content-Type"))
-	assert.Equal(t, snap.proto, body)
+	assert.Equal(t, snap.Body(render.BodyProto).Plain, body)
 }
 
 func acceptEncoding(gz bool) string {
@@ -176,10 +179,11 @@ func head(t *testing.T, url, accept string, gz bool) *http.Response {
 }
 
 // protoBody returns the snapshot's uncompressed protobuf body.
-func (s *snapshot) protoBody(tb testing.TB) []byte {
+func protoBody(tb testing.TB, s *render.Snapshot) []byte {
 	tb.Helper()
-	if s.protoKept {
-		return s.proto
+	pb := s.Body(render.BodyProto)
+	if pb.Kept {
+		return pb.Plain
 	}
-	return gunzip(tb, s.protoGzip)
+	return promtest.Gunzip(tb, pb.Gzip)
 }

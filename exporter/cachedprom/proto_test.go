@@ -1,39 +1,21 @@
 package cachedprom
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
-	"io"
 	"math"
 	"testing"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.uber.org/zap"
-	"google.golang.org/protobuf/proto"
-)
 
-// decodeProto decodes a delimited protobuf exposition with expfmt, in order.
-func decodeProto(tb testing.TB, body []byte) []*dto.MetricFamily {
-	tb.Helper()
-	dec := expfmt.NewDecoder(bytes.NewReader(body), expfmt.NewFormat(expfmt.TypeProtoDelim))
-	var fams []*dto.MetricFamily
-	for {
-		mf := &dto.MetricFamily{}
-		err := dec.Decode(mf)
-		if errors.Is(err, io.EOF) {
-			return fams
-		}
-		require.NoError(tb, err)
-		fams = append(fams, mf)
-	}
-}
+	"github.com/otelcol-red/otelcol-red/exporter/cachedprom/internal/promtest"
+	"github.com/otelcol-red/otelcol-red/exporter/cachedprom/internal/render"
+	"github.com/otelcol-red/otelcol-red/exporter/cachedprom/internal/store"
+)
 
 // flattenProto flattens decoded families as parseText does the text body.
 // Prometheus reads a histogram's +Inf bucket from its count when the
@@ -46,7 +28,7 @@ func flattenProto(tb testing.TB, fams []*dto.MetricFamily) map[string]string {
 		require.NotContains(tb, byName, mf.GetName(), "one message per family")
 		byName[mf.GetName()] = mf
 	}
-	out := flattenFamilies(byName)
+	out := promtest.FlattenFamilies(byName)
 	for _, mf := range fams {
 		for _, m := range mf.Metric {
 			h := m.Histogram
@@ -56,10 +38,10 @@ func flattenProto(tb testing.TB, fams []*dto.MetricFamily) map[string]string {
 			if n := len(h.Bucket); n > 0 && math.IsInf(h.Bucket[n-1].GetUpperBound(), +1) {
 				continue
 			}
-			flat := flattenFamilies(map[string]*dto.MetricFamily{mf.GetName(): {Name: mf.Name, Type: mf.Type, Metric: []*dto.Metric{m}}})
+			flat := promtest.FlattenFamilies(map[string]*dto.MetricFamily{mf.GetName(): {Name: mf.Name, Type: mf.Type, Metric: []*dto.Metric{m}}})
 			for k := range flat {
 				if key, ok := cutSuffix(k, "_count"); ok {
-					out[key+"le"+fmtVal(math.Inf(1))] = fmt.Sprint(h.GetSampleCount())
+					out[key+"le"+promtest.FmtVal(math.Inf(1))] = fmt.Sprint(h.GetSampleCount())
 				}
 			}
 		}
@@ -74,15 +56,16 @@ func cutSuffix(s, suffix string) (string, bool) {
 	return s, false
 }
 
-// renderBoth renders the store's text and protobuf bodies.
-func renderBoth(cfg *Config, batches ...pmetric.Metrics) (text, pb []byte, s *seriesStore, rd *renderer) {
-	s = newSeriesStore(cfg, zap.NewNop())
+// renderBoth renders the text and protobuf bodies of a store of cfg that
+// holds batches.
+func renderBoth(cfg *Config, batches ...pmetric.Metrics) (text, pb []byte, s *store.Store, rd *render.Renderer) {
+	s = newStore(cfg, readGates(), zap.NewNop())
 	for _, b := range batches {
-		s.consume(b, time.Now())
+		s.Consume(b, time.Now())
 	}
-	rd = &renderer{withTimestamps: cfg.SendTimestamps}
-	text = rd.renderText(nil, s)
-	pb = rd.renderProto(nil, s)
+	rd = render.New(render.Options{WithTimestamps: cfg.SendTimestamps})
+	text = rd.Text(nil, s)
+	pb = rd.Proto(nil, s)
 	return text, pb, s, rd
 }
 
@@ -98,11 +81,11 @@ func TestProtoBodyMatchesText(t *testing.T) {
 			if v.ours != nil {
 				v.ours(cfg)
 			}
-			text, pb, _, rd := renderBoth(cfg, withRecentCases(0, base), withRecentCases(1, base))
-			fams := decodeProto(t, pb)
+			text, pb, _, rd := renderBoth(cfg, promtest.WithRecentCases(0, base), promtest.WithRecentCases(1, base))
+			fams := promtest.DecodeProto(t, pb)
 			require.NotEmpty(t, fams)
-			assertSameMaps(t, parseText(t, text), flattenProto(t, fams), "protobuf vs text")
-			assert.Zero(t, rd.proto.refused)
+			assertSameMaps(t, promtest.ParseText(t, text), flattenProto(t, fams), "protobuf vs text")
+			assert.Zero(t, rd.NativeRefused())
 
 			// Native histograms where the text shows only count and sum.
 			natives := 0
@@ -117,84 +100,5 @@ func TestProtoBodyMatchesText(t *testing.T) {
 			}
 			assert.Equal(t, 3, natives, "payload.size, exp.delta and request.size (not exp.nosum)")
 		})
-	}
-}
-
-// TestProtoBodyIsExpfmtEncoding: the body, built a frame at a time, is
-// byte for byte what expfmt's delimited encoder writes for the decoded
-// families, each in one piece.
-func TestProtoBodyIsExpfmtEncoding(t *testing.T) {
-	base := time.Unix(1_700_000_000, 0)
-	batches := []pmetric.Metrics{mixedMetrics(0, base), mixedMetrics(1, base)}
-	// More series than a frame, so families span several frames.
-	for i := range 3 * frameRows {
-		batches = append(batches, gaugeBatch("many", base, fmt.Sprint(i)))
-	}
-	cfg := createDefaultConfig().(*Config)
-	cfg.EnableOpenMetrics = true // exemplars kept
-	_, pb, _, _ := renderBoth(cfg, batches...)
-	fams := decodeProto(t, pb)
-	var want bytes.Buffer
-	enc := expfmt.NewEncoder(&want, expfmt.NewFormat(expfmt.TypeProtoDelim))
-	for _, mf := range fams {
-		require.NoError(t, enc.Encode(mf))
-		if mf.GetName() == "many" {
-			assert.Len(t, mf.Metric, 3*frameRows)
-		}
-	}
-	assert.Equal(t, want.Bytes(), pb)
-}
-
-// TestProtoNativeHistograms: the native histogram served for a series is
-// nativeHistogram of its last cumulative point, or of the deltas merged
-// (the merge itself is checked in expbuckets_test.go).
-func TestProtoNativeHistograms(t *testing.T) {
-	last := expPoint{scale: 10, posOffset: -7, pos: []uint64{1, 0, 0, 0, 5, 6}, negOffset: 3, neg: []uint64{2}, zeroCount: 3, sum: 42}.build()
-	cumulative := expBatch(false, 0, expPoint{scale: 2, pos: []uint64{9}, sum: 1}.build())
-	_, pb, _, _ := renderBoth(createDefaultConfig().(*Config), cumulative, expBatch(false, 1, last))
-	fams := decodeProto(t, pb)
-	require.Len(t, fams, 1)
-	assert.Equal(t, dto.MetricType_HISTOGRAM, fams[0].GetType())
-	require.Len(t, fams[0].Metric, 1)
-	want, err := nativeHistogram(expBatch(false, 1, last).ResourceMetrics().At(0).ScopeMetrics().At(0).Metrics().At(0).ExponentialHistogram().DataPoints().At(0))
-	require.NoError(t, err)
-	want.Exemplars = nil
-	assert.True(t, proto.Equal(want, fams[0].Metric[0].Histogram), "got %v\nwant %v", fams[0].Metric[0].Histogram, want)
-
-	// Deltas: two points, the second at a smaller scale.
-	d1 := expPoint{scale: 3, posOffset: 4, pos: []uint64{1, 2, 3, 4}, zeroCount: 1, sum: 5}.build()
-	d2 := expPoint{scale: 2, posOffset: 2, pos: []uint64{10}, sum: 7}.build()
-	_, pb, _, _ = renderBoth(createDefaultConfig().(*Config), expBatch(true, 0, d1), expBatch(true, 1, d2))
-	fams = decodeProto(t, pb)
-	require.Len(t, fams, 1)
-	h := fams[0].Metric[0].Histogram
-	// Scale 3 indexes 4..7 are scale 2 indexes 2,2,3,3: 3 and 7, plus 10
-	// at 2: Prometheus indexes 3 and 4 hold 13 and 7.
-	merged := expPoint{scale: 2, posOffset: 2, pos: []uint64{13, 7}, zeroCount: 1, sum: 12}.build()
-	merged.SetStartTimestamp(pcommon.NewTimestampFromTime(nhStart))
-	want, err = nativeHistogram(merged)
-	require.NoError(t, err)
-	want.Exemplars = nil
-	assert.True(t, proto.Equal(want, h), "got %v\nwant %v", h, want)
-	assert.Equal(t, uint64(21), h.GetSampleCount())
-}
-
-// TestProtoLabelsRoundTrip: rendered labels parse back to the values they
-// were rendered from, escapes and quoted names included.
-func TestProtoLabelsRoundTrip(t *testing.T) {
-	pairs := []labelPair{
-		{name: "a", value: ""},
-		{name: "b", value: `x"y\z` + "\nw"},
-		{name: "c.d", value: "ünï🙂,=}"},
-		{name: "e", value: `\\\"`},
-	}
-	b := appendLabels(nil, pairs)
-	var pr protoRenderer
-	pr.names = map[string]*string{}
-	got := pr.labelPairs(nil, b, string(b), true)
-	require.Len(t, got, len(pairs))
-	for i, p := range pairs {
-		assert.Equal(t, p.name, got[i].GetName())
-		assert.Equal(t, p.value, got[i].GetValue())
 	}
 }

@@ -11,43 +11,10 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"go.opentelemetry.io/collector/pdata/pcommon"
-	"go.opentelemetry.io/collector/pdata/pmetric"
-)
 
-// redDeltaBatch is tracemetrics-shaped delta output for RED series
-// [from, to): a calls counter and a 16-bucket duration histogram per series,
-// labels service.name, span.name, span.kind, status.code, over 50 services,
-// for the flush interval (start, end].
-func redDeltaBatch(from, to int, start, end time.Time) pmetric.Metrics {
-	md := pmetric.NewMetrics()
-	const services = 50
-	for s := 0; s < services; s++ {
-		svc, sum, h := redService(md, s, "tracemetrics", pmetric.AggregationTemporalityDelta)
-		first := from + (services+s-from%services)%services
-		for k := first; k < to; k += services {
-			dp := sum.DataPoints().AppendEmpty()
-			dp.Attributes().PutStr("service.name", svc)
-			dp.Attributes().PutStr("span.name", "GET /api/v1/resource/"+strconv.Itoa(k/4))
-			dp.Attributes().PutStr("span.kind", [...]string{"SPAN_KIND_SERVER", "SPAN_KIND_CLIENT"}[k%2])
-			dp.Attributes().PutStr("status.code", [...]string{"STATUS_CODE_UNSET", "STATUS_CODE_ERROR"}[(k/2)%2])
-			dp.SetStartTimestamp(pcommon.NewTimestampFromTime(start))
-			dp.SetTimestamp(pcommon.NewTimestampFromTime(end))
-			dp.SetIntValue(3)
-			hp := h.DataPoints().AppendEmpty()
-			dp.Attributes().CopyTo(hp.Attributes())
-			hp.SetStartTimestamp(dp.StartTimestamp())
-			hp.SetTimestamp(dp.Timestamp())
-			hp.ExplicitBounds().FromRaw(spanmetricsBounds)
-			counts := make([]uint64, len(spanmetricsBounds)+1)
-			counts[k%len(counts)] = 3
-			hp.BucketCounts().FromRaw(counts)
-			hp.SetCount(3)
-			hp.SetSum(float64(3 * (k % 100)))
-		}
-	}
-	return md
-}
+	"github.com/otelcol-red/otelcol-red/exporter/cachedprom/internal/promtest"
+	"github.com/otelcol-red/otelcol-red/exporter/cachedprom/internal/render"
+)
 
 // vmRSS returns the process' resident set size from /proc/self/status.
 func vmRSS(tb testing.TB) int64 {
@@ -87,18 +54,15 @@ func BenchmarkRSS(b *testing.B) {
 		for flush := 1; flush <= 2; flush++ {
 			start, end := t0.Add(time.Duration(flush-1)*time.Minute), t0.Add(time.Duration(flush)*time.Minute)
 			for from := 0; from < n; from += 1000 {
-				require.NoError(b, e.ConsumeMetrics(context.Background(), redDeltaBatch(from, min(from+1000, n), start, end)))
+				require.NoError(b, e.ConsumeMetrics(context.Background(), promtest.RedDeltaBatch(from, min(from+1000, n), start, end)))
 			}
 			e.renderNow()
 		}
-		require.Equal(b, 2*n, e.store.len(), "calls and duration of every RED series")
+		require.Equal(b, 2*n, e.store.Sizes().Rows, "calls and duration of every RED series")
 		rss, heap := vmRSS(b)-rssBefore, heapInUse()-heapBefore
 		b.ReportMetric(float64(rss)/float64(n), "rss-bytes/red-series")
 		b.ReportMetric(float64(heap)/float64(n), "heap-bytes/red-series")
-		b.ReportMetric(float64(offHeap(e.store))/float64(n), "offheap-bytes/red-series")
-		b.ReportMetric(float64(len(e.snapshot.Load().textGzip)), "gzip-bytes")
+		b.ReportMetric(float64(e.store.Sizes().OffHeapBytes)/float64(n), "offheap-bytes/red-series")
+		b.ReportMetric(float64(len(e.snapshot.Load().Body(render.BodyText).Gzip)), "gzip-bytes")
 	}
 }
-
-// offHeap is the store's memory outside the Go heap (none before it had any).
-func offHeap(s *seriesStore) int { return s.offHeapBytes() }

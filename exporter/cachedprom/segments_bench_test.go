@@ -10,6 +10,9 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/otelcol-red/otelcol-red/exporter/cachedprom/internal/promtest"
+	"github.com/otelcol-red/otelcol-red/exporter/cachedprom/internal/render"
 )
 
 // BenchmarkRenderSegments measures gzip-only renders (copy, format,
@@ -27,13 +30,13 @@ import (
 // goroutine, bounds the render's wall time from below however many cores
 // the workers get.
 func BenchmarkRenderSegments(b *testing.B) {
-	for _, n := range benchSeries(b) {
+	for _, n := range promtest.BenchSeries(b) {
 		b.Run("series="+strconv.Itoa(n), func(b *testing.B) {
 			ours, _ := startOurs(b, func(c *Config) { c.MaxSeries = 0; c.RenderInterval = time.Hour })
-			require.NoError(b, ours.ConsumeMetrics(context.Background(), spanmetricsLike(n, 0)))
-			render := func(workers int) (wall, cpu, own time.Duration, gzipBytes int) {
+			require.NoError(b, ours.ConsumeMetrics(context.Background(), promtest.SpanmetricsLike(n, 0)))
+			renderOnce := func(workers int) (wall, cpu, own time.Duration, gzipBytes int) {
 				ours.renderMu.Lock()
-				ours.renderer.workers = workers
+				ours.renderer.Workers = workers
 				ours.renderMu.Unlock()
 				var before, after syscall.Rusage
 				require.NoError(b, syscall.Getrusage(syscall.RUSAGE_SELF, &before))
@@ -44,22 +47,22 @@ func BenchmarkRenderSegments(b *testing.B) {
 				cpu = time.Duration(syscall.TimevalToNsec(after.Utime) - syscall.TimevalToNsec(before.Utime) +
 					syscall.TimevalToNsec(after.Stime) - syscall.TimevalToNsec(before.Stime))
 				ours.renderMu.Lock()
-				own = wall - ours.renderer.waited
+				own = wall - ours.renderer.Waited()
 				ours.renderMu.Unlock()
-				return wall, cpu, own, len(ours.snapshot.Load().textGzip)
+				return wall, cpu, own, len(ours.snapshot.Load().Body(render.BodyText).Gzip)
 			}
 			// The first render learns the body's size, the next ones bring
 			// both variants' buffers to their steady size.
-			render(1)
-			render(1)
-			render(0)
+			renderOnce(1)
+			renderOnce(1)
+			renderOnce(0)
 			var wall, cpu, own [2]time.Duration
 			var gzipBytes [2]int
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				for v, workers := range []int{1, 0} {
-					w, c, o, g := render(workers)
+					w, c, o, g := renderOnce(workers)
 					wall[v] += w
 					cpu[v] += c
 					own[v] += o
@@ -74,10 +77,10 @@ func BenchmarkRenderSegments(b *testing.B) {
 			b.ReportMetric(ms(cpu[1]), "cpu-ms-auto")
 			b.ReportMetric(ms(own[1]), "own-ms-auto")
 			b.ReportMetric(float64(wall[1])/float64(wall[0]), "auto/1")
-			b.ReportMetric(float64(compressWorkers(0)), "workers-auto")
+			b.ReportMetric(float64(render.CompressWorkers(0)), "workers-auto")
 			b.ReportMetric(float64(gzipBytes[0]), "gzip-bytes-1worker")
 			b.ReportMetric(float64(gzipBytes[1]), "gzip-bytes-auto")
-			b.ReportMetric(float64(ours.snapshot.Load().textLen), "text-bytes")
+			b.ReportMetric(float64(ours.snapshot.Load().Body(render.BodyText).Len), "text-bytes")
 		})
 	}
 }

@@ -11,6 +11,8 @@ import (
 	"github.com/klauspost/compress/gzip"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/otelcol-red/otelcol-red/exporter/cachedprom/internal/render"
 )
 
 // handler serves scrapes from the published snapshot: negotiation, headers
@@ -85,11 +87,11 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		snap = h.exp.acquire()
 	}
 	if snap != nil {
-		defer snap.readers.Add(-1)
+		defer snap.Release()
 	}
 	h.exp.telemetry.scrapes.Add(1)
 
-	contentType, which := contentTypeText, bodyText
+	contentType, which := contentTypeText, render.BodyText
 	var f expfmt.Format
 	if h.exp.cfg.EnableOpenMetrics {
 		f = expfmt.NegotiateIncludingOpenMetrics(r.Header)
@@ -99,7 +101,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	gz := acceptsGzip(r.Header.Get("Accept-Encoding"))
 	switch f.FormatType() {
 	case expfmt.TypeOpenMetrics:
-		which = bodyOpenMetrics
+		which = render.BodyOpenMetrics
 		contentType = contentTypeOM001
 		if strings.Contains(string(f), "version="+expfmt.OpenMetricsVersion_1_0_0) {
 			contentType = contentTypeOM100
@@ -109,7 +111,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// around. Until a render has it, the client gets text, which the
 		// Content-Type says and every Prometheus takes.
 		if h.exp.wantProto(!gz, snap) {
-			which, contentType = bodyProto, contentTypeProto
+			which, contentType = render.BodyProto, contentTypeProto
 		}
 	}
 	// The protobuf text formats (encoding=text, compact-text) get text too.
@@ -119,16 +121,19 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var length int
 	variant, etagPrefix := byte('t'), ""
 	switch {
-	case snap == nil && which == bodyOpenMetrics:
+	case snap == nil && which == render.BodyOpenMetrics:
 		body, kept, length = emptyOpenMetrics, true, len(emptyOpenMetrics)
 	case snap == nil:
 		kept = true
-	case which == bodyOpenMetrics:
-		body, gzBody, kept, length, variant, etagPrefix = snap.om, snap.omGzip, snap.omKept, snap.omLen, 'o', snap.etag
-	case which == bodyProto:
-		body, gzBody, kept, length, variant, etagPrefix = snap.proto, snap.protoGzip, snap.protoKept, snap.protoLen, 'p', snap.protoETag
 	default:
-		body, gzBody, kept, length, etagPrefix = snap.text, snap.textGzip, snap.textKept, snap.textLen, snap.etag
+		b := snap.Body(which)
+		body, gzBody, kept, length, etagPrefix = b.Plain, b.Gzip, b.Kept, b.Len, b.ETag
+		switch which {
+		case render.BodyOpenMetrics:
+			variant = 'o'
+		case render.BodyProto:
+			variant = 'p'
+		}
 	}
 	if gz && snap != nil {
 		body, kept, length = gzBody, true, len(gzBody)
@@ -136,7 +141,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	} else if snap != nil {
 		// A body too large to keep is inflated for every identity client:
 		// asking for a render would only repeat this.
-		h.exp.identitySeen(which, kept || length > maxKeptBody)
+		h.exp.identitySeen(which, kept || length > render.MaxKeptBody)
 	}
 
 	hdr := w.Header()
@@ -213,64 +218,6 @@ func (h *handler) pace(w http.ResponseWriter, r *http.Request) bool {
 	case <-h.exp.done:
 		http.Error(w, "shutting down", http.StatusServiceUnavailable)
 		return false
-	}
-}
-
-// identitySeen records that a client wanted the uncompressed body, so the
-// renderer keeps it; when it was not kept, a render is requested so the next
-// such scrape is a plain write.
-func (e *cachedExporter) identitySeen(which int, kept bool) {
-	seen := &e.textIdentitySeen
-	switch which {
-	case bodyOpenMetrics:
-		seen = &e.omIdentitySeen
-	case bodyProto:
-		seen = &e.protoIdentitySeen
-	}
-	seen.Store(e.clock.Now().UnixNano())
-	if !kept {
-		e.requestRender()
-	}
-}
-
-// wantProto records that a client asked for the protobuf exposition, so the
-// renderer renders it for protoTTL, and reports whether snap has it. When it
-// does not, a render is requested: the client gets text this time. identity
-// also records the wish for the uncompressed body, which the next render
-// then keeps.
-func (e *cachedExporter) wantProto(identity bool, snap *snapshot) bool {
-	now := e.clock.Now().UnixNano()
-	e.protoSeen.Store(now)
-	if snap != nil && snap.protoGzip != nil {
-		return true
-	}
-	if identity {
-		e.protoIdentitySeen.Store(now)
-	}
-	e.requestRender()
-	return false
-}
-
-// requestRender marks the store dirty and wakes the render loop.
-func (e *cachedExporter) requestRender() {
-	e.dirty.Store(true)
-	select {
-	case e.wake <- struct{}{}:
-	default:
-	}
-}
-
-// waitFirstRender blocks a scrape that arrives before any snapshot until the
-// first render is published, at most firstRenderWait or until the client
-// gives up.
-func (e *cachedExporter) waitFirstRender(r *http.Request) {
-	t := time.NewTimer(e.firstRenderWait)
-	defer t.Stop()
-	select {
-	case <-e.firstRender:
-	case <-t.C:
-	case <-r.Context().Done():
-	case <-e.done:
 	}
 }
 
