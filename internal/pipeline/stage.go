@@ -53,12 +53,21 @@ type Flusher[F any] interface {
 	Flush(full F)
 }
 
-// Housekeeper is a Consumer with periodic duties besides the flush (tracegraph's expiry of
-// unpaired halves and of idle series), run on the consumer goroutine every
-// Settings.HousekeepInterval.
-type Housekeeper interface {
-	Housekeep(now int64)
+// Starter is a Consumer that wants to know when the stage starts (the start time of its first
+// interval).
+type Starter interface {
+	Start(now int64)
 }
+
+// Duty is periodic work on the consumer goroutine besides the flush, on a ticker of its own:
+// tracegraph expires the halves whose pair did not come, and the idle series.
+type Duty struct {
+	Every time.Duration
+	Run   func(now int64)
+}
+
+// maxDuties bounds Settings.Duties: the consumer's select has a case per duty.
+const maxDuties = 2
 
 // Settings are what a Stage is built with.
 type Settings[B, F any] struct {
@@ -67,7 +76,7 @@ type Settings[B, F any] struct {
 	// Reduce adds a request's spans to a batch taken from the pipe. Any number of producers
 	// call it at once, each with its own batch: it must not lock or write shared state.
 	Reduce func(b *B, td ptrace.Traces)
-	// Consumer applies the batches and swaps the buffers; it may implement Housekeeper.
+	// Consumer applies the batches and swaps the buffers; it may implement Starter.
 	Consumer Consumer[B, F]
 	// Flusher flushes a filled buffer.
 	Flusher Flusher[F]
@@ -78,8 +87,9 @@ type Settings[B, F any] struct {
 	// FlushInterval is the time between flushes; 0 flushes after every round that applied
 	// batches.
 	FlushInterval time.Duration
-	// HousekeepInterval is the time between Housekeep calls; 0: none.
-	HousekeepInterval time.Duration
+	// Duties run on the consumer goroutine, in this order when several are due, at most
+	// maxDuties of them.
+	Duties []Duty
 	// ErrShutdown is what Consume returns once Shutdown has begun.
 	ErrShutdown error
 	// Refused counts the spans Consume refused: shut down, or the context done while the ring
@@ -93,8 +103,7 @@ type Settings[B, F any] struct {
 // Stage runs one connector's data path (see the package comment). Start and Shutdown are each
 // idempotent.
 type Stage[B, F any] struct {
-	set         Settings[B, F]
-	housekeeper Housekeeper // set.Consumer as a Housekeeper; nil without housekeeping
+	set Settings[B, F]
 
 	// The two buffers change hands through these: toFlush takes the filled one to the flush
 	// goroutine, returned brings it back as the spare. Each has room for one, and there is
@@ -102,16 +111,18 @@ type Stage[B, F any] struct {
 	toFlush  chan handoff[F]
 	returned chan F
 
-	flushTicker, houseTicker clockwork.Ticker
-	stop, done, flushed      chan struct{}
-	startOnce, shutdownOnce  sync.Once
-	started                  bool
+	flushTicker             clockwork.Ticker
+	dutyTickers             [maxDuties]clockwork.Ticker
+	stop, done, flushed     chan struct{}
+	startOnce, shutdownOnce sync.Once
+	started                 bool
 
 	// Consumer goroutine only.
 	drainBuf []*B
 	// flushDue: a tick found the flush goroutine busy; swap as soon as it hands its buffer
-	// back. houseDue: a housekeeping tick was taken by the select.
-	flushDue, houseDue bool
+	// back. dutyDue: a duty's tick was taken by the select.
+	flushDue bool
+	dutyDue  [maxDuties]bool
 }
 
 type handoff[F any] struct {
@@ -131,8 +142,8 @@ func New[B, F any](set Settings[B, F]) *Stage[B, F] {
 		drainBuf: set.Pipe.Queue.DrainBuffer(),
 	}
 	s.returned <- set.Spare
-	if set.HousekeepInterval > 0 {
-		s.housekeeper = set.Consumer.(Housekeeper)
+	if len(set.Duties) > maxDuties {
+		panic("BUG: pipeline: more duties than the consumer's select has cases for")
 	}
 	return s
 }
@@ -160,8 +171,11 @@ func (s *Stage[B, F]) Start() {
 		if s.set.FlushInterval > 0 {
 			s.flushTicker = s.set.Clock.NewTicker(s.set.FlushInterval)
 		}
-		if s.housekeeper != nil {
-			s.houseTicker = s.set.Clock.NewTicker(s.set.HousekeepInterval)
+		for i, d := range s.set.Duties {
+			s.dutyTickers[i] = s.set.Clock.NewTicker(d.Every)
+		}
+		if st, ok := s.set.Consumer.(Starter); ok {
+			st.Start(s.set.Clock.Now().UnixNano())
 		}
 		s.started = true
 		go s.run()
@@ -184,7 +198,7 @@ func (s *Stage[B, F]) Shutdown(ctx context.Context) error {
 			err = errors.Join(err, werr)
 			return
 		}
-		for _, t := range []clockwork.Ticker{s.flushTicker, s.houseTicker} {
+		for _, t := range append([]clockwork.Ticker{s.flushTicker}, s.dutyTickers[:]...) {
 			if t != nil {
 				t.Stop()
 			}
@@ -203,7 +217,7 @@ func (s *Stage[B, F]) Idle() bool { return len(s.returned) == 1 }
 func (s *Stage[B, F]) run() {
 	defer close(s.done)
 	q := s.set.Pipe.Queue
-	flushC, houseC := chanOf(s.flushTicker), chanOf(s.houseTicker)
+	flushC, duty0, duty1 := chanOf(s.flushTicker), chanOf(s.dutyTickers[0]), chanOf(s.dutyTickers[1])
 	for {
 		if !q.Arm(s.set.Consumer.WakeItems()) {
 			// back is nil, so never ready, unless a flush waits for the spare.
@@ -223,8 +237,10 @@ func (s *Stage[B, F]) run() {
 				s.drain()
 				s.flush(false)
 				continue
-			case <-houseC:
-				s.houseDue = true
+			case <-duty0:
+				s.dutyDue[0] = true
+			case <-duty1:
+				s.dutyDue[1] = true
 			case <-s.stop:
 				q.Disarm()
 				s.drain()
@@ -263,7 +279,7 @@ func (s *Stage[B, F]) drain() {
 		afterTick := tick // this round's Drain comes after the tick
 		s.drainBuf = q.Drain(s.drainBuf[:0])
 		if len(s.drainBuf) == 0 {
-			s.housekeepIfDue()
+			s.runDuties()
 			s.flushOrSwap(tick)
 			return
 		}
@@ -277,7 +293,7 @@ func (s *Stage[B, F]) drain() {
 			s.drainBuf[i] = nil
 		}
 		s.set.Consumer.Applied(len(s.drainBuf), now)
-		s.housekeepIfDue()
+		s.runDuties()
 		// Without an interval every round that applied batches is flushed.
 		s.flushOrSwap(afterTick || s.set.FlushInterval <= 0)
 		if afterTick {
@@ -289,13 +305,19 @@ func (s *Stage[B, F]) drain() {
 	}
 }
 
-// housekeepIfDue runs the periodic duties when their tick came, in the select or since.
-func (s *Stage[B, F]) housekeepIfDue() {
-	if s.housekeeper == nil || !s.houseDue && !fired(chanOf(s.houseTicker)) {
-		return
+// runDuties runs the duties whose tick came, in the select or since, in order.
+func (s *Stage[B, F]) runDuties() {
+	now := int64(0)
+	for i, d := range s.set.Duties {
+		if !s.dutyDue[i] && !fired(chanOf(s.dutyTickers[i])) {
+			continue
+		}
+		s.dutyDue[i] = false
+		if now == 0 {
+			now = s.set.Clock.Now().UnixNano()
+		}
+		d.Run(now)
 	}
-	s.houseDue = false
-	s.housekeeper.Housekeep(s.set.Clock.Now().UnixNano())
 }
 
 // flush swaps the buffers and hands the filled one to the flush goroutine. When that one is

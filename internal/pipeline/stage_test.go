@@ -34,15 +34,16 @@ type interval struct{ spans, big int }
 
 const bigSpans = 1000
 
-// counting is a Consumer, Flusher and Housekeeper that counts spans: what each flush held, and
+// counting is a Consumer and a Flusher that counts spans: what each flush held, and
 // in all. Its flushes wait while hold is set.
 type counting struct {
-	active *interval
-	wake   int
-	rounds atomic.Int64
-	swaps  atomic.Int64
-	finals atomic.Int64
-	house  atomic.Int64
+	active  *interval
+	wake    int
+	rounds  atomic.Int64
+	swaps   atomic.Int64
+	finals  atomic.Int64
+	house   [2]atomic.Int64
+	started atomic.Int64
 
 	mu      sync.Mutex
 	flushes []int
@@ -58,7 +59,7 @@ func (c *counting) Apply(b *testBatch, _ int64) {
 }
 func (c *counting) Applied(int, int64) { c.rounds.Add(1) }
 func (c *counting) WakeItems() int     { return c.wake }
-func (c *counting) Housekeep(int64)    { c.house.Add(1) }
+func (c *counting) Start(now int64)    { c.started.Store(now) }
 
 func (c *counting) Swap(spare *interval, final bool) *interval {
 	full := c.active
@@ -113,20 +114,24 @@ type testStage struct {
 	refused, postponed atomic.Int64
 }
 
-func newTestStage(t *testing.T, flushEvery, houseEvery time.Duration, ringSize int) *testStage {
+func newTestStage(t *testing.T, flushEvery time.Duration, duties []time.Duration, ringSize int) *testStage {
 	ts := &testStage{c: &counting{active: &interval{}, wake: 4}, clock: clockwork.NewFakeClock()}
+	var ds []Duty
+	for i, every := range duties {
+		ds = append(ds, Duty{Every: every, Run: func(int64) { ts.c.house[i].Add(1) }})
+	}
 	ts.Stage = New(Settings[testBatch, *interval]{
-		Pipe:              intake.NewPipe(ringSize, 0, testBatches),
-		Reduce:            func(b *testBatch, td ptrace.Traces) { b.spans += td.SpanCount() },
-		Consumer:          ts.c,
-		Flusher:           ts.c,
-		Spare:             &interval{},
-		Clock:             ts.clock,
-		FlushInterval:     flushEvery,
-		HousekeepInterval: houseEvery,
-		ErrShutdown:       errTestShutdown,
-		Refused:           &ts.refused,
-		Postponed:         &ts.postponed,
+		Pipe:          intake.NewPipe(ringSize, 0, testBatches),
+		Reduce:        func(b *testBatch, td ptrace.Traces) { b.spans += td.SpanCount() },
+		Consumer:      ts.c,
+		Flusher:       ts.c,
+		Spare:         &interval{},
+		Clock:         ts.clock,
+		FlushInterval: flushEvery,
+		Duties:        ds,
+		ErrShutdown:   errTestShutdown,
+		Refused:       &ts.refused,
+		Postponed:     &ts.postponed,
 	})
 	t.Cleanup(func() { _ = ts.Shutdown(context.Background()) })
 	return ts
@@ -144,7 +149,7 @@ func spans(n int) ptrace.Traces {
 // Shutdown drains and flushes a last time, once, whatever the number of calls; a stage shut
 // down refuses requests and counts their spans.
 func TestShutdownFlushesEverythingOnce(t *testing.T) {
-	s := newTestStage(t, time.Minute, 0, 16)
+	s := newTestStage(t, time.Minute, nil, 16)
 	s.Start()
 	s.Start()
 	for range 100 {
@@ -160,7 +165,7 @@ func TestShutdownFlushesEverythingOnce(t *testing.T) {
 
 // A stage never started shuts down at once, and refuses afterwards.
 func TestShutdownWithoutStart(t *testing.T) {
-	s := newTestStage(t, time.Minute, 0, 16)
+	s := newTestStage(t, time.Minute, nil, 16)
 	require.NoError(t, s.Consume(context.Background(), spans(1)))
 	require.NoError(t, s.Shutdown(context.Background()))
 	require.ErrorIs(t, s.Consume(context.Background(), spans(2)), errTestShutdown)
@@ -171,7 +176,7 @@ func TestShutdownWithoutStart(t *testing.T) {
 // A request that finds the ring full waits for room until its context is done, then is
 // refused whole.
 func TestFullRingRefusesWhenTheContextEnds(t *testing.T) {
-	s := newTestStage(t, time.Minute, 0, 2) // not started: nothing drains
+	s := newTestStage(t, time.Minute, nil, 2) // not started: nothing drains
 	for range 2 {
 		require.NoError(t, s.Consume(context.Background(), spans(1)))
 	}
@@ -184,7 +189,7 @@ func TestFullRingRefusesWhenTheContextEnds(t *testing.T) {
 // The tick rule: a flush holds every span whose Consume returned before the tick, also while
 // producers keep the consumer busy.
 func TestFlushHoldsEverySpanConsumedBeforeTheTick(t *testing.T) {
-	s := newTestStage(t, time.Second, 0, 64)
+	s := newTestStage(t, time.Second, nil, 64)
 	s.Start()
 	var stop atomic.Bool
 	var wg sync.WaitGroup
@@ -213,7 +218,7 @@ func TestFlushHoldsEverySpanConsumedBeforeTheTick(t *testing.T) {
 // A tick that finds the flush goroutine busy is postponed, not lost: the swap comes as soon as
 // the buffer comes back, without waiting for the next tick, and every span is flushed once.
 func TestBusyFlushIsPostponed(t *testing.T) {
-	s := newTestStage(t, time.Second, 0, 64)
+	s := newTestStage(t, time.Second, nil, 64)
 	hold := make(chan struct{})
 	s.c.mu.Lock()
 	s.c.hold = hold
@@ -240,7 +245,7 @@ func TestBusyFlushIsPostponed(t *testing.T) {
 
 // Without a flush interval every round that applied batches is flushed, and no other.
 func TestNoIntervalFlushesEveryRound(t *testing.T) {
-	s := newTestStage(t, 0, 0, 64)
+	s := newTestStage(t, 0, nil, 64)
 	s.c.wake = 1 // as a connector without an interval asks: every request wakes it
 	s.Start()
 	for i := range 50 {
@@ -251,14 +256,18 @@ func TestNoIntervalFlushesEveryRound(t *testing.T) {
 	require.Equal(t, s.c.rounds.Load(), s.c.swaps.Load(), "one flush per round that applied batches")
 }
 
-// Housekeeping runs on its own ticker, also while nothing is consumed.
-func TestHousekeeping(t *testing.T) {
-	s := newTestStage(t, time.Hour, time.Second, 16)
+// Each duty runs on its own ticker, also while nothing is consumed; the consumer learns when
+// the stage started.
+func TestDuties(t *testing.T) {
+	s := newTestStage(t, time.Hour, []time.Duration{time.Second, 3 * time.Second}, 16)
 	s.Start()
-	for i := range 3 {
-		require.NoError(t, s.clock.BlockUntilContext(context.Background(), 2))
+	require.Equal(t, s.clock.Now().UnixNano(), s.c.started.Load())
+	for i := range 6 {
+		require.NoError(t, s.clock.BlockUntilContext(context.Background(), 3))
 		s.clock.Advance(time.Second)
-		require.Eventually(t, func() bool { return s.c.house.Load() == int64(i+1) }, 5*time.Second, time.Millisecond)
+		require.Eventually(t, func() bool {
+			return s.c.house[0].Load() == int64(i+1) && s.c.house[1].Load() == int64((i+1)/3)
+		}, 5*time.Second, time.Millisecond)
 	}
 	require.Zero(t, s.c.swaps.Load())
 }
