@@ -1,13 +1,11 @@
 package tracegraph // import "github.com/otelcol-red/otelcol-red/connector/tracegraph"
 
 import (
-	"context"
 	"errors"
 
 	"github.com/jonboulle/clockwork"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/consumer"
-	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/otelcol-red/otelcol-red/internal/intake"
 	"github.com/otelcol-red/otelcol-red/internal/pipeline"
@@ -21,7 +19,7 @@ const ringMemory = 64 << 20
 // connectorImp is the tracegraph connector. It runs on the pipeline stage both trace
 // connectors share (internal/pipeline); its data path, top to bottom, one file a stage:
 //
-//	ConsumeTraces (any number of goroutines): the stage's Consume
+//	ConsumeTraces (any number of goroutines), the stage's
 //	  reducer.reduce (reducer.go): CLIENT/SERVER/PRODUCER/CONSUMER spans → one halfBatch
 //	  (batch.go) of half edges, no lock, no allocation once the pool is warm; one pointer
 //	  into the intake ring (internal/intake), which waits if it is full
@@ -32,7 +30,9 @@ const ringMemory = 64 << 20
 //	the flush goroutine: flusher.go
 //	  builds the metrics of a snapshot and hands them to the next consumer
 type connectorImp struct {
-	stage *pipeline.Stage[halfBatch, *snapshot]
+	// The pipeline stage is the component: Start, Shutdown, ConsumeTraces, Capabilities.
+	*pipeline.Stage[halfBatch, *snapshot]
+
 	pipe  *intake.Pipe[halfBatch]
 	hints *intake.SizeHints
 	agg   *aggregator
@@ -54,7 +54,7 @@ func newConnector(set component.TelemetrySettings, cfg *Config, next consumer.Me
 	hints := intake.NewSizeHints(numHints, maxHint)
 	agg := newAggregator(p, clock, tel, hints, pipe.Queue.Cap())
 	c := &connectorImp{pipe: pipe, hints: hints, agg: agg, tel: tel}
-	c.stage = pipeline.New(pipeline.Settings[halfBatch, *snapshot]{
+	c.Stage = pipeline.New(pipeline.Settings[halfBatch, *snapshot]{
 		Pipe:          pipe,
 		Reduce:        reducer{p: p, hints: hints}.reduce,
 		Consumer:      agg,
@@ -69,33 +69,7 @@ func newConnector(set component.TelemetrySettings, cfg *Config, next consumer.Me
 		ErrShutdown: errShutdown,
 		Refused:     &tel.droppedSpans,
 		Postponed:   &tel.flushesSkipped,
+		Closed:      tel.shutdown,
 	})
 	return c, nil
-}
-
-// Start starts the aggregator and the flush goroutine.
-func (c *connectorImp) Start(context.Context, component.Host) error {
-	c.stage.Start()
-	return nil
-}
-
-// Shutdown refuses new spans, waits for ConsumeTraces calls in flight, then drains the ring,
-// expires the halves still waiting, flushes and waits until the next consumer has the metrics.
-// It is idempotent.
-func (c *connectorImp) Shutdown(ctx context.Context) error {
-	err := c.stage.Shutdown(ctx)
-	c.tel.shutdown()
-	return err
-}
-
-// Capabilities implements consumer.Traces.
-func (*connectorImp) Capabilities() consumer.Capabilities {
-	return consumer.Capabilities{MutatesData: false}
-}
-
-// ConsumeTraces reduces td to one batch of half edges and queues it for the aggregator. It
-// holds no lock and, once the batch pool is warm, allocates nothing. When the ring is full it
-// waits for room until ctx is done, and then returns the context's error with nothing taken.
-func (c *connectorImp) ConsumeTraces(ctx context.Context, td ptrace.Traces) error {
-	return c.stage.Consume(ctx, td)
 }

@@ -3,7 +3,6 @@ package tracegraph // import "github.com/otelcol-red/otelcol-red/connector/trace
 import (
 	"context"
 	"errors"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -35,7 +34,6 @@ type telemetry struct {
 
 	flushDuration metric.Float64Histogram
 	reg           metric.Registration
-	unregister    sync.Once
 }
 
 func newTelemetry(set component.TelemetrySettings, q *intake.Queue[halfBatch]) (*telemetry, error) {
@@ -101,11 +99,9 @@ func (t *telemetry) recordFlush(d time.Duration) {
 	}
 }
 
-// shutdown unregisters the callback, once.
+// shutdown unregisters the callback (once: the stage's Shutdown runs it once).
 func (t *telemetry) shutdown() {
-	t.unregister.Do(func() {
-		if t.reg != nil {
-			_ = t.reg.Unregister()
-		}
-	})
+	if t.reg != nil {
+		_ = t.reg.Unregister()
+	}
 }

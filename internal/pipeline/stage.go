@@ -3,7 +3,7 @@
 // reduced to a batch, how batches are applied, and how a flush is built; the stage supplies the
 // rest, once:
 //
-//	Consume (any number of goroutines)        Take a pooled batch (refused once shut down),
+//	ConsumeTraces (any number of goroutines)  Take a pooled batch (refused once shut down),
 //	                                          Reduce the request into it, Submit it to the ring
 //	the consumer goroutine (run, drain)       sleeps until enough batches are queued, a tick or
 //	                                          Shutdown; drains, Applies, and at each flush tick
@@ -23,6 +23,8 @@ import (
 	"time"
 
 	"github.com/jonboulle/clockwork"
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/otelcol-red/otelcol-red/internal/intake"
@@ -90,17 +92,21 @@ type Settings[B, F any] struct {
 	// Duties run on the consumer goroutine, in this order when several are due, at most
 	// maxDuties of them.
 	Duties []Duty
-	// ErrShutdown is what Consume returns once Shutdown has begun.
+	// ErrShutdown is what ConsumeTraces returns once Shutdown has begun.
 	ErrShutdown error
-	// Refused counts the spans Consume refused: shut down, or the context done while the ring
+	// Refused counts the spans ConsumeTraces refused: shut down, or the context done while the ring
 	// was full.
 	Refused *atomic.Int64
 	// Postponed counts the flush ticks that found the flush goroutine still busy with the
 	// previous buffer.
 	Postponed *atomic.Int64
+	// Closed, when not nil, runs once at the end of Shutdown (the connector's own telemetry
+	// unregisters there).
+	Closed func()
 }
 
-// Stage runs one connector's data path (see the package comment). Start and Shutdown are each
+// Stage runs one connector's data path (see the package comment). It is the connector as the
+// collector sees it (component.Component and consumer.Traces); Start and Shutdown are each
 // idempotent.
 type Stage[B, F any] struct {
 	set Settings[B, F]
@@ -148,10 +154,12 @@ func New[B, F any](set Settings[B, F]) *Stage[B, F] {
 	return s
 }
 
-// Consume reduces td to one batch and queues it for the consumer: Take, Reduce, Submit. It
-// holds no lock and, once the batch pool is warm, allocates nothing. When the ring is full it
-// waits for room until ctx is done, and then returns the context's error with nothing taken.
-func (s *Stage[B, F]) Consume(ctx context.Context, td ptrace.Traces) error {
+var _ consumer.Traces = (*Stage[int, int])(nil)
+
+// ConsumeTraces reduces td to one batch and queues it for the consumer: Take, Reduce, Submit.
+// It holds no lock and, once the batch pool is warm, allocates nothing. When the ring is full
+// it waits for room until ctx is done, and then returns the context's error with nothing taken.
+func (s *Stage[B, F]) ConsumeTraces(ctx context.Context, td ptrace.Traces) error {
 	b, ok := s.set.Pipe.Take()
 	if !ok {
 		s.set.Refused.Add(int64(td.SpanCount()))
@@ -165,8 +173,13 @@ func (s *Stage[B, F]) Consume(ctx context.Context, td ptrace.Traces) error {
 	return nil
 }
 
+// Capabilities implements consumer.Traces: the request is read, never changed.
+func (*Stage[B, F]) Capabilities() consumer.Capabilities {
+	return consumer.Capabilities{MutatesData: false}
+}
+
 // Start starts the consumer and the flush goroutines.
-func (s *Stage[B, F]) Start() {
+func (s *Stage[B, F]) Start(context.Context, component.Host) error {
 	s.startOnce.Do(func() {
 		if s.set.FlushInterval > 0 {
 			s.flushTicker = s.set.Clock.NewTicker(s.set.FlushInterval)
@@ -181,29 +194,37 @@ func (s *Stage[B, F]) Start() {
 		go s.run()
 		go s.flushLoop()
 	})
+	return nil
 }
 
-// Shutdown refuses new requests, waits for the Consume calls in flight, then lets the consumer
-// drain the ring and flush a last time, and waits until the flush goroutine has handed that
-// flush to the next consumer, or until ctx is done (its error is returned then).
+// Shutdown refuses new requests, waits for the ConsumeTraces calls in flight, then lets the
+// consumer drain the ring and flush a last time, and waits until the flush goroutine has
+// handed that flush to the next consumer, or until ctx is done (its error is returned then).
 func (s *Stage[B, F]) Shutdown(ctx context.Context) error {
 	var err error
 	s.shutdownOnce.Do(func() {
-		err = s.set.Pipe.Close(ctx)
-		if !s.started {
-			return
-		}
-		close(s.stop)
-		if werr := intake.Await(ctx, s.done, s.flushed); werr != nil {
-			err = errors.Join(err, werr)
-			return
-		}
-		for _, t := range append([]clockwork.Ticker{s.flushTicker}, s.dutyTickers[:]...) {
-			if t != nil {
-				t.Stop()
-			}
+		err = s.shutdown(ctx)
+		if s.set.Closed != nil {
+			s.set.Closed()
 		}
 	})
+	return err
+}
+
+func (s *Stage[B, F]) shutdown(ctx context.Context) error {
+	err := s.set.Pipe.Close(ctx)
+	if !s.started {
+		return err
+	}
+	close(s.stop)
+	if werr := intake.Await(ctx, s.done, s.flushed); werr != nil {
+		return errors.Join(err, werr)
+	}
+	for _, t := range append([]clockwork.Ticker{s.flushTicker}, s.dutyTickers[:]...) {
+		if t != nil {
+			t.Stop()
+		}
+	}
 	return err
 }
 
@@ -261,7 +282,7 @@ const flushCheckBatches = 16
 // flush waits for the next round.
 //
 // The rule that makes a flush exact: a flush waits for the first round drained after its tick
-// was seen, which holds every batch queued before it, so every span whose Consume returned
+// was seen, which holds every batch queued before it, so every span whose ConsumeTraces returned
 // before the tick is in that flush. Under sustained overload run's select is never reached
 // again (every round finds WakeItems batches, and when one does not Arm finds the next one
 // queued), so the tick is looked at before every round and every flushCheckBatches batches: a

@@ -112,6 +112,7 @@ type testStage struct {
 	c                  *counting
 	clock              *clockwork.FakeClock
 	refused, postponed atomic.Int64
+	closed             atomic.Int64
 }
 
 func newTestStage(t *testing.T, flushEvery time.Duration, duties []time.Duration, ringSize int) *testStage {
@@ -132,6 +133,7 @@ func newTestStage(t *testing.T, flushEvery time.Duration, duties []time.Duration
 		ErrShutdown:   errTestShutdown,
 		Refused:       &ts.refused,
 		Postponed:     &ts.postponed,
+		Closed:        func() { ts.closed.Add(1) },
 	})
 	t.Cleanup(func() { _ = ts.Shutdown(context.Background()) })
 	return ts
@@ -150,25 +152,26 @@ func spans(n int) ptrace.Traces {
 // down refuses requests and counts their spans.
 func TestShutdownFlushesEverythingOnce(t *testing.T) {
 	s := newTestStage(t, time.Minute, nil, 16)
-	s.Start()
-	s.Start()
+	require.NoError(t, s.Start(context.Background(), nil))
+	require.NoError(t, s.Start(context.Background(), nil))
 	for range 100 {
-		require.NoError(t, s.Consume(context.Background(), spans(3)))
+		require.NoError(t, s.ConsumeTraces(context.Background(), spans(3)))
 	}
 	require.NoError(t, s.Shutdown(context.Background()))
 	require.NoError(t, s.Shutdown(context.Background()))
+	require.EqualValues(t, 1, s.closed.Load(), "Closed runs once")
 	require.Equal(t, 300, s.c.total())
 	require.EqualValues(t, 1, s.c.finals.Load())
-	require.ErrorIs(t, s.Consume(context.Background(), spans(5)), errTestShutdown)
+	require.ErrorIs(t, s.ConsumeTraces(context.Background(), spans(5)), errTestShutdown)
 	require.EqualValues(t, 5, s.refused.Load())
 }
 
 // A stage never started shuts down at once, and refuses afterwards.
 func TestShutdownWithoutStart(t *testing.T) {
 	s := newTestStage(t, time.Minute, nil, 16)
-	require.NoError(t, s.Consume(context.Background(), spans(1)))
+	require.NoError(t, s.ConsumeTraces(context.Background(), spans(1)))
 	require.NoError(t, s.Shutdown(context.Background()))
-	require.ErrorIs(t, s.Consume(context.Background(), spans(2)), errTestShutdown)
+	require.ErrorIs(t, s.ConsumeTraces(context.Background(), spans(2)), errTestShutdown)
 	require.EqualValues(t, 2, s.refused.Load())
 	require.Zero(t, s.c.swaps.Load())
 }
@@ -178,11 +181,11 @@ func TestShutdownWithoutStart(t *testing.T) {
 func TestFullRingRefusesWhenTheContextEnds(t *testing.T) {
 	s := newTestStage(t, time.Minute, nil, 2) // not started: nothing drains
 	for range 2 {
-		require.NoError(t, s.Consume(context.Background(), spans(1)))
+		require.NoError(t, s.ConsumeTraces(context.Background(), spans(1)))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
-	require.ErrorIs(t, s.Consume(ctx, spans(7)), context.DeadlineExceeded)
+	require.ErrorIs(t, s.ConsumeTraces(ctx, spans(7)), context.DeadlineExceeded)
 	require.EqualValues(t, 7, s.refused.Load())
 }
 
@@ -190,20 +193,20 @@ func TestFullRingRefusesWhenTheContextEnds(t *testing.T) {
 // producers keep the consumer busy.
 func TestFlushHoldsEverySpanConsumedBeforeTheTick(t *testing.T) {
 	s := newTestStage(t, time.Second, nil, 64)
-	s.Start()
+	require.NoError(t, s.Start(context.Background(), nil))
 	var stop atomic.Bool
 	var wg sync.WaitGroup
 	for range 2 {
 		wg.Go(func() {
 			for !stop.Load() {
-				_ = s.Consume(context.Background(), spans(1))
+				_ = s.ConsumeTraces(context.Background(), spans(1))
 			}
 		})
 	}
 	for round := range 20 {
 		// Requests that returned before the tick, told apart by their size.
 		for range 10 + round {
-			require.NoError(t, s.Consume(context.Background(), spans(bigSpans)))
+			require.NoError(t, s.ConsumeTraces(context.Background(), spans(bigSpans)))
 		}
 		flushes := len(s.c.flushed())
 		require.NoError(t, s.clock.BlockUntilContext(context.Background(), 1))
@@ -223,12 +226,12 @@ func TestBusyFlushIsPostponed(t *testing.T) {
 	s.c.mu.Lock()
 	s.c.hold = hold
 	s.c.mu.Unlock()
-	s.Start()
-	require.NoError(t, s.Consume(context.Background(), spans(1)))
+	require.NoError(t, s.Start(context.Background(), nil))
+	require.NoError(t, s.ConsumeTraces(context.Background(), spans(1)))
 	require.NoError(t, s.clock.BlockUntilContext(context.Background(), 1))
 	s.clock.Advance(time.Second) // swapped; the flush waits on hold
 	require.Eventually(t, func() bool { return s.c.swaps.Load() == 1 && !s.Idle() }, 5*time.Second, time.Millisecond)
-	require.NoError(t, s.Consume(context.Background(), spans(2)))
+	require.NoError(t, s.ConsumeTraces(context.Background(), spans(2)))
 	s.clock.Advance(time.Second) // busy: postponed
 	require.Eventually(t, func() bool { return s.postponed.Load() == 1 }, 5*time.Second, time.Millisecond)
 	require.EqualValues(t, 1, s.c.swaps.Load())
@@ -247,9 +250,9 @@ func TestBusyFlushIsPostponed(t *testing.T) {
 func TestNoIntervalFlushesEveryRound(t *testing.T) {
 	s := newTestStage(t, 0, nil, 64)
 	s.c.wake = 1 // as a connector without an interval asks: every request wakes it
-	s.Start()
+	require.NoError(t, s.Start(context.Background(), nil))
 	for i := range 50 {
-		require.NoError(t, s.Consume(context.Background(), spans(1)))
+		require.NoError(t, s.ConsumeTraces(context.Background(), spans(1)))
 		// One request at a time: each round holds what was queued since the last.
 		require.Eventually(t, func() bool { return s.c.total() == i+1 }, 5*time.Second, time.Millisecond)
 	}
@@ -260,7 +263,7 @@ func TestNoIntervalFlushesEveryRound(t *testing.T) {
 // the stage started.
 func TestDuties(t *testing.T) {
 	s := newTestStage(t, time.Hour, []time.Duration{time.Second, 3 * time.Second}, 16)
-	s.Start()
+	require.NoError(t, s.Start(context.Background(), nil))
 	require.Equal(t, s.clock.Now().UnixNano(), s.c.started.Load())
 	for i := range 6 {
 		require.NoError(t, s.clock.BlockUntilContext(context.Background(), 3))
