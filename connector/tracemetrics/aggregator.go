@@ -8,22 +8,23 @@ import (
 
 	"github.com/otelcol-red/otelcol-red/internal/hash"
 	"github.com/otelcol-red/otelcol-red/internal/intake"
+	"github.com/otelcol-red/otelcol-red/internal/pipeline"
 	"github.com/otelcol-red/otelcol-red/internal/sampling"
 )
 
-// aggregator is the single consumer of the intake ring. It alone owns the series tables and
-// the active delta buffer, so none of them needs a lock. It never builds pmetric data: at
-// each flush it hands the filled delta buffer to the flusher and carries on with the other.
+// aggregator is the pipeline's consumer (internal/pipeline): the single consumer of the intake
+// ring. It alone owns the series tables and the active delta buffer, so none of them needs a
+// lock. It never builds pmetric data: at each flush it swaps the filled delta buffer for the
+// spare the flusher handed back, and carries on with that one.
 type aggregator struct {
 	*plan // the configuration, derived once
 
 	touch uint32 // see touchSeries
 
-	pipe      *intake.Pipe[deltaBatch]
-	hints     *sizeHints // the producers' batch sizes (wakeItems)
+	ringCap   int
+	hints     *intake.SizeHints // the producers' batch sizes (wakeItems)
 	wakeItems int
 	clock     clockwork.Clock
-	ticker    clockwork.Ticker
 
 	resources []aggResource
 	resIndex  hash.Index
@@ -37,13 +38,8 @@ type aggregator struct {
 	svcSeries  [maxFamilies][]int32
 	tables     []*seriesTable
 	active     *deltaBuffer
-	returned   chan *deltaBuffer // the flusher hands buffers back here
-	toFlusher  chan *deltaBuffer
-	stop       chan struct{}
-	done       chan struct{}
-	drainBuf   []*deltaBatch
 	epoch      uint32 // incremented at each swap; rows of older epochs belong to other buffers
-	flushDue   bool   // a tick found the flusher busy: swap as soon as it hands its buffer back
+	spans      int64  // spans of the round being applied
 	scratchRes []uint32
 	resIDs     []uint32 // apply: aggregator resource id of each batch resource
 	rows       []int32  // apply: active row of each batch series
@@ -89,43 +85,6 @@ var overflowLimits = [overflowKinds]string{
 	globalOverflow:  "max_series",
 }
 
-// run is the aggregator goroutine: sleep until a batch of items is queued or the flush
-// timer fires, drain, apply, repeat. The timer channel is part of the same select, so a
-// quiet period still flushes on time, and items never wait longer than one interval; under
-// load drain watches the timer itself (see there).
-func (a *aggregator) run() {
-	defer close(a.done)
-	for {
-		if !a.pipe.Queue.Arm(a.wakeItems) {
-			// back is nil, so never ready, unless a flush waits for the flusher's buffer.
-			var back chan *deltaBuffer
-			if a.flushDue {
-				back = a.returned
-			}
-			select {
-			case <-a.pipe.Queue.Wake():
-			case spare := <-back:
-				a.pipe.Queue.Disarm()
-				a.drain()
-				a.swap(spare, false)
-				continue
-			case <-a.ticker.Chan():
-				a.pipe.Queue.Disarm()
-				a.drain()
-				a.flush(false)
-				continue
-			case <-a.stop:
-				a.pipe.Queue.Disarm()
-				a.drain()
-				a.flush(true)
-				return
-			}
-		}
-		a.pipe.Queue.Disarm()
-		a.drain()
-	}
-}
-
 // wakeSeries is how many series' worth of queued batches the aggregator lets queue before it
 // is woken, counted at the size of the largest recent batch (sizeHints). Waking it costs the
 // producer that completes its batch a futex call, so it should happen rarely; but every queued
@@ -146,59 +105,28 @@ func wakeItems(ringCap, seriesPerBatch int) int {
 	return min(max(1, wakeSeries/max(1, seriesPerBatch)), max(1, ringCap/8))
 }
 
-// flushCheckBatches is how many batches the aggregator applies between two looks at the
-// flush timer while it works through a drained round.
-const flushCheckBatches = 16
+var _ pipeline.Consumer[deltaBatch, *deltaBuffer] = (*aggregator)(nil)
 
-func (a *aggregator) drain() {
-	// tick: the flush timer fired and its flush waits for the first round drained after the
-	// tick was seen, which holds every batch queued before it (so every span whose
-	// ConsumeTraces returned before the tick is in that flush).
-	tick := false
-	for {
-		// Under sustained overload run's select, where the timer waits, is not reached again:
-		// every Drain here finds a full batch, and when one does not, Arm finds the next batch
-		// already queued and run drains again without sleeping. The flush would wait until
-		// the load drops. Looking at the timer at every round keeps flushes on time whatever
-		// the load, for one non-blocking receive per round.
-		if !tick {
-			tick = a.tickDue()
-		}
-		afterTick := tick // this round's Drain comes after the tick
-		a.drainBuf = a.pipe.Queue.Drain(a.drainBuf[:0])
-		if len(a.drainBuf) == 0 {
-			a.flushOrSwap(tick)
-			break
-		}
-		var spans int64
-		now := a.clock.Now().UnixNano()
-		for i, b := range a.drainBuf {
-			if !tick && i%flushCheckBatches == flushCheckBatches-1 {
-				// A full ring takes long to apply when the aggregator gets a small share
-				// of the CPU (many busy receivers on few cores): look at the timer inside
-				// the round too. Its flush waits for the next round, at most one ring
-				// (ring_size batches, ring_memory_mib bytes) of work later.
-				tick = a.tickDue()
-			}
-			a.apply(b)
-			a.names.learnNames(&b.names, now)
-			spans += b.spans
-			a.pipe.Recycle(b)
-			a.drainBuf[i] = nil
-		}
-		// One atomic add per round, however many batches and spans it held; the templates
-		// learned from them are published once per round too.
-		a.tel.aggregatedSpans.Add(spans)
-		a.names.publishTemplates(false, now)
-		a.flushOrSwap(afterTick)
-		if afterTick {
-			tick = false
-		}
-		a.wakeItems = wakeItems(a.pipe.Queue.Cap(), int(a.hints.get(hintSeries)))
-		if len(a.drainBuf) < a.wakeItems && !tick {
-			break
-		}
-	}
+// WakeItems is how many queued batches wake the aggregator: wakeSeries' worth at the size of
+// the largest recent batches.
+func (a *aggregator) WakeItems() int { return a.wakeItems }
+
+// Apply folds batch b into the active delta buffer and hands the span names it did not find
+// templates for to the learner.
+func (a *aggregator) Apply(b *deltaBatch, now int64) {
+	a.apply(b)
+	a.names.learnNames(&b.names, now)
+	a.spans += b.spans
+}
+
+// Applied ends a round: one atomic add for its spans however many batches and spans it held,
+// the templates learned from them published once, and the wake count set from the batches'
+// sizes.
+func (a *aggregator) Applied(_ int, now int64) {
+	a.tel.aggregatedSpans.Add(a.spans)
+	a.spans = 0
+	a.names.publishTemplates(false, now)
+	a.wakeItems = wakeItems(a.ringCap, int(a.hints.Get(hintSeries)))
 	a.tel.seriesLive.Store(int64(a.liveSeries()))
 }
 
@@ -482,61 +410,14 @@ func (a *aggregator) activeRow(t *seriesTable, d *deltaFamily, id uint32, ts int
 	return m.row
 }
 
-// flush swaps the delta buffers and hands the filled one to the flusher. When the flusher is
-// still busy with the previous interval (a slow downstream, or a flusher starved of CPU), the
-// swap is postponed and the active buffer keeps accumulating: the flush happens as soon as
-// the flusher hands its buffer back (flushDue), nothing is lost and ingest never waits. The
-// final flush does wait.
-func (a *aggregator) flush(final bool) {
-	var spare *deltaBuffer
-	if final {
-		spare = <-a.returned
-	} else {
-		select {
-		case spare = <-a.returned:
-		default:
-			a.tel.flushesSkipped.Add(1)
-			a.flushDue = true
-			return
-		}
-	}
-	a.swap(spare, final)
-}
-
-// tickDue reports whether the flush timer has fired since the last look. It never waits.
-func (a *aggregator) tickDue() bool {
-	select {
-	case <-a.ticker.Chan():
-		return true
-	default:
-		return false
-	}
-}
-
-// flushOrSwap flushes when a tick was seen (due), else completes a flush that waits for the
-// flusher's spare buffer if it came back meanwhile.
-func (a *aggregator) flushOrSwap(due bool) {
-	if due {
-		a.flush(false)
-		return
-	}
-	if a.flushDue {
-		select {
-		case spare := <-a.returned:
-			a.swap(spare, false)
-		default:
-		}
-	}
-}
-
-// swap makes spare the active buffer and hands the filled one to the flusher.
-func (a *aggregator) swap(spare *deltaBuffer, final bool) {
-	a.flushDue = false
+// Swap makes spare, the buffer the flusher handed back, the active one, and returns the
+// filled one for the flusher, with the series and resources that expired.
+func (a *aggregator) Swap(spare *deltaBuffer, final bool) *deltaBuffer {
 	a.reclaim(spare)
 	full := a.active
 	a.active = spare
 	a.epoch++
-	a.hints.rotate()
+	a.hints.Rotate()
 	for f, t := range a.tables {
 		if t.keys.wantsCompaction() {
 			full.fams[f].moved = t.compactKeys(full.fams[f].moved)
@@ -561,9 +442,8 @@ func (a *aggregator) swap(spare *deltaBuffer, final bool) {
 		}
 	}
 	full.ts = now
-	full.final = final
 	a.tel.seriesLive.Store(int64(a.liveSeries()))
-	a.toFlusher <- full
+	return full
 }
 
 // reclaim frees the ids expired at the previous swap: the flusher has now forgotten them.

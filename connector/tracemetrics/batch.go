@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"math"
 	"math/bits"
-	"sync/atomic"
 	"unsafe"
 
 	"github.com/otelcol-red/otelcol-red/internal/intake"
@@ -179,19 +178,9 @@ func (b *deltaBatch) upsert(res uint32, f *family, off int, h uint64) uint32 {
 	return uint32(len(b.series) - 1)
 }
 
-// sizeHints are the largest sizes batches have reached lately. A batch taken from the free list
-// grows to them before it reduces anything, in one allocation per buffer, instead of doubling
-// its way up over many requests: batches circulate through the free list in turn, and without
-// this each one would keep allocating until it had met the largest request itself.
-//
-// "Lately" is this flush interval and the previous one: rotate (at each flush) forgets older
-// maxima, so one large request does not make every batch created afterwards large while the
-// traffic is made of small ones. Batches keep the capacity they have either way.
-type sizeHints struct {
-	cur  [numHints]atomic.Int64 // what batches are grown to: the largest since the last rotate but one
-	next [numHints]atomic.Int64 // the largest since the last rotate
-}
-
+// The buffers of a batch that intake.SizeHints sizes: a batch from the free list grows to what
+// the requests of this interval and the previous one needed before it reduces anything
+// (intake.SizeHints has why), in one allocation per buffer.
 const (
 	hintResources = iota
 	hintSeries
@@ -206,63 +195,37 @@ const (
 	numHints
 )
 
-func (h *sizeHints) get(i int) int64 { return h.cur[i].Load() }
-
-func (h *sizeHints) reserve(b *deltaBatch) {
-	b.resources = reserve(b.resources, h.get(hintResources))
-	b.series = reserve(b.series, h.get(hintSeries))
-	b.obs = reserve(b.obs, h.get(hintObs))
-	b.exemplars = reserve(b.exemplars, h.get(hintExemplars))
-	b.arena = reserve(b.arena, 64*h.get(hintArena))
-	b.sorter.attrs = reserve(b.sorter.attrs, h.get(hintAttrs))
-	b.seriesW = reserve(b.seriesW, h.get(hintSeriesWeights))
-	b.obsW = reserve(b.obsW, h.get(hintObsWeights))
-	// The sorter's memo is kept across requests: grow it keeping its content.
-	b.sorter.perm = regrow(b.sorter.perm, h.get(hintAttrs))
-	b.sorter.memoLens = regrow(b.sorter.memoLens, h.get(hintAttrs))
-	b.sorter.memoKeys = regrow(b.sorter.memoKeys, h.get(hintAttrKeys))
-}
-
 // hintLimit bounds every hint (in elements; the arena's in bytes, at 64 per element): one
 // huge request must not make every pooled batch huge. Requests of up to hintLimit series are
 // covered; larger ones grow their batch on their own, as without hints.
 const hintLimit = 2048
 
-// update raises the hints to what b's request used: lengths, not capacities, or a batch grown
-// to a hint would keep that hint alive after the traffic that set it is gone.
-func (h *sizeHints) update(b *deltaBatch) {
-	h.raise(hintResources, len(b.resources))
-	h.raise(hintSeries, len(b.series))
-	h.raise(hintObs, len(b.obs))
-	h.raise(hintExemplars, len(b.exemplars))
-	h.raise(hintArena, (max(b.arenaPeak, len(b.arena))+63)/64)
-	h.raise(hintTable, len(b.table))
-	h.raise(hintAttrs, b.sorter.peakAttrs)
-	h.raise(hintAttrKeys, b.sorter.peakKeys)
-	h.raise(hintSeriesWeights, len(b.seriesW))
-	h.raise(hintObsWeights, len(b.obsW))
+// reserve grows b's buffers, empty, to the hints, and its sorter's memo keeping its content.
+func (b *deltaBatch) reserve(h *intake.SizeHints) {
+	b.resources = intake.Reserve(b.resources, h.Get(hintResources))
+	b.series = intake.Reserve(b.series, h.Get(hintSeries))
+	b.obs = intake.Reserve(b.obs, h.Get(hintObs))
+	b.exemplars = intake.Reserve(b.exemplars, h.Get(hintExemplars))
+	b.arena = intake.Reserve(b.arena, 64*h.Get(hintArena))
+	b.sorter.attrs = intake.Reserve(b.sorter.attrs, h.Get(hintAttrs))
+	b.seriesW = intake.Reserve(b.seriesW, h.Get(hintSeriesWeights))
+	b.obsW = intake.Reserve(b.obsW, h.Get(hintObsWeights))
+	// The sorter's memo is kept across requests: grow it keeping its content.
+	b.sorter.perm = intake.Regrow(b.sorter.perm, h.Get(hintAttrs))
+	b.sorter.memoLens = intake.Regrow(b.sorter.memoLens, h.Get(hintAttrs))
+	b.sorter.memoKeys = intake.Regrow(b.sorter.memoKeys, h.Get(hintAttrKeys))
 }
 
-func (h *sizeHints) raise(i, n int) {
-	raise(&h.cur[i], n)
-	raise(&h.next[i], n)
-}
-
-// rotate starts a new interval: the hints become the largest sizes of the interval that ends.
-// A producer raising a hint at the same moment may see its raise forgotten: the next request
-// of that size raises it again.
-func (h *sizeHints) rotate() {
-	for i := range h.cur {
-		h.cur[i].Store(h.next[i].Swap(0))
-	}
-}
-
-func raise(v *atomic.Int64, n int) {
-	n = min(n, hintLimit)
-	for {
-		cur := v.Load()
-		if int64(n) <= cur || v.CompareAndSwap(cur, int64(n)) {
-			return
-		}
-	}
+// measure raises the hints to what b's request used.
+func (b *deltaBatch) measure(h *intake.SizeHints) {
+	h.Raise(hintResources, len(b.resources))
+	h.Raise(hintSeries, len(b.series))
+	h.Raise(hintObs, len(b.obs))
+	h.Raise(hintExemplars, len(b.exemplars))
+	h.Raise(hintArena, (max(b.arenaPeak, len(b.arena))+63)/64)
+	h.Raise(hintTable, len(b.table))
+	h.Raise(hintAttrs, b.sorter.peakAttrs)
+	h.Raise(hintAttrKeys, b.sorter.peakKeys)
+	h.Raise(hintSeriesWeights, len(b.seriesW))
+	h.Raise(hintObsWeights, len(b.obsW))
 }

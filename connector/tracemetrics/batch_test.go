@@ -14,7 +14,7 @@ func TestSizeHintsPresizeFreshBatches(t *testing.T) {
 	red := r.conn.(*connectorImp).reducer
 	first := new(deltaBatch)
 	red.reduce(first, benchInput(1000, 1000)[0])
-	require.GreaterOrEqual(t, red.hints.get(hintSeries), int64(1000))
+	require.GreaterOrEqual(t, red.hints.Get(hintSeries), int64(1000))
 
 	fresh := new(deltaBatch)
 	red.reduce(fresh, benchInput(1000, 10)[0])
@@ -31,7 +31,7 @@ func TestSizeHintsAreBounded(t *testing.T) {
 	huge := benchInput(20_000, 20_000)[0]
 	red.reduce(new(deltaBatch), huge)
 	for i := range numHints {
-		require.LessOrEqual(t, red.hints.get(i), int64(hintLimit), "hint %d", i)
+		require.LessOrEqual(t, red.hints.Get(i), int64(hintLimit), "hint %d", i)
 	}
 	small := new(deltaBatch)
 	red.reduce(small, benchInput(1000, 10)[0])
@@ -48,23 +48,23 @@ func TestSizeHintsForgetOldIntervals(t *testing.T) {
 	red.reduce(new(deltaBatch), benchInput(1000, 1000)[0])
 	small := benchInput(1000, 10)
 
-	red.hints.rotate() // a flush: the large request was in the interval that ended
+	red.hints.Rotate() // a flush: the large request was in the interval that ended
 	fresh := new(deltaBatch)
 	red.reduce(fresh, small[0])
 	require.GreaterOrEqual(t, cap(fresh.series), 1000, "still sized for the previous interval's largest request")
 
-	red.hints.rotate() // an interval of small requests only
+	red.hints.Rotate() // an interval of small requests only
 	fresh = new(deltaBatch)
 	red.reduce(fresh, small[1])
 	require.Less(t, cap(fresh.series), 100, "sized for the small requests")
-	require.Greater(t, wakeItems(c.pipe.Queue.Cap(), int(red.hints.get(hintSeries))), 16, "small batches wake the aggregator less often")
+	require.Greater(t, wakeItems(c.pipe.Queue.Cap(), int(red.hints.Get(hintSeries))), 16, "small batches wake the aggregator less often")
 
 	// Through the connector: the producer raises the hints as it reduces, and a real flush
 	// (which drains the ring before it swaps) rotates them.
 	require.NoError(t, c.ConsumeTraces(context.Background(), benchInput(1000, 1000)[0]))
-	require.GreaterOrEqual(t, red.hints.get(hintSeries), int64(1000))
+	require.GreaterOrEqual(t, red.hints.Get(hintSeries), int64(1000))
 	r.flush()
 	require.NoError(t, c.ConsumeTraces(context.Background(), small[2]))
 	r.flush()
-	require.Less(t, red.hints.get(hintSeries), int64(100))
+	require.Less(t, red.hints.Get(hintSeries), int64(100))
 }

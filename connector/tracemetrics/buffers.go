@@ -7,7 +7,6 @@ package tracemetrics // import "github.com/otelcol-red/otelcol-red/connector/tra
 // turns the other into pmetric.Metrics. They trade places with a pointer swap at each flush.
 type deltaBuffer struct {
 	ts           int64 // flush time
-	final        bool
 	fams         []deltaFamily
 	newResources []newResource
 	resAttrs     []byte
@@ -134,7 +133,6 @@ func (b *deltaBuffer) reset() {
 	}
 	b.newResources = shrink(b.newResources)
 	b.resAttrs = shrink(b.resAttrs)
-	b.final = false
 }
 
 // reset empties the family for the next interval; expired stays for the aggregator.

@@ -1,48 +1,43 @@
 package tracemetrics // import "github.com/otelcol-red/otelcol-red/connector/tracemetrics"
 
 import (
-	"context"
 	"errors"
-	"sync"
 
-	"github.com/jonboulle/clockwork"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/pdata/ptrace"
-	"go.uber.org/zap"
 
 	"github.com/otelcol-red/otelcol-red/internal/intake"
+	"github.com/otelcol-red/otelcol-red/internal/pipeline"
 )
 
 var errShutdown = errors.New("tracemetrics connector is shut down")
 
-// connectorImp is the tracemetrics connector. Its data path, top to bottom, one file a stage:
+// connectorImp is the tracemetrics connector. It runs on the pipeline stage both trace
+// connectors share (internal/pipeline); its data path, top to bottom, one file a stage:
 //
-//	ConsumeTraces (any number of goroutines; connector.go)
+//	ConsumeTraces (any number of goroutines), the stage's
 //	  reducer.reduce (reducer.go): spans → one deltaBatch (batch.go) of per-series deltas,
-//	  each series under its key (key.go)
-//	  intake.Queue.Put (internal/intake): one pointer into the MPSC ring; waits if it is full
-//	aggregator.run (one goroutine, aggregator.go; owns the series tables, table.go)
+//	  each series under its key (key.go); one pointer into the intake ring (internal/intake),
+//	  which waits if it is full
+//	the consumer goroutine: aggregator.go (owns the series tables, table.go)
 //	  woken per wakeItems queued batches (wakeSeries series' worth) or by the flush ticker;
-//	  apply folds batches into the active deltaBuffer (buffers.go); at the tick it swaps
-//	  buffers and hands the filled one over
-//	flusher.run (one goroutine, flusher.go)
+//	  Apply folds batches into the active deltaBuffer (buffers.go); at the tick Swap trades
+//	  it for the spare the flusher handed back
+//	the flush goroutine: flusher.go
 //	  cumulative totals, pmetric.Metrics, next.ConsumeMetrics
 //
 // Every stage reads the configuration through one plan (plan.go).
 type connectorImp struct {
-	plan    *plan
-	logger  *zap.Logger
-	clock   clockwork.Clock
-	reducer *reducer
+	plan *plan
+	// The pipeline stage is the component: Start, Shutdown, ConsumeTraces, Capabilities.
+	*pipeline.Stage[deltaBatch, *deltaBuffer]
+
 	pipe    *intake.Pipe[deltaBatch]
+	reducer *reducer
 	agg     *aggregator
 	fl      *flusher
 	tel     *telemetry
-
-	startOnce    sync.Once
-	started      bool
-	shutdownOnce sync.Once
 }
 
 var _ consumer.Traces = (*connectorImp)(nil)
@@ -58,31 +53,22 @@ func newConnector(set component.TelemetrySettings, cfg *Config, next consumer.Me
 	if err != nil {
 		return nil, err
 	}
+	red := newReducer(p, d.keyHash)
 	c := &connectorImp{
 		plan:    p,
-		logger:  set.Logger,
-		clock:   d.clock,
-		reducer: newReducer(p, d.keyHash),
 		pipe:    pipe,
+		reducer: red,
 		tel:     tel,
 	}
-	returned := make(chan *deltaBuffer, 1)
-	toFlusher := make(chan *deltaBuffer, 1)
-	returned <- newDeltaBuffer(len(p.families))
 	c.agg = &aggregator{
 		plan:      p,
-		pipe:      pipe,
-		hints:     &c.reducer.hints,
+		ringCap:   pipe.Queue.Cap(),
+		hints:     red.hints,
 		wakeItems: wakeItems(pipe.Queue.Cap(), firstSeriesPerBatch),
-		drainBuf:  pipe.Queue.DrainBuffer(),
 		clock:     d.clock,
 		services:  map[string]uint32{},
 		epoch:     1, // 0 marks a series without a row
 		active:    newDeltaBuffer(len(p.families)),
-		returned:  returned,
-		toFlusher: toFlusher,
-		stop:      make(chan struct{}),
-		done:      make(chan struct{}),
 		tel:       tel,
 		sel:       newSelector(p),
 		demand:    newDemand(p, d.clock.Now().UnixNano()),
@@ -92,9 +78,6 @@ func newConnector(set component.TelemetrySettings, cfg *Config, next consumer.Me
 		next:        next,
 		logger:      set.Logger,
 		tel:         tel,
-		in:          toFlusher,
-		returned:    returned,
-		done:        make(chan struct{}),
 		byRes:       make([][]int32, len(p.families)),
 		intern:      newInterner(internLimit),
 		orders:      make([][]uint32, len(p.families)),
@@ -104,62 +87,25 @@ func newConnector(set component.TelemetrySettings, cfg *Config, next consumer.Me
 		c.agg.tables = append(c.agg.tables, &seriesTable{fam: f, keyHash: d.keyHash})
 		c.fl.tables = append(c.fl.tables, &flushTable{fam: f})
 	}
+	clock := d.clock
+	c.Stage = pipeline.New(pipeline.Settings[deltaBatch, *deltaBuffer]{
+		Pipe: pipe,
+		Reduce: func(b *deltaBatch, td ptrace.Traces) {
+			b.ts = clock.Now().UnixNano()
+			red.reduce(b, td)
+		},
+		Consumer:      c.agg,
+		Flusher:       c.fl,
+		Spare:         newDeltaBuffer(len(p.families)),
+		Clock:         clock,
+		FlushInterval: p.flushInterval,
+		ErrShutdown:   errShutdown,
+		Refused:       &tel.refusedSpans,
+		Postponed:     &tel.flushesSkipped,
+		Closed:        tel.shutdown,
+	})
 	if cfg.DimensionsCacheSize != 0 {
 		set.Logger.Warn("dimensions_cache_size is deprecated and ignored; use aggregation_cardinality_limit or max_series")
 	}
 	return c, nil
-}
-
-// Start starts the aggregator and the flusher.
-func (c *connectorImp) Start(context.Context, component.Host) error {
-	c.startOnce.Do(func() {
-		c.agg.ticker = c.clock.NewTicker(c.plan.flushInterval)
-		c.started = true
-		go c.agg.run()
-		go c.fl.run()
-	})
-	return nil
-}
-
-// Shutdown refuses new spans, waits for ConsumeTraces calls in flight, then drains the ring,
-// flushes everything aggregated so far and waits until the next consumer has it. It is
-// idempotent.
-func (c *connectorImp) Shutdown(ctx context.Context) error {
-	var err error
-	c.shutdownOnce.Do(func() {
-		err = c.pipe.Close(ctx)
-		if c.started {
-			close(c.agg.stop)
-			if werr := intake.Await(ctx, c.agg.done, c.fl.done); werr != nil {
-				err = errors.Join(err, werr)
-				return
-			}
-			c.agg.ticker.Stop()
-		}
-		c.tel.shutdown()
-	})
-	return err
-}
-
-// Capabilities implements consumer.Traces.
-func (*connectorImp) Capabilities() consumer.Capabilities {
-	return consumer.Capabilities{MutatesData: false}
-}
-
-// ConsumeTraces reduces td to one batch and queues it for the aggregator. It holds no lock
-// and, once the batch pool is warm, allocates nothing. When the ring is full it waits for
-// room until ctx is done, and then returns the context's error with nothing aggregated.
-func (c *connectorImp) ConsumeTraces(ctx context.Context, td ptrace.Traces) error {
-	b, ok := c.pipe.Take()
-	if !ok {
-		c.tel.refusedSpans.Add(int64(td.SpanCount()))
-		return errShutdown
-	}
-	b.ts = c.clock.Now().UnixNano()
-	c.reducer.reduce(b, td)
-	if err := c.pipe.Submit(ctx, b); err != nil {
-		c.tel.refusedSpans.Add(int64(td.SpanCount()))
-		return err
-	}
-	return nil
 }

@@ -9,6 +9,8 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.uber.org/zap"
+
+	"github.com/otelcol-red/otelcol-red/internal/pipeline"
 )
 
 const scopeName = "tracemetricsconnector"
@@ -21,8 +23,9 @@ const scopeName = "tracemetricsconnector"
 // thousand points keep the per-call cost downstream (a lock, a dirty mark) negligible.
 const chunkDataPoints = 8192
 
-// flusher turns filled delta buffers into pmetric.Metrics and sends them downstream, on its
-// own goroutine: nothing it does holds up ConsumeTraces or the aggregator. For cumulative
+// flusher is the pipeline's flush goroutine (internal/pipeline): it turns filled delta buffers
+// into pmetric.Metrics and sends them downstream, so nothing it does holds up ConsumeTraces or
+// the aggregator. For cumulative
 // temporality it owns the running totals of every series. Series keys it reads from the
 // aggregator's immutable key chunks (see keyArena); otherwise it shares no memory with the
 // aggregator except the buffer it is handed.
@@ -32,10 +35,6 @@ type flusher struct {
 	next   consumer.Metrics
 	logger *zap.Logger
 	tel    *telemetry
-
-	in       chan *deltaBuffer
-	returned chan *deltaBuffer
-	done     chan struct{}
 
 	chunkPoints int // data points per ConsumeMetrics call (deps.chunkPoints)
 
@@ -149,17 +148,12 @@ func (t *flushTable) compactSlab() {
 	t.slab = fresh
 }
 
-func (f *flusher) run() {
-	defer close(f.done)
-	for buf := range f.in {
-		f.process(buf)
-		final := buf.final
-		buf.reset()
-		f.returned <- buf
-		if final {
-			return
-		}
-	}
+var _ pipeline.Flusher[*deltaBuffer] = (*flusher)(nil)
+
+// Flush sends the interval of buf downstream and empties buf for its next interval.
+func (f *flusher) Flush(buf *deltaBuffer) {
+	f.process(buf)
+	buf.reset()
 }
 
 func (f *flusher) process(buf *deltaBuffer) {

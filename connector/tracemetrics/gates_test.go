@@ -6,6 +6,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/featuregate"
+
+	"github.com/otelcol-red/otelcol-red/internal/gates"
 )
 
 // Every gate followed is one spanmetrics registers (the tests link spanmetrics in, as the
@@ -29,11 +31,11 @@ func TestGatesFollowSpanmetrics(t *testing.T) {
 // default: the collector instance ID on, the alpha gates off.
 func TestUnregisteredGatesTakeSpanmetricsDefaults(t *testing.T) {
 	empty := featuregate.NewRegistry()
-	require.True(t, gateIn(empty, includeCollectorInstanceIDGate))
+	require.True(t, gates.EnabledIn(empty, includeCollectorInstanceIDGate, gateDefaults[includeCollectorInstanceIDGate]))
 	for _, id := range []string{legacyMetricNamesGate, useSecondAsDefaultMetricsUnitGate, excludeResourceMetricsGate, useOtelStatusCodeAttributeGate} {
-		require.False(t, gateIn(empty, id), id)
+		require.False(t, gates.EnabledIn(empty, id, gateDefaults[id]), id)
 	}
-	require.False(t, gateIn(empty, "not.a.gate"))
+	require.False(t, gates.EnabledIn(empty, "not.a.gate", gateDefaults["not.a.gate"]))
 }
 
 // With the gate disabled (`--feature-gates=-connector.spanmetrics.includeCollectorInstanceID`)

@@ -135,7 +135,7 @@ func TestGlobKeysRoundTrip(t *testing.T) {
 	}
 	cfg.Dimensions = append(cfg.Dimensions, Dimension{Glob: "g.*"})
 	require.NoError(t, cfg.Validate())
-	l, err := newLayout(cfg, gates{}, "")
+	l, err := newLayout(cfg, followedGates{}, "")
 	require.NoError(t, err)
 	f := l.families[l.callsFamily]
 	require.NotNil(t, f.globs)

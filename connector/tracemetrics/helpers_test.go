@@ -535,7 +535,7 @@ var _ = slices.Contains[[]string]
 
 // flusherIdle reports whether the flusher has handed its buffer back, so the next tick will
 // flush instead of being skipped.
-func (c *connectorImp) flusherIdle() bool { return len(c.agg.returned) == 1 }
+func (c *connectorImp) flusherIdle() bool { return c.Idle() }
 
 // settle returns once the aggregator has applied every batch queued before the call; no
 // ConsumeTraces call may run meanwhile.
@@ -562,7 +562,7 @@ func (c *connectorImp) fillUntil(tb testing.TB, done func() bool, puts *int) {
 	tb.Helper()
 	deadline := time.Now().Add(2 * time.Minute)
 	patience := time.Now().Add(2 * time.Millisecond)
-	likely := max(wakeItems(c.pipe.Queue.Cap(), int(c.reducer.hints.get(hintSeries))), wakeItems(c.pipe.Queue.Cap(), firstSeriesPerBatch))
+	likely := max(wakeItems(c.pipe.Queue.Cap(), int(c.reducer.hints.Get(hintSeries))), wakeItems(c.pipe.Queue.Cap(), firstSeriesPerBatch))
 	largest := wakeItems(c.pipe.Queue.Cap(), 0)
 	for !done() {
 		require.True(tb, time.Now().Before(deadline), "the aggregator does not drain the ring")

@@ -161,6 +161,7 @@ func (t *telemetry) recordFlush(d time.Duration, points int) {
 	t.flushPoints.Record(context.Background(), int64(points))
 }
 
+// shutdown unregisters the callback (once: the stage's Shutdown runs it once).
 func (t *telemetry) shutdown() {
 	if t.reg != nil {
 		_ = t.reg.Unregister()

@@ -463,15 +463,15 @@ func TestCapOverflowSeriesExpireAndReturn(t *testing.T) {
 func TestCapOverflowKeys(t *testing.T) {
 	for _, tc := range []struct {
 		exclude []string
-		gates   gates
+		gates   followedGates
 	}{
-		{nil, gates{}},
-		{nil, gates{useOtelStatusCode: true, includeCollectorInstanceID: true}},
-		{[]string{spanNameKey}, gates{}},
-		{[]string{spanKindKey}, gates{}},
-		{[]string{statusCodeKey}, gates{}},
-		{[]string{serviceNameKey, spanKindKey}, gates{}},
-		{[]string{serviceNameKey, spanKindKey, statusCodeKey}, gates{}},
+		{nil, followedGates{}},
+		{nil, followedGates{useOtelStatusCode: true, includeCollectorInstanceID: true}},
+		{[]string{spanNameKey}, followedGates{}},
+		{[]string{spanKindKey}, followedGates{}},
+		{[]string{statusCodeKey}, followedGates{}},
+		{[]string{serviceNameKey, spanKindKey}, followedGates{}},
+		{[]string{serviceNameKey, spanKindKey, statusCodeKey}, followedGates{}},
 	} {
 		t.Run(fmt.Sprint(tc.exclude, tc.gates), func(t *testing.T) {
 			cfg := createDefaultConfig().(*Config)

@@ -55,7 +55,7 @@ type plan struct {
 	names *spanNamer
 }
 
-func newPlan(cfg *Config, g gates, instanceID string) (*plan, error) {
+func newPlan(cfg *Config, g followedGates, instanceID string) (*plan, error) {
 	l, err := newLayout(cfg, g, instanceID)
 	if err != nil {
 		return nil, err
@@ -228,7 +228,7 @@ type layout struct {
 	callsFamily, durationFamily, eventsFamily   int // -1 when absent
 }
 
-func newLayout(cfg *Config, g gates, instanceID string) (layout, error) {
+func newLayout(cfg *Config, g followedGates, instanceID string) (layout, error) {
 	l := layout{
 		withService:    !slices.Contains(cfg.ExcludeDimensions, serviceNameKey),
 		withName:       !slices.Contains(cfg.ExcludeDimensions, spanNameKey),

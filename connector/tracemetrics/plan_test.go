@@ -73,7 +73,7 @@ func TestPlanDerivesEachFactOnce(t *testing.T) {
 			cfg := createDefaultConfig().(*Config)
 			require.NoError(t, confmap.NewFromStringMap(tc.raw).Unmarshal(cfg))
 			require.NoError(t, cfg.Validate())
-			p, err := newPlan(cfg, gates{}, "")
+			p, err := newPlan(cfg, followedGates{}, "")
 			require.NoError(t, err)
 			tc.check(t, p)
 		})

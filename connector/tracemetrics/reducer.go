@@ -6,6 +6,8 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/otelcol-red/otelcol-red/internal/intake"
 )
 
 // reducer turns ptrace.Traces into a deltaBatch. It is shared by all producers and, but for
@@ -17,11 +19,11 @@ type reducer struct {
 	spanFams  []*family
 	eventsFam *family // nil without the events metric
 	withGlobs bool    // a family has glob dimensions
-	hints     sizeHints
+	hints     *intake.SizeHints
 }
 
 func newReducer(p *plan, keyHash func([]byte) uint64) *reducer {
-	r := &reducer{plan: p, keyHash: keyHash, spanFams: p.spanFamilies()}
+	r := &reducer{plan: p, keyHash: keyHash, spanFams: p.spanFamilies(), hints: intake.NewSizeHints(numHints, hintLimit)}
 	if p.eventsFamily >= 0 {
 		r.eventsFam = p.families[p.eventsFamily]
 	}
@@ -37,8 +39,8 @@ func (r *reducer) reduce(b *deltaBatch, td ptrace.Traces) {
 	rss := td.ResourceSpans()
 	// The table starts small and doubles as series arrive (upsert): counting the spans first
 	// would walk every resource and scope once more, cold, for nothing else.
-	r.hints.reserve(b)
-	b.prepareTable(0, int(r.hints.get(hintTable)))
+	b.reserve(r.hints)
+	b.prepareTable(0, int(r.hints.Get(hintTable)))
 	for i := 0; i < rss.Len(); i++ {
 		rs := rss.At(i)
 		resAttrs := rs.Resource().Attributes()
@@ -68,7 +70,7 @@ func (r *reducer) reduce(b *deltaBatch, td ptrace.Traces) {
 			}
 		}
 	}
-	r.hints.update(b)
+	b.measure(r.hints)
 	if r.withGlobs {
 		b.globs.release(r.families)
 	}

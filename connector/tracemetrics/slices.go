@@ -28,22 +28,6 @@ func appendZeros[T any](s []T, n int) []T {
 	return s
 }
 
-// reserve returns s, empty, with room for n elements.
-func reserve[T any](s []T, n int64) []T {
-	if int64(cap(s)) < n {
-		return make([]T, 0, n)
-	}
-	return s[:0]
-}
-
-// regrow returns s, with its content, with room for n elements.
-func regrow[T any](s []T, n int64) []T {
-	if int64(cap(s)) < n {
-		return slices.Grow(s, int(n)-len(s))
-	}
-	return s
-}
-
 // reuseID takes an id from the free list, if it holds one.
 func reuseID(free *[]uint32) (uint32, bool) {
 	n := len(*free)
