@@ -6,6 +6,7 @@ import (
 
 	"github.com/jonboulle/clockwork"
 
+	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/clustering"
 	"github.com/otelcol-red/otelcol-red/internal/hash"
 	"github.com/otelcol-red/otelcol-red/internal/intake"
 	"github.com/otelcol-red/otelcol-red/internal/pipeline"
@@ -47,6 +48,10 @@ type aggregator struct {
 
 	sel    *selector // cap_selection by traffic (selection.go); nil by arrival or without caps
 	demand *demand   // series each limit is offered (demand.go); nil without limits
+	// clusters learns span-name templates from the names the producers found none for
+	// (span_name.clustering); nil when off. The learner is single-threaded, and the aggregator
+	// is the one goroutine that sees every batch, after the producers are done with it.
+	clusters *clustering.Clusterer
 
 	tel *telemetry
 }
@@ -64,25 +69,6 @@ type aggResource struct {
 	// max_series and max_series_per_service's overflow series per span kind and status code
 	// (capOverflowSlot), id+1, 0 when none.
 	capOverflow [maxFamilies][capOverflowSlots]uint32
-}
-
-// overflowKind says whether, and by which limit, a series' spans went to an overflow series.
-type overflowKind uint8
-
-const (
-	noOverflow      overflowKind = iota
-	limitOverflow                // aggregation_cardinality_limit: spanmetrics' overflow series
-	serviceOverflow              // max_series_per_service: a cap overflow series
-	globalOverflow               // max_series: a cap overflow series
-	overflowKinds
-)
-
-// overflowLimits are the YAML keys of the limits, by overflowKind: the limit attribute of the
-// overflow_spans counter, so that an operator knows which one to raise.
-var overflowLimits = [overflowKinds]string{
-	limitOverflow:   "aggregation_cardinality_limit",
-	serviceOverflow: "max_series_per_service",
-	globalOverflow:  "max_series",
 }
 
 // wakeSeries is how many series' worth of queued batches the aggregator lets queue before it
@@ -115,7 +101,9 @@ func (a *aggregator) WakeItems() int { return a.wakeItems }
 // templates for to the learner.
 func (a *aggregator) Apply(b *deltaBatch, now int64) {
 	a.apply(b)
-	a.names.learnNames(&b.names, now)
+	if a.clusters != nil {
+		a.clusters.Learn(&b.clusters, now)
+	}
 	a.spans += b.spans
 }
 
@@ -125,7 +113,9 @@ func (a *aggregator) Apply(b *deltaBatch, now int64) {
 func (a *aggregator) Applied(_ int, now int64) {
 	a.tel.aggregatedSpans.Add(a.spans)
 	a.spans = 0
-	a.names.publishTemplates(false, now)
+	if a.clusters != nil {
+		a.clusters.Publish() // what the learner learned, for the producers
+	}
 	a.wakeItems = wakeItems(a.ringCap, int(a.hints.Get(hintSeries)))
 	a.tel.seriesLive.Store(int64(a.liveSeries()))
 }
@@ -231,6 +221,31 @@ func (a *aggregator) apply(b *deltaBatch) {
 	}
 	if b.invalidWeights > 0 {
 		a.tel.invalidWeights.Add(b.invalidWeights)
+	}
+}
+
+// applyWeightedObs folds the observations of a weighted batch into the active buffer: each
+// span's weight, rounded with its series' carry, counts in the row and in the span's bucket.
+// apply has resolved the rows (a.rows).
+func (a *aggregator) applyWeightedObs(b *deltaBatch) {
+	nb, expoSize := a.nb, a.expoSize
+	for j, o := range b.obs {
+		s := &b.series[o.series]
+		d := &a.active.fams[s.fam]
+		row := a.rows[o.series]
+		r := d.rows.at(int(row))
+		k := sampling.Round(a.tables[s.fam].carry(r.id), b.obsW[j])
+		r.count += k
+		if nb > 0 {
+			d.observeN(int(row), nb, int(o.code), k)
+			continue
+		}
+		e := d.expo.at(int(row))
+		if o.code == zeroCode {
+			e.zero += k
+		} else {
+			e.sketch.add(&d.slab, o.code, k, expoSize)
+		}
 	}
 }
 
@@ -360,6 +375,13 @@ func (a *aggregator) capFull(t *seriesTable, svc uint32) overflowKind {
 	return noOverflow
 }
 
+// restore counts a demoted series against the caps again: it was promoted, or a cap has room.
+func (a *aggregator) restore(t *seriesTable, r *aggResource, id uint32) {
+	t.meta[id].epoch = a.epoch - 1 // not the active epoch: its next span adds a row
+	t.n++
+	a.svcSeries[t.fam.index][r.svc]++
+}
+
 func (a *aggregator) announce(d *deltaFamily, id uint32, m *seriesMeta, ts int64) {
 	d.newSeries = append(d.newSeries, newSeries{id: id, res: m.res, keyLen: m.keyLen, created: ts, keyRef: m.keyRef})
 }
@@ -435,7 +457,9 @@ func (a *aggregator) Swap(spare *deltaBuffer, final bool) *deltaBuffer {
 		a.sel.rerank(a, full)
 	}
 	a.demand.publish(now, a.tel)
-	a.names.publishTemplates(true, now)
+	if a.clusters != nil {
+		a.clusters.Expire(now) // template_expiration
+	}
 	if a.isDelta {
 		for i := range a.resources {
 			a.resources[i].touched = [maxFamilies]int32{}

@@ -89,7 +89,7 @@ func TestConsumeTracesSteadyStateAllocatesNothing(t *testing.T) {
 			allocs := testing.AllocsPerRun(2048, call)
 			require.LessOrEqual(t, allocs, float64(maxAllocsPerCall), "allocations per 200-span call")
 			if _, ok := tc.raw["span_name"]; ok {
-				require.Positive(t, c.plan.names.renamed[renamedByRule].Load(), "the measured calls renamed spans")
+				require.Positive(t, c.reducer.names.renamed[renamedByRule].Load(), "the measured calls renamed spans")
 			}
 			if _, ok := tc.raw["max_series"]; ok {
 				require.Positive(t, c.tel.overflowSpans[globalOverflow].Load(), "the measured calls went to overflow series")

@@ -6,8 +6,8 @@ import (
 	"math/bits"
 	"unsafe"
 
+	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/clustering"
 	"github.com/otelcol-red/otelcol-red/internal/intake"
-	"github.com/otelcol-red/otelcol-red/internal/sampling"
 )
 
 // deltaBatch is what one ConsumeTraces call hands to the aggregator: the call's spans reduced
@@ -29,20 +29,29 @@ type deltaBatch struct {
 
 	touch byte // see touchSpans
 
-	names nameScratch // span names built by span_name (spanname.go)
+	// clusters holds the templates span_name.clustering built for the batch's spans and the
+	// names it found none for, which the aggregator hands to the learner.
+	clusters clustering.Scratch
 
-	globs globScratch // glob dimensions' answers and matches (globdims.go)
+	// scratch is the producer's working memory, kept with the batch for reuse; nil until a
+	// producer first fills the batch.
+	scratch Scratch
 
 	held int64 // footprint when queued, given back to the intake's byte bound once applied
 
-	// Sampling weights (sampling.go): only once a span weighs other than 1.
+	// Sampling weights: only once a span weighs other than 1 (see startWeights).
 	weighted       bool
 	seriesW        []float64 // weighted count per series
 	obsW           []float64 // weight per observation
 	invalidWeights int64     // spans whose tracestate threshold or probability was invalid
-	lastTS         string    // the last tracestate parsed, and what it said
-	lastCount      float64
-	lastStatus     sampling.Status
+}
+
+// Scratch is a producer's working memory kept with a batch, so that it is pooled with it: what
+// the reducer needs while it reduces a request (span names, glob matches, the last tracestate)
+// and the aggregator never reads. It is the reducer's own type.
+type Scratch interface {
+	// Footprint is its heap in bytes, counted with the batch's.
+	Footprint() int64
 }
 
 // ref locates bytes in deltaBatch.arena.
@@ -105,8 +114,14 @@ func (b *deltaBatch) footprint() int64 {
 		int64(cap(b.obs))*int64(unsafe.Sizeof(observation{})) +
 		int64(cap(b.exemplars))*int64(unsafe.Sizeof(exemplar{})) +
 		int64(cap(b.arena)) + int64(cap(b.table))*4 + b.sorter.footprint() +
-		int64(cap(b.names.semconv)+cap(b.names.rule)) + b.names.cluster.Footprint() +
-		int64(cap(b.seriesW)+cap(b.obsW))*8 + b.globs.footprint()
+		b.clusters.Footprint() + int64(cap(b.seriesW)+cap(b.obsW))*8 + b.scratchFootprint()
+}
+
+func (b *deltaBatch) scratchFootprint() int64 {
+	if b.scratch == nil {
+		return 0
+	}
+	return b.scratch.Footprint()
 }
 
 // prepareTable sizes the series table for about n series and clears it.
@@ -228,4 +243,41 @@ func (b *deltaBatch) measure(h *intake.SizeHints) {
 	h.Raise(hintAttrKeys, b.sorter.peakKeys)
 	h.Raise(hintSeriesWeights, len(b.seriesW))
 	h.Raise(hintObsWeights, len(b.obsW))
+}
+
+// Weighted batches. A batch is unweighted (every span counts 1) until its first span with a
+// weight other than 1: from then on it keeps, beside the series and observations, their
+// weights (seriesW, obsW), backfilled with 1 for what came before. So traffic without sampling
+// information pays for nothing but the tracestate length check.
+
+// startWeights makes b weighted: every series and observation so far weighs 1 per span.
+func (b *deltaBatch) startWeights() {
+	b.weighted = true
+	b.seriesW = b.seriesW[:0]
+	for i := range b.series {
+		b.seriesW = append(b.seriesW, float64(b.series[i].count))
+	}
+	b.obsW = b.obsW[:0]
+	for range b.obs {
+		b.obsW = append(b.obsW, 1)
+	}
+}
+
+// weigh adds weight w of one span (or event) to series idx, and to the observation just
+// appended when the family has durations.
+func (b *deltaBatch) weigh(idx uint32, w float64, obs bool) {
+	for len(b.seriesW) < len(b.series) {
+		b.seriesW = append(b.seriesW, 0)
+	}
+	b.seriesW[idx] += w
+	if obs {
+		b.obsW = append(b.obsW, w)
+	}
+}
+
+func (b *deltaBatch) resetWeights() {
+	b.weighted = false
+	b.invalidWeights = 0
+	b.seriesW = b.seriesW[:0]
+	b.obsW = b.obsW[:0]
 }

@@ -155,8 +155,10 @@ func timeReduce(b *testing.B, red *reducer, input []ptrace.Traces, spansPerBatch
 func learnAfter(red *reducer) func(*deltaBatch) {
 	now := testStart.UnixNano()
 	return func(batch *deltaBatch) {
-		red.names.learnNames(&batch.names, now)
-		red.names.publishTemplates(false, now)
+		if red.names != nil && red.names.clusters != nil {
+			red.names.clusters.Learn(&batch.clusters, now)
+			red.names.clusters.Publish()
+		}
 	}
 }
 

@@ -96,6 +96,19 @@ func (d *deltaFamily) observe(row, nb, i int) {
 	}
 }
 
+// observeN counts k durations in explicit bucket i of row.
+func (d *deltaFamily) observeN(row, nb, i int, k uint64) {
+	b := &d.buckets.row(row, nb)[i]
+	sum := uint64(*b) + k
+	*b = uint16(sum)
+	if wraps := sum / bucketWrap; wraps > 0 {
+		if d.spill == nil {
+			d.spill = map[int]uint64{}
+		}
+		d.spill[row*nb+i] += wraps * bucketWrap
+	}
+}
+
 // bucketWrap is what a wrapped 16-bit bucket counter carries into spill.
 const bucketWrap = 1 << 16
 

@@ -5,9 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"go.opentelemetry.io/collector/pdata/pcommon"
-	"go.opentelemetry.io/collector/pdata/ptrace"
-
 	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/clustering"
 )
 
@@ -75,50 +72,4 @@ func (c *ClusteringConfig) clusterer() *clustering.Clusterer {
 		MaxTemplatesPerService: c.MaxTemplatesPerService,
 		TemplateExpiration:     c.TemplateExpiration,
 	})
-}
-
-// hasRoute reports whether span carries a non-empty string http.route, as
-// appendSemconvName reads it: its name is for from_semantic_conventions (and rules) to
-// give, never clustered, whether or not that layer is on. With that layer on, its pass over
-// the attributes tells, and this is not called.
-func hasRoute(span ptrace.Span) bool {
-	v, ok := span.Attributes().Get(attrHTTPRoute)
-	return ok && v.Type() == pcommon.ValueTypeStr && v.Str() != ""
-}
-
-// cluster renames a span's name, which no earlier layer renamed and which has no http.route,
-// by its learned template. Off, dry-run or not, the name is as it was for the metrics; a dry
-// run only counts.
-func (n *spanNamer) cluster(s *nameScratch, svc, name string) string {
-	out, changed := n.clusters.Template(&s.cluster, svc, name)
-	switch {
-	case !changed:
-		return name
-	case n.dryRun:
-		s.dryRun++
-		return name
-	}
-	s.renamed[renamedByClustering]++
-	return out
-}
-
-// learnNames hands the names a batch's producer did not find templates for to the learner.
-// Aggregator goroutine: the learner is single-threaded, and it is the one goroutine that
-// sees every batch, after the producers are done with it. now is unix nanoseconds.
-func (n *spanNamer) learnNames(s *nameScratch, now int64) {
-	if n != nil && n.clusters != nil {
-		n.clusters.Learn(&s.cluster, now)
-	}
-}
-
-// publishTemplates gives the producers what the learner learned since the last call;
-// expire first forgets what template_expiration says. Aggregator goroutine.
-func (n *spanNamer) publishTemplates(expire bool, now int64) {
-	switch {
-	case n == nil || n.clusters == nil:
-	case expire:
-		n.clusters.Expire(now)
-	default:
-		n.clusters.Publish()
-	}
 }

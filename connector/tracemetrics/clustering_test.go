@@ -240,7 +240,7 @@ func TestClusteringKeepsTotalsPerService(t *testing.T) {
 		}
 		require.Equal(t, sent, got)
 		clear(sent)
-		require.LessOrEqual(t, c.plan.names.clusters.Templates(), int64(4*20))
+		require.LessOrEqual(t, c.reducer.names.clusters.Templates(), int64(4*20))
 	}
 }
 
@@ -332,8 +332,8 @@ func TestClusteringSteadyStateAllocatesNothing(t *testing.T) {
 		}
 	}
 	testing.AllocsPerRun(2048, call)
-	before := c.plan.names.renamed[renamedByClustering].Load()
+	before := c.reducer.names.renamed[renamedByClustering].Load()
 	allocs := testing.AllocsPerRun(2048, call)
 	require.LessOrEqual(t, allocs, float64(maxAllocsPerCall), "allocations per 200-span call")
-	require.Greater(t, c.plan.names.renamed[renamedByClustering].Load()-before, int64(2048*100), "the measured calls renamed spans")
+	require.Greater(t, c.reducer.names.renamed[renamedByClustering].Load()-before, int64(2048*100), "the measured calls renamed spans")
 }

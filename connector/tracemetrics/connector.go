@@ -49,11 +49,15 @@ func newConnector(set component.TelemetrySettings, cfg *Config, next consumer.Me
 	}
 	// The free list holds up to ring_memory_mib of batches as well: beyond, the GC takes them.
 	pipe := intake.NewPipe(p.ringSize, p.ringBytes, deltaBatches)
-	tel, err := newTelemetry(set, pipe.Queue, p)
+	var names *spanNamer
+	if p.withName { // with span.name excluded there is no name to rewrite
+		names = namerOf(cfg.SpanName)
+	}
+	tel, err := newTelemetry(set, pipe.Queue, p, names)
 	if err != nil {
 		return nil, err
 	}
-	red := newReducer(p, d.keyHash)
+	red := newReducer(p, d.keyHash, names, newWeighting(cfg.Sampling))
 	c := &connectorImp{
 		plan:    p,
 		pipe:    pipe,
@@ -73,13 +77,16 @@ func newConnector(set component.TelemetrySettings, cfg *Config, next consumer.Me
 		sel:       newSelector(p),
 		demand:    newDemand(p, d.clock.Now().UnixNano()),
 	}
+	if names != nil {
+		c.agg.clusters = names.clusters
+	}
 	c.fl = &flusher{
 		plan:        p,
 		next:        next,
 		logger:      set.Logger,
 		tel:         tel,
 		byRes:       make([][]int32, len(p.families)),
-		intern:      newInterner(internLimit),
+		strings:     newStringCache(stringCacheLimit),
 		orders:      make([][]uint32, len(p.families)),
 		chunkPoints: d.chunkPoints,
 	}

@@ -41,7 +41,7 @@ type flusher struct {
 	resAttrs []pcommon.Map // by resource id; zero Map when free
 	tables   []*flushTable
 	built    int // data points built in this flush, for yielding
-	intern   *interner
+	strings  *stringCache
 	scratch  []uint64
 	orders   [][]uint32 // per family: ids to export grouped by resource (scratch)
 	byRes    [][]int32  // per family: offsets of each resource's ids in orders
@@ -349,7 +349,7 @@ func appendPoints[P dataPoint, S interface {
 		dp.SetTimestamp(ts)
 		fill(dp, id, r, row)
 		f.putExemplars(dp.Exemplars(), d, r, ts)
-		f.putAttributes(t.key(id), dp.Attributes(), f.intern)
+		f.putAttributes(t.key(id), dp.Attributes(), f.strings)
 	}
 }
 

@@ -21,12 +21,6 @@ import (
 // identity, then the count again in 4 bytes at the very end, so the identity is found without
 // decoding the key (key.go).
 
-// globMatch is an attribute taken by a glob dimension.
-type globMatch struct {
-	key string
-	v   pcommon.Value
-}
-
 // globScratch is a producer's working memory for glob dimensions, kept in its batch: the
 // matches of the resource being reduced, those of the span being keyed, and the keys whose
 // answers the family did not know yet (published with learn once the request is reduced).

@@ -2,13 +2,11 @@ package tracemetrics // import "github.com/otelcol-red/otelcol-red/connector/tra
 
 import (
 	"encoding/binary"
-	"math"
-	"strconv"
-	"strings"
-	"unsafe"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/dimglob"
 )
 
 // Attribute names, as spanmetrics v0.165.1 writes them.
@@ -69,25 +67,62 @@ const (
 	overflowFlag  = 0x80
 )
 
-// Value tags. Strings and bytes are a uvarint length then the bytes; ints and doubles 8 bytes
-// little endian; maps a uvarint count then key/value pairs in map order; slices a count then
-// values.
-const (
-	tagAbsent byte = iota
-	tagEmpty
-	tagStr
-	tagInt
-	tagDouble
-	tagTrue
-	tagFalse
-	tagBytes
-	tagMap
-	tagSlice
-)
-
 // Span kinds and status codes outside the enum collapse into one "unknown" value, as they do in
 // spanmetrics (whose key holds their string form, "" for all unknown values).
 const unknownEnum = 0xff
+
+// A family is a set of series sharing one attribute layout: the span family (calls and
+// duration together, the usual case), or calls and duration apart when calls_dimensions or
+// histogram.dimensions differ, and the events family. Each family has its own series table.
+type family struct {
+	index    uint8
+	calls    bool // its count is emitted as the calls sum
+	duration bool // it observes span durations
+	events   bool // keyed and counted per span event
+	dims     []dimension
+	// globs says which attribute keys the family's glob dimensions take (globdims.go),
+	// learning the answers as keys come (the plan's other mutable part, lock-free); nil
+	// without glob dimensions. The matches follow the named dimensions in the series key.
+	globs *dimglob.Answers
+}
+
+type dimension struct {
+	name   string
+	hasDef bool
+	defEnc []byte // encoded default value
+	// samplingMethod marks the sampling.method dimension (enable_metrics_sampling_method):
+	// its value is not looked up but comes from how the span was weighted.
+	samplingMethod bool
+}
+
+const maxFamilies = 3
+
+// layout is the part of the configuration that decides the attributes of a series.
+type layout struct {
+	withService, withName, withKind, withStatus bool
+	otelStatusCode                              bool
+	instanceID                                  string // "" unless the collector.instance.id gate is on
+	scopes                                      []string
+	families                                    []*family
+	callsFamily, durationFamily, eventsFamily   int // -1 when absent
+}
+
+// spanFamilies returns the families keyed once per span.
+func (l *layout) spanFamilies() []*family {
+	var out []*family
+	for _, f := range l.families {
+		if !f.events {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// globMatch is an attribute taken by a glob dimension.
+type globMatch struct {
+	key string
+	v   pcommon.Value
+}
 
 // appendKey appends the series key of span in family f (the layout above), under span name
 // name (span.Name(), or as span_name renamed it). Dimensions are looked up on the span, then
@@ -309,139 +344,6 @@ func statusByte(c ptrace.StatusCode) byte {
 	return byte(c)
 }
 
-func appendStr(dst []byte, s string) []byte {
-	dst = binary.AppendUvarint(dst, uint64(len(s)))
-	return append(dst, s...)
-}
-
-func appendStrValue(dst []byte, s string) []byte {
-	return appendStr(append(dst, tagStr), s)
-}
-
-// appendIdentity appends the identity of a dimension value (see the key layout above) and
-// returns the tag of its type. String forms are written in place, without allocating.
-func appendIdentity(dst []byte, v pcommon.Value) ([]byte, byte) {
-	// One type switch for the encoding and the tag: Value.Type is a switch on pdata's oneof,
-	// a noticeable part of keying a span when asked twice per value (BenchmarkGlobDimensions).
-	switch v.Type() {
-	case pcommon.ValueTypeStr:
-		return appendStrValue(dst, v.Str()), tagStr
-	case pcommon.ValueTypeInt:
-		dst = append(dst, tagStr, 0)
-		return setFormattedLen(strconv.AppendInt(dst, v.Int(), 10), len(dst)), tagInt
-	case pcommon.ValueTypeDouble:
-		dst = append(dst, tagStr, 0)
-		return setFormattedLen(appendFloatAsString(dst, v.Double()), len(dst)), tagDouble
-	case pcommon.ValueTypeBool:
-		if v.Bool() {
-			return appendStrValue(dst, "true"), tagTrue
-		}
-		return appendStrValue(dst, "false"), tagFalse
-	case pcommon.ValueTypeEmpty:
-		return appendStrValue(dst, ""), tagEmpty
-	default:
-		return appendValue(dst, v), tagBytes // bytes, maps and slices: their own tagged encoding
-	}
-}
-
-// typeTag returns the tag that records the type of a dimension value after the identity.
-func typeTag(v pcommon.Value) byte {
-	switch v.Type() {
-	case pcommon.ValueTypeStr:
-		return tagStr
-	case pcommon.ValueTypeInt:
-		return tagInt
-	case pcommon.ValueTypeDouble:
-		return tagDouble
-	case pcommon.ValueTypeBool:
-		if v.Bool() {
-			return tagTrue
-		}
-		return tagFalse
-	case pcommon.ValueTypeEmpty:
-		return tagEmpty
-	}
-	return tagBytes // unused: the identity carries the tag
-}
-
-// setFormattedLen writes the length of the string form formatted from at into the byte
-// before it, reserved by the caller: the string forms of numbers are shorter than 128 bytes,
-// so their uvarint length is that one byte, and the encoding equals appendStrValue's.
-func setFormattedLen(dst []byte, at int) []byte {
-	n := len(dst) - at
-	if n >= 0x80 {
-		panic("BUG: tracemetrics: a number's string form is 128 bytes or longer")
-	}
-	dst[at-1] = byte(n)
-	return dst
-}
-
-// floatPrefix is what pcommon.Value.AsString writes before NaN and infinities.
-const floatPrefix = "json: unsupported value: "
-
-// appendFloatAsString appends pcommon.Value.AsString of a double (the ES6 number format of
-// encoding/json, the errors for NaN and ±Inf included) without allocating.
-func appendFloatAsString(b []byte, f float64) []byte {
-	if math.IsInf(f, 0) || math.IsNaN(f) {
-		return strconv.AppendFloat(append(b, floatPrefix...), f, 'g', -1, 64)
-	}
-	fmtc := byte('f')
-	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
-		fmtc = 'e'
-	}
-	at := len(b)
-	b = strconv.AppendFloat(b, f, fmtc, -1, 64)
-	if fmtc == 'e' {
-		// clean up e-09 to e-9
-		if n := len(b) - at; n >= 4 && b[len(b)-4] == 'e' && b[len(b)-3] == '-' && b[len(b)-2] == '0' {
-			b[len(b)-2] = b[len(b)-1]
-			b = b[:len(b)-1]
-		}
-	}
-	return b
-}
-
-// appendValue appends the tagged encoding of v.
-func appendValue(dst []byte, v pcommon.Value) []byte {
-	switch v.Type() {
-	case pcommon.ValueTypeStr:
-		return appendStrValue(dst, v.Str())
-	case pcommon.ValueTypeInt:
-		return binary.LittleEndian.AppendUint64(append(dst, tagInt), uint64(v.Int()))
-	case pcommon.ValueTypeDouble:
-		return binary.LittleEndian.AppendUint64(append(dst, tagDouble), math.Float64bits(v.Double()))
-	case pcommon.ValueTypeBool:
-		if v.Bool() {
-			return append(dst, tagTrue)
-		}
-		return append(dst, tagFalse)
-	case pcommon.ValueTypeBytes:
-		b := v.Bytes()
-		dst = binary.AppendUvarint(append(dst, tagBytes), uint64(b.Len()))
-		for i := 0; i < b.Len(); i++ {
-			dst = append(dst, b.At(i))
-		}
-		return dst
-	case pcommon.ValueTypeMap:
-		m := v.Map()
-		dst = binary.AppendUvarint(append(dst, tagMap), uint64(m.Len()))
-		for k, mv := range m.All() {
-			dst = appendStr(dst, k)
-			dst = appendValue(dst, mv)
-		}
-		return dst
-	case pcommon.ValueTypeSlice:
-		s := v.Slice()
-		dst = binary.AppendUvarint(append(dst, tagSlice), uint64(s.Len()))
-		for i := 0; i < s.Len(); i++ {
-			dst = appendValue(dst, s.At(i))
-		}
-		return dst
-	default:
-		return append(dst, tagEmpty)
-	}
-}
-
 // identity returns the part of a series key of family f that identifies the series: all of
 // it but the type tags of the dimensions (and, with glob dimensions, the count after them).
 func identity(key []byte, f *family) []byte {
@@ -469,11 +371,11 @@ func splitKey(key []byte, f *family) (id, tags []byte) {
 }
 
 // putAttributes writes the data point attributes of a series key, in spanmetrics' order.
-func (l *layout) putAttributes(key []byte, dst pcommon.Map, in *interner) {
+func (l *layout) putAttributes(key []byte, dst pcommon.Map, strs StringCache) {
 	f := l.families[key[keyFamilyByte]&^overflowFlag]
 	if isOverflowKey(key) {
 		if isCapOverflowKey(key) {
-			r := keyReader{b: key[keyHeaderLen:], intern: in}
+			r := keyReader{b: key[keyHeaderLen:], strings: strs}
 			dst.EnsureCapacity(5)
 			l.putBuiltins(&r, dst, false)
 		}
@@ -481,7 +383,7 @@ func (l *layout) putAttributes(key []byte, dst pcommon.Map, in *interner) {
 		return
 	}
 	id, types := splitKey(key, f)
-	r := keyReader{b: id[keyHeaderLen:], intern: in}
+	r := keyReader{b: id[keyHeaderLen:], strings: strs}
 	dst.EnsureCapacity(5 + len(types))
 	l.putBuiltins(&r, dst, l.withName)
 	if len(l.scopes) > 0 && r.byte() == 1 {
@@ -538,257 +440,5 @@ func (l *layout) putBuiltins(r *keyReader, dst pcommon.Map, withName bool) {
 	}
 	if l.instanceID != "" {
 		dst.PutStr(collectorInstanceKey, l.instanceID)
-	}
-}
-
-// keyReader decodes a key. Keys are produced by this package only; a malformed one is a bug.
-// With an interner, decoded strings are shared between data points and flushes instead of
-// being allocated for every attribute of every data point.
-type keyReader struct {
-	b      []byte
-	intern *interner
-}
-
-func (r *keyReader) byte() byte {
-	c := r.b[0]
-	r.b = r.b[1:]
-	return c
-}
-
-func (r *keyReader) uvarint() int {
-	v, n := binary.Uvarint(r.b)
-	if n <= 0 {
-		panic("BUG: tracemetrics: malformed series key")
-	}
-	r.b = r.b[n:]
-	return int(v)
-}
-
-func (r *keyReader) str() string {
-	n := r.uvarint()
-	s := r.intern.get(r.b[:n])
-	r.b = r.b[n:]
-	return s
-}
-
-func (r *keyReader) u64() uint64 {
-	v := binary.LittleEndian.Uint64(r.b)
-	r.b = r.b[8:]
-	return v
-}
-
-func (r *keyReader) valueTagged(tag byte, dst pcommon.Value) {
-	switch tag {
-	case tagEmpty:
-	case tagStr:
-		dst.SetStr(r.str())
-	case tagInt:
-		dst.SetInt(int64(r.u64()))
-	case tagDouble:
-		dst.SetDouble(math.Float64frombits(r.u64()))
-	case tagTrue:
-		dst.SetBool(true)
-	case tagFalse:
-		dst.SetBool(false)
-	case tagBytes:
-		n := r.uvarint()
-		dst.SetEmptyBytes().FromRaw(r.b[:n])
-		r.b = r.b[n:]
-	case tagMap:
-		n := r.uvarint()
-		m := dst.SetEmptyMap()
-		m.EnsureCapacity(n)
-		for i := 0; i < n; i++ {
-			k := r.str()
-			r.valueTagged(r.byte(), m.PutEmpty(k))
-		}
-	case tagSlice:
-		n := r.uvarint()
-		s := dst.SetEmptySlice()
-		s.EnsureCapacity(n)
-		for i := 0; i < n; i++ {
-			r.valueTagged(r.byte(), s.AppendEmpty())
-		}
-	default:
-		panic("BUG: tracemetrics: unknown value tag in series key")
-	}
-}
-
-// stringForm reads a scalar's string form and sets dst to the value of type tag it came from.
-// The string forms are exact (shortest round-trip digits), so the value is the one written.
-func (r *keyReader) stringForm(tag byte, dst pcommon.Value) {
-	switch tag {
-	case tagStr:
-		dst.SetStr(r.str())
-		return
-	case tagEmpty:
-		r.uvarint() // always 0
-		return
-	}
-	n := r.uvarint()
-	s := string(r.b[:n]) // short, and only for numbers and bools
-	r.b = r.b[n:]
-	switch tag {
-	case tagInt:
-		v, err := strconv.ParseInt(s, 10, 64)
-		if err != nil {
-			panic("BUG: tracemetrics: malformed int in series key")
-		}
-		dst.SetInt(v)
-	case tagDouble:
-		v, err := strconv.ParseFloat(strings.TrimPrefix(s, floatPrefix), 64)
-		if err != nil {
-			panic("BUG: tracemetrics: malformed double in series key")
-		}
-		dst.SetDouble(v)
-	case tagTrue, tagFalse:
-		dst.SetBool(tag == tagTrue)
-	default:
-		panic("BUG: tracemetrics: unknown value type in series key")
-	}
-}
-
-var kindNames = [...]string{"SPAN_KIND_UNSPECIFIED", "SPAN_KIND_INTERNAL", "SPAN_KIND_SERVER", "SPAN_KIND_CLIENT", "SPAN_KIND_PRODUCER", "SPAN_KIND_CONSUMER"}
-
-var statusNames = [...]string{"STATUS_CODE_UNSET", "STATUS_CODE_OK", "STATUS_CODE_ERROR"}
-
-func kindName(b byte) string {
-	if int(b) < len(kindNames) {
-		return kindNames[b]
-	}
-	return ""
-}
-
-func statusName(b byte) string {
-	if int(b) < len(statusNames) {
-		return statusNames[b]
-	}
-	return ""
-}
-
-// interner deduplicates the strings the flusher decodes (service and span names, dimension
-// values repeat across series and flushes). Looking a []byte up in a map[string]string does
-// not allocate; the map is dropped when it grows past its bound, so hostile cardinality only
-// costs what it would cost without it.
-type interner struct {
-	m     map[string]string
-	limit int
-}
-
-// internLimit is how many distinct strings the flusher's interner keeps before it starts over.
-const internLimit = 1 << 18
-
-func newInterner(limit int) *interner { return &interner{m: map[string]string{}, limit: limit} }
-
-func (in *interner) get(b []byte) string {
-	if in == nil {
-		return string(b)
-	}
-	if s, ok := in.m[string(b)]; ok {
-		return s
-	}
-	if len(in.m) >= in.limit || len(b) > 256 {
-		if len(b) > 256 {
-			return string(b)
-		}
-		clear(in.m)
-	}
-	s := string(b)
-	in.m[s] = s
-	return s
-}
-
-// Resource identity: the (optionally filtered) resource attributes sorted by key, so that
-// attribute order does not matter (spanmetrics hashes them the same way). The encoding is a
-// uvarint count then key/value pairs.
-
-type attr struct {
-	k string
-	v pcommon.Value
-}
-
-// attrSorter puts map attributes in key order for appendSorted. It remembers the key order of
-// the last map it sorted and the permutation that sorted it: the resources of a request, and
-// of the next one, usually come from SDKs that write their attributes in the same order, so
-// most maps are ordered by checking their keys against that memo, one comparison per key,
-// instead of comparing keys with each other.
-type attrSorter struct {
-	attrs    []attr
-	perm     []int32 // perm[i]: input position of the i-th key in key order
-	memoLens []int32 // key lengths of the memo, in input order
-	memoKeys []byte  // key bytes of the memo, concatenated
-
-	peakAttrs, peakKeys int // largest map and memo of the request (sizeHints)
-}
-
-func (as *attrSorter) footprint() int64 {
-	return int64(cap(as.attrs))*int64(unsafe.Sizeof(attr{})) + int64(cap(as.perm)+cap(as.memoLens))*4 + int64(cap(as.memoKeys))
-}
-
-// appendSorted appends m's attributes accepted by keep (nil keeps all), sorted by key.
-func (as *attrSorter) appendSorted(dst []byte, m pcommon.Map, keep map[string]struct{}) []byte {
-	s := as.attrs[:0]
-	for k, v := range m.All() {
-		if keep != nil {
-			if _, ok := keep[k]; !ok {
-				continue
-			}
-		}
-		s = append(s, attr{k: k, v: v})
-	}
-	if !as.memoMatches(s) {
-		// Stable insertion sort of positions: resources have tens of attributes, and this runs
-		// once per resource per batch, not per span.
-		as.perm = as.perm[:0]
-		as.memoLens = as.memoLens[:0]
-		as.memoKeys = as.memoKeys[:0]
-		for i := range s {
-			j := len(as.perm)
-			as.perm = append(as.perm, int32(i))
-			for j > 0 && s[as.perm[j-1]].k > s[i].k {
-				as.perm[j] = as.perm[j-1]
-				j--
-			}
-			as.perm[j] = int32(i)
-			as.memoLens = append(as.memoLens, int32(len(s[i].k)))
-			as.memoKeys = append(as.memoKeys, s[i].k...)
-		}
-	}
-	as.peakAttrs = max(as.peakAttrs, len(s))
-	as.peakKeys = max(as.peakKeys, len(as.memoKeys))
-	dst = binary.AppendUvarint(dst, uint64(len(s)))
-	for _, i := range as.perm {
-		dst = appendStr(dst, s[i].k)
-		dst = appendValue(dst, s[i].v)
-	}
-	clear(s) // do not keep the caller's attributes reachable from a pooled batch
-	as.attrs = s[:0]
-	return dst
-}
-
-// memoMatches reports whether s has the memo's keys in the memo's order.
-func (as *attrSorter) memoMatches(s []attr) bool {
-	if len(s) != len(as.memoLens) {
-		return false
-	}
-	b := as.memoKeys
-	for i := range s {
-		n := int(as.memoLens[i])
-		if n != len(s[i].k) || string(b[:n]) != s[i].k {
-			return false
-		}
-		b = b[n:]
-	}
-	return true
-}
-
-// decodeMap decodes an attrSorter.appendSorted encoding into dst.
-func decodeMap(b []byte, dst pcommon.Map) {
-	r := keyReader{b: b}
-	n := r.uvarint()
-	dst.EnsureCapacity(n)
-	for i := 0; i < n; i++ {
-		k := r.str()
-		r.valueTagged(r.byte(), dst.PutEmpty(k))
 	}
 }

@@ -39,7 +39,7 @@ type telemetry struct {
 	reg           metric.Registration
 }
 
-func newTelemetry(set component.TelemetrySettings, q *intake.Queue[deltaBatch], p *plan) (*telemetry, error) {
+func newTelemetry(set component.TelemetrySettings, q *intake.Queue[deltaBatch], p *plan, names *spanNamer) (*telemetry, error) {
 	t := &telemetry{}
 	if set.MeterProvider == nil {
 		return t, nil
@@ -101,10 +101,10 @@ func newTelemetry(set component.TelemetrySettings, q *intake.Queue[deltaBatch], 
 	}
 	// One series per configured layer, from 0, as for the limits.
 	var layerSets [renameLayers]metric.ObserveOption
-	if n := p.names; n != nil {
+	if n := names; n != nil {
 		for k, on := range [renameLayers]bool{
 			renamedBySemconv:    n.semconv,
-			renamedByRule:       len(n.rules) > 0,
+			renamedByRule:       n.rules != nil,
 			renamedByClustering: n.clusters != nil && !n.dryRun,
 		} {
 			if on {
@@ -138,10 +138,10 @@ func newTelemetry(set component.TelemetrySettings, q *intake.Queue[deltaBatch], 
 		o.ObserveInt64(exportErrs, t.exportErrors.Load())
 		for k, set := range layerSets {
 			if set != nil {
-				o.ObserveInt64(renamed, p.names.renamed[k].Load(), set)
+				o.ObserveInt64(renamed, names.renamed[k].Load(), set)
 			}
 		}
-		if n := p.names; n != nil && n.clusters != nil {
+		if n := names; n != nil && n.clusters != nil {
 			o.ObserveInt64(templates, n.clusters.Templates())
 			if n.dryRun {
 				o.ObserveInt64(dryRenamed, n.dryRenamed.Load())

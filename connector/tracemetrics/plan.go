@@ -28,7 +28,6 @@ type plan struct {
 
 	exemplars int                 // exemplars per data point per interval; 0: off
 	keyAttrs  map[string]struct{} // resource_metrics_key_attributes; nil: every attribute
-	weights   weighting           // sampling
 
 	// Limits and expiry.
 	cardLimit         int32 // aggregation_cardinality_limit; 0: none
@@ -48,11 +47,6 @@ type plan struct {
 	callsName, durationName, eventsName string
 	unit                                string // of the duration metric
 	copyResource                        bool   // resource attributes go on the output
-
-	// names renames spans (span_name); nil when off. Its rule cache and counters are atomics,
-	// a mutable part of the plan (with the glob answers of the families), shared by the
-	// producers and read by the telemetry.
-	names *spanNamer
 }
 
 func newPlan(cfg *Config, g followedGates, instanceID string) (*plan, error) {
@@ -74,11 +68,6 @@ func newPlan(cfg *Config, g followedGates, instanceID string) (*plan, error) {
 		flushInterval:     cfg.MetricsFlushInterval,
 		unit:              cfg.Histogram.Unit.String(),
 		copyResource:      !g.excludeResourceMetrics || cfg.AddResourceAttributes,
-		names:             newSpanNamer(cfg.SpanName),
-		weights:           newWeighting(cfg.Sampling),
-	}
-	if !p.withName {
-		p.names = nil // span.name is excluded: there is no name to rewrite
 	}
 	p.seriesIdle = seriesIdleTime(cfg, p.isDelta)
 	p.byTraffic = cfg.CapSelection.By != selectByArrival
@@ -192,42 +181,6 @@ func seriesIdleTime(cfg *Config, isDelta bool) int64 {
 	return 0
 }
 
-// A family is a set of series sharing one attribute layout: the span family (calls and
-// duration together, the usual case), or calls and duration apart when calls_dimensions or
-// histogram.dimensions differ, and the events family. Each family has its own series table.
-type family struct {
-	index    uint8
-	calls    bool // its count is emitted as the calls sum
-	duration bool // it observes span durations
-	events   bool // keyed and counted per span event
-	dims     []dimension
-	// globs says which attribute keys the family's glob dimensions take (globdims.go),
-	// learning the answers as keys come (the plan's other mutable part, lock-free); nil
-	// without glob dimensions. The matches follow the named dimensions in the series key.
-	globs *dimglob.Answers
-}
-
-type dimension struct {
-	name   string
-	hasDef bool
-	defEnc []byte // encoded default value
-	// samplingMethod marks the sampling.method dimension (enable_metrics_sampling_method):
-	// its value is not looked up but comes from how the span was weighted.
-	samplingMethod bool
-}
-
-const maxFamilies = 3
-
-// layout is the part of the configuration that decides the attributes of a series.
-type layout struct {
-	withService, withName, withKind, withStatus bool
-	otelStatusCode                              bool
-	instanceID                                  string // "" unless the collector.instance.id gate is on
-	scopes                                      []string
-	families                                    []*family
-	callsFamily, durationFamily, eventsFamily   int // -1 when absent
-}
-
 func newLayout(cfg *Config, g followedGates, instanceID string) (layout, error) {
 	l := layout{
 		withService:    !slices.Contains(cfg.ExcludeDimensions, serviceNameKey),
@@ -280,7 +233,7 @@ func newLayout(cfg *Config, g followedGates, instanceID string) (layout, error) 
 			lists = append(lists, cfg.Histogram.Dimensions)
 		}
 		var err error
-		if f.globs, err = l.newGlobs(f, lists...); err != nil {
+		if f.globs, err = newGlobs(&l, f, lists...); err != nil {
 			return layout{}, err
 		}
 	}
@@ -312,7 +265,7 @@ func newDimensions(lists ...[]Dimension) []dimension {
 // built-in attribute, or a name of their own list, when it validates; the keys it does not
 // check (a name of another list, otel.status_code, sampling.method, the scope attributes)
 // would give a data point the same attribute twice, and are left to their writer.
-func (l *layout) newGlobs(f *family, lists ...[]Dimension) (*dimglob.Answers, error) {
+func newGlobs(l *layout, f *family, lists ...[]Dimension) (*dimglob.Answers, error) {
 	var patterns []string
 	for _, list := range lists {
 		for _, d := range list {
@@ -352,13 +305,15 @@ func (l *layout) newGlobs(f *family, lists ...[]Dimension) (*dimglob.Answers, er
 	return dimglob.NewAnswers(set), nil
 }
 
-// spanFamilies returns the families keyed once per span.
-func (l *layout) spanFamilies() []*family {
-	var out []*family
-	for _, f := range l.families {
-		if !f.events {
-			out = append(out, f)
+// namerOf returns what renames span names under span_name; nil when nothing does.
+func namerOf(c SpanNameConfig) *spanNamer {
+	var rules []nameRule
+	for _, r := range c.Rules {
+		nr, err := compileNameRule(r)
+		if err != nil {
+			panic("BUG: tracemetrics: span_name.rules not validated: " + err.Error())
 		}
+		rules = append(rules, nr)
 	}
-	return out
+	return newSpanNamer(c.FromSemanticConventions, rules, c.Clustering.clusterer(), c.Clustering.DryRun)
 }

@@ -8,6 +8,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/otelcol-red/otelcol-red/internal/intake"
+	"github.com/otelcol-red/otelcol-red/internal/sampling"
 )
 
 // reducer turns ptrace.Traces into a deltaBatch. It is shared by all producers and, but for
@@ -20,10 +21,15 @@ type reducer struct {
 	eventsFam *family // nil without the events metric
 	withGlobs bool    // a family has glob dimensions
 	hints     *intake.SizeHints
+	// names renames spans (span_name); nil when off. Its rule cache and counters are atomics,
+	// shared by the producers and read by the telemetry.
+	names   *spanNamer
+	weights weighting // sampling
 }
 
-func newReducer(p *plan, keyHash func([]byte) uint64) *reducer {
-	r := &reducer{plan: p, keyHash: keyHash, spanFams: p.spanFamilies(), hints: intake.NewSizeHints(numHints, hintLimit)}
+func newReducer(p *plan, keyHash func([]byte) uint64, names *spanNamer, weights weighting) *reducer {
+	r := &reducer{plan: p, keyHash: keyHash, spanFams: p.spanFamilies(), hints: intake.NewSizeHints(numHints, hintLimit),
+		names: names, weights: weights}
 	if p.eventsFamily >= 0 {
 		r.eventsFam = p.families[p.eventsFamily]
 	}
@@ -33,9 +39,37 @@ func newReducer(p *plan, keyHash func([]byte) uint64) *reducer {
 	return r
 }
 
+// producerScratch is what a producer needs while it reduces a request, kept with its batch
+// (deltaBatch.scratch) so that it is pooled with it.
+type producerScratch struct {
+	names nameScratch // span names built by span_name (spanname.go)
+	globs globScratch // glob dimensions' answers and matches (globdims.go)
+	// The last tracestate parsed, and what it said (sampling.go).
+	lastTS     string
+	lastCount  float64
+	lastStatus sampling.Status
+}
+
+// Footprint is the scratch's heap in bytes.
+func (s *producerScratch) Footprint() int64 {
+	return int64(cap(s.names.semconv)+cap(s.names.rule)) + s.globs.footprint()
+}
+
+// scratchOf returns b's producer scratch, made on the batch's first request.
+func scratchOf(b *deltaBatch) *producerScratch {
+	if s, ok := b.scratch.(*producerScratch); ok {
+		return s
+	}
+	s := &producerScratch{}
+	s.names.cluster = &b.clusters
+	b.scratch = s
+	return s
+}
+
 // reduce adds the spans of td to b. Resources without service.name are skipped, as
 // spanmetrics skips them.
 func (r *reducer) reduce(b *deltaBatch, td ptrace.Traces) {
+	sc := scratchOf(b)
 	rss := td.ResourceSpans()
 	// The table starts small and doubles as series arrive (upsert): counting the spans first
 	// would walk every resource and scope once more, cold, for nothing else.
@@ -51,7 +85,7 @@ func (r *reducer) reduce(b *deltaBatch, td ptrace.Traces) {
 		svcName := svc.Str()
 		res := r.addResource(b, resAttrs, svcName)
 		if r.withGlobs {
-			b.globs.setResource(r.families, resAttrs)
+			sc.globs.setResource(r.families, resAttrs)
 		}
 		resHash := b.resources[res].hash
 		sss := rs.ScopeSpans()
@@ -66,17 +100,18 @@ func (r *reducer) reduce(b *deltaBatch, td ptrace.Traces) {
 					end := min(k+touchAhead, spans.Len())
 					b.touch ^= touchSpans(spans, k, end)
 				}
-				r.reduceSpan(b, res, resHash, svcName, resAttrs, scope, withScope, spans.At(k))
+				r.reduceSpan(b, sc, res, resHash, svcName, resAttrs, scope, withScope, spans.At(k))
 			}
 		}
 	}
 	b.measure(r.hints)
 	if r.withGlobs {
-		b.globs.release(r.families)
+		sc.globs.release(r.families)
 	}
 	if r.names != nil {
-		r.names.publish(&b.names)
+		r.names.publish(&sc.names)
 	}
+	sc.lastTS = "" // do not keep the request's memory alive
 }
 
 // touchAhead is how many spans touchSpans reads ahead of reduceSpan; minTouch the fewest
@@ -138,7 +173,7 @@ func (r *reducer) addResource(b *deltaBatch, attrs pcommon.Map, svc string) uint
 	return uint32(len(b.resources) - 1)
 }
 
-func (r *reducer) reduceSpan(b *deltaBatch, res uint32, resHash uint64, svc string, resAttrs pcommon.Map, scope pcommon.InstrumentationScope, withScope bool, span ptrace.Span) {
+func (r *reducer) reduceSpan(b *deltaBatch, sc *producerScratch, res uint32, resHash uint64, svc string, resAttrs pcommon.Map, scope pcommon.InstrumentationScope, withScope bool, span ptrace.Span) {
 	// Protect against end timestamps before start timestamps: assume 0 duration (spanmetrics).
 	value := 0.0
 	if start, end := span.StartTimestamp(), span.EndTimestamp(); end > start {
@@ -154,11 +189,11 @@ func (r *reducer) reduceSpan(b *deltaBatch, res uint32, resHash uint64, svc stri
 	}
 	name := span.Name()
 	if r.names != nil {
-		name = r.names.name(&b.names, svc, span)
+		name = r.names.name(&sc.names, svc, span)
 	}
 	withExemplar := r.exemplars > 0 && !span.TraceID().IsEmpty()
 	isError := span.Status().Code() == ptrace.StatusCodeError
-	w, extrapolated := r.weights.weight(b, span)
+	w, extrapolated := r.weights.weight(b, sc, span)
 	if w != 1 && !b.weighted {
 		b.startWeights()
 	}
@@ -166,7 +201,7 @@ func (r *reducer) reduceSpan(b *deltaBatch, res uint32, resHash uint64, svc stri
 	for _, f := range r.spanFams {
 		var globs []globMatch
 		if f.globs != nil {
-			globs = b.globs.collect(f, span.Attributes(), nil)
+			globs = sc.globs.collect(f, span.Attributes(), nil)
 		}
 		off := len(b.arena)
 		b.arena = r.appendKey(b.arena, f, resHash, svc, name, span, scope, withScope, resAttrs, nil, extrapolated, globs)
@@ -194,7 +229,7 @@ func (r *reducer) reduceSpan(b *deltaBatch, res uint32, resHash uint64, svc stri
 		evAttrs := events.At(l).Attributes()
 		var globs []globMatch
 		if r.eventsFam.globs != nil {
-			globs = b.globs.collect(r.eventsFam, span.Attributes(), &evAttrs)
+			globs = sc.globs.collect(r.eventsFam, span.Attributes(), &evAttrs)
 		}
 		off := len(b.arena)
 		b.arena = r.appendKey(b.arena, r.eventsFam, resHash, svc, name, span, scope, withScope, resAttrs, &evAttrs, extrapolated, globs)

@@ -377,13 +377,6 @@ func (s *selector) demote(a *aggregator, f int, t *seriesTable, id uint32) {
 	a.svcSeries[f][a.resources[m.res].svc]--
 }
 
-// restore counts a demoted series against the caps again: it was promoted, or a cap has room.
-func (a *aggregator) restore(t *seriesTable, r *aggResource, id uint32) {
-	t.meta[id].epoch = a.epoch - 1 // not the active epoch: its next span adds a row
-	t.n++
-	a.svcSeries[t.fam.index][r.svc]++
-}
-
 // hasCountedSeries reports whether a series whose identity hashes to h has a slot (exists and
 // is not demoted). A colliding series answers for it too, which only skips a promotion.
 func hasCountedSeries(t *seriesTable, h uint64) bool {

@@ -21,6 +21,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
+	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/clustering"
 	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/metadata"
 )
 
@@ -161,7 +162,7 @@ func TestSpanNamesFromSemanticConventions(t *testing.T) {
 				}
 				require.Equal(t, int64(1), got[c.service+"|"+want], "%s: want span.name %q, got %v", c.desc, want, got)
 			}
-			names := r.conn.(*connectorImp).plan.names
+			names := r.conn.(*connectorImp).reducer.names
 			if !on {
 				require.Nil(t, names, "nothing renames spans by default")
 				return
@@ -215,7 +216,7 @@ func TestSpanNameRules(t *testing.T) {
 		}
 	}
 	require.Equal(t, want, callsByName(t, r))
-	names := r.conn.(*connectorImp).plan.names
+	names := r.conn.(*connectorImp).reducer.names
 	require.Equal(t, int64(renamed), names.renamed[renamedByRule].Load())
 	require.Equal(t, int64(2), names.renamed[renamedBySemconv].Load())
 }
@@ -296,7 +297,7 @@ func TestSpanNameWithSpanNameExcluded(t *testing.T) {
 	raw := rulesConfig(true, map[string]any{"match": `.`, "replace": "x"})
 	raw["exclude_dimensions"] = []any{"span.name"}
 	r := startConnector(t, NewFactory(), raw)
-	require.Nil(t, r.conn.(*connectorImp).plan.names)
+	require.Nil(t, r.conn.(*connectorImp).reducer.names)
 	r.consume(tracesOf(t, []spanNameCase{{service: "s", name: "a"}, {service: "s", name: "b"}}))
 	require.Equal(t, map[string]int64{"s|": 2}, callsByName(t, r))
 }
@@ -474,8 +475,8 @@ func TestRepeatedSpanNamesAnswerAsTheFullPath(t *testing.T) {
 		{"rules", SpanNameConfig{FromSemanticConventions: true, Rules: rules}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			n := newSpanNamer(c.cfg)
-			var sm, sf nameScratch
+			n := namerOf(c.cfg)
+			sm, sf := nameScratch{cluster: new(clustering.Scratch)}, nameScratch{cluster: new(clustering.Scratch)}
 			rnd := newRand(5)
 			now := testStart.UnixNano()
 			if len(c.cfg.Rules) > 0 && c.cfg.FromSemanticConventions {
@@ -531,9 +532,8 @@ func TestRepeatedSpanNamesAnswerAsTheFullPath(t *testing.T) {
 					if rnd.IntN(2) == 0 {
 						// Both offered the same names: learning them twice changes nothing.
 						now += int64(time.Second)
-						n.learnNames(&sm, now)
-						n.learnNames(&sf, now)
-						n.publishTemplates(false, now)
+						learn(n, sm.cluster, now)
+						learn(n, sf.cluster, now)
 					}
 				}
 			}
@@ -590,4 +590,13 @@ func TestSemconvMayApplyIsConservative(t *testing.T) {
 	t.Logf("skipped %d, renamed %d", skipped, renamed)
 	require.Greater(t, skipped, 1000)
 	require.Greater(t, renamed, 1000)
+}
+
+// learn hands the names of s to n's learner and publishes the templates, as the aggregator
+// does after applying a batch and a round.
+func learn(n *spanNamer, s *clustering.Scratch, now int64) {
+	if n.clusters != nil {
+		n.clusters.Learn(s, now)
+		n.clusters.Publish()
+	}
 }

@@ -2,6 +2,7 @@ package tracemetrics // import "github.com/otelcol-red/otelcol-red/connector/tra
 
 import (
 	"bytes"
+	"math"
 
 	"github.com/otelcol-red/otelcol-red/internal/hash"
 )
@@ -187,3 +188,38 @@ func (a *keyArena) release(n uint32) {
 }
 
 func (a *keyArena) wantsCompaction() bool { return a.waste > 4*arenaChunk && a.waste > a.live }
+
+// Integer counts. Calls and bucket counts are integers, adjusted counts are not (p = 0.3 is
+// 3.33 spans). Each series carries the remainder of its weighted count (seriesTable.carry,
+// across batches and flush intervals, delta or cumulative): the integers it emits add up to
+// the floor of its weighted total plus the first carry, so they never drift 1 or more from
+// the exact total, are exact for integer adjusted counts (any power-of-two probability), and
+// are deterministic. In a family with durations each span's integer goes to both the count
+// and the span's bucket, so a histogram's count is its calls and its buckets' sum; a family
+// without durations (events, calls split by calls_dimensions) adds a batch's series weight
+// at once. Every span with weight >= 1 adds at least 1.
+
+// carry returns the remainder of series id, growing the slice on first use: tables of
+// unweighted traffic never hold one.
+func (t *seriesTable) carry(id uint32) *float64 {
+	if int(id) >= len(t.carries) {
+		t.carries = grow(t.carries, int(id)+1)
+	}
+	return &t.carries[id]
+}
+
+// touchCarry reads the carry of id, if the table has weights, for touchSeries: the
+// observations of a weighted batch find it cached.
+func touchCarry(t *seriesTable, id uint32) uint32 {
+	if int(id) < len(t.carries) {
+		return uint32(math.Float64bits(t.carries[id]))
+	}
+	return 0
+}
+
+// resetCarry forgets the remainder of an id being reused by a new series.
+func (t *seriesTable) resetCarry(id uint32) {
+	if int(id) < len(t.carries) {
+		t.carries[id] = 0
+	}
+}
