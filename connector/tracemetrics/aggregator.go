@@ -1,22 +1,18 @@
 package tracemetrics // import "github.com/otelcol-red/otelcol-red/connector/tracemetrics"
 
 import (
-	"bytes"
-	"slices"
-
 	"github.com/jonboulle/clockwork"
 
 	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/clustering"
-	"github.com/otelcol-red/otelcol-red/internal/hash"
 	"github.com/otelcol-red/otelcol-red/internal/intake"
 	"github.com/otelcol-red/otelcol-red/internal/pipeline"
 	"github.com/otelcol-red/otelcol-red/internal/sampling"
 )
 
 // aggregator is the pipeline's consumer (internal/pipeline): the single consumer of the intake
-// ring. It alone owns the series tables and the active delta buffer, so none of them needs a
-// lock. It never builds pmetric data: at each flush it swaps the filled delta buffer for the
-// spare the flusher handed back, and carries on with that one.
+// ring. It alone owns the series tables, the resources and the active delta buffer, so none of
+// them needs a lock. It never builds pmetric data: at each flush it swaps the filled delta
+// buffer for the spare the flusher handed back, and carries on with that one.
 type aggregator struct {
 	*plan // the configuration, derived once
 
@@ -27,24 +23,14 @@ type aggregator struct {
 	wakeItems int
 	clock     clockwork.Clock
 
-	resources []aggResource
-	resIndex  hash.Index
-	resFree   []uint32
-	liveRes   int
-
-	services   map[string]uint32
-	svcNames   []string
-	svcRefs    []int32 // resources per service id
-	svcFree    []uint32
-	svcSeries  [maxFamilies][]int32
-	tables     []*seriesTable
-	active     *deltaBuffer
-	epoch      uint32 // incremented at each swap; rows of older epochs belong to other buffers
-	spans      int64  // spans of the round being applied
-	scratchRes []uint32
-	resIDs     []uint32 // apply: aggregator resource id of each batch resource
-	rows       []int32  // apply: active row of each batch series
-	ovKey      []byte   // scratch: the key of a cap overflow series (appendCapOverflowKey)
+	res    *resourceTable
+	tables []*seriesTable
+	limits *limits
+	active *deltaBuffer
+	epoch  uint32 // incremented at each swap; rows of older epochs belong to other buffers
+	spans  int64  // spans of the round being applied
+	resIDs []uint32 // apply: aggregator resource id of each batch resource
+	rows   []int32  // apply: active row of each batch series
 
 	sel    *selector // cap_selection by traffic (selection.go); nil by arrival or without caps
 	demand *demand   // series each limit is offered (demand.go); nil without limits
@@ -56,19 +42,26 @@ type aggregator struct {
 	tel *telemetry
 }
 
-type aggResource struct {
-	hash     uint64
-	key      []byte
-	svc      uint32
-	lastSeen int64
-	live     bool
-	series   [maxFamilies]int32  // live series per family (aggregation_cardinality_limit, cumulative)
-	touched  [maxFamilies]int32  // series touched this interval (aggregation_cardinality_limit, delta)
-	overflow [maxFamilies]uint32 // aggregation_cardinality_limit's overflow series id+1, 0 when none
-
-	// max_series and max_series_per_service's overflow series per span kind and status code
-	// (capOverflowSlot), id+1, 0 when none.
-	capOverflow [maxFamilies][capOverflowSlots]uint32
+// newAggregator returns the aggregator of plan p, its tables hashing identities with keyHash.
+func newAggregator(p *plan, keyHash func([]byte) uint64, clock clockwork.Clock, hints *intake.SizeHints, ringCap int, tel *telemetry) *aggregator {
+	a := &aggregator{
+		plan:      p,
+		ringCap:   ringCap,
+		hints:     hints,
+		wakeItems: wakeItems(ringCap, firstSeriesPerBatch),
+		clock:     clock,
+		res:       newResourceTable(),
+		epoch:     1, // 0 marks a series without a row
+		active:    newDeltaBuffer(len(p.families)),
+		tel:       tel,
+		sel:       newSelector(p, tel),
+		demand:    newDemand(p, clock.Now().UnixNano()),
+	}
+	a.limits = &limits{plan: p, res: a.res, sel: a.sel, tel: tel}
+	for _, f := range p.families {
+		a.tables = append(a.tables, &seriesTable{fam: f, keyHash: keyHash})
+	}
+	return a
 }
 
 // wakeSeries is how many series' worth of queued batches the aggregator lets queue before it
@@ -135,7 +128,7 @@ func (a *aggregator) apply(b *deltaBatch) {
 	nb, exemplars, expoSize := a.nb, a.exemplars, a.expoSize
 	a.resIDs = a.resIDs[:0]
 	for i := range b.resources {
-		a.resIDs = append(a.resIDs, a.resolveResource(b, &b.resources[i]))
+		a.resIDs = append(a.resIDs, a.res.resolve(b, &b.resources[i], a.active))
 	}
 	a.rows = a.rows[:0]
 	var overflowSpans [overflowKinds]int64
@@ -152,7 +145,7 @@ func (a *aggregator) apply(b *deltaBatch) {
 		if b.weighted {
 			w = max(w, uint64(b.seriesW[i]))
 		}
-		id, overflow := a.resolveSeries(t, d, rid, b.bytes(s.key), s.hash, b.ts, w)
+		id, overflow := a.limits.resolve(t, d, rid, b.bytes(s.key), s.hash, b.ts, w, a.epoch)
 		overflowSpans[overflow] += int64(s.count)
 		if a.demand != nil {
 			switch {
@@ -249,178 +242,6 @@ func (a *aggregator) applyWeightedObs(b *deltaBatch) {
 	}
 }
 
-func (a *aggregator) resolveResource(b *deltaBatch, br *batchResource) uint32 {
-	key := b.bytes(br.key)
-	p := a.resIndex.Probe(br.hash)
-	for rid, ok := p.Next(); ok; rid, ok = p.Next() {
-		if r := &a.resources[rid]; bytes.Equal(r.key, key) {
-			r.lastSeen = max(r.lastSeen, b.ts)
-			return rid
-		}
-	}
-	rid, ok := reuseID(&a.resFree)
-	if !ok {
-		rid = uint32(len(a.resources))
-		a.resources = append(a.resources, aggResource{})
-	}
-	a.resources[rid] = aggResource{
-		hash: br.hash, key: slices.Clone(key), svc: a.serviceID(b.bytes(br.service)),
-		lastSeen: b.ts, live: true,
-	}
-	a.resIndex.Insert(br.hash, rid)
-	a.liveRes++
-	off := len(a.active.resAttrs)
-	a.active.resAttrs = append(a.active.resAttrs, b.bytes(br.full)...)
-	a.active.newResources = append(a.active.newResources, newResource{id: rid, attrs: ref{uint32(off), br.full.n}})
-	return rid
-}
-
-func (a *aggregator) serviceID(name []byte) uint32 {
-	if id, ok := a.services[string(name)]; ok {
-		a.svcRefs[id]++
-		return id
-	}
-	id, ok := reuseID(&a.svcFree)
-	if !ok {
-		id = uint32(len(a.svcRefs))
-		a.svcRefs = append(a.svcRefs, 0)
-		a.svcNames = append(a.svcNames, "")
-		for f := range a.svcSeries {
-			a.svcSeries[f] = append(a.svcSeries[f], 0)
-		}
-	}
-	a.services[string(name)] = id
-	a.svcNames[id] = string(name)
-	a.svcRefs[id] = 1
-	return id
-}
-
-// resolveSeries finds or creates the series with key in resource rid, applying the limits;
-// it returns the resource's overflow series, and which kind, when a limit refuses a new series.
-//
-// aggregation_cardinality_limit is spanmetrics' and is checked first, with spanmetrics'
-// overflow series. max_series and max_series_per_service are ours: their overflow series keeps
-// the service name, span kind and status code of the refused series, so that calls and errors
-// per service and kind stay exact while a service explodes. Neither limit ever takes a series
-// that exists: a refused series goes to overflow, the series of other services are untouched.
-//
-// With cap_selection by traffic (selection.go) the caps keep slots for the series promoted at
-// the last flush, count the spans they refuse, and a demoted series found here is refused like
-// a new one. w is the weight of the series' spans in the batch.
-func (a *aggregator) resolveSeries(t *seriesTable, d *deltaFamily, rid uint32, key []byte, h uint64, ts int64, w uint64) (uint32, overflowKind) {
-	r := &a.resources[rid]
-	f := t.fam.index
-	if id, ok := t.find(h, rid, identity(key, t.fam)); ok {
-		if t.meta[id].epoch == demotedEpoch {
-			if k := a.capRefuses(t, r, h, w); k != noOverflow {
-				return a.capOverflowSeries(t, d, rid, key, ts), k
-			}
-			a.restore(t, r, id)
-		}
-		if a.isDelta && a.cardLimit > 0 && t.meta[id].epoch != a.epoch {
-			// spanmetrics' delta state starts empty each interval, so its cardinality limit
-			// counts the series seen in this interval.
-			if r.touched[f] >= a.cardLimit {
-				return a.overflowSeries(t, d, rid, ts), limitOverflow
-			}
-			r.touched[f]++
-		}
-		return id, noOverflow
-	}
-	switch {
-	case a.cardLimit > 0 && !a.isDelta && r.series[f] >= a.cardLimit,
-		a.cardLimit > 0 && a.isDelta && r.touched[f] >= a.cardLimit:
-		return a.overflowSeries(t, d, rid, ts), limitOverflow
-	}
-	if k := a.capRefuses(t, r, h, w); k != noOverflow {
-		return a.capOverflowSeries(t, d, rid, key, ts), k
-	}
-	id := t.insert(key, h, rid, ts)
-	r.series[f]++
-	r.touched[f]++
-	a.svcSeries[f][r.svc]++
-	a.announce(d, id, &t.meta[id], ts)
-	return id, noOverflow
-}
-
-// capRefuses returns the cap that refuses a series of resource r in table t a slot, or
-// noOverflow. max_series_per_service is checked first: raising max_series would not let the
-// series in. Slots reserved for promoted series count as taken, except for the series they
-// are reserved for; a refused series' w spans are counted for the next re-ranking.
-func (a *aggregator) capRefuses(t *seriesTable, r *aggResource, h, w uint64) overflowKind {
-	f := int(t.fam.index)
-	k := a.capFull(t, r.svc)
-	if k == noOverflow || a.sel == nil {
-		return k
-	}
-	if by, ok := a.sel.claim(f, r.svc, h); ok {
-		if k = a.capFull(t, r.svc); k == noOverflow {
-			a.tel.promotedSeries[by].Add(1)
-			return noOverflow
-		}
-	}
-	a.sel.count(f, r.svc, h, w, k)
-	return k
-}
-
-func (a *aggregator) capFull(t *seriesTable, svc uint32) overflowKind {
-	f := int(t.fam.index)
-	svcReserved, reserved := a.sel.reservedFor(f, svc)
-	switch {
-	case a.maxService > 0 && a.svcSeries[f][svc]+svcReserved >= a.maxService:
-		return serviceOverflow
-	case a.maxSeries > 0 && t.n+reserved >= a.maxSeries:
-		return globalOverflow
-	}
-	return noOverflow
-}
-
-// restore counts a demoted series against the caps again: it was promoted, or a cap has room.
-func (a *aggregator) restore(t *seriesTable, r *aggResource, id uint32) {
-	t.meta[id].epoch = a.epoch - 1 // not the active epoch: its next span adds a row
-	t.n++
-	a.svcSeries[t.fam.index][r.svc]++
-}
-
-func (a *aggregator) announce(d *deltaFamily, id uint32, m *seriesMeta, ts int64) {
-	d.newSeries = append(d.newSeries, newSeries{id: id, res: m.res, keyLen: m.keyLen, created: ts, keyRef: m.keyRef})
-}
-
-// overflowSeries returns the resource's otel.metric.overflow=true series of the family. It is
-// not in the hash index (the resource points at it) and counts against no limit.
-func (a *aggregator) overflowSeries(t *seriesTable, d *deltaFamily, rid uint32, ts int64) uint32 {
-	r := &a.resources[rid]
-	f := t.fam.index
-	if r.overflow[f] != 0 {
-		return r.overflow[f] - 1
-	}
-	var kb [keyHeaderLen]byte
-	id := t.insertOverflow(appendOverflowKey(kb[:0], r.hash, f), rid, ts)
-	r.overflow[f] = id + 1
-	a.announce(d, id, &t.meta[id], ts)
-	return id
-}
-
-// capOverflowSeries returns the max_series/max_series_per_service overflow series of resource
-// rid, family t, that has the service name, span kind and status code of the series whose key
-// is key. Like the limit overflow series it is not in the hash index and counts against no
-// limit: a resource has at most capOverflowSlots of them per family. With service.name,
-// span.kind and status.code all excluded it is the limit overflow series (hasCapOverflow).
-func (a *aggregator) capOverflowSeries(t *seriesTable, d *deltaFamily, rid uint32, key []byte, ts int64) uint32 {
-	if !a.hasCapOverflow() {
-		return a.overflowSeries(t, d, rid, ts)
-	}
-	slot := &a.resources[rid].capOverflow[t.fam.index][a.seriesOverflowSlot(key)]
-	if *slot != 0 {
-		return *slot - 1
-	}
-	a.ovKey = a.appendCapOverflowKey(a.ovKey[:0], key)
-	id := t.insertOverflow(a.ovKey, rid, ts)
-	*slot = id + 1
-	a.announce(d, id, &t.meta[id], ts)
-	return id
-}
-
 // activeRow returns the row of series id in the active delta buffer, adding it on the
 // series' first span of the interval.
 func (a *aggregator) activeRow(t *seriesTable, d *deltaFamily, id uint32, ts int64) int32 {
@@ -454,16 +275,14 @@ func (a *aggregator) Swap(spare *deltaBuffer, final bool) *deltaBuffer {
 		t.index.Fit()
 	}
 	if a.sel != nil && !final {
-		a.sel.rerank(a, full)
+		a.sel.rerank(a.tables, a.res, a.epoch, full)
 	}
 	a.demand.publish(now, a.tel)
 	if a.clusters != nil {
 		a.clusters.Expire(now) // template_expiration
 	}
 	if a.isDelta {
-		for i := range a.resources {
-			a.resources[i].touched = [maxFamilies]int32{}
-		}
+		a.res.startInterval()
 	}
 	full.ts = now
 	a.tel.seriesLive.Store(int64(a.liveSeries()))
@@ -477,43 +296,14 @@ func (a *aggregator) reclaim(b *deltaBuffer) {
 		t.free = append(t.free, b.fams[f].expired...)
 		b.fams[f].expired = b.fams[f].expired[:0]
 	}
-	a.resFree = append(a.resFree, b.expiredRes...)
+	a.res.reclaim(b.expiredRes)
 	b.expiredRes = b.expiredRes[:0]
 }
 
 // expire drops idle series and resources; full carries the list to the flusher, which
 // exports them one last time (spanmetrics removes expired state after building metrics).
 func (a *aggregator) expire(now int64, full *deltaBuffer) {
-	dead := a.scratchRes[:0]
-	for rid := range a.resources {
-		r := &a.resources[rid]
-		if r.live && a.resourceIdle > 0 && now-r.lastSeen >= a.resourceIdle {
-			dead = append(dead, uint32(rid))
-		}
-	}
-	if over := a.liveRes - len(dead) - a.resourceCacheSize; over > 0 {
-		// Least recently seen first, like spanmetrics' LRU of resources.
-		var cand []uint32
-		for rid := range a.resources {
-			if r := &a.resources[rid]; r.live && !slices.Contains(dead, uint32(rid)) {
-				cand = append(cand, uint32(rid))
-			}
-		}
-		slices.SortStableFunc(cand, func(x, y uint32) int {
-			lx, ly := a.resources[x].lastSeen, a.resources[y].lastSeen
-			switch {
-			case lx < ly:
-				return -1
-			case lx > ly:
-				return 1
-			}
-			return 0
-		})
-		dead = append(dead, cand[:over]...)
-	}
-	for _, rid := range dead {
-		a.resources[rid].live = false
-	}
+	dead := a.res.expiring(now, a.resourceIdle, a.resourceCacheSize)
 	idle := a.seriesIdle
 	for f, t := range a.tables {
 		if idle == 0 && len(dead) == 0 {
@@ -525,45 +315,17 @@ func (a *aggregator) expire(now int64, full *deltaBuffer) {
 			if m.keyLen == 0 {
 				continue
 			}
-			if !a.resources[m.res].live || (idle > 0 && now-m.lastSeen >= idle) {
-				a.dropSeries(t, uint32(id))
+			if !a.res.all[m.res].live || (idle > 0 && now-m.lastSeen >= idle) {
+				a.limits.drop(t, uint32(id))
 				expired = append(expired, uint32(id))
 			}
 		}
 		full.fams[f].expired = expired
 	}
 	for _, rid := range dead {
-		r := &a.resources[rid]
-		a.resIndex.Delete(r.hash, rid)
-		if a.svcRefs[r.svc]--; a.svcRefs[r.svc] == 0 {
-			delete(a.services, a.svcNames[r.svc])
-			a.svcNames[r.svc] = ""
-			a.svcFree = append(a.svcFree, r.svc)
-			if a.sel != nil {
-				a.sel.forget(r.svc)
-			}
+		if svc, freed := a.res.release(rid); freed && a.sel != nil {
+			a.sel.forget(svc)
 		}
-		*r = aggResource{}
-		a.liveRes--
 		full.expiredRes = append(full.expiredRes, rid)
 	}
-	a.scratchRes = dead[:0]
-}
-
-func (a *aggregator) dropSeries(t *seriesTable, id uint32) {
-	f := t.fam.index
-	r := &a.resources[t.meta[id].res]
-	switch key := t.key(id); {
-	case isOverflowKey(key) && isCapOverflowKey(key):
-		r.capOverflow[f][a.capOverflowSlot(key)] = 0
-	case isOverflowKey(key):
-		r.overflow[f] = 0
-	default:
-		r.series[f]--
-		if t.meta[id].epoch != demotedEpoch { // a demoted series left the caps' counts already
-			a.svcSeries[f][r.svc]--
-			t.n--
-		}
-	}
-	t.remove(id)
 }

@@ -64,19 +64,7 @@ func newConnector(set component.TelemetrySettings, cfg *Config, next consumer.Me
 		reducer: red,
 		tel:     tel,
 	}
-	c.agg = &aggregator{
-		plan:      p,
-		ringCap:   pipe.Queue.Cap(),
-		hints:     red.hints,
-		wakeItems: wakeItems(pipe.Queue.Cap(), firstSeriesPerBatch),
-		clock:     d.clock,
-		services:  map[string]uint32{},
-		epoch:     1, // 0 marks a series without a row
-		active:    newDeltaBuffer(len(p.families)),
-		tel:       tel,
-		sel:       newSelector(p),
-		demand:    newDemand(p, d.clock.Now().UnixNano()),
-	}
+	c.agg = newAggregator(p, d.keyHash, d.clock, red.hints, pipe.Queue.Cap(), tel)
 	if names != nil {
 		c.agg.clusters = names.clusters
 	}
@@ -91,7 +79,6 @@ func newConnector(set component.TelemetrySettings, cfg *Config, next consumer.Me
 		chunkPoints: d.chunkPoints,
 	}
 	for _, f := range p.families {
-		c.agg.tables = append(c.agg.tables, &seriesTable{fam: f, keyHash: d.keyHash})
 		c.fl.tables = append(c.fl.tables, &flushTable{fam: f})
 	}
 	clock := d.clock

@@ -438,7 +438,7 @@ func TestMetricsExpirationDropsIdleResources(t *testing.T) {
 		}
 		require.Equal(t, want, md.ResourceMetrics().Len(), "flush %d", i)
 	}
-	require.Equal(t, 1, c.agg.liveRes)
+	require.Equal(t, 1, c.agg.res.live)
 }
 
 func TestResourceCacheSizeEvictsLeastRecentlySeen(t *testing.T) {

@@ -438,12 +438,12 @@ func TestCapOverflowSeriesExpireAndReturn(t *testing.T) {
 		for id := range tab.meta {
 			if m := &tab.meta[id]; m.keyLen > 0 && isOverflowKey(tab.key(uint32(id))) {
 				require.True(t, isCapOverflowKey(tab.key(uint32(id))))
-				require.EqualValues(t, id+1, a.resources[m.res].capOverflow[f][a.capOverflowSlot(tab.key(uint32(id)))])
+				require.EqualValues(t, id+1, a.res.all[m.res].capOverflow[f][a.capOverflowSlot(tab.key(uint32(id)))])
 				live++
 			}
 		}
-		for rid := range a.resources {
-			for slot, id1 := range a.resources[rid].capOverflow[f] {
+		for rid := range a.res.all {
+			for slot, id1 := range a.res.all[rid].capOverflow[f] {
 				if id1 != 0 {
 					key := tab.key(id1 - 1)
 					require.True(t, isOverflowKey(key), "slot %d points at a series that is not an overflow series", slot)

@@ -2,6 +2,7 @@ package tracemetrics // import "github.com/otelcol-red/otelcol-red/connector/tra
 
 import (
 	"slices"
+	"sync/atomic"
 
 	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/topk"
 )
@@ -33,7 +34,10 @@ import (
 //     and expires like an idle series. Its cumulative value stays where it was; nothing is
 //     taken back from any series, so every total is exact at every flush.
 type selector struct {
-	size int // entries per sketch: cap_selection.sketch_size
+	size          int   // entries per sketch: cap_selection.sketch_size
+	maxSeries     int   // max_series; 0: none
+	maxService    int32 // max_series_per_service; 0: none
+	demotedSeries *[overflowKinds]atomic.Int64
 
 	svc    [maxFamilies][]*topk.Sketch // by service id; nil until the service is refused a series
 	global [maxFamilies]*topk.Sketch   // nil until the family is refused a series at max_series
@@ -90,11 +94,14 @@ const minPromote = 2
 // received less than 1/promoteFactor of its spans.
 const promoteFactor = 2
 
-func newSelector(p *plan) *selector {
+// newSelector returns the selector of p's caps, counting demotions in tel; nil by arrival or
+// without caps.
+func newSelector(p *plan, tel *telemetry) *selector {
 	if !p.byTraffic || (p.maxSeries == 0 && p.maxService == 0) {
 		return nil
 	}
-	return &selector{size: p.sketchSize, admitted: map[uint64]admission{}}
+	return &selector{size: p.sketchSize, maxSeries: p.maxSeries, maxService: p.maxService,
+		demotedSeries: &tel.demotedSeries, admitted: map[uint64]admission{}}
 }
 
 // reservedFor returns the slots of scope (service svc of family f, or the family) kept for
@@ -158,9 +165,10 @@ func (s *selector) forget(svc uint32) {
 	}
 }
 
-// rerank promotes and demotes (see selector) at a swap; full is the buffer of the interval
-// that ended, whose rows count the spans of every series that received any.
-func (s *selector) rerank(a *aggregator, full *deltaBuffer) {
+// rerank promotes and demotes (see selector) among the series of tables, in resources res, at
+// a swap; full is the buffer of the interval that ended, whose rows count the spans of every
+// series that received any, and epoch the new active one's.
+func (s *selector) rerank(tables []*seriesTable, res *resourceTable, epoch uint32, full *deltaBuffer) {
 	// Reservations not taken within an interval are given back: a series promoted and not
 	// seen since is not busy.
 	clear(s.admitted)
@@ -168,8 +176,8 @@ func (s *selector) rerank(a *aggregator, full *deltaBuffer) {
 		clear(s.svcReserved[f])
 		s.reserved[f] = 0
 	}
-	for f, t := range a.tables {
-		s.rerankFamily(a, f, t, full)
+	for f, t := range tables {
+		s.rerankFamily(res, f, t, epoch, full)
 		s.fresh[f] = s.fresh[f][:0]
 		for _, sk := range s.svc[f] {
 			if sk != nil {
@@ -182,16 +190,16 @@ func (s *selector) rerank(a *aggregator, full *deltaBuffer) {
 	}
 }
 
-func (s *selector) rerankFamily(a *aggregator, f int, t *seriesTable, full *deltaBuffer) {
+func (s *selector) rerankFamily(res *resourceTable, f int, t *seriesTable, epoch uint32, full *deltaBuffer) {
 	// The full scopes and their candidates, heaviest first.
 	s.top, s.scopes = s.top[:0], s.scopes[:0]
 	s.scopeOfSvc = s.scopeOfSvc[:0]
-	s.scopeOfSvc = append(s.scopeOfSvc, make([]int32, len(a.svcRefs))...)
+	s.scopeOfSvc = append(s.scopeOfSvc, make([]int32, len(res.svcRefs))...)
 	for i := range s.scopeOfSvc {
 		s.scopeOfSvc[i] = -1
 	}
 	for svc, sk := range s.svc[f] {
-		if sk == nil || sk.Len() == 0 || a.maxService == 0 || a.svcSeries[f][svc] < a.maxService {
+		if sk == nil || sk.Len() == 0 || s.maxService == 0 || res.svcSeries[f][svc] < s.maxService {
 			continue // a scope with room lets its refused series in at their next span
 		}
 		lo := len(s.top)
@@ -201,7 +209,7 @@ func (s *selector) rerankFamily(a *aggregator, f int, t *seriesTable, full *delt
 		}
 	}
 	globalIdx := -1
-	if sk := s.global[f]; sk != nil && sk.Len() > 0 && a.maxSeries > 0 && t.n >= a.maxSeries {
+	if sk := s.global[f]; sk != nil && sk.Len() > 0 && s.maxSeries > 0 && t.n >= s.maxSeries {
 		lo := len(s.top)
 		if s.top = sk.Top(s.top, minPromote); len(s.top) > lo {
 			globalIdx = len(s.scopes)
@@ -220,9 +228,9 @@ func (s *selector) rerankFamily(a *aggregator, f int, t *seriesTable, full *delt
 		n += s.scopes[i].hi - s.scopes[i].lo
 	}
 	s.weak = slices.Grow(s.weak[:0], n)[:n]
-	s.markSkipped(a, f, t)
+	s.markSkipped(res, f, t)
 	rows := &full.fams[f].rows
-	filled := a.epoch - 1 // the epoch of full's rows (swap has moved on)
+	filled := epoch - 1 // the epoch of full's rows (swap has moved on)
 	for id := range t.meta {
 		m := &t.meta[id]
 		if m.keyLen == 0 || m.epoch == demotedEpoch || s.skip[id/64]&(1<<(id%64)) != 0 {
@@ -233,7 +241,7 @@ func (s *selector) rerankFamily(a *aggregator, f int, t *seriesTable, full *delt
 			count = rows.at(int(m.row)).count
 		}
 		w := weakSeries{count: count, id: uint32(id)}
-		if si := s.scopeOfSvc[a.resources[m.res].svc]; si >= 0 {
+		if si := s.scopeOfSvc[res.all[m.res].svc]; si >= 0 {
 			s.offerWeak(&s.scopes[si], w)
 		}
 		if globalIdx >= 0 {
@@ -270,14 +278,14 @@ func (s *selector) rerankFamily(a *aggregator, f int, t *seriesTable, full *delt
 				// during the interval (an expiry): nothing to promote.
 				continue
 			}
-			if sc.kind == globalOverflow && a.maxService > 0 &&
-				a.svcSeries[f][c.Tag]+s.svcReservedOf(f, c.Tag) >= a.maxService &&
-				a.resources[t.meta[w.id].res].svc != c.Tag {
+			if sc.kind == globalOverflow && s.maxService > 0 &&
+				res.svcSeries[f][c.Tag]+s.svcReservedOf(f, c.Tag) >= s.maxService &&
+				res.all[t.meta[w.id].res].svc != c.Tag {
 				continue // its own service is at its budget now: it would be refused anyway
 			}
-			s.demote(a, f, t, w.id)
+			s.demote(res, f, t, w.id)
 			s.admit(f, sc.kind, c.Tag, c.Key)
-			a.tel.demotedSeries[sc.kind].Add(1)
+			s.demotedSeries[sc.kind].Add(1)
 			j++
 		}
 	}
@@ -325,12 +333,12 @@ func (s *selector) offerWeak(sc *rankScope, w weakSeries) {
 // demoted: its overflow series, whose ids the resources hold (so no key is read), and the
 // series promoted during the interval, found by their hashes (a colliding series is spared
 // with them, which only delays its demotion).
-func (s *selector) markSkipped(a *aggregator, f int, t *seriesTable) {
+func (s *selector) markSkipped(res *resourceTable, f int, t *seriesTable) {
 	s.skip = s.skip[:0]
 	s.skip = append(s.skip, make([]uint64, (len(t.meta)+63)/64)...)
 	set := func(id uint32) { s.skip[id/64] |= 1 << (id % 64) }
-	for rid := range a.resources {
-		r := &a.resources[rid]
+	for rid := range res.all {
+		r := &res.all[rid]
 		if !r.live {
 			continue
 		}
@@ -370,11 +378,11 @@ func (s *selector) admit(f int, k overflowKind, svc uint32, h uint64) {
 // demote takes series id out of the caps' counts (see selector). It expires as idle series
 // do; where series never expire (series_expiration 0 with cumulative temporality) it stays,
 // its cumulative value exported unchanged, as every series there does.
-func (s *selector) demote(a *aggregator, f int, t *seriesTable, id uint32) {
+func (s *selector) demote(res *resourceTable, f int, t *seriesTable, id uint32) {
 	m := &t.meta[id]
 	m.epoch = demotedEpoch
 	t.n--
-	a.svcSeries[f][a.resources[m.res].svc]--
+	res.svcSeries[f][res.all[m.res].svc]--
 }
 
 // hasCountedSeries reports whether a series whose identity hashes to h has a slot (exists and

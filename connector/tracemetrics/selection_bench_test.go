@@ -82,7 +82,7 @@ func BenchmarkRerank(b *testing.B) {
 				a.epoch++
 				start := time.Now()
 				b.StartTimer()
-				a.sel.rerank(a, spare)
+				a.sel.rerank(a.tables, a.res, a.epoch, spare)
 				b.StopTimer()
 				took += time.Since(start)
 				runs++

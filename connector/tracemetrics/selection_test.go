@@ -359,7 +359,7 @@ func TestRerankAllocatesNothing(t *testing.T) {
 		restoreDemoted(a, tab)
 		fillSketches(a, 30, 5)
 		a.epoch++ // as swap does: the empty active buffer is the interval that ended
-		a.sel.rerank(a, a.active)
+		a.sel.rerank(a.tables, a.res, a.epoch, a.active)
 	}
 	a.epoch++
 	run()
@@ -427,7 +427,7 @@ func TestMaxSeriesAloneKeepsBusySeriesOfEveryService(t *testing.T) {
 func restoreDemoted(a *aggregator, tab *seriesTable) {
 	for id := range tab.meta {
 		if m := &tab.meta[id]; m.keyLen > 0 && m.epoch == demotedEpoch {
-			a.restore(tab, &a.resources[m.res], uint32(id))
+			a.limits.restore(tab, &a.res.all[m.res], uint32(id), a.epoch)
 		}
 	}
 }
@@ -435,7 +435,7 @@ func restoreDemoted(a *aggregator, tab *seriesTable) {
 // fillSketches counts n refused series of w spans each in every service's sketch of family
 // 0, and n others in the family's sketch, as refusals by the caps would.
 func fillSketches(a *aggregator, n int, w uint64) {
-	for svc := range a.svcRefs {
+	for svc := range a.res.svcRefs {
 		for i := range n {
 			h := uint64(svc*1000+i+1) * 0x9e3779b97f4a7c15
 			a.sel.count(0, uint32(svc), h, w, serviceOverflow)
