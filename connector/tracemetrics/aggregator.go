@@ -4,6 +4,7 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/clustering"
+	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/series"
 	"github.com/otelcol-red/otelcol-red/internal/intake"
 	"github.com/otelcol-red/otelcol-red/internal/pipeline"
 	"github.com/otelcol-red/otelcol-red/internal/sampling"
@@ -14,7 +15,7 @@ import (
 // them needs a lock. It never builds pmetric data: at each flush it swaps the filled delta
 // buffer for the spare the flusher handed back, and carries on with that one.
 type aggregator struct {
-	*plan // the configuration, derived once
+	*series.Plan // the configuration, derived once
 
 	touch uint32 // see touchSeries
 
@@ -26,9 +27,9 @@ type aggregator struct {
 	res    *resourceTable
 	tables []*seriesTable
 	limits *limits
-	active *deltaBuffer
-	epoch  uint32 // incremented at each swap; rows of older epochs belong to other buffers
-	spans  int64  // spans of the round being applied
+	active *series.DeltaBuffer
+	epoch  uint32   // incremented at each swap; rows of older epochs belong to other buffers
+	spans  int64    // spans of the round being applied
 	resIDs []uint32 // apply: aggregator resource id of each batch resource
 	rows   []int32  // apply: active row of each batch series
 
@@ -43,22 +44,22 @@ type aggregator struct {
 }
 
 // newAggregator returns the aggregator of plan p, its tables hashing identities with keyHash.
-func newAggregator(p *plan, keyHash func([]byte) uint64, clock clockwork.Clock, hints *intake.SizeHints, ringCap int, tel *telemetry) *aggregator {
+func newAggregator(p *series.Plan, keyHash func([]byte) uint64, clock clockwork.Clock, hints *intake.SizeHints, ringCap int, tel *telemetry) *aggregator {
 	a := &aggregator{
-		plan:      p,
-		ringCap:   ringCap,
-		hints:     hints,
-		wakeItems: wakeItems(ringCap, firstSeriesPerBatch),
-		clock:     clock,
-		res:       newResourceTable(),
-		epoch:     1, // 0 marks a series without a row
-		active:    newDeltaBuffer(len(p.families)),
-		tel:       tel,
-		sel:       newSelector(p, tel),
-		demand:    newDemand(p, clock.Now().UnixNano()),
+		Plan: p,
+		ringCap:     ringCap,
+		hints:       hints,
+		wakeItems:   wakeItems(ringCap, firstSeriesPerBatch),
+		clock:       clock,
+		res:         newResourceTable(),
+		epoch:       1, // 0 marks a series without a row
+		active:      series.NewDeltaBuffer(len(p.Families)),
+		tel:         tel,
+		sel:         newSelector(p, tel),
+		demand:      newDemand(p, clock.Now().UnixNano()),
 	}
-	a.limits = &limits{plan: p, res: a.res, sel: a.sel, tel: tel}
-	for _, f := range p.families {
+	a.limits = &limits{Plan: p, res: a.res, sel: a.sel, tel: tel}
+	for _, f := range p.Families {
 		a.tables = append(a.tables, &seriesTable{fam: f, keyHash: keyHash})
 	}
 	return a
@@ -84,7 +85,7 @@ func wakeItems(ringCap, seriesPerBatch int) int {
 	return min(max(1, wakeSeries/max(1, seriesPerBatch)), max(1, ringCap/8))
 }
 
-var _ pipeline.Consumer[deltaBatch, *deltaBuffer] = (*aggregator)(nil)
+var _ pipeline.Consumer[series.Batch, *series.DeltaBuffer] = (*aggregator)(nil)
 
 // WakeItems is how many queued batches wake the aggregator: wakeSeries' worth at the size of
 // the largest recent batches.
@@ -92,12 +93,12 @@ func (a *aggregator) WakeItems() int { return a.wakeItems }
 
 // Apply folds batch b into the active delta buffer and hands the span names it did not find
 // templates for to the learner.
-func (a *aggregator) Apply(b *deltaBatch, now int64) {
+func (a *aggregator) Apply(b *series.Batch, now int64) {
 	a.apply(b)
 	if a.clusters != nil {
-		a.clusters.Learn(&b.clusters, now)
+		a.clusters.Learn(&b.Clusters, now)
 	}
-	a.spans += b.spans
+	a.spans += b.Spans
 }
 
 // Applied ends a round: one atomic add for its spans however many batches and spans it held,
@@ -109,7 +110,7 @@ func (a *aggregator) Applied(_ int, now int64) {
 	if a.clusters != nil {
 		a.clusters.Publish() // what the learner learned, for the producers
 	}
-	a.wakeItems = wakeItems(a.ringCap, int(a.hints.Get(hintSeries)))
+	a.wakeItems = wakeItems(a.ringCap, int(a.hints.Get(series.HintSeries)))
 	a.tel.seriesLive.Store(int64(a.liveSeries()))
 }
 
@@ -122,140 +123,140 @@ func (a *aggregator) liveSeries() int {
 }
 
 // apply folds one batch into the active delta buffer.
-func (a *aggregator) apply(b *deltaBatch) {
+func (a *aggregator) apply(b *series.Batch) {
 	// The plan's facts in locals: the loops below store through row pointers, after which
 	// the compiler would load them again from the plan for every series.
-	nb, exemplars, expoSize := a.nb, a.exemplars, a.expoSize
+	nb, exemplars, expoSize := a.NB, a.Exemplars, a.ExpoSize
 	a.resIDs = a.resIDs[:0]
-	for i := range b.resources {
-		a.resIDs = append(a.resIDs, a.res.resolve(b, &b.resources[i], a.active))
+	for i := range b.Resources {
+		a.resIDs = append(a.resIDs, a.res.resolve(b, &b.Resources[i], a.active))
 	}
 	a.rows = a.rows[:0]
-	var overflowSpans [overflowKinds]int64
+	var overflowSpans [series.OverflowKinds]int64
 	ahead := a.liveSeries() >= touchMinSeries
-	for i := range b.series {
-		if ahead && i%touchAhead == 0 && len(b.series)-i >= minTouch {
-			a.touch ^= touchSeries(a.tables, b.series[i:min(i+touchAhead, len(b.series))])
+	for i := range b.Series {
+		if ahead && i%touchAhead == 0 && len(b.Series)-i >= minTouch {
+			a.touch ^= touchSeries(a.tables, b.Series[i:min(i+touchAhead, len(b.Series))])
 		}
-		s := &b.series[i]
-		t := a.tables[s.fam]
-		d := &a.active.fams[s.fam]
-		rid := a.resIDs[s.res]
-		w := uint64(s.count)
-		if b.weighted {
-			w = max(w, uint64(b.seriesW[i]))
+		s := &b.Series[i]
+		t := a.tables[s.Fam]
+		d := &a.active.Fams[s.Fam]
+		rid := a.resIDs[s.Res]
+		w := uint64(s.Count)
+		if b.Weighted {
+			w = max(w, uint64(b.SeriesW[i]))
 		}
-		id, overflow := a.limits.resolve(t, d, rid, b.bytes(s.key), s.hash, b.ts, w, a.epoch)
-		overflowSpans[overflow] += int64(s.count)
+		id, overflow := a.limits.resolve(t, d, rid, b.Bytes(s.Key), s.Hash, b.TS, w, a.epoch)
+		overflowSpans[overflow] += int64(s.Count)
 		if a.demand != nil {
 			switch {
-			case overflow != noOverflow:
-				a.demand.refused(s.hash, overflow)
+			case overflow != series.NoOverflow:
+				a.demand.refused(s.Hash, overflow)
 			case t.meta[id].epoch != a.epoch:
-				a.demand.admitted(s.hash) // once per series and interval
+				a.demand.admitted(s.Hash) // once per series and interval
 			}
 		}
-		row := a.activeRow(t, d, id, b.ts)
-		r := d.rows.at(int(row))
+		row := a.activeRow(t, d, id, b.TS)
+		r := d.Rows.At(int(row))
 		// activeRow has just read the series' record, so stamping it here costs no miss; a
 		// stamp in the interval row would cost every row eight bytes, in both buffers.
-		if m := &t.meta[id]; m.lastSeen < b.ts {
-			m.lastSeen = b.ts
+		if m := &t.meta[id]; m.lastSeen < b.TS {
+			m.lastSeen = b.TS
 		}
 		switch {
-		case !b.weighted:
-			r.count += s.count
-		case !t.fam.duration:
+		case !b.Weighted:
+			r.Count += s.Count
+		case !t.fam.Duration:
 			// With durations the observations below count the spans (sampling.go).
-			r.count += sampling.Round(t.carry(id), b.seriesW[i])
+			r.Count += sampling.Round(t.carry(id), b.SeriesW[i])
 		}
-		if t.fam.duration {
-			r.sum += s.sum
+		if t.fam.Duration {
+			r.Sum += s.Sum
 			if nb == 0 {
-				e := d.expo.at(int(row))
-				e.min = min(e.min, s.min)
-				e.max = max(e.max, s.max)
+				e := d.Expo.At(int(row))
+				e.Min = min(e.Min, s.Min)
+				e.Max = max(e.Max, s.Max)
 			}
 		}
 		// The limit overflow series has no exemplars, as in spanmetrics; a cap overflow
 		// series keeps them: they are traces of what exploded. (Without service.name,
 		// span.kind and status.code, the caps use the limit overflow series.)
-		if s.exN > 0 && (overflow == noOverflow || overflow != limitOverflow && a.hasCapOverflow()) {
-			for _, e := range b.exemplars[s.exOff : s.exOff+s.exN] {
-				offerExemplar(&d.exemplars, &r.exOff, &r.exN, exemplars, &e)
+		if s.ExN > 0 && (overflow == series.NoOverflow || overflow != series.LimitOverflow && a.HasCapOverflow()) {
+			for _, e := range b.Exemplars[s.ExOff : s.ExOff+s.ExN] {
+				series.OfferExemplar(&d.Exemplars, &r.ExOff, &r.ExN, exemplars, &e)
 			}
 		}
 		a.rows = append(a.rows, row)
 	}
-	obs := b.obs
-	if b.weighted {
+	obs := b.Obs
+	if b.Weighted {
 		a.applyWeightedObs(b) // counts and buckets by weight (sampling.go)
 		obs = nil
 	}
 	for _, o := range obs {
-		s := &b.series[o.series]
-		d := &a.active.fams[s.fam]
-		row := a.rows[o.series]
+		s := &b.Series[o.Series]
+		d := &a.active.Fams[s.Fam]
+		row := a.rows[o.Series]
 		if nb > 0 {
-			d.observe(int(row), nb, int(o.code))
+			d.Observe(int(row), nb, int(o.Code))
 			continue
 		}
-		e := d.expo.at(int(row))
-		if o.code == zeroCode {
-			e.zero++
+		e := d.Expo.At(int(row))
+		if o.Code == series.ZeroCode {
+			e.Zero++
 		} else {
-			e.sketch.add(&d.slab, o.code, 1, expoSize)
+			e.Sketch.Add(&d.Slab, o.Code, 1, expoSize)
 		}
 	}
-	for k := limitOverflow; k < overflowKinds; k++ {
+	for k := series.LimitOverflow; k < series.OverflowKinds; k++ {
 		if overflowSpans[k] > 0 {
 			a.tel.overflowSpans[k].Add(overflowSpans[k])
 		}
 	}
-	if b.invalidWeights > 0 {
-		a.tel.invalidWeights.Add(b.invalidWeights)
+	if b.InvalidWeights > 0 {
+		a.tel.invalidWeights.Add(b.InvalidWeights)
 	}
 }
 
 // applyWeightedObs folds the observations of a weighted batch into the active buffer: each
 // span's weight, rounded with its series' carry, counts in the row and in the span's bucket.
 // apply has resolved the rows (a.rows).
-func (a *aggregator) applyWeightedObs(b *deltaBatch) {
-	nb, expoSize := a.nb, a.expoSize
-	for j, o := range b.obs {
-		s := &b.series[o.series]
-		d := &a.active.fams[s.fam]
-		row := a.rows[o.series]
-		r := d.rows.at(int(row))
-		k := sampling.Round(a.tables[s.fam].carry(r.id), b.obsW[j])
-		r.count += k
+func (a *aggregator) applyWeightedObs(b *series.Batch) {
+	nb, expoSize := a.NB, a.ExpoSize
+	for j, o := range b.Obs {
+		s := &b.Series[o.Series]
+		d := &a.active.Fams[s.Fam]
+		row := a.rows[o.Series]
+		r := d.Rows.At(int(row))
+		k := sampling.Round(a.tables[s.Fam].carry(r.ID), b.ObsW[j])
+		r.Count += k
 		if nb > 0 {
-			d.observeN(int(row), nb, int(o.code), k)
+			d.ObserveN(int(row), nb, int(o.Code), k)
 			continue
 		}
-		e := d.expo.at(int(row))
-		if o.code == zeroCode {
-			e.zero += k
+		e := d.Expo.At(int(row))
+		if o.Code == series.ZeroCode {
+			e.Zero += k
 		} else {
-			e.sketch.add(&d.slab, o.code, k, expoSize)
+			e.Sketch.Add(&d.Slab, o.Code, k, expoSize)
 		}
 	}
 }
 
 // activeRow returns the row of series id in the active delta buffer, adding it on the
 // series' first span of the interval.
-func (a *aggregator) activeRow(t *seriesTable, d *deltaFamily, id uint32, ts int64) int32 {
+func (a *aggregator) activeRow(t *seriesTable, d *series.DeltaFamily, id uint32, ts int64) int32 {
 	m := &t.meta[id]
 	if m.epoch == a.epoch {
 		return m.row
 	}
-	m.epoch, m.row = a.epoch, d.newRow(id, ts, a.bucketsOf(t.fam), a.expoOf(t.fam))
+	m.epoch, m.row = a.epoch, d.NewRow(id, ts, a.BucketsOf(t.fam), a.ExpoOf(t.fam))
 	return m.row
 }
 
 // Swap makes spare, the buffer the flusher handed back, the active one, and returns the
 // filled one for the flusher, with the series and resources that expired.
-func (a *aggregator) Swap(spare *deltaBuffer, final bool) *deltaBuffer {
+func (a *aggregator) Swap(spare *series.DeltaBuffer, final bool) *series.DeltaBuffer {
 	a.reclaim(spare)
 	full := a.active
 	a.active = spare
@@ -263,9 +264,9 @@ func (a *aggregator) Swap(spare *deltaBuffer, final bool) *deltaBuffer {
 	a.hints.Rotate()
 	for f, t := range a.tables {
 		if t.keys.wantsCompaction() {
-			full.fams[f].moved = t.compactKeys(full.fams[f].moved)
+			full.Fams[f].Moved = t.compactKeys(full.Fams[f].Moved)
 		}
-		full.fams[f].keys = t.keys.chunks
+		full.Fams[f].Keys = t.keys.chunks
 	}
 	now := a.clock.Now().UnixNano()
 	a.expire(now, full)
@@ -281,35 +282,35 @@ func (a *aggregator) Swap(spare *deltaBuffer, final bool) *deltaBuffer {
 	if a.clusters != nil {
 		a.clusters.Expire(now) // template_expiration
 	}
-	if a.isDelta {
+	if a.IsDelta {
 		a.res.startInterval()
 	}
-	full.ts = now
+	full.TS = now
 	a.tel.seriesLive.Store(int64(a.liveSeries()))
 	return full
 }
 
 // reclaim frees the ids expired at the previous swap: the flusher has now forgotten them.
-func (a *aggregator) reclaim(b *deltaBuffer) {
-	for f := range b.fams {
+func (a *aggregator) reclaim(b *series.DeltaBuffer) {
+	for f := range b.Fams {
 		t := a.tables[f]
-		t.free = append(t.free, b.fams[f].expired...)
-		b.fams[f].expired = b.fams[f].expired[:0]
+		t.free = append(t.free, b.Fams[f].Expired...)
+		b.Fams[f].Expired = b.Fams[f].Expired[:0]
 	}
-	a.res.reclaim(b.expiredRes)
-	b.expiredRes = b.expiredRes[:0]
+	a.res.reclaim(b.ExpiredRes)
+	b.ExpiredRes = b.ExpiredRes[:0]
 }
 
 // expire drops idle series and resources; full carries the list to the flusher, which
 // exports them one last time (spanmetrics removes expired state after building metrics).
-func (a *aggregator) expire(now int64, full *deltaBuffer) {
-	dead := a.res.expiring(now, a.resourceIdle, a.resourceCacheSize)
-	idle := a.seriesIdle
+func (a *aggregator) expire(now int64, full *series.DeltaBuffer) {
+	dead := a.res.expiring(now, a.ResourceIdle, a.ResourceCacheSize)
+	idle := a.SeriesIdle
 	for f, t := range a.tables {
 		if idle == 0 && len(dead) == 0 {
 			break // nothing can expire: skip the O(series) scan that would hold up the drain
 		}
-		expired := full.fams[f].expired
+		expired := full.Fams[f].Expired
 		for id := range t.meta {
 			m := &t.meta[id]
 			if m.keyLen == 0 {
@@ -320,12 +321,12 @@ func (a *aggregator) expire(now int64, full *deltaBuffer) {
 				expired = append(expired, uint32(id))
 			}
 		}
-		full.fams[f].expired = expired
+		full.Fams[f].Expired = expired
 	}
 	for _, rid := range dead {
 		if svc, freed := a.res.release(rid); freed && a.sel != nil {
 			a.sel.forget(svc)
 		}
-		full.expiredRes = append(full.expiredRes, rid)
+		full.ExpiredRes = append(full.ExpiredRes, rid)
 	}
 }

@@ -6,6 +6,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/series"
 )
 
 // Once every series exists and the pools are warm, ConsumeTraces — and the aggregator work it
@@ -92,9 +94,9 @@ func TestConsumeTracesSteadyStateAllocatesNothing(t *testing.T) {
 				require.Positive(t, c.reducer.names.renamed[renamedByRule].Load(), "the measured calls renamed spans")
 			}
 			if _, ok := tc.raw["max_series"]; ok {
-				require.Positive(t, c.tel.overflowSpans[globalOverflow].Load(), "the measured calls went to overflow series")
+				require.Positive(t, c.tel.overflowSpans[series.GlobalOverflow].Load(), "the measured calls went to overflow series")
 			} else if _, ok := tc.raw["max_series_per_service"]; ok {
-				require.Positive(t, c.tel.overflowSpans[serviceOverflow].Load(), "the measured calls went to overflow series")
+				require.Positive(t, c.tel.overflowSpans[series.ServiceOverflow].Load(), "the measured calls went to overflow series")
 			}
 		})
 	}

@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 
 	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/dimglob"
+	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/series"
 )
 
 // The keys below mirror spanmetrics v0.165.1 one for one (same names, same meaning, same
@@ -396,9 +397,9 @@ func (c *Config) GetAggregationTemporality() pmetric.AggregationTemporality {
 
 // builtinKeys are the attribute names a dimension must not reuse, nor a glob match.
 func (c *Config) builtinKeys() []string {
-	keys := []string{serviceNameKey, spanKindKey, statusCodeKey, spanNameKey}
+	keys := []string{series.ServiceNameKey, series.SpanKindKey, series.StatusCodeKey, series.SpanNameKey}
 	if gateEnabled(includeCollectorInstanceIDGate) {
-		keys = append(keys, collectorInstanceKey)
+		keys = append(keys, series.CollectorInstanceKey)
 	}
 	return keys
 }

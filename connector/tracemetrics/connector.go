@@ -7,6 +7,7 @@ import (
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
+	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/series"
 	"github.com/otelcol-red/otelcol-red/internal/intake"
 	"github.com/otelcol-red/otelcol-red/internal/pipeline"
 )
@@ -29,11 +30,11 @@ var errShutdown = errors.New("tracemetrics connector is shut down")
 //
 // Every stage reads the configuration through one plan (plan.go).
 type connectorImp struct {
-	plan *plan
+	plan *series.Plan
 	// The pipeline stage is the component: Start, Shutdown, ConsumeTraces, Capabilities.
-	*pipeline.Stage[deltaBatch, *deltaBuffer]
+	*pipeline.Stage[series.Batch, *series.DeltaBuffer]
 
-	pipe    *intake.Pipe[deltaBatch]
+	pipe    *intake.Pipe[series.Batch]
 	reducer *reducer
 	agg     *aggregator
 	fl      *flusher
@@ -48,9 +49,9 @@ func newConnector(set component.TelemetrySettings, cfg *Config, next consumer.Me
 		return nil, err
 	}
 	// The free list holds up to ring_memory_mib of batches as well: beyond, the GC takes them.
-	pipe := intake.NewPipe(p.ringSize, p.ringBytes, deltaBatches)
+	pipe := intake.NewPipe(p.RingSize, p.RingBytes, series.Batches)
 	var names *spanNamer
-	if p.withName { // with span.name excluded there is no name to rewrite
+	if p.WithName { // with span.name excluded there is no name to rewrite
 		names = namerOf(cfg.SpanName)
 	}
 	tel, err := newTelemetry(set, pipe.Queue, p, names)
@@ -69,30 +70,30 @@ func newConnector(set component.TelemetrySettings, cfg *Config, next consumer.Me
 		c.agg.clusters = names.clusters
 	}
 	c.fl = &flusher{
-		plan:        p,
+		Plan: p,
 		next:        next,
 		logger:      set.Logger,
 		tel:         tel,
-		byRes:       make([][]int32, len(p.families)),
+		byRes:       make([][]int32, len(p.Families)),
 		strings:     newStringCache(stringCacheLimit),
-		orders:      make([][]uint32, len(p.families)),
+		orders:      make([][]uint32, len(p.Families)),
 		chunkPoints: d.chunkPoints,
 	}
-	for _, f := range p.families {
+	for _, f := range p.Families {
 		c.fl.tables = append(c.fl.tables, &flushTable{fam: f})
 	}
 	clock := d.clock
-	c.Stage = pipeline.New(pipeline.Settings[deltaBatch, *deltaBuffer]{
+	c.Stage = pipeline.New(pipeline.Settings[series.Batch, *series.DeltaBuffer]{
 		Pipe: pipe,
-		Reduce: func(b *deltaBatch, td ptrace.Traces) {
-			b.ts = clock.Now().UnixNano()
+		Reduce: func(b *series.Batch, td ptrace.Traces) {
+			b.TS = clock.Now().UnixNano()
 			red.reduce(b, td)
 		},
 		Consumer:      c.agg,
 		Flusher:       c.fl,
-		Spare:         newDeltaBuffer(len(p.families)),
+		Spare:         series.NewDeltaBuffer(len(p.Families)),
 		Clock:         clock,
-		FlushInterval: p.flushInterval,
+		FlushInterval: p.FlushInterval,
 		ErrShutdown:   errShutdown,
 		Refused:       &tel.refusedSpans,
 		Postponed:     &tel.flushesSkipped,

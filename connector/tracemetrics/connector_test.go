@@ -20,6 +20,8 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
+	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/series"
 )
 
 // startOurs starts tracemetrics with its own telemetry, without the spanmetrics harness.
@@ -38,7 +40,7 @@ func startOursFrom(t *testing.T, f connector.Factory, raw map[string]any, start 
 	t.Cleanup(func() { require.NoError(t, tel.Shutdown(context.Background())) })
 	set := connectortest.NewNopSettings(NewFactory().Type())
 	set.TelemetrySettings = tel.NewTelemetrySettings()
-	set.Resource.Attributes().PutStr(collectorInstanceKey, testInstanceID)
+	set.Resource.Attributes().PutStr(series.CollectorInstanceKey, testInstanceID)
 	clock := clockwork.NewFakeClockAt(testStart)
 	sink := new(consumertest.MetricsSink)
 	conn, err := f.CreateTracesToMetrics(clockwork.AddToContext(context.Background(), clock), set, cfg, sink)
@@ -54,7 +56,7 @@ func startOursFrom(t *testing.T, f connector.Factory, raw map[string]any, start 
 // totals adds up calls values and histogram counts of one export.
 type totals struct {
 	calls, durations, overflowCalls int64
-	series                          int
+	nSeries                         int
 }
 
 func sumUp(md pmetric.Metrics) totals {
@@ -70,8 +72,8 @@ func sumUp(md pmetric.Metrics) totals {
 					for d := 0; d < m.Sum().DataPoints().Len(); d++ {
 						dp := m.Sum().DataPoints().At(d)
 						t.calls += dp.IntValue()
-						t.series++
-						if _, ok := dp.Attributes().Get(overflowKey); ok {
+						t.nSeries++
+						if _, ok := dp.Attributes().Get(series.OverflowKey); ok {
 							t.overflowCalls += dp.IntValue()
 						}
 					}
@@ -94,7 +96,7 @@ func countedSpans(td ptrace.Traces) int64 {
 	n := int64(0)
 	for i := 0; i < td.ResourceSpans().Len(); i++ {
 		rs := td.ResourceSpans().At(i)
-		if _, ok := rs.Resource().Attributes().Get(serviceNameKey); ok {
+		if _, ok := rs.Resource().Attributes().Get(series.ServiceNameKey); ok {
 			for j := 0; j < rs.ScopeSpans().Len(); j++ {
 				n += int64(rs.ScopeSpans().At(j).Spans().Len())
 			}
@@ -213,12 +215,12 @@ func TestSeriesLimitsOverflowKeepsTotalsExact(t *testing.T) {
 		calls := rm.ScopeMetrics().At(0).Metrics().At(0).Sum().DataPoints()
 		for d := 0; d < calls.Len(); d++ {
 			attrs := calls.At(d).Attributes()
-			svc, _ := rm.Resource().Attributes().Get(serviceNameKey)
-			if _, ok := attrs.Get(overflowKey); ok {
+			svc, _ := rm.Resource().Attributes().Get(series.ServiceNameKey)
+			if _, ok := attrs.Get(series.OverflowKey); ok {
 				// max_series and max_series_per_service's overflow keeps what error rates need,
 				// and the collector instance ID every series has.
 				require.Equal(t, len(capOverflowAttributes), attrs.Len(), "overflow, service name, span kind, status code, instance")
-				got, _ := attrs.Get(serviceNameKey)
+				got, _ := attrs.Get(series.ServiceNameKey)
 				require.Equal(t, svc.AsString(), got.AsString())
 				continue
 			}
@@ -395,7 +397,7 @@ func flushOnce(t *testing.T, c *connectorImp, sink *consumertest.MetricsSink, cl
 func oneSpan(service, name string) ptrace.Traces {
 	td := ptrace.NewTraces()
 	rs := td.ResourceSpans().AppendEmpty()
-	rs.Resource().Attributes().PutStr(serviceNameKey, service)
+	rs.Resource().Attributes().PutStr(series.ServiceNameKey, service)
 	sp := rs.ScopeSpans().AppendEmpty().Spans().AppendEmpty()
 	sp.SetName(name)
 	sp.SetStartTimestamp(1)
@@ -417,7 +419,7 @@ func TestSeriesExpiration(t *testing.T) {
 		if i >= 3 {
 			want = 1
 		}
-		require.Equal(t, want, sumUp(md).series, "flush %d", i)
+		require.Equal(t, want, sumUp(md).nSeries, "flush %d", i)
 	}
 	require.Equal(t, 1, c.agg.tables[0].n)
 }
@@ -454,7 +456,7 @@ func TestResourceCacheSizeEvictsLeastRecentlySeen(t *testing.T) {
 	md := flushOnce(t, c, sink, clock, 10*time.Second)
 	require.Equal(t, 2, md.ResourceMetrics().Len())
 	for i := 0; i < md.ResourceMetrics().Len(); i++ {
-		svc, _ := md.ResourceMetrics().At(i).Resource().Attributes().Get(serviceNameKey)
+		svc, _ := md.ResourceMetrics().At(i).Resource().Attributes().Get(series.ServiceNameKey)
 		require.NotEqual(t, "first", svc.Str())
 	}
 }
@@ -545,7 +547,7 @@ func TestKeyArenaCompaction(t *testing.T) {
 		names := map[string]bool{}
 		calls := md.ResourceMetrics().At(0).ScopeMetrics().At(0).Metrics().At(0).Sum().DataPoints()
 		for d := 0; d < calls.Len(); d++ {
-			v, _ := calls.At(d).Attributes().Get(spanNameKey)
+			v, _ := calls.At(d).Attributes().Get(series.SpanNameKey)
 			names[v.Str()] = true
 		}
 		require.Equal(t, map[string]bool{"keep-0": true, "keep-1": true, "keep-2": true, "keep-3": true, "keep-4": true, "fresh": true}, names)

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/hll"
+	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/series"
 )
 
 // demand estimates, per configured limit, how many distinct series it was offered and how
@@ -20,8 +21,8 @@ import (
 // published at each swap as gauges by limit, never by service, so the connector's own
 // telemetry stays bounded too.
 type demand struct {
-	offered  [overflowKinds]*hll.Window // by limit; nil when the limit is not configured
-	rejected [overflowKinds]*hll.Window
+	offered  [series.OverflowKinds]*hll.Window // by limit; nil when the limit is not configured
+	rejected [series.OverflowKinds]*hll.Window
 }
 
 const (
@@ -32,18 +33,18 @@ const (
 	demandParts = 4
 )
 
-func newDemand(p *plan, now int64) *demand {
-	on := [overflowKinds]bool{
-		limitOverflow:   p.cardLimit > 0,
-		serviceOverflow: p.maxService > 0,
-		globalOverflow:  p.maxSeries > 0,
+func newDemand(p *series.Plan, now int64) *demand {
+	on := [series.OverflowKinds]bool{
+		series.LimitOverflow:   p.CardLimit > 0,
+		series.ServiceOverflow: p.MaxService > 0,
+		series.GlobalOverflow:  p.MaxSeries > 0,
 	}
 	var d demand
 	configured := false
 	for k, ok := range on {
 		if ok {
-			d.offered[k] = hll.NewWindow(demandPrecision, time.Duration(p.seriesIdle), demandParts, now)
-			d.rejected[k] = hll.NewWindow(demandPrecision, time.Duration(p.seriesIdle), demandParts, now)
+			d.offered[k] = hll.NewWindow(demandPrecision, time.Duration(p.SeriesIdle), demandParts, now)
+			d.rejected[k] = hll.NewWindow(demandPrecision, time.Duration(p.SeriesIdle), demandParts, now)
 			configured = true
 		}
 	}
@@ -63,8 +64,8 @@ func (d *demand) admitted(h uint64) {
 }
 
 // refused records a series that limit k refused: k and the limits before it were offered it.
-func (d *demand) refused(h uint64, k overflowKind) {
-	for l := limitOverflow; l <= k; l++ {
+func (d *demand) refused(h uint64, k series.Overflow) {
+	for l := series.LimitOverflow; l <= k; l++ {
 		if w := d.offered[l]; w != nil {
 			w.Add(h)
 		}

@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/collector/consumer"
 
 	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/metadata"
+	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/series"
 	"github.com/otelcol-red/otelcol-red/internal/hash"
 )
 
@@ -101,7 +102,7 @@ func newDeps(ctx context.Context) deps {
 // spanmetrics: the collector sets it; settings built from componenttest do not, hence the
 // random fallback.
 func instanceIDOf(set connector.Settings) string {
-	if v, ok := set.Resource.Attributes().Get(collectorInstanceKey); ok {
+	if v, ok := set.Resource.Attributes().Get(series.CollectorInstanceKey); ok {
 		return v.AsString()
 	}
 	return uuid.NewString()

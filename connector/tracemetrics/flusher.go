@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.uber.org/zap"
 
+	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/series"
 	"github.com/otelcol-red/otelcol-red/internal/pipeline"
 )
 
@@ -30,7 +31,7 @@ const chunkDataPoints = 8192
 // aggregator's immutable key chunks (see keyArena); otherwise it shares no memory with the
 // aggregator except the buffer it is handed.
 type flusher struct {
-	*plan // the configuration, derived once
+	*series.Plan // the configuration, derived once
 
 	next   consumer.Metrics
 	logger *zap.Logger
@@ -50,7 +51,7 @@ type flusher struct {
 
 // flushTable is the flusher's view of one family's series, by id.
 type flushTable struct {
-	fam    *family
+	fam    *series.Family
 	keys   [][]byte // the aggregator's key chunks, as of the buffer being processed
 	keyRef []uint64
 	keyLen []uint32 // 0: free
@@ -59,140 +60,118 @@ type flushTable struct {
 	// Cumulative totals.
 	count   []uint64
 	sum     []float64
-	buckets []uint64    // explicit: nb per id
-	expo    []expoState // exponential: by id
-	slab    slab
+	buckets []uint64           // explicit: nb per id
+	expo    []series.ExpoState // exponential: by id
+	slab    series.Slab
 }
 
-func (t *flushTable) key(id uint32) []byte { return keyAt(t.keys, t.keyRef[id], t.keyLen[id]) }
+func (t *flushTable) key(id uint32) []byte { return series.KeyAt(t.keys, t.keyRef[id], t.keyLen[id]) }
 
-func (t *flushTable) add(ns *newSeries, nb int, isDelta bool) {
-	id := int(ns.id)
+func (t *flushTable) add(ns *series.AnnouncedSeries, nb int, isDelta bool) {
+	id := int(ns.ID)
 	n := id + 1
-	t.keyRef = grow(t.keyRef, n)
-	t.keyLen = grow(t.keyLen, n)
-	t.res = grow(t.res, n)
-	t.start = grow(t.start, n)
-	t.keyRef[id] = ns.keyRef
-	t.keyLen[id] = ns.keyLen
-	t.res[id] = ns.res
-	t.start[id] = ns.created
+	t.keyRef = series.Grow(t.keyRef, n)
+	t.keyLen = series.Grow(t.keyLen, n)
+	t.res = series.Grow(t.res, n)
+	t.start = series.Grow(t.start, n)
+	t.keyRef[id] = ns.KeyRef
+	t.keyLen[id] = ns.KeyLen
+	t.res[id] = ns.Res
+	t.start[id] = ns.Created
 	if isDelta {
 		t.start[id] = 0
 		return
 	}
-	t.count = grow(t.count, n)
-	t.sum = grow(t.sum, n)
+	t.count = series.Grow(t.count, n)
+	t.sum = series.Grow(t.sum, n)
 	t.count[id], t.sum[id] = 0, 0
 	switch {
 	case nb > 0:
-		t.buckets = grow(t.buckets, n*nb)
+		t.buckets = series.Grow(t.buckets, n*nb)
 		clear(t.buckets[id*nb : n*nb])
-	case t.fam.duration:
-		t.expo = grow(t.expo, n)
-		t.expo[id] = newExpoState()
+	case t.fam.Duration:
+		t.expo = series.Grow(t.expo, n)
+		t.expo[id] = series.NewExpoState()
 	}
 }
 
 func (t *flushTable) drop(id uint32) {
 	t.keyLen[id] = 0
 	if int(id) < len(t.expo) {
-		t.expo[id].sketch.free(&t.slab)
+		t.expo[id].Sketch.Free(&t.slab)
 	}
 }
 
 // merge adds an interval's rows to the cumulative totals.
-func (t *flushTable) merge(d *deltaFamily, nb int, expoSize int32) {
-	for i := range d.rows.n {
-		r := d.rows.at(i)
-		id := r.id
-		t.count[id] += r.count
-		if !t.fam.duration {
+func (t *flushTable) merge(d *series.DeltaFamily, nb int, expoSize int32) {
+	for i := range d.Rows.Len() {
+		r := d.Rows.At(i)
+		id := r.ID
+		t.count[id] += r.Count
+		if !t.fam.Duration {
 			continue
 		}
-		t.sum[id] += r.sum
+		t.sum[id] += r.Sum
 		if nb > 0 {
-			dst := t.buckets[int(id)*nb : int(id+1)*nb]
-			for j, c := range d.buckets.row(i, nb) {
-				dst[j] += uint64(c)
-			}
-			if d.spill != nil {
-				for j := range dst {
-					dst[j] += d.spill[i*nb+j]
-				}
-			}
+			d.AddBucketCounts(i, nb, t.buckets[int(id)*nb:int(id+1)*nb])
 			continue
 		}
-		e, de := &t.expo[id], d.expo.at(i)
-		e.zero += de.zero
-		e.min = min(e.min, de.min)
-		e.max = max(e.max, de.max)
-		e.sketch.merge(&t.slab, &de.sketch, &d.slab, expoSize)
+		e, de := &t.expo[id], d.Expo.At(i)
+		e.Zero += de.Zero
+		e.Min = min(e.Min, de.Min)
+		e.Max = max(e.Max, de.Max)
+		e.Sketch.Merge(&t.slab, &de.Sketch, &d.Slab, expoSize)
 	}
-	if t.slab.waste > 1<<20 && t.slab.waste > len(t.slab.buf)/2 {
-		t.compactSlab()
+	if t.slab.WantsCompaction() {
+		t.slab = t.slab.Compact(t.expo)
 	}
 }
 
-func (t *flushTable) compactSlab() {
-	var fresh slab
-	for id := range t.expo {
-		k := &t.expo[id].sketch
-		if k.cap == 0 {
-			continue
-		}
-		off := fresh.alloc(k.cap)
-		copy(fresh.buf[off:], t.slab.buf[k.off:k.off+uint32(k.cap)])
-		k.off = off
-	}
-	t.slab = fresh
-}
-
-var _ pipeline.Flusher[*deltaBuffer] = (*flusher)(nil)
+var _ pipeline.Flusher[*series.DeltaBuffer] = (*flusher)(nil)
 
 // Flush sends the interval of buf downstream and empties buf for its next interval.
-func (f *flusher) Flush(buf *deltaBuffer) {
+func (f *flusher) Flush(buf *series.DeltaBuffer) {
 	f.process(buf)
-	buf.reset()
+	buf.Reset()
 }
 
-func (f *flusher) process(buf *deltaBuffer) {
+func (f *flusher) process(buf *series.DeltaBuffer) {
 	began := time.Now()
-	for _, nr := range buf.newResources {
-		f.resAttrs = grow(f.resAttrs, int(nr.id)+1)
+	for _, nr := range buf.NewResources {
+		f.resAttrs = series.Grow(f.resAttrs, int(nr.ID)+1)
 		m := pcommon.NewMap()
-		decodeMap(buf.resAttrs[nr.attrs.off:nr.attrs.off+nr.attrs.n], m)
-		f.resAttrs[nr.id] = m
+		series.DecodeMap(buf.ResAttrs[nr.Attrs.Off:nr.Attrs.Off+nr.Attrs.N], m)
+		f.resAttrs[nr.ID] = m
 	}
 	for fi, t := range f.tables {
-		d := &buf.fams[fi]
-		t.keys = d.keys
-		for i := range d.newSeries {
-			t.add(&d.newSeries[i], f.bucketsOf(t.fam), f.isDelta)
+		d := &buf.Fams[fi]
+		t.keys = d.Keys
+		for i := range d.NewSeries {
+			t.add(&d.NewSeries[i], f.BucketsOf(t.fam), f.IsDelta)
 		}
 		// After the new series: a compaction at this swap moved them too.
-		for _, mv := range d.moved {
-			t.keyRef[mv.id] = mv.keyRef
+		for _, mv := range d.Moved {
+			t.keyRef[mv.ID] = mv.KeyRef
 		}
-		if !f.isDelta {
-			t.merge(d, f.bucketsOf(t.fam), f.expoSize)
+		if !f.IsDelta {
+			t.merge(d, f.BucketsOf(t.fam), f.ExpoSize)
 		}
 	}
 
 	points := f.build(buf)
 
 	for fi, t := range f.tables {
-		d := &buf.fams[fi]
-		if f.isDelta {
-			for i := range d.rows.n {
-				t.start[d.rows.at(i).id] = buf.ts
+		d := &buf.Fams[fi]
+		if f.IsDelta {
+			for i := range d.Rows.Len() {
+				t.start[d.Rows.At(i).ID] = buf.TS
 			}
 		}
-		for _, id := range d.expired {
+		for _, id := range d.Expired {
 			t.drop(id)
 		}
 	}
-	for _, rid := range buf.expiredRes {
+	for _, rid := range buf.ExpiredRes {
 		f.resAttrs[rid] = pcommon.Map{}
 	}
 	f.tel.recordFlush(time.Since(began), points)
@@ -201,15 +180,15 @@ func (f *flusher) process(buf *deltaBuffer) {
 
 // group lists the ids of family fi to export, grouped by resource (a counting sort):
 // the ids of resource rid are orders[fi][byRes[fi][rid]:byRes[fi][rid+1]].
-func (f *flusher) group(fi int, buf *deltaBuffer) {
+func (f *flusher) group(fi int, buf *series.DeltaBuffer) {
 	t := f.tables[fi]
-	d := &buf.fams[fi]
-	counts := grow(f.byRes[fi][:0], len(f.resAttrs)+1)
+	d := &buf.Fams[fi]
+	counts := series.Grow(f.byRes[fi][:0], len(f.resAttrs)+1)
 	clear(counts)
 	each := func(fn func(id uint32)) {
-		if f.isDelta {
-			for i := range d.rows.n {
-				fn(d.rows.at(i).id)
+		if f.IsDelta {
+			for i := range d.Rows.Len() {
+				fn(d.Rows.At(i).ID)
 			}
 			return
 		}
@@ -223,7 +202,7 @@ func (f *flusher) group(fi int, buf *deltaBuffer) {
 	for i := 1; i < len(counts); i++ {
 		counts[i] += counts[i-1]
 	}
-	ids := grow(f.orders[fi][:0], int(counts[len(counts)-1]))
+	ids := series.Grow(f.orders[fi][:0], int(counts[len(counts)-1]))
 	pos := f.pos[:0]
 	pos = append(pos, counts...)
 	each(func(id uint32) {
@@ -239,8 +218,8 @@ func (f *flusher) group(fi int, buf *deltaBuffer) {
 // build sends the interval's data points downstream in chunks of at most chunkPoints points
 // (see chunkDataPoints) and returns how many it sent. A resource with more series than fit in
 // the chunk is continued in the next one, under a copy of its resource.
-func (f *flusher) build(buf *deltaBuffer) int {
-	ts := pcommon.Timestamp(buf.ts)
+func (f *flusher) build(buf *series.DeltaBuffer) int {
+	ts := pcommon.Timestamp(buf.TS)
 	for fi := range f.tables {
 		f.group(fi, buf)
 	}
@@ -251,16 +230,16 @@ func (f *flusher) build(buf *deltaBuffer) int {
 		c := f.byRes[fi]
 		return f.orders[fi][c[rid]:c[rid+1]]
 	}
-	lay := &f.layout
+	lay := &f.Layout
 	sent, inChunk := 0, 0
 	md := pmetric.NewMetrics()
 	for rid := range f.resAttrs {
-		calls, events := idsOf(lay.callsFamily, rid), idsOf(lay.eventsFamily, rid)
-		durations := idsOf(lay.durationFamily, rid)
+		calls, events := idsOf(lay.CallsFamily, rid), idsOf(lay.EventsFamily, rid)
+		durations := idsOf(lay.DurationFamily, rid)
 		for len(calls)+len(durations)+len(events) > 0 {
 			room := f.chunkPoints - inChunk
 			rm := md.ResourceMetrics().AppendEmpty()
-			if f.copyResource {
+			if f.CopyResource {
 				f.resAttrs[rid].CopyTo(rm.Resource().Attributes())
 			}
 			sm := rm.ScopeMetrics().AppendEmpty()
@@ -268,15 +247,15 @@ func (f *flusher) build(buf *deltaBuffer) int {
 			var part []uint32
 			if part, calls = cut(calls, room); len(part) > 0 {
 				room -= len(part)
-				f.buildSums(sm.Metrics().AppendEmpty(), f.callsName, lay.callsFamily, part, buf, ts)
+				f.buildSums(sm.Metrics().AppendEmpty(), f.CallsName, lay.CallsFamily, part, buf, ts)
 			}
 			if part, durations = cut(durations, room); len(part) > 0 {
 				room -= len(part)
-				f.buildHistograms(sm.Metrics().AppendEmpty(), lay.durationFamily, part, buf, ts)
+				f.buildHistograms(sm.Metrics().AppendEmpty(), lay.DurationFamily, part, buf, ts)
 			}
 			if part, events = cut(events, room); len(part) > 0 {
 				room -= len(part)
-				f.buildSums(sm.Metrics().AppendEmpty(), f.eventsName, lay.eventsFamily, part, buf, ts)
+				f.buildSums(sm.Metrics().AppendEmpty(), f.EventsName, lay.EventsFamily, part, buf, ts)
 			}
 			inChunk = f.chunkPoints - room
 			if room == 0 {
@@ -317,9 +296,9 @@ func (f *flusher) yield() {
 	}
 }
 
-func (f *flusher) startOf(t *flushTable, id uint32, r *deltaRow) pcommon.Timestamp {
-	if f.isDelta && t.start[id] == 0 {
-		return pcommon.Timestamp(r.first)
+func (f *flusher) startOf(t *flushTable, id uint32, r *series.DeltaRow) pcommon.Timestamp {
+	if f.IsDelta && t.start[id] == 0 {
+		return pcommon.Timestamp(r.First)
 	}
 	return pcommon.Timestamp(t.start[id])
 }
@@ -338,26 +317,26 @@ type dataPoint interface {
 func appendPoints[P dataPoint, S interface {
 	EnsureCapacity(int)
 	AppendEmpty() P
-}](f *flusher, dps S, fi int, ids []uint32, buf *deltaBuffer, ts pcommon.Timestamp, fill func(dp P, id uint32, r *deltaRow, row int)) {
-	t, d := f.tables[fi], &buf.fams[fi]
+}](f *flusher, dps S, fi int, ids []uint32, buf *series.DeltaBuffer, ts pcommon.Timestamp, fill func(dp P, id uint32, r *series.DeltaRow, row int)) {
+	t, d := f.tables[fi], &buf.Fams[fi]
 	dps.EnsureCapacity(len(ids))
 	for _, id := range ids {
 		f.yield()
-		r, row := d.intervalRow(id)
+		r, row := d.IntervalRow(id)
 		dp := dps.AppendEmpty()
 		dp.SetStartTimestamp(f.startOf(t, id, r))
 		dp.SetTimestamp(ts)
 		fill(dp, id, r, row)
 		f.putExemplars(dp.Exemplars(), d, r, ts)
-		f.putAttributes(t.key(id), dp.Attributes(), f.strings)
+		f.PutAttributes(t.key(id), dp.Attributes(), f.strings)
 	}
 }
 
-func (f *flusher) buildSums(m pmetric.Metric, name string, fi int, ids []uint32, buf *deltaBuffer, ts pcommon.Timestamp) {
+func (f *flusher) buildSums(m pmetric.Metric, name string, fi int, ids []uint32, buf *series.DeltaBuffer, ts pcommon.Timestamp) {
 	m.SetName(name)
 	sum := m.SetEmptySum()
 	sum.SetIsMonotonic(true)
-	sum.SetAggregationTemporality(f.temporality())
+	sum.SetAggregationTemporality(f.Temporality())
 	t := f.tables[fi]
 	// A new cumulative series is exported with its count from its first flush on, like the
 	// histogram. spanmetrics exports 0 first and the count from the next flush, so that
@@ -365,25 +344,25 @@ func (f *flusher) buildSums(m pmetric.Metric, name string, fi int, ids []uint32,
 	// shows 0 calls beside a histogram that counts them, and an alert on calls == 0 or an
 	// error ratio misfires for every series of a burst at once. The start timestamp (the
 	// series' creation) says where the count began, for consumers that read it.
-	appendPoints(f, sum.DataPoints(), fi, ids, buf, ts, func(dp pmetric.NumberDataPoint, id uint32, r *deltaRow, _ int) {
-		if f.isDelta {
-			dp.SetIntValue(int64(r.count))
+	appendPoints(f, sum.DataPoints(), fi, ids, buf, ts, func(dp pmetric.NumberDataPoint, id uint32, r *series.DeltaRow, _ int) {
+		if f.IsDelta {
+			dp.SetIntValue(int64(r.Count))
 			return
 		}
 		dp.SetIntValue(int64(t.count[id]))
 	})
 }
 
-func (f *flusher) buildHistograms(m pmetric.Metric, fi int, ids []uint32, buf *deltaBuffer, ts pcommon.Timestamp) {
-	m.SetName(f.durationName)
-	m.SetUnit(f.unit)
-	t, d := f.tables[fi], &buf.fams[fi]
-	if f.nb == 0 {
+func (f *flusher) buildHistograms(m pmetric.Metric, fi int, ids []uint32, buf *series.DeltaBuffer, ts pcommon.Timestamp) {
+	m.SetName(f.DurationName)
+	m.SetUnit(f.Unit)
+	t, d := f.tables[fi], &buf.Fams[fi]
+	if f.NB == 0 {
 		h := m.SetEmptyExponentialHistogram()
-		h.SetAggregationTemporality(f.temporality())
-		appendPoints(f, h.DataPoints(), fi, ids, buf, ts, func(dp pmetric.ExponentialHistogramDataPoint, id uint32, r *deltaRow, row int) {
-			if f.isDelta {
-				setExpo(dp, r.count, r.sum, d.expo.at(row), &d.slab)
+		h.SetAggregationTemporality(f.Temporality())
+		appendPoints(f, h.DataPoints(), fi, ids, buf, ts, func(dp pmetric.ExponentialHistogramDataPoint, id uint32, r *series.DeltaRow, row int) {
+			if f.IsDelta {
+				setExpo(dp, r.Count, r.Sum, d.Expo.At(row), &d.Slab)
 			} else {
 				setExpo(dp, t.count[id], t.sum[id], &t.expo[id], &t.slab)
 			}
@@ -391,16 +370,16 @@ func (f *flusher) buildHistograms(m pmetric.Metric, fi int, ids []uint32, buf *d
 		return
 	}
 	h := m.SetEmptyHistogram()
-	h.SetAggregationTemporality(f.temporality())
-	appendPoints(f, h.DataPoints(), fi, ids, buf, ts, func(dp pmetric.HistogramDataPoint, id uint32, r *deltaRow, row int) {
-		dp.ExplicitBounds().FromRaw(f.bounds)
-		if f.isDelta {
-			f.scratch = d.bucketCounts(row, f.nb, f.scratch)
+	h.SetAggregationTemporality(f.Temporality())
+	appendPoints(f, h.DataPoints(), fi, ids, buf, ts, func(dp pmetric.HistogramDataPoint, id uint32, r *series.DeltaRow, row int) {
+		dp.ExplicitBounds().FromRaw(f.Bounds)
+		if f.IsDelta {
+			f.scratch = d.BucketCounts(row, f.NB, f.scratch)
 			dp.BucketCounts().FromRaw(f.scratch)
-			dp.SetCount(r.count)
-			dp.SetSum(r.sum)
+			dp.SetCount(r.Count)
+			dp.SetSum(r.Sum)
 		} else {
-			dp.BucketCounts().FromRaw(t.buckets[int(id)*f.nb : int(id+1)*f.nb])
+			dp.BucketCounts().FromRaw(t.buckets[int(id)*f.NB : int(id+1)*f.NB])
 			dp.SetCount(t.count[id])
 			dp.SetSum(t.sum[id])
 		}
@@ -408,34 +387,34 @@ func (f *flusher) buildHistograms(m pmetric.Metric, fi int, ids []uint32, buf *d
 }
 
 // setExpo fills an exponential data point as spanmetrics' go-expohisto conversion does.
-func setExpo(dp pmetric.ExponentialHistogramDataPoint, count uint64, sum float64, e *expoState, s *slab) {
-	k := &e.sketch
+func setExpo(dp pmetric.ExponentialHistogramDataPoint, count uint64, sum float64, e *series.ExpoState, s *series.Slab) {
+	k := &e.Sketch
 	dp.SetCount(count)
 	dp.SetSum(sum)
 	if count != 0 {
-		dp.SetMin(e.min)
-		dp.SetMax(e.max)
+		dp.SetMin(e.Min)
+		dp.SetMax(e.Max)
 	}
-	dp.SetZeroCount(e.zero)
-	if count != e.zero {
-		dp.SetScale(k.scale)
+	dp.SetZeroCount(e.Zero)
+	if count != e.Zero {
+		dp.SetScale(k.Scale())
 	}
-	if k.n > 0 {
-		dp.Positive().SetOffset(k.start)
-		dp.Positive().BucketCounts().FromRaw(k.counts(s)[:k.n])
+	if offset, counts := k.Positive(s); len(counts) > 0 {
+		dp.Positive().SetOffset(offset)
+		dp.Positive().BucketCounts().FromRaw(counts)
 	}
 }
 
-func (f *flusher) putExemplars(dst pmetric.ExemplarSlice, d *deltaFamily, r *deltaRow, ts pcommon.Timestamp) {
-	if r == nil || r.exN == 0 {
+func (f *flusher) putExemplars(dst pmetric.ExemplarSlice, d *series.DeltaFamily, r *series.DeltaRow, ts pcommon.Timestamp) {
+	if r == nil || r.ExN == 0 {
 		return
 	}
-	dst.EnsureCapacity(int(r.exN))
-	for _, e := range d.exemplars[r.exOff : r.exOff+r.exN] {
+	dst.EnsureCapacity(int(r.ExN))
+	for _, e := range d.Exemplars[r.ExOff : r.ExOff+r.ExN] {
 		x := dst.AppendEmpty()
 		x.SetTimestamp(ts)
-		x.SetTraceID(e.traceID)
-		x.SetSpanID(e.spanID)
-		x.SetDoubleValue(e.value)
+		x.SetTraceID(e.TraceID)
+		x.SetSpanID(e.SpanID)
+		x.SetDoubleValue(e.Value)
 	}
 }

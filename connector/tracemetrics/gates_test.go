@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/featuregate"
 
+	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/series"
 	"github.com/otelcol-red/otelcol-red/internal/gates"
 )
 
@@ -55,9 +56,9 @@ func TestCollectorInstanceIDGateOff(t *testing.T) {
 	for _, rm := range md.ResourceMetrics().All() {
 		for _, m := range rm.ScopeMetrics().At(0).Metrics().All() {
 			for attrs := range dataPointAttributes(m) {
-				_, ok := attrs.Get(collectorInstanceKey)
+				_, ok := attrs.Get(series.CollectorInstanceKey)
 				require.False(t, ok, "collector.instance.id on %s", attrString(attrs))
-				if _, ok := attrs.Get(overflowKey); ok {
+				if _, ok := attrs.Get(series.OverflowKey); ok {
 					overflow++
 				}
 				n++

@@ -5,6 +5,8 @@ import (
 	"unsafe"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
+
+	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/series"
 )
 
 // Glob dimensions (`dimensions: [{glob: "k8s.*.name"}]`) label a series with every attribute
@@ -32,10 +34,10 @@ import (
 // (memo): a key equal to the one at its position last time costs a string comparison instead
 // of a map lookup (BenchmarkGlobDimensions, README.md).
 type globScratch struct {
-	memo  [maxFamilies][]keyAnswer // per family: the keys of the last span, by position
-	res   [maxFamilies][]globMatch // per family: the current resource's matches
-	cur   []globMatch
-	learn [maxFamilies][]string // per family: keys to publish, each once
+	memo  [series.MaxFamilies][]keyAnswer        // per family: the keys of the last span, by position
+	res   [series.MaxFamilies][]series.GlobMatch // per family: the current resource's matches
+	cur   []series.GlobMatch
+	learn [series.MaxFamilies][]string // per family: keys to publish, each once
 }
 
 // keyAnswer is an attribute key and whether a family's globs take it.
@@ -49,12 +51,12 @@ type keyAnswer struct {
 const maxLearn = 64
 
 // taken reports whether family f takes key k, listing k for learn when f did not know.
-func (g *globScratch) taken(f *family, k string) bool {
-	taken, known := f.globs.Lookup(k)
+func (g *globScratch) taken(f *series.Family, k string) bool {
+	taken, known := f.Globs.Lookup(k)
 	if !known {
-		l := g.learn[f.index]
+		l := g.learn[f.Index]
 		if len(l) < maxLearn && !slices.Contains(l, k) {
-			g.learn[f.index] = append(l, k)
+			g.learn[f.Index] = append(l, k)
 		}
 	}
 	return taken
@@ -62,18 +64,18 @@ func (g *globScratch) taken(f *family, k string) bool {
 
 // setResource finds the matches of resAttrs for every family with globs: once per
 // ResourceSpans, not per span.
-func (g *globScratch) setResource(fams []*family, resAttrs pcommon.Map) {
+func (g *globScratch) setResource(fams []*series.Family, resAttrs pcommon.Map) {
 	for _, f := range fams {
-		if f.globs == nil {
+		if f.Globs == nil {
 			continue
 		}
-		m := g.res[f.index][:0]
+		m := g.res[f.Index][:0]
 		for k, v := range resAttrs.All() {
 			if g.taken(f, k) {
-				m = append(m, globMatch{k, v})
+				m = append(m, series.GlobMatch{Key: k, Value: v})
 			}
 		}
-		g.res[f.index] = m
+		g.res[f.Index] = m
 	}
 }
 
@@ -81,9 +83,9 @@ func (g *globScratch) setResource(fams []*family, resAttrs pcommon.Map) {
 // events), sorted by key, each key once with its value from the span, else the event, else
 // the resource (setResource); within one map the first of a repeated key, as Map.Get finds
 // it. The slice is valid until the next call.
-func (g *globScratch) collect(f *family, spanAttrs pcommon.Map, evAttrs *pcommon.Map) []globMatch {
+func (g *globScratch) collect(f *series.Family, spanAttrs pcommon.Map, evAttrs *pcommon.Map) []series.GlobMatch {
 	m := g.cur[:0]
-	memo, i := g.memo[f.index], 0
+	memo, i := g.memo[f.Index], 0
 	for k, v := range spanAttrs.All() {
 		var taken bool
 		switch {
@@ -98,27 +100,27 @@ func (g *globScratch) collect(f *family, spanAttrs pcommon.Map, evAttrs *pcommon
 		}
 		i++
 		if taken {
-			m = append(m, globMatch{k, v})
+			m = append(m, series.GlobMatch{Key: k, Value: v})
 		}
 	}
-	g.memo[f.index] = memo
+	g.memo[f.Index] = memo
 	if evAttrs != nil {
 		for k, v := range evAttrs.All() {
 			if g.taken(f, k) {
-				m = append(m, globMatch{k, v})
+				m = append(m, series.GlobMatch{Key: k, Value: v})
 			}
 		}
 	}
-	m = append(m, g.res[f.index]...)
+	m = append(m, g.res[f.Index]...)
 	// Stable insertion sort: a few matches, and the first of equal keys must stay first.
 	for i := 1; i < len(m); i++ {
-		for j := i; j > 0 && m[j].key < m[j-1].key; j-- {
+		for j := i; j > 0 && m[j].Key < m[j-1].Key; j-- {
 			m[j], m[j-1] = m[j-1], m[j]
 		}
 	}
 	out := m[:0]
 	for i := range m {
-		if len(out) > 0 && out[len(out)-1].key == m[i].key {
+		if len(out) > 0 && out[len(out)-1].Key == m[i].Key {
 			continue
 		}
 		out = append(out, m[i])
@@ -130,12 +132,12 @@ func (g *globScratch) collect(f *family, spanAttrs pcommon.Map, evAttrs *pcommon
 // release publishes the answers learnt (copying their keys) and drops the request's
 // attributes (keys and values point into its memory), so that a pooled batch does not keep it
 // alive.
-func (g *globScratch) release(fams []*family) {
+func (g *globScratch) release(fams []*series.Family) {
 	for _, f := range fams {
-		if l := g.learn[f.index]; len(l) > 0 {
-			f.globs.Learn(l)
+		if l := g.learn[f.Index]; len(l) > 0 {
+			f.Globs.Learn(l)
 			clear(l)
-			g.learn[f.index] = l[:0]
+			g.learn[f.Index] = l[:0]
 		}
 	}
 	clear(g.cur[:cap(g.cur)])
@@ -154,5 +156,5 @@ func (g *globScratch) footprint() int64 {
 		memo += int64(cap(g.memo[i]))
 		learn += int64(cap(g.learn[i]))
 	}
-	return n*int64(unsafe.Sizeof(globMatch{})) + memo*int64(unsafe.Sizeof(keyAnswer{})) + learn*int64(unsafe.Sizeof(""))
+	return n*int64(unsafe.Sizeof(series.GlobMatch{})) + memo*int64(unsafe.Sizeof(keyAnswer{})) + learn*int64(unsafe.Sizeof(""))
 }

@@ -12,6 +12,8 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/series"
 )
 
 // callsByAttributes returns the calls of one delta export by data point attributes
@@ -26,10 +28,10 @@ func callsByAttributes(md pmetric.Metrics) map[string]int64 {
 			for _, dp := range m.Sum().DataPoints().All() {
 				attrs := pcommon.NewMap()
 				dp.Attributes().CopyTo(attrs)
-				attrs.Remove(collectorInstanceKey)
-				attrs.Remove(serviceNameKey)
-				attrs.Remove(spanKindKey)
-				attrs.Remove(statusCodeKey)
+				attrs.Remove(series.CollectorInstanceKey)
+				attrs.Remove(series.ServiceNameKey)
+				attrs.Remove(series.SpanKindKey)
+				attrs.Remove(series.StatusCodeKey)
 				out[attrString(attrs)] += dp.IntValue()
 			}
 		}
@@ -53,7 +55,7 @@ func TestGlobDimensionsTakeMatchingAttributes(t *testing.T) {
 	td := ptrace.NewTraces()
 	rs := td.ResourceSpans().AppendEmpty()
 	res := rs.Resource().Attributes()
-	res.PutStr(serviceNameKey, "svc")
+	res.PutStr(series.ServiceNameKey, "svc")
 	res.PutStr("k8s.pod.name", "pod-r")
 	res.PutStr("k8s.node.name", "node-r")
 	res.PutStr("k8s.pod.label.name", "not matched: two segments between k8s and name")
@@ -90,7 +92,7 @@ func TestGlobDimensionsOfEvents(t *testing.T) {
 	}, true)
 	td := ptrace.NewTraces()
 	rs := td.ResourceSpans().AppendEmpty()
-	rs.Resource().Attributes().PutStr(serviceNameKey, "svc")
+	rs.Resource().Attributes().PutStr(series.ServiceNameKey, "svc")
 	rs.Resource().Attributes().PutStr("k8s.pod.name", "pod-r")
 	rs.Resource().Attributes().PutStr("k8s.node.name", "node-r")
 	sp := rs.ScopeSpans().AppendEmpty().Spans().AppendEmpty()
@@ -112,7 +114,7 @@ func TestGlobDimensionsOfEvents(t *testing.T) {
 		for _, dp := range m.Sum().DataPoints().All() {
 			attrs := pcommon.NewMap()
 			dp.Attributes().CopyTo(attrs)
-			for _, k := range []string{collectorInstanceKey, serviceNameKey, spanKindKey, statusCodeKey, spanNameKey} {
+			for _, k := range []string{series.CollectorInstanceKey, series.ServiceNameKey, series.SpanKindKey, series.StatusCodeKey, series.SpanNameKey} {
 				attrs.Remove(k)
 			}
 			events[attrString(attrs)] += dp.IntValue()
@@ -137,20 +139,20 @@ func TestGlobKeysRoundTrip(t *testing.T) {
 	require.NoError(t, cfg.Validate())
 	l, err := newLayout(cfg, followedGates{}, "")
 	require.NoError(t, err)
-	f := l.families[l.callsFamily]
-	require.NotNil(t, f.globs)
+	f := l.Families[l.CallsFamily]
+	require.NotNil(t, f.Globs)
 	var scratch globScratch
 	res := pcommon.NewMap()
 	res.PutStr("g.res", "r")
-	scratch.setResource(l.families, res)
+	scratch.setResource(l.Families, res)
 	keyOf := func(attrs map[string]any) ([]byte, pcommon.Map) {
 		span := ptrace.NewSpan()
 		span.SetName("op")
 		require.NoError(t, span.Attributes().FromRaw(attrs))
 		globs := scratch.collect(f, span.Attributes(), nil)
-		key := l.appendKey(nil, f, 1, "svc", "op", span, pcommon.NewInstrumentationScope(), false, res, nil, false, globs)
+		key := l.AppendKey(nil, f, 1, "svc", "op", span, pcommon.NewInstrumentationScope(), false, res, nil, false, globs)
 		out := pcommon.NewMap()
-		l.putAttributes(key, out, nil)
+		l.PutAttributes(key, out, nil)
 		return key, out
 	}
 	attrs := map[string]any{"g.int": int64(7), "g.double": 0.5, "g.bool": true, "g.bytes": []byte{1, 2},
@@ -165,30 +167,30 @@ func TestGlobKeysRoundTrip(t *testing.T) {
 	require.NoError(t, want.FromRaw(attrs))
 	want.Remove("other")
 	want.PutStr("g.res", "r")
-	want.PutStr(serviceNameKey, "svc")
-	want.PutStr(spanNameKey, "op")
-	want.PutStr(spanKindKey, "SPAN_KIND_UNSPECIFIED")
-	want.PutStr(statusCodeKey, "STATUS_CODE_UNSET")
+	want.PutStr(series.ServiceNameKey, "svc")
+	want.PutStr(series.SpanNameKey, "op")
+	want.PutStr(series.SpanKindKey, "SPAN_KIND_UNSPECIFIED")
+	want.PutStr(series.StatusCodeKey, "STATUS_CODE_UNSET")
 	require.Equal(t, attrString(want), attrString(got))
 
 	k1, _ := keyOf(map[string]any{"d17": int64(5), "g.x": int64(200)})
 	k2, got2 := keyOf(map[string]any{"d17": "5", "g.x": "200"})
-	require.Equal(t, identity(k1, f), identity(k2, f), "one string form, one series")
+	require.Equal(t, series.Identity(k1, f), series.Identity(k2, f), "one string form, one series")
 	v, _ := got2.Get("g.x")
 	require.Equal(t, pcommon.ValueTypeStr, v.Type())
 	k3, _ := keyOf(map[string]any{"d17": int64(5), "g.y": int64(200)})
-	require.NotEqual(t, identity(k1, f), identity(k3, f), "another key, another series")
+	require.NotEqual(t, series.Identity(k1, f), series.Identity(k3, f), "another key, another series")
 
-	scratch.setResource(l.families, pcommon.NewMap())
+	scratch.setResource(l.Families, pcommon.NewMap())
 	_, none := keyOf(map[string]any{})
 	require.Equal(t, 4, none.Len(), "no dimension, no glob match: the built-ins alone")
-	require.Zero(t, f.globs.Len())
-	scratch.release(l.families)
+	require.Zero(t, f.Globs.Len())
+	scratch.release(l.Families)
 	for _, m := range scratch.cur[:cap(scratch.cur)] {
-		require.Empty(t, m.key, "released: nothing of the request is kept")
+		require.Empty(t, m.Key, "released: nothing of the request is kept")
 	}
-	require.Positive(t, f.globs.Len(), "the keys seen are known to every producer")
-	require.Empty(t, scratch.learn[f.index])
+	require.Positive(t, f.Globs.Len(), "the keys seen are known to every producer")
+	require.Empty(t, scratch.learn[f.Index])
 }
 
 // The difference kept on purpose: spanmetrics keys a glob series by its matches in the order
@@ -203,7 +205,7 @@ func TestGlobSeriesAreOnePerAttributeSet(t *testing.T) {
 	}
 	td := ptrace.NewTraces()
 	rs := td.ResourceSpans().AppendEmpty()
-	rs.Resource().Attributes().PutStr(serviceNameKey, "svc")
+	rs.Resource().Attributes().PutStr(series.ServiceNameKey, "svc")
 	rs.Resource().Attributes().PutStr("k8s.a.name", "x")
 	rs.Resource().Attributes().PutStr("k8s.b.name", "y")
 	spans := rs.ScopeSpans().AppendEmpty().Spans()

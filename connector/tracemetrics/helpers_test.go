@@ -26,6 +26,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/metadata"
+	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/series"
 )
 
 var testStart = time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -82,7 +83,7 @@ const testInstanceID = "0b5e3d1a-7c2f-4e58-9a31-6f0d2c8b4e17"
 // collector.instance.id testInstanceID.
 func testSettings(f connector.Factory) connector.Settings {
 	set := connectortest.NewNopSettings(f.Type())
-	set.Resource.Attributes().PutStr(collectorInstanceKey, testInstanceID)
+	set.Resource.Attributes().PutStr(series.CollectorInstanceKey, testInstanceID)
 	return set
 }
 
@@ -295,7 +296,7 @@ func genTraces(r *rand.Rand, spans int, o genOptions) ptrace.Traces {
 		if svc%2 == 0 {
 			attrs.PutStr("region", "eu")
 		}
-		attrs.PutStr(serviceNameKey, fmt.Sprintf("svc-%d", svc))
+		attrs.PutStr(series.ServiceNameKey, fmt.Sprintf("svc-%d", svc))
 		if o.globs {
 			attrs.PutStr("k8s.pod.name", fmt.Sprintf("pod-%d", svc))
 			attrs.PutStr("k8s.namespace.name", fmt.Sprintf("ns-%d", svc%2))
@@ -304,11 +305,11 @@ func genTraces(r *rand.Rand, spans int, o genOptions) ptrace.Traces {
 		if o.bad {
 			switch r.IntN(10) {
 			case 0:
-				attrs.Remove(serviceNameKey) // skipped by both
+				attrs.Remove(series.ServiceNameKey) // skipped by both
 			case 1:
-				attrs.PutInt(serviceNameKey, int64(svc)) // not a string: service.name ""
+				attrs.PutInt(series.ServiceNameKey, int64(svc)) // not a string: service.name ""
 			case 2:
-				attrs.PutStr(serviceNameKey, "svc-\xff\xfe") // invalid UTF-8
+				attrs.PutStr(series.ServiceNameKey, "svc-\xff\xfe") // invalid UTF-8
 			}
 		}
 		n := min(spans, 1+r.IntN(40))
@@ -562,7 +563,7 @@ func (c *connectorImp) fillUntil(tb testing.TB, done func() bool, puts *int) {
 	tb.Helper()
 	deadline := time.Now().Add(2 * time.Minute)
 	patience := time.Now().Add(2 * time.Millisecond)
-	likely := max(wakeItems(c.pipe.Queue.Cap(), int(c.reducer.hints.Get(hintSeries))), wakeItems(c.pipe.Queue.Cap(), firstSeriesPerBatch))
+	likely := max(wakeItems(c.pipe.Queue.Cap(), int(c.reducer.hints.Get(series.HintSeries))), wakeItems(c.pipe.Queue.Cap(), firstSeriesPerBatch))
 	largest := wakeItems(c.pipe.Queue.Cap(), 0)
 	for !done() {
 		require.True(tb, time.Now().Before(deadline), "the aggregator does not drain the ring")
@@ -583,13 +584,13 @@ func (c *connectorImp) fillUntil(tb testing.TB, done func() bool, puts *int) {
 // would grow it and benchmarks would count that; so when the list is empty it waits until
 // patience for the aggregator to hand batches back, and only then makes new ones (the pool is
 // smaller than the aggregator's batch in small tests).
-func (c *connectorImp) emptyBatch(patience time.Time) *deltaBatch {
+func (c *connectorImp) emptyBatch(patience time.Time) *series.Batch {
 	for {
 		if b := c.pipe.Free.Get(); b != nil {
 			return b
 		}
 		if time.Now().After(patience) {
-			return new(deltaBatch)
+			return new(series.Batch)
 		}
 		time.Sleep(50 * time.Microsecond)
 	}

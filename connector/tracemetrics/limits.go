@@ -1,6 +1,6 @@
 package tracemetrics // import "github.com/otelcol-red/otelcol-red/connector/tracemetrics"
 
-// limits finds or creates the series of a span under the limits: aggregation_cardinality_limit
+import "github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/series" // limits finds or creates the series of a span under the limits: aggregation_cardinality_limit
 // (spanmetrics'), max_series and max_series_per_service (ours, the caps). Owned by the
 // aggregator goroutine, with the resources it counts in.
 //
@@ -13,7 +13,7 @@ package tracemetrics // import "github.com/otelcol-red/otelcol-red/connector/tra
 // With cap_selection by traffic (selection.go) the caps keep slots for the series promoted at
 // the last flush, count the spans they refuse, and a demoted series is refused like a new one.
 type limits struct {
-	*plan
+	*series.Plan
 	res   *resourceTable
 	sel   *selector // nil by arrival or without caps
 	tel   *telemetry
@@ -24,32 +24,32 @@ type limits struct {
 // creating it; or, when a limit refuses a new series, the resource's overflow series and that
 // limit. w is the weight of the series' spans in the batch; epoch the active buffer's; d the
 // active buffer's part of t's family, where new series are announced.
-func (l *limits) resolve(t *seriesTable, d *deltaFamily, rid uint32, key []byte, h uint64, ts int64, w uint64, epoch uint32) (uint32, overflowKind) {
+func (l *limits) resolve(t *seriesTable, d *series.DeltaFamily, rid uint32, key []byte, h uint64, ts int64, w uint64, epoch uint32) (uint32, series.Overflow) {
 	r := &l.res.all[rid]
-	f := t.fam.index
-	if id, ok := t.find(h, rid, identity(key, t.fam)); ok {
+	f := t.fam.Index
+	if id, ok := t.find(h, rid, series.Identity(key, t.fam)); ok {
 		if t.meta[id].epoch == demotedEpoch {
-			if k := l.capRefuses(t, r, h, w); k != noOverflow {
+			if k := l.capRefuses(t, r, h, w); k != series.NoOverflow {
 				return l.capOverflowSeries(t, d, rid, key, ts), k
 			}
 			l.restore(t, r, id, epoch)
 		}
-		if l.isDelta && l.cardLimit > 0 && t.meta[id].epoch != epoch {
+		if l.IsDelta && l.CardLimit > 0 && t.meta[id].epoch != epoch {
 			// spanmetrics' delta state starts empty each interval, so its cardinality limit
 			// counts the series seen in this interval.
-			if r.touched[f] >= l.cardLimit {
-				return l.overflowSeries(t, d, rid, ts), limitOverflow
+			if r.touched[f] >= l.CardLimit {
+				return l.overflowSeries(t, d, rid, ts), series.LimitOverflow
 			}
 			r.touched[f]++
 		}
-		return id, noOverflow
+		return id, series.NoOverflow
 	}
 	switch {
-	case l.cardLimit > 0 && !l.isDelta && r.series[f] >= l.cardLimit,
-		l.cardLimit > 0 && l.isDelta && r.touched[f] >= l.cardLimit:
-		return l.overflowSeries(t, d, rid, ts), limitOverflow
+	case l.CardLimit > 0 && !l.IsDelta && r.series[f] >= l.CardLimit,
+		l.CardLimit > 0 && l.IsDelta && r.touched[f] >= l.CardLimit:
+		return l.overflowSeries(t, d, rid, ts), series.LimitOverflow
 	}
-	if k := l.capRefuses(t, r, h, w); k != noOverflow {
+	if k := l.capRefuses(t, r, h, w); k != series.NoOverflow {
 		return l.capOverflowSeries(t, d, rid, key, ts), k
 	}
 	id := t.insert(key, h, rid, ts)
@@ -57,63 +57,63 @@ func (l *limits) resolve(t *seriesTable, d *deltaFamily, rid uint32, key []byte,
 	r.touched[f]++
 	l.res.svcSeries[f][r.svc]++
 	announce(d, id, &t.meta[id], ts)
-	return id, noOverflow
+	return id, series.NoOverflow
 }
 
 // capRefuses returns the cap that refuses a series of resource r in table t a slot, or
 // noOverflow. max_series_per_service is checked first: raising max_series would not let the
 // series in. Slots reserved for promoted series count as taken, except for the series they
 // are reserved for; a refused series' w spans are counted for the next re-ranking.
-func (l *limits) capRefuses(t *seriesTable, r *resource, h, w uint64) overflowKind {
-	f := int(t.fam.index)
+func (l *limits) capRefuses(t *seriesTable, r *resource, h, w uint64) series.Overflow {
+	f := int(t.fam.Index)
 	k := l.capFull(t, r.svc)
-	if k == noOverflow || l.sel == nil {
+	if k == series.NoOverflow || l.sel == nil {
 		return k
 	}
 	if by, ok := l.sel.claim(f, r.svc, h); ok {
-		if k = l.capFull(t, r.svc); k == noOverflow {
+		if k = l.capFull(t, r.svc); k == series.NoOverflow {
 			l.tel.promotedSeries[by].Add(1)
-			return noOverflow
+			return series.NoOverflow
 		}
 	}
 	l.sel.count(f, r.svc, h, w, k)
 	return k
 }
 
-func (l *limits) capFull(t *seriesTable, svc uint32) overflowKind {
-	f := int(t.fam.index)
+func (l *limits) capFull(t *seriesTable, svc uint32) series.Overflow {
+	f := int(t.fam.Index)
 	svcReserved, reserved := l.sel.reservedFor(f, svc)
 	switch {
-	case l.maxService > 0 && l.res.svcSeries[f][svc]+svcReserved >= l.maxService:
-		return serviceOverflow
-	case l.maxSeries > 0 && t.n+reserved >= l.maxSeries:
-		return globalOverflow
+	case l.MaxService > 0 && l.res.svcSeries[f][svc]+svcReserved >= l.MaxService:
+		return series.ServiceOverflow
+	case l.MaxSeries > 0 && t.n+reserved >= l.MaxSeries:
+		return series.GlobalOverflow
 	}
-	return noOverflow
+	return series.NoOverflow
 }
 
 // restore counts a demoted series against the caps again: it was promoted, or a cap has room.
 func (l *limits) restore(t *seriesTable, r *resource, id, epoch uint32) {
 	t.meta[id].epoch = epoch - 1 // not the active epoch: its next span adds a row
 	t.n++
-	l.res.svcSeries[t.fam.index][r.svc]++
+	l.res.svcSeries[t.fam.Index][r.svc]++
 }
 
 // announce tells the flusher, through the active buffer, of series id, new.
-func announce(d *deltaFamily, id uint32, m *seriesMeta, ts int64) {
-	d.newSeries = append(d.newSeries, newSeries{id: id, res: m.res, keyLen: m.keyLen, created: ts, keyRef: m.keyRef})
+func announce(d *series.DeltaFamily, id uint32, m *seriesMeta, ts int64) {
+	d.NewSeries = append(d.NewSeries, series.AnnouncedSeries{ID: id, Res: m.res, KeyLen: m.keyLen, Created: ts, KeyRef: m.keyRef})
 }
 
 // overflowSeries returns the resource's otel.metric.overflow=true series of the family. It is
 // not in the hash index (the resource points at it) and counts against no limit.
-func (l *limits) overflowSeries(t *seriesTable, d *deltaFamily, rid uint32, ts int64) uint32 {
+func (l *limits) overflowSeries(t *seriesTable, d *series.DeltaFamily, rid uint32, ts int64) uint32 {
 	r := &l.res.all[rid]
-	f := t.fam.index
+	f := t.fam.Index
 	if r.overflow[f] != 0 {
 		return r.overflow[f] - 1
 	}
-	var kb [keyHeaderLen]byte
-	id := t.insertOverflow(appendOverflowKey(kb[:0], r.hash, f), rid, ts)
+	var kb [series.KeyHeaderLen]byte
+	id := t.insertOverflow(series.AppendOverflowKey(kb[:0], r.hash, f), rid, ts)
 	r.overflow[f] = id + 1
 	announce(d, id, &t.meta[id], ts)
 	return id
@@ -124,15 +124,15 @@ func (l *limits) overflowSeries(t *seriesTable, d *deltaFamily, rid uint32, ts i
 // is key. Like the limit overflow series it is not in the hash index and counts against no
 // limit: a resource has at most capOverflowSlots of them per family. With service.name,
 // span.kind and status.code all excluded it is the limit overflow series (hasCapOverflow).
-func (l *limits) capOverflowSeries(t *seriesTable, d *deltaFamily, rid uint32, key []byte, ts int64) uint32 {
-	if !l.hasCapOverflow() {
+func (l *limits) capOverflowSeries(t *seriesTable, d *series.DeltaFamily, rid uint32, key []byte, ts int64) uint32 {
+	if !l.HasCapOverflow() {
 		return l.overflowSeries(t, d, rid, ts)
 	}
-	slot := &l.res.all[rid].capOverflow[t.fam.index][l.seriesOverflowSlot(key)]
+	slot := &l.res.all[rid].capOverflow[t.fam.Index][l.SeriesOverflowSlot(key)]
 	if *slot != 0 {
 		return *slot - 1
 	}
-	l.ovKey = l.appendCapOverflowKey(l.ovKey[:0], key)
+	l.ovKey = l.AppendCapOverflowKey(l.ovKey[:0], key)
 	id := t.insertOverflow(l.ovKey, rid, ts)
 	*slot = id + 1
 	announce(d, id, &t.meta[id], ts)
@@ -141,12 +141,12 @@ func (l *limits) capOverflowSeries(t *seriesTable, d *deltaFamily, rid uint32, k
 
 // drop removes series id, expired, from t and from what the limits count.
 func (l *limits) drop(t *seriesTable, id uint32) {
-	f := t.fam.index
+	f := t.fam.Index
 	r := &l.res.all[t.meta[id].res]
 	switch key := t.key(id); {
-	case isOverflowKey(key) && isCapOverflowKey(key):
-		r.capOverflow[f][l.capOverflowSlot(key)] = 0
-	case isOverflowKey(key):
+	case series.IsOverflowKey(key) && series.IsCapOverflowKey(key):
+		r.capOverflow[f][l.CapOverflowSlot(key)] = 0
+	case series.IsOverflowKey(key):
 		r.overflow[f] = 0
 	default:
 		r.series[f]--

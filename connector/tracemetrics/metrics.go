@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/metadata"
+	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/series"
 	"github.com/otelcol-red/otelcol-red/internal/intake"
 )
 
@@ -18,9 +19,9 @@ import (
 // metric API is called from observable callbacks at collection time and from the flusher.
 type telemetry struct {
 	seriesLive      atomic.Int64
-	aggregatedSpans atomic.Int64                // added once per drained round by the aggregator
-	overflowSpans   [overflowKinds]atomic.Int64 // by the limit that refused the series; [noOverflow] unused
-	flushes         atomic.Int64                // added once per flush by the flusher
+	aggregatedSpans atomic.Int64                       // added once per drained round by the aggregator
+	overflowSpans   [series.OverflowKinds]atomic.Int64 // by the limit that refused the series; [noOverflow] unused
+	flushes         atomic.Int64                       // added once per flush by the flusher
 	flushesSkipped  atomic.Int64
 	refusedSpans    atomic.Int64
 	exportErrors    atomic.Int64
@@ -29,17 +30,17 @@ type telemetry struct {
 	// By limit (overflowKind), written by the aggregator: promotions and demotions of
 	// cap_selection by traffic at each swap (selection.go), and the demand estimates
 	// published at each swap (demand.go).
-	promotedSeries [overflowKinds]atomic.Int64
-	demotedSeries  [overflowKinds]atomic.Int64
-	seriesDemand   [overflowKinds]atomic.Int64
-	overflowSeries [overflowKinds]atomic.Int64
+	promotedSeries [series.OverflowKinds]atomic.Int64
+	demotedSeries  [series.OverflowKinds]atomic.Int64
+	seriesDemand   [series.OverflowKinds]atomic.Int64
+	overflowSeries [series.OverflowKinds]atomic.Int64
 
 	flushDuration metric.Float64Histogram
 	flushPoints   metric.Int64Histogram
 	reg           metric.Registration
 }
 
-func newTelemetry(set component.TelemetrySettings, q *intake.Queue[deltaBatch], p *plan, names *spanNamer) (*telemetry, error) {
+func newTelemetry(set component.TelemetrySettings, q *intake.Queue[series.Batch], p *series.Plan, names *spanNamer) (*telemetry, error) {
 	t := &telemetry{}
 	if set.MeterProvider == nil {
 		return t, nil
@@ -56,7 +57,7 @@ func newTelemetry(set component.TelemetrySettings, q *intake.Queue[deltaBatch], 
 		errs = append(errs, err)
 		return c
 	}
-	series := gauge("otelcol_connector_tracemetrics_series", "Series held by the connector that count against the limits (overflow series, and series demoted by cap_selection until they expire, excluded).", "{series}")
+	liveSeries := gauge("otelcol_connector_tracemetrics_series", "Series held by the connector that count against the limits (overflow series, and series demoted by cap_selection until they expire, excluded).", "{series}")
 	depth := gauge("otelcol_connector_tracemetrics_ring_depth", "Batches waiting in the intake ring.", "{batches}")
 	aggregated := counter("otelcol_connector_tracemetrics_aggregated_spans", "Spans folded into the series store by the aggregator; spans of resources without service.name are skipped and not counted.", "{spans}")
 	overflow := counter("otelcol_connector_tracemetrics_overflow_spans", "Spans (and events) counted in an otel.metric.overflow series because a series limit was reached, by the limit (its configuration key).", "{spans}")
@@ -88,15 +89,15 @@ func newTelemetry(set component.TelemetrySettings, q *intake.Queue[deltaBatch], 
 	}
 	// One series per configured limit, from 0: a rate() over a series that appears at its
 	// first overflow would miss that first increase.
-	configured := [overflowKinds]bool{
-		limitOverflow:   p.cardLimit > 0,
-		serviceOverflow: p.maxService > 0,
-		globalOverflow:  p.maxSeries > 0,
+	configured := [series.OverflowKinds]bool{
+		series.LimitOverflow:   p.CardLimit > 0,
+		series.ServiceOverflow: p.MaxService > 0,
+		series.GlobalOverflow:  p.MaxSeries > 0,
 	}
-	var limitSets [overflowKinds]metric.ObserveOption
+	var limitSets [series.OverflowKinds]metric.ObserveOption
 	for k, on := range configured {
 		if on {
-			limitSets[k] = metric.WithAttributeSet(attribute.NewSet(attribute.String("limit", overflowLimits[k])))
+			limitSets[k] = metric.WithAttributeSet(attribute.NewSet(attribute.String("limit", series.OverflowLimits[k])))
 		}
 	}
 	// One series per configured layer, from 0, as for the limits.
@@ -114,7 +115,7 @@ func newTelemetry(set component.TelemetrySettings, q *intake.Queue[deltaBatch], 
 	}
 	t.reg, err = m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 		st := q.Stats()
-		o.ObserveInt64(series, t.seriesLive.Load())
+		o.ObserveInt64(liveSeries, t.seriesLive.Load())
 		o.ObserveInt64(depth, int64(q.Len()))
 		o.ObserveInt64(aggregated, t.aggregatedSpans.Load())
 		for k, set := range limitSets {
@@ -122,7 +123,7 @@ func newTelemetry(set component.TelemetrySettings, q *intake.Queue[deltaBatch], 
 				o.ObserveInt64(overflow, t.overflowSpans[k].Load(), set)
 				o.ObserveInt64(demand, t.seriesDemand[k].Load(), set)
 				o.ObserveInt64(overflowSeries, t.overflowSeries[k].Load(), set)
-				if k != int(limitOverflow) && p.byTraffic {
+				if k != int(series.LimitOverflow) && p.ByTraffic {
 					o.ObserveInt64(promoted, t.promotedSeries[k].Load(), set)
 					o.ObserveInt64(demoted, t.demotedSeries[k].Load(), set)
 				}
@@ -149,7 +150,7 @@ func newTelemetry(set component.TelemetrySettings, q *intake.Queue[deltaBatch], 
 		}
 		o.ObserveInt64(invalidW, t.invalidWeights.Load())
 		return nil
-	}, series, depth, aggregated, overflow, demand, overflowSeries, promoted, demoted, fullWaits, heldBytes, bytesWaits, lost, flushes, skipped, refused, exportErrs, renamed, dryRenamed, templates, invalidW)
+	}, liveSeries, depth, aggregated, overflow, demand, overflowSeries, promoted, demoted, fullWaits, heldBytes, bytesWaits, lost, flushes, skipped, refused, exportErrs, renamed, dryRenamed, templates, invalidW)
 	return t, err
 }
 

@@ -7,6 +7,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
+	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/series"
 	"github.com/otelcol-red/otelcol-red/internal/intake"
 	"github.com/otelcol-red/otelcol-red/internal/sampling"
 )
@@ -15,26 +16,26 @@ import (
 // its size hints (atomics), immutable after construction; everything else mutable lives in the
 // batch.
 type reducer struct {
-	*plan     // the configuration, derived once
-	keyHash   func([]byte) uint64
-	spanFams  []*family
-	eventsFam *family // nil without the events metric
-	withGlobs bool    // a family has glob dimensions
-	hints     *intake.SizeHints
+	*series.Plan // the configuration, derived once
+	keyHash      func([]byte) uint64
+	spanFams     []*series.Family
+	eventsFam    *series.Family // nil without the events metric
+	withGlobs    bool           // a family has glob dimensions
+	hints        *intake.SizeHints
 	// names renames spans (span_name); nil when off. Its rule cache and counters are atomics,
 	// shared by the producers and read by the telemetry.
 	names   *spanNamer
 	weights weighting // sampling
 }
 
-func newReducer(p *plan, keyHash func([]byte) uint64, names *spanNamer, weights weighting) *reducer {
-	r := &reducer{plan: p, keyHash: keyHash, spanFams: p.spanFamilies(), hints: intake.NewSizeHints(numHints, hintLimit),
+func newReducer(p *series.Plan, keyHash func([]byte) uint64, names *spanNamer, weights weighting) *reducer {
+	r := &reducer{Plan: p, keyHash: keyHash, spanFams: p.SpanFamilies(), hints: intake.NewSizeHints(series.NumHints, series.HintLimit),
 		names: names, weights: weights}
-	if p.eventsFamily >= 0 {
-		r.eventsFam = p.families[p.eventsFamily]
+	if p.EventsFamily >= 0 {
+		r.eventsFam = p.Families[p.EventsFamily]
 	}
-	for _, f := range p.families {
-		r.withGlobs = r.withGlobs || f.globs != nil
+	for _, f := range p.Families {
+		r.withGlobs = r.withGlobs || f.Globs != nil
 	}
 	return r
 }
@@ -56,57 +57,57 @@ func (s *producerScratch) Footprint() int64 {
 }
 
 // scratchOf returns b's producer scratch, made on the batch's first request.
-func scratchOf(b *deltaBatch) *producerScratch {
-	if s, ok := b.scratch.(*producerScratch); ok {
+func scratchOf(b *series.Batch) *producerScratch {
+	if s, ok := b.Scratch.(*producerScratch); ok {
 		return s
 	}
 	s := &producerScratch{}
-	s.names.cluster = &b.clusters
-	b.scratch = s
+	s.names.cluster = &b.Clusters
+	b.Scratch = s
 	return s
 }
 
 // reduce adds the spans of td to b. Resources without service.name are skipped, as
 // spanmetrics skips them.
-func (r *reducer) reduce(b *deltaBatch, td ptrace.Traces) {
+func (r *reducer) reduce(b *series.Batch, td ptrace.Traces) {
 	sc := scratchOf(b)
 	rss := td.ResourceSpans()
 	// The table starts small and doubles as series arrive (upsert): counting the spans first
 	// would walk every resource and scope once more, cold, for nothing else.
-	b.reserve(r.hints)
-	b.prepareTable(0, int(r.hints.Get(hintTable)))
+	b.Reserve(r.hints)
+	b.PrepareTable(0, int(r.hints.Get(series.HintTable)))
 	for i := 0; i < rss.Len(); i++ {
 		rs := rss.At(i)
 		resAttrs := rs.Resource().Attributes()
-		svc, ok := resAttrs.Get(serviceNameKey)
+		svc, ok := resAttrs.Get(series.ServiceNameKey)
 		if !ok {
 			continue
 		}
 		svcName := svc.Str()
 		res := r.addResource(b, resAttrs, svcName)
 		if r.withGlobs {
-			sc.globs.setResource(r.families, resAttrs)
+			sc.globs.setResource(r.Families, resAttrs)
 		}
-		resHash := b.resources[res].hash
+		resHash := b.Resources[res].Hash
 		sss := rs.ScopeSpans()
 		for j := 0; j < sss.Len(); j++ {
 			ss := sss.At(j)
 			scope := ss.Scope()
-			withScope := scope.Name() != "" && slices.Contains(r.scopes, scope.Name())
+			withScope := scope.Name() != "" && slices.Contains(r.Scopes, scope.Name())
 			spans := ss.Spans()
-			b.spans += int64(spans.Len())
+			b.Spans += int64(spans.Len())
 			for k := 0; k < spans.Len(); k++ {
 				if k%touchAhead == 0 && spans.Len()-k >= minTouch {
 					end := min(k+touchAhead, spans.Len())
-					b.touch ^= touchSpans(spans, k, end)
+					b.Touch ^= touchSpans(spans, k, end)
 				}
 				r.reduceSpan(b, sc, res, resHash, svcName, resAttrs, scope, withScope, spans.At(k))
 			}
 		}
 	}
-	b.measure(r.hints)
+	b.Measure(r.hints)
 	if r.withGlobs {
-		sc.globs.release(r.families)
+		sc.globs.release(r.Families)
 	}
 	if r.names != nil {
 		r.names.publish(&sc.names)
@@ -148,77 +149,77 @@ func touchSpans(spans ptrace.SpanSlice, from, to int) byte {
 	return t
 }
 
-func (r *reducer) addResource(b *deltaBatch, attrs pcommon.Map, svc string) uint32 {
-	keyOff := len(b.arena)
-	b.arena = b.sorter.appendSorted(b.arena, attrs, r.keyAttrs)
-	key := ref{uint32(keyOff), uint32(len(b.arena) - keyOff)}
-	b.arenaPeak = max(b.arenaPeak, len(b.arena))
-	h := r.keyHash(b.bytes(key))
+func (r *reducer) addResource(b *series.Batch, attrs pcommon.Map, svc string) uint32 {
+	keyOff := len(b.Arena)
+	b.Arena = b.Sorter.AppendSorted(b.Arena, attrs, r.KeyAttrs)
+	key := series.Ref{Off: uint32(keyOff), N: uint32(len(b.Arena) - keyOff)}
+	b.ArenaPeak = max(b.ArenaPeak, len(b.Arena))
+	h := r.keyHash(b.Bytes(key))
 	// A batch usually holds a resource once; when it repeats, reuse the first entry.
-	for i := range b.resources {
-		if b.resources[i].hash == h && bytes.Equal(b.bytes(b.resources[i].key), b.bytes(key)) {
-			b.arena = b.arena[:keyOff]
+	for i := range b.Resources {
+		if b.Resources[i].Hash == h && bytes.Equal(b.Bytes(b.Resources[i].Key), b.Bytes(key)) {
+			b.Arena = b.Arena[:keyOff]
 			return uint32(i)
 		}
 	}
 	full := key
-	if r.keyAttrs != nil {
-		off := len(b.arena)
-		b.arena = b.sorter.appendSorted(b.arena, attrs, nil)
-		full = ref{uint32(off), uint32(len(b.arena) - off)}
+	if r.KeyAttrs != nil {
+		off := len(b.Arena)
+		b.Arena = b.Sorter.AppendSorted(b.Arena, attrs, nil)
+		full = series.Ref{Off: uint32(off), N: uint32(len(b.Arena) - off)}
 	}
-	off := len(b.arena)
-	b.arena = append(b.arena, svc...)
-	b.resources = append(b.resources, batchResource{hash: h, key: key, full: full, service: ref{uint32(off), uint32(len(svc))}})
-	return uint32(len(b.resources) - 1)
+	off := len(b.Arena)
+	b.Arena = append(b.Arena, svc...)
+	b.Resources = append(b.Resources, series.BatchResource{Hash: h, Key: key, Full: full, Service: series.Ref{Off: uint32(off), N: uint32(len(svc))}})
+	return uint32(len(b.Resources) - 1)
 }
 
-func (r *reducer) reduceSpan(b *deltaBatch, sc *producerScratch, res uint32, resHash uint64, svc string, resAttrs pcommon.Map, scope pcommon.InstrumentationScope, withScope bool, span ptrace.Span) {
+func (r *reducer) reduceSpan(b *series.Batch, sc *producerScratch, res uint32, resHash uint64, svc string, resAttrs pcommon.Map, scope pcommon.InstrumentationScope, withScope bool, span ptrace.Span) {
 	// Protect against end timestamps before start timestamps: assume 0 duration (spanmetrics).
 	value := 0.0
 	if start, end := span.StartTimestamp(), span.EndTimestamp(); end > start {
-		value = float64(end-start) / r.unitNanos
+		value = float64(end-start) / r.UnitNanos
 	}
 	var code int32
-	if r.durationFamily >= 0 {
-		if r.explicit != nil {
-			code = int32(r.explicit.Index(value))
+	if r.DurationFamily >= 0 {
+		if r.Explicit != nil {
+			code = int32(r.Explicit.Index(value))
 		} else {
-			code = expoIndex20(value)
+			code = series.ExpoIndex20(value)
 		}
 	}
 	name := span.Name()
 	if r.names != nil {
 		name = r.names.name(&sc.names, svc, span)
 	}
-	withExemplar := r.exemplars > 0 && !span.TraceID().IsEmpty()
+	withExemplar := r.Exemplars > 0 && !span.TraceID().IsEmpty()
 	isError := span.Status().Code() == ptrace.StatusCodeError
 	w, extrapolated := r.weights.weight(b, sc, span)
-	if w != 1 && !b.weighted {
-		b.startWeights()
+	if w != 1 && !b.Weighted {
+		b.StartWeights()
 	}
 
 	for _, f := range r.spanFams {
-		var globs []globMatch
-		if f.globs != nil {
+		var globs []series.GlobMatch
+		if f.Globs != nil {
 			globs = sc.globs.collect(f, span.Attributes(), nil)
 		}
-		off := len(b.arena)
-		b.arena = r.appendKey(b.arena, f, resHash, svc, name, span, scope, withScope, resAttrs, nil, extrapolated, globs)
-		idx := b.upsert(res, f, off, r.keyHash(identity(b.arena[off:], f)))
-		s := &b.series[idx]
-		s.count++
-		if f.duration {
-			s.sum += value * w // exact for w == 1
-			s.min = min(s.min, value)
-			s.max = max(s.max, value)
-			b.obs = append(b.obs, observation{series: idx, code: code})
+		off := len(b.Arena)
+		b.Arena = r.AppendKey(b.Arena, f, resHash, svc, name, span, scope, withScope, resAttrs, nil, extrapolated, globs)
+		idx := b.Upsert(res, f, off, r.keyHash(series.Identity(b.Arena[off:], f)))
+		s := &b.Series[idx]
+		s.Count++
+		if f.Duration {
+			s.Sum += value * w // exact for w == 1
+			s.Min = min(s.Min, value)
+			s.Max = max(s.Max, value)
+			b.Obs = append(b.Obs, series.Observation{Series: idx, Code: code})
 		}
-		if b.weighted {
-			b.weigh(idx, w, f.duration)
+		if b.Weighted {
+			b.Weigh(idx, w, f.Duration)
 		}
 		if withExemplar {
-			offerExemplar(&b.exemplars, &s.exOff, &s.exN, r.exemplars, &exemplar{traceID: span.TraceID(), spanID: span.SpanID(), isError: isError, value: value})
+			series.OfferExemplar(&b.Exemplars, &s.ExOff, &s.ExN, r.Exemplars, &series.Exemplar{TraceID: span.TraceID(), SpanID: span.SpanID(), IsError: isError, Value: value})
 		}
 	}
 	if r.eventsFam == nil {
@@ -227,20 +228,20 @@ func (r *reducer) reduceSpan(b *deltaBatch, sc *producerScratch, res uint32, res
 	events := span.Events()
 	for l := 0; l < events.Len(); l++ {
 		evAttrs := events.At(l).Attributes()
-		var globs []globMatch
-		if r.eventsFam.globs != nil {
+		var globs []series.GlobMatch
+		if r.eventsFam.Globs != nil {
 			globs = sc.globs.collect(r.eventsFam, span.Attributes(), &evAttrs)
 		}
-		off := len(b.arena)
-		b.arena = r.appendKey(b.arena, r.eventsFam, resHash, svc, name, span, scope, withScope, resAttrs, &evAttrs, extrapolated, globs)
-		idx := b.upsert(res, r.eventsFam, off, r.keyHash(identity(b.arena[off:], r.eventsFam)))
-		s := &b.series[idx]
-		s.count++
-		if b.weighted {
-			b.weigh(idx, w, false)
+		off := len(b.Arena)
+		b.Arena = r.AppendKey(b.Arena, r.eventsFam, resHash, svc, name, span, scope, withScope, resAttrs, &evAttrs, extrapolated, globs)
+		idx := b.Upsert(res, r.eventsFam, off, r.keyHash(series.Identity(b.Arena[off:], r.eventsFam)))
+		s := &b.Series[idx]
+		s.Count++
+		if b.Weighted {
+			b.Weigh(idx, w, false)
 		}
 		if withExemplar {
-			offerExemplar(&b.exemplars, &s.exOff, &s.exN, r.exemplars, &exemplar{traceID: span.TraceID(), spanID: span.SpanID(), isError: isError, value: value})
+			series.OfferExemplar(&b.Exemplars, &s.ExOff, &s.ExN, r.Exemplars, &series.Exemplar{TraceID: span.TraceID(), SpanID: span.SpanID(), IsError: isError, Value: value})
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"slices"
 
+	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/series"
 	"github.com/otelcol-red/otelcol-red/internal/hash"
 )
 
@@ -15,13 +16,13 @@ type resource struct {
 	svc      uint32
 	lastSeen int64
 	live     bool
-	series   [maxFamilies]int32  // live series per family (aggregation_cardinality_limit, cumulative)
-	touched  [maxFamilies]int32  // series touched this interval (aggregation_cardinality_limit, delta)
-	overflow [maxFamilies]uint32 // aggregation_cardinality_limit's overflow series id+1, 0 when none
+	series   [series.MaxFamilies]int32  // live series per family (aggregation_cardinality_limit, cumulative)
+	touched  [series.MaxFamilies]int32  // series touched this interval (aggregation_cardinality_limit, delta)
+	overflow [series.MaxFamilies]uint32 // aggregation_cardinality_limit's overflow series id+1, 0 when none
 
 	// max_series and max_series_per_service's overflow series per span kind and status code
 	// (capOverflowSlot), id+1, 0 when none.
-	capOverflow [maxFamilies][capOverflowSlots]uint32
+	capOverflow [series.MaxFamilies][series.CapOverflowSlots]uint32
 }
 
 // resourceTable holds the resources by id, found by the hash of their key (the sorted,
@@ -37,7 +38,7 @@ type resourceTable struct {
 	svcNames  []string
 	svcRefs   []int32 // resources per service id
 	svcFree   []uint32
-	svcSeries [maxFamilies][]int32 // series per service id, per family (a demoted series excluded)
+	svcSeries [series.MaxFamilies][]int32 // series per service id, per family (a demoted series excluded)
 
 	dead []uint32 // expiring's scratch
 }
@@ -46,12 +47,12 @@ func newResourceTable() *resourceTable { return &resourceTable{services: map[str
 
 // resolve returns the id of batch resource br, adding the resource, and announcing it with its
 // output attributes in active, when it is new.
-func (rt *resourceTable) resolve(b *deltaBatch, br *batchResource, active *deltaBuffer) uint32 {
-	key := b.bytes(br.key)
-	p := rt.index.Probe(br.hash)
+func (rt *resourceTable) resolve(b *series.Batch, br *series.BatchResource, active *series.DeltaBuffer) uint32 {
+	key := b.Bytes(br.Key)
+	p := rt.index.Probe(br.Hash)
 	for rid, ok := p.Next(); ok; rid, ok = p.Next() {
 		if r := &rt.all[rid]; bytes.Equal(r.key, key) {
-			r.lastSeen = max(r.lastSeen, b.ts)
+			r.lastSeen = max(r.lastSeen, b.TS)
 			return rid
 		}
 	}
@@ -61,14 +62,14 @@ func (rt *resourceTable) resolve(b *deltaBatch, br *batchResource, active *delta
 		rt.all = append(rt.all, resource{})
 	}
 	rt.all[rid] = resource{
-		hash: br.hash, key: slices.Clone(key), svc: rt.serviceID(b.bytes(br.service)),
-		lastSeen: b.ts, live: true,
+		hash: br.Hash, key: slices.Clone(key), svc: rt.serviceID(b.Bytes(br.Service)),
+		lastSeen: b.TS, live: true,
 	}
-	rt.index.Insert(br.hash, rid)
+	rt.index.Insert(br.Hash, rid)
 	rt.live++
-	off := len(active.resAttrs)
-	active.resAttrs = append(active.resAttrs, b.bytes(br.full)...)
-	active.newResources = append(active.newResources, newResource{id: rid, attrs: ref{uint32(off), br.full.n}})
+	off := len(active.ResAttrs)
+	active.ResAttrs = append(active.ResAttrs, b.Bytes(br.Full)...)
+	active.NewResources = append(active.NewResources, series.AnnouncedResource{ID: rid, Attrs: series.Ref{Off: uint32(off), N: br.Full.N}})
 	return rid
 }
 
@@ -152,6 +153,6 @@ func (rt *resourceTable) reclaim(ids []uint32) { rt.free = append(rt.free, ids..
 // startInterval forgets the series each resource touched in the interval that ended.
 func (rt *resourceTable) startInterval() {
 	for i := range rt.all {
-		rt.all[i].touched = [maxFamilies]int32{}
+		rt.all[i].touched = [series.MaxFamilies]int32{}
 	}
 }

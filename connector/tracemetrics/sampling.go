@@ -7,6 +7,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
+	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/series"
 	"github.com/otelcol-red/otelcol-red/internal/sampling"
 )
 
@@ -47,7 +48,7 @@ func newWeighting(c SamplingConfig) weighting {
 // in b.invalidWeights), and whether it has one (a valid threshold or probability: the span's
 // counts are extrapolated, sampling.method). Without a tracestate or the attribute this is a
 // length check.
-func (w *weighting) weight(b *deltaBatch, sc *producerScratch, span ptrace.Span) (float64, bool) {
+func (w *weighting) weight(b *series.Batch, sc *producerScratch, span ptrace.Span) (float64, bool) {
 	if !w.on {
 		return 1, false
 	}
@@ -62,7 +63,7 @@ func (w *weighting) weight(b *deltaBatch, sc *producerScratch, span ptrace.Span)
 		case sampling.Valid:
 			return c, true
 		case sampling.Invalid:
-			b.invalidWeights++
+			b.InvalidWeights++
 			return 1, false
 		}
 	}
@@ -82,16 +83,16 @@ func (w *weighting) weight(b *deltaBatch, sc *producerScratch, span ptrace.Span)
 	case pcommon.ValueTypeStr:
 		var err error
 		if p, err = strconv.ParseFloat(v.Str(), 64); err != nil {
-			b.invalidWeights++
+			b.InvalidWeights++
 			return 1, false
 		}
 	default:
-		b.invalidWeights++
+		b.InvalidWeights++
 		return 1, false
 	}
 	c, st := sampling.FromProbability(p)
 	if st == sampling.Invalid {
-		b.invalidWeights++
+		b.InvalidWeights++
 		return c, false
 	}
 	return c, true

@@ -22,6 +22,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/metadata"
+	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/series"
 )
 
 // thresholds by integer adjusted count: th:0 is p=1, th:8 p=1/2, th:c 1/4, th:e 1/8, th:f 1/16.
@@ -105,7 +106,7 @@ func TestWeightedSpansCountAsTheirCopies(t *testing.T) {
 func probabilitySpans(rnd *rand.Rand, n, names int, p float64) ptrace.Traces {
 	td := ptrace.NewTraces()
 	rs := td.ResourceSpans().AppendEmpty()
-	rs.Resource().Attributes().PutStr(serviceNameKey, "svc")
+	rs.Resource().Attributes().PutStr(series.ServiceNameKey, "svc")
 	ss := rs.ScopeSpans().AppendEmpty()
 	base := pcommon.NewTimestampFromTime(testStart)
 	for range n {
@@ -130,12 +131,12 @@ func seriesTotals(t *testing.T, md pmetric.Metrics, totals map[string]int64) {
 				switch m.Type() {
 				case pmetric.MetricTypeSum:
 					for _, dp := range m.Sum().DataPoints().All() {
-						name, _ := dp.Attributes().Get(spanNameKey)
+						name, _ := dp.Attributes().Get(series.SpanNameKey)
 						calls[name.Str()] = dp.IntValue()
 					}
 				case pmetric.MetricTypeHistogram:
 					for _, dp := range m.Histogram().DataPoints().All() {
-						name, _ := dp.Attributes().Get(spanNameKey)
+						name, _ := dp.Attributes().Get(series.SpanNameKey)
 						var sum uint64
 						for _, b := range dp.BucketCounts().All() {
 							sum += b
@@ -414,7 +415,7 @@ func TestSamplingMethodLabel(t *testing.T) {
 	})
 	td := ptrace.NewTraces()
 	rs := td.ResourceSpans().AppendEmpty()
-	rs.Resource().Attributes().PutStr(serviceNameKey, "svc")
+	rs.Resource().Attributes().PutStr(series.ServiceNameKey, "svc")
 	spans := rs.ScopeSpans().AppendEmpty().Spans()
 	add := func(setup func(ptrace.Span)) {
 		s := spans.AppendEmpty()
@@ -443,7 +444,7 @@ func TestSamplingMethodLabel(t *testing.T) {
 					continue
 				}
 				for _, dp := range m.Sum().DataPoints().All() {
-					v, ok := dp.Attributes().Get(samplingMethodKey)
+					v, ok := dp.Attributes().Get(series.SamplingMethodKey)
 					require.True(t, ok, "every series has sampling.method")
 					got[v.Str()] += dp.IntValue()
 				}
@@ -467,7 +468,7 @@ func TestTenPercentSampledEstimatesTheTrueCount(t *testing.T) {
 		rnd := rand.New(rand.NewPCG(seed, 10))
 		td := ptrace.NewTraces()
 		rs := td.ResourceSpans().AppendEmpty()
-		rs.Resource().Attributes().PutStr(serviceNameKey, "svc")
+		rs.Resource().Attributes().PutStr(series.ServiceNameKey, "svc")
 		spans := rs.ScopeSpans().AppendEmpty().Spans()
 		kept := 0
 		for range n {

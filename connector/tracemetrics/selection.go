@@ -4,6 +4,7 @@ import (
 	"slices"
 	"sync/atomic"
 
+	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/series"
 	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/topk"
 )
 
@@ -37,18 +38,18 @@ type selector struct {
 	size          int   // entries per sketch: cap_selection.sketch_size
 	maxSeries     int   // max_series; 0: none
 	maxService    int32 // max_series_per_service; 0: none
-	demotedSeries *[overflowKinds]atomic.Int64
+	demotedSeries *[series.OverflowKinds]atomic.Int64
 
-	svc    [maxFamilies][]*topk.Sketch // by service id; nil until the service is refused a series
-	global [maxFamilies]*topk.Sketch   // nil until the family is refused a series at max_series
+	svc    [series.MaxFamilies][]*topk.Sketch // by service id; nil until the service is refused a series
+	global [series.MaxFamilies]*topk.Sketch   // nil until the family is refused a series at max_series
 
 	// Reservations of promoted series not yet created, by the series' identity hash.
 	admitted    map[uint64]admission
-	svcReserved [maxFamilies][]int32 // by service id
-	reserved    [maxFamilies]int
+	svcReserved [series.MaxFamilies][]int32 // by service id
+	reserved    [series.MaxFamilies]int
 	// Identity hashes of the promoted series that took their slot since the last re-ranking:
 	// they are not demoted at the next one, where their count covers only part of the interval.
-	fresh [maxFamilies][]uint64
+	fresh [series.MaxFamilies][]uint64
 
 	// rerank's scratch, kept for the next swap.
 	top        []topk.Entry
@@ -60,7 +61,7 @@ type selector struct {
 
 type admission struct {
 	fam  uint8
-	kind overflowKind // the cap whose scope promoted the series
+	kind series.Overflow // the cap whose scope promoted the series
 	svc  uint32
 }
 
@@ -68,7 +69,7 @@ type admission struct {
 // its lightest series weak[wOff:wOff+wLen], a max-heap until matched, of capacity hi-lo.
 type rankScope struct {
 	svc        uint32 // the service; globalScope for max_series
-	kind       overflowKind
+	kind       series.Overflow
 	lo, hi     int
 	wOff, wLen int
 }
@@ -96,11 +97,11 @@ const promoteFactor = 2
 
 // newSelector returns the selector of p's caps, counting demotions in tel; nil by arrival or
 // without caps.
-func newSelector(p *plan, tel *telemetry) *selector {
-	if !p.byTraffic || (p.maxSeries == 0 && p.maxService == 0) {
+func newSelector(p *series.Plan, tel *telemetry) *selector {
+	if !p.ByTraffic || (p.MaxSeries == 0 && p.MaxService == 0) {
 		return nil
 	}
-	return &selector{size: p.sketchSize, maxSeries: p.maxSeries, maxService: p.maxService,
+	return &selector{size: p.SketchSize, maxSeries: p.MaxSeries, maxService: p.MaxService,
 		demotedSeries: &tel.demotedSeries, admitted: map[uint64]admission{}}
 }
 
@@ -119,13 +120,13 @@ func (s *selector) reservedFor(f int, svc uint32) (service int32, global int) {
 // claim reports whether the series hashing to h, of service svc and family f, was promoted at
 // the last re-ranking and not created since; if so, its reservation is given back for it to
 // take, and the cap whose scope promoted it is returned.
-func (s *selector) claim(f int, svc uint32, h uint64) (overflowKind, bool) {
+func (s *selector) claim(f int, svc uint32, h uint64) (series.Overflow, bool) {
 	if len(s.admitted) == 0 {
-		return noOverflow, false
+		return series.NoOverflow, false
 	}
 	ad, ok := s.admitted[h]
 	if !ok || int(ad.fam) != f || ad.svc != svc {
-		return noOverflow, false
+		return series.NoOverflow, false
 	}
 	delete(s.admitted, h)
 	s.svcReserved[f][svc]--
@@ -136,9 +137,9 @@ func (s *selector) claim(f int, svc uint32, h uint64) (overflowKind, bool) {
 
 // count adds w spans of the series hashing to h, of service svc, to the sketch of the scope
 // whose cap refused it.
-func (s *selector) count(f int, svc uint32, h, w uint64, k overflowKind) {
+func (s *selector) count(f int, svc uint32, h, w uint64, k series.Overflow) {
 	var sk *topk.Sketch
-	if k == globalOverflow {
+	if k == series.GlobalOverflow {
 		if sk = s.global[f]; sk == nil {
 			sk = topk.New(s.size)
 			s.global[f] = sk
@@ -168,7 +169,7 @@ func (s *selector) forget(svc uint32) {
 // rerank promotes and demotes (see selector) among the series of tables, in resources res, at
 // a swap; full is the buffer of the interval that ended, whose rows count the spans of every
 // series that received any, and epoch the new active one's.
-func (s *selector) rerank(tables []*seriesTable, res *resourceTable, epoch uint32, full *deltaBuffer) {
+func (s *selector) rerank(tables []*seriesTable, res *resourceTable, epoch uint32, full *series.DeltaBuffer) {
 	// Reservations not taken within an interval are given back: a series promoted and not
 	// seen since is not busy.
 	clear(s.admitted)
@@ -190,7 +191,7 @@ func (s *selector) rerank(tables []*seriesTable, res *resourceTable, epoch uint3
 	}
 }
 
-func (s *selector) rerankFamily(res *resourceTable, f int, t *seriesTable, epoch uint32, full *deltaBuffer) {
+func (s *selector) rerankFamily(res *resourceTable, f int, t *seriesTable, epoch uint32, full *series.DeltaBuffer) {
 	// The full scopes and their candidates, heaviest first.
 	s.top, s.scopes = s.top[:0], s.scopes[:0]
 	s.scopeOfSvc = s.scopeOfSvc[:0]
@@ -205,7 +206,7 @@ func (s *selector) rerankFamily(res *resourceTable, f int, t *seriesTable, epoch
 		lo := len(s.top)
 		if s.top = sk.Top(s.top, minPromote); len(s.top) > lo {
 			s.scopeOfSvc[svc] = int32(len(s.scopes))
-			s.scopes = append(s.scopes, rankScope{svc: uint32(svc), kind: serviceOverflow, lo: lo, hi: len(s.top)})
+			s.scopes = append(s.scopes, rankScope{svc: uint32(svc), kind: series.ServiceOverflow, lo: lo, hi: len(s.top)})
 		}
 	}
 	globalIdx := -1
@@ -213,7 +214,7 @@ func (s *selector) rerankFamily(res *resourceTable, f int, t *seriesTable, epoch
 		lo := len(s.top)
 		if s.top = sk.Top(s.top, minPromote); len(s.top) > lo {
 			globalIdx = len(s.scopes)
-			s.scopes = append(s.scopes, rankScope{svc: globalScope, kind: globalOverflow, lo: lo, hi: len(s.top)})
+			s.scopes = append(s.scopes, rankScope{svc: globalScope, kind: series.GlobalOverflow, lo: lo, hi: len(s.top)})
 		}
 	}
 	if len(s.scopes) == 0 {
@@ -229,7 +230,7 @@ func (s *selector) rerankFamily(res *resourceTable, f int, t *seriesTable, epoch
 	}
 	s.weak = slices.Grow(s.weak[:0], n)[:n]
 	s.markSkipped(res, f, t)
-	rows := &full.fams[f].rows
+	rows := &full.Fams[f].Rows
 	filled := epoch - 1 // the epoch of full's rows (swap has moved on)
 	for id := range t.meta {
 		m := &t.meta[id]
@@ -238,7 +239,7 @@ func (s *selector) rerankFamily(res *resourceTable, f int, t *seriesTable, epoch
 		}
 		var count uint64
 		if m.epoch == filled {
-			count = rows.at(int(m.row)).count
+			count = rows.At(int(m.row)).Count
 		}
 		w := weakSeries{count: count, id: uint32(id)}
 		if si := s.scopeOfSvc[res.all[m.res].svc]; si >= 0 {
@@ -278,7 +279,7 @@ func (s *selector) rerankFamily(res *resourceTable, f int, t *seriesTable, epoch
 				// during the interval (an expiry): nothing to promote.
 				continue
 			}
-			if sc.kind == globalOverflow && s.maxService > 0 &&
+			if sc.kind == series.GlobalOverflow && s.maxService > 0 &&
 				res.svcSeries[f][c.Tag]+s.svcReservedOf(f, c.Tag) >= s.maxService &&
 				res.all[t.meta[w.id].res].svc != c.Tag {
 				continue // its own service is at its budget now: it would be refused anyway
@@ -366,7 +367,7 @@ func (s *selector) svcReservedOf(f int, svc uint32) int32 {
 
 // admit reserves a slot of service svc and family f for the series hashing to h, promoted in
 // the scope of cap k.
-func (s *selector) admit(f int, k overflowKind, svc uint32, h uint64) {
+func (s *selector) admit(f int, k series.Overflow, svc uint32, h uint64) {
 	s.admitted[h] = admission{fam: uint8(f), kind: k, svc: svc}
 	if int(svc) >= len(s.svcReserved[f]) {
 		s.svcReserved[f] = append(s.svcReserved[f], make([]int32, int(svc)+1-len(s.svcReserved[f]))...)

@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/consumer/consumertest"
 
+	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/series"
 	"github.com/otelcol-red/otelcol-red/internal/hash"
 )
 
@@ -22,16 +23,16 @@ import (
 // refused series counted in its scope's sketch). No flush happens while it measures:
 // BenchmarkRerank has the cost of a re-ranking.
 func BenchmarkCapSelection(b *testing.B) {
-	const series, batch = 100_000, 1000
-	input := benchInput(series, batch)
+	const nSeries, batch = 100_000, 1000
+	input := benchInput(nSeries, batch)
 	for _, v := range []struct {
 		name   string
 		limits map[string]any
 	}{
 		{"no cap", nil},
 		{"max_series=1M (not reached)", map[string]any{"max_series": 1_000_000}},
-		{"max_series_per_service=1k", map[string]any{"max_series_per_service": series / 100}},
-		{"max_series=10k", map[string]any{"max_series": series / 10}},
+		{"max_series_per_service=1k", map[string]any{"max_series_per_service": nSeries / 100}},
+		{"max_series=10k", map[string]any{"max_series": nSeries / 10}},
 	} {
 		for _, by := range []string{selectByArrival, selectByTraffic} {
 			if v.limits == nil && by == selectByTraffic {
@@ -53,26 +54,26 @@ func BenchmarkCapSelection(b *testing.B) {
 // series of the interval (none received a span), so each re-ranking scans every series and
 // promotes 128 per scope. The series demoted are put back between runs, off the clock.
 func BenchmarkRerank(b *testing.B) {
-	for _, series := range []int{100_000, 500_000} {
-		b.Run(fmt.Sprintf("series=%dk", series/1000), func(b *testing.B) {
+	for _, nSeries := range []int{100_000, 500_000} {
+		b.Run(fmt.Sprintf("series=%dk", nSeries/1000), func(b *testing.B) {
 			raw := configFor(NewFactory())
-			raw["max_series"] = series
-			raw["max_series_per_service"] = series / 10
+			raw["max_series"] = nSeries
+			raw["max_series_per_service"] = nSeries / 10
 			cfg := NewFactory().CreateDefaultConfig().(*Config)
 			require.NoError(b, confmap.NewFromStringMap(raw).Unmarshal(cfg))
 			c, err := newConnector(componenttest.NewNopTelemetrySettings(), cfg, consumertest.NewNop(),
 				deps{clock: clockwork.NewFakeClockAt(testStart), chunkPoints: chunkDataPoints, keyHash: hash.Sum64}, "")
 			require.NoError(b, err)
 			a := c.agg // not started: driven from here
-			for _, td := range benchInput(series, 1000) {
-				batch := new(deltaBatch)
+			for _, td := range benchInput(nSeries, 1000) {
+				batch := new(series.Batch)
 				c.reducer.reduce(batch, td)
 				a.apply(batch)
 			}
 			tab := a.tables[0]
-			require.Equal(b, series, tab.n)
+			require.Equal(b, nSeries, tab.n)
 			a.epoch++ // the series' rows are in another buffer: none received a span
-			spare := newDeltaBuffer(len(a.tables))
+			spare := series.NewDeltaBuffer(len(a.tables))
 			var took time.Duration
 			runs := 0
 			for b.Loop() {
@@ -89,7 +90,7 @@ func BenchmarkRerank(b *testing.B) {
 				b.StartTimer()
 			}
 			b.ReportMetric(float64(took.Microseconds())/1000/float64(runs), "ms/rerank")
-			require.Positive(b, a.tel.demotedSeries[serviceOverflow].Load())
+			require.Positive(b, a.tel.demotedSeries[series.ServiceOverflow].Load())
 		})
 	}
 }

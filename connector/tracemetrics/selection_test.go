@@ -15,6 +15,8 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
+	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/series"
 )
 
 // selSpan is one span of the selection tests: what a series is keyed by, and its duration.
@@ -33,7 +35,7 @@ func selTraces(spans []selSpan) ptrace.Traces {
 		ss, ok := scopes[s.svc]
 		if !ok {
 			rs := td.ResourceSpans().AppendEmpty()
-			rs.Resource().Attributes().PutStr(serviceNameKey, s.svc)
+			rs.Resource().Attributes().PutStr(series.ServiceNameKey, s.svc)
 			ss = rs.ScopeSpans().AppendEmpty().Spans()
 			scopes[s.svc] = ss
 		}
@@ -151,10 +153,10 @@ func TestBusiestKeepTheirSeries(t *testing.T) {
 					var wantStatus map[[2]string]redCounts
 					if temporality == cumulative {
 						wantSvc = sentTotals(all, func(s selSpan) string { return s.svc })
-						wantStatus = sentTotals(all, func(s selSpan) [2]string { return [2]string{s.svc, statusName(statusByte(s.status))} })
+						wantStatus = sentTotals(all, func(s selSpan) [2]string { return [2]string{s.svc, series.StatusName(series.StatusByte(s.status))} })
 					} else {
 						wantSvc = sentTotals(spans, func(s selSpan) string { return s.svc })
-						wantStatus = sentTotals(spans, func(s selSpan) [2]string { return [2]string{s.svc, statusName(statusByte(s.status))} })
+						wantStatus = sentTotals(spans, func(s selSpan) [2]string { return [2]string{s.svc, series.StatusName(series.StatusByte(s.status))} })
 					}
 					requireSameTotals(t, wantSvc, selTotals(got, func(k redKey) string { return k.svc }), fmt.Sprintf("interval %d, per service", iv))
 					requireSameTotals(t, wantStatus, selTotals(got, func(k redKey) [2]string { return [2]string{k.svc, k.status} }), fmt.Sprintf("interval %d, per service and status", iv))
@@ -310,7 +312,7 @@ func TestSelectionKeepsTotalsExact(t *testing.T) {
 				}
 				requireSameTotals(t, sentTotals(want, func(s selSpan) string { return s.svc }),
 					selTotals(got, func(k redKey) string { return k.svc }), "per service")
-				requireSameTotals(t, sentTotals(want, func(s selSpan) [2]string { return [2]string{s.svc, statusName(statusByte(s.status))} }),
+				requireSameTotals(t, sentTotals(want, func(s selSpan) [2]string { return [2]string{s.svc, series.StatusName(series.StatusByte(s.status))} }),
 					selTotals(got, func(k redKey) [2]string { return [2]string{k.svc, k.status} }), "per service and status")
 				regular := map[string]int{}
 				total := 0
@@ -366,8 +368,8 @@ func TestRerankAllocatesNothing(t *testing.T) {
 	run()
 	require.Zero(t, testing.AllocsPerRun(20, run))
 	// Read from the aggregator: the telemetry is unregistered once shut down.
-	require.Positive(t, a.tel.demotedSeries[serviceOverflow].Load(), "per-service scopes re-ranked")
-	require.Positive(t, a.tel.demotedSeries[globalOverflow].Load(), "the global scope re-ranked")
+	require.Positive(t, a.tel.demotedSeries[series.ServiceOverflow].Load(), "per-service scopes re-ranked")
+	require.Positive(t, a.tel.demotedSeries[series.GlobalOverflow].Load(), "the global scope re-ranked")
 }
 
 // With max_series alone (max_series_per_service's default, 0), one service's IDs fill the
@@ -438,8 +440,8 @@ func fillSketches(a *aggregator, n int, w uint64) {
 	for svc := range a.res.svcRefs {
 		for i := range n {
 			h := uint64(svc*1000+i+1) * 0x9e3779b97f4a7c15
-			a.sel.count(0, uint32(svc), h, w, serviceOverflow)
-			a.sel.count(0, uint32(svc), h+1, w, globalOverflow)
+			a.sel.count(0, uint32(svc), h, w, series.ServiceOverflow)
+			a.sel.count(0, uint32(svc), h+1, w, series.GlobalOverflow)
 		}
 	}
 }

@@ -23,6 +23,7 @@ import (
 
 	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/clustering"
 	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/metadata"
+	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/series"
 )
 
 // spanNameCase is one span: its service, kind, name and attributes, and the span.name its
@@ -52,8 +53,8 @@ func callsByName(t *testing.T, r *running) map[string]int64 {
 				}
 				for d := 0; d < m.Sum().DataPoints().Len(); d++ {
 					dp := m.Sum().DataPoints().At(d)
-					svc, _ := dp.Attributes().Get(serviceNameKey)
-					name, _ := dp.Attributes().Get(spanNameKey)
+					svc, _ := dp.Attributes().Get(series.ServiceNameKey)
+					name, _ := dp.Attributes().Get(series.SpanNameKey)
 					out[svc.Str()+"|"+name.Str()] += dp.IntValue()
 				}
 			}
@@ -67,7 +68,7 @@ func tracesOf(t *testing.T, cases []spanNameCase) ptrace.Traces {
 	td := ptrace.NewTraces()
 	for _, c := range cases {
 		rs := td.ResourceSpans().AppendEmpty()
-		rs.Resource().Attributes().PutStr(serviceNameKey, c.service)
+		rs.Resource().Attributes().PutStr(series.ServiceNameKey, c.service)
 		sp := rs.ScopeSpans().AppendEmpty().Spans().AppendEmpty()
 		sp.SetName(c.name)
 		sp.SetKind(c.kind)
@@ -227,7 +228,7 @@ func TestSpanNameRuleCollapsesSeries(t *testing.T) {
 	orders := func() ptrace.Traces {
 		td := ptrace.NewTraces()
 		rs := td.ResourceSpans().AppendEmpty()
-		rs.Resource().Attributes().PutStr(serviceNameKey, "shop")
+		rs.Resource().Attributes().PutStr(series.ServiceNameKey, "shop")
 		spans := rs.ScopeSpans().AppendEmpty().Spans()
 		for i := range 1000 {
 			sp := spans.AppendEmpty()
@@ -267,7 +268,7 @@ func TestSpanNameRulesConcurrentProducers(t *testing.T) {
 			for c := range calls {
 				td := ptrace.NewTraces()
 				rs := td.ResourceSpans().AppendEmpty()
-				rs.Resource().Attributes().PutStr(serviceNameKey, "shop")
+				rs.Resource().Attributes().PutStr(series.ServiceNameKey, "shop")
 				spans := rs.ScopeSpans().AppendEmpty().Spans()
 				for i := range 100 {
 					spans.AppendEmpty().SetName(fmt.Sprintf("GET /orders/%d", 1+(p*calls*100+c*100+i)%5000))
@@ -406,7 +407,7 @@ func TestSpanNameRulesBeyondTheCache(t *testing.T) {
 		for c := range distinct / 1000 {
 			td := ptrace.NewTraces()
 			rs := td.ResourceSpans().AppendEmpty()
-			rs.Resource().Attributes().PutStr(serviceNameKey, "s")
+			rs.Resource().Attributes().PutStr(series.ServiceNameKey, "s")
 			spans := rs.ScopeSpans().AppendEmpty().Spans()
 			for i := range 1000 {
 				n := 10 + c*1000 + i

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"math"
 
+	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/series"
 	"github.com/otelcol-red/otelcol-red/internal/hash"
 )
 
@@ -12,7 +13,7 @@ import (
 // the active delta buffer. The per-id fields sit in one 32-byte record, so resolving a span
 // touches the index slot, this record, the key bytes and the row: no pointer, few cache lines.
 type seriesTable struct {
-	fam   *family
+	fam   *series.Family
 	index hash.Index
 	meta  []seriesMeta
 	free  []uint32
@@ -44,7 +45,7 @@ func (t *seriesTable) key(id uint32) []byte {
 func (t *seriesTable) find(h uint64, rid uint32, ident []byte) (uint32, bool) {
 	p := t.index.Probe(h)
 	for id, ok := p.Next(); ok; id, ok = p.Next() {
-		if t.meta[id].res == rid && bytes.Equal(identity(t.key(id), t.fam), ident) {
+		if t.meta[id].res == rid && bytes.Equal(series.Identity(t.key(id), t.fam), ident) {
 			return id, true
 		}
 	}
@@ -64,15 +65,15 @@ const touchMinSeries = 1 << 14
 // (the same reasoning as touchSpans). The result only keeps the compiler from dropping the
 // reads. Below touchMinSeries the tables stay in the caches and the read-ahead would only
 // read everything twice, so apply skips it.
-func touchSeries(tables []*seriesTable, series []batchSeries) uint32 {
+func touchSeries(tables []*seriesTable, series []series.BatchSeries) uint32 {
 	var t uint32
 	for i := range series {
-		t ^= tables[series[i].fam].index.First(series[i].hash)
+		t ^= tables[series[i].Fam].index.First(series[i].Hash)
 	}
 	for i := range series {
 		s := &series[i]
-		tab := tables[s.fam]
-		if id1 := tab.index.First(s.hash); id1 != 0 && int(id1) <= len(tab.meta) {
+		tab := tables[s.Fam]
+		if id1 := tab.index.First(s.Hash); id1 != 0 && int(id1) <= len(tab.meta) {
 			m := &tab.meta[id1-1]
 			t ^= uint32(m.row)
 			if m.keyLen > 0 {
@@ -110,8 +111,8 @@ func (t *seriesTable) store(key []byte, rid uint32, ts int64) uint32 {
 // keeps n, the count the caps compare with (a demoted series is not in it).
 func (t *seriesTable) remove(id uint32) {
 	m := &t.meta[id]
-	if key := t.key(id); !isOverflowKey(key) {
-		t.index.Delete(t.keyHash(identity(key, t.fam)), id)
+	if key := t.key(id); !series.IsOverflowKey(key) {
+		t.index.Delete(t.keyHash(series.Identity(key, t.fam)), id)
 	}
 	t.keys.release(m.keyLen)
 	*m = seriesMeta{}
@@ -127,12 +128,12 @@ func (t *seriesTable) alloc() uint32 {
 }
 
 // compactKeys copies the live keys into fresh chunks and lists the moves for the flusher.
-func (t *seriesTable) compactKeys(moved []keyMove) []keyMove {
+func (t *seriesTable) compactKeys(moved []series.KeyMove) []series.KeyMove {
 	var fresh keyArena
 	for id := range t.meta {
 		if m := &t.meta[id]; m.keyLen > 0 {
 			m.keyRef = fresh.add(t.keys.get(m.keyRef, m.keyLen))
-			moved = append(moved, keyMove{id: uint32(id), keyRef: m.keyRef})
+			moved = append(moved, series.KeyMove{ID: uint32(id), KeyRef: m.keyRef})
 		}
 	}
 	t.keys = fresh
@@ -173,14 +174,7 @@ func (a *keyArena) add(b []byte) uint64 {
 	return uint64(last)<<32 | uint64(off)
 }
 
-// keyAt returns the n bytes at r in chunks.
-func keyAt(chunks [][]byte, r uint64, n uint32) []byte {
-	c := chunks[r>>32]
-	off := uint32(r)
-	return c[off : off+n : off+n]
-}
-
-func (a *keyArena) get(r uint64, n uint32) []byte { return keyAt(a.chunks, r, n) }
+func (a *keyArena) get(r uint64, n uint32) []byte { return series.KeyAt(a.chunks, r, n) }
 
 func (a *keyArena) release(n uint32) {
 	a.live -= int(n)
@@ -203,7 +197,7 @@ func (a *keyArena) wantsCompaction() bool { return a.waste > 4*arenaChunk && a.w
 // unweighted traffic never hold one.
 func (t *seriesTable) carry(id uint32) *float64 {
 	if int(id) >= len(t.carries) {
-		t.carries = grow(t.carries, int(id)+1)
+		t.carries = series.Grow(t.carries, int(id)+1)
 	}
 	return &t.carries[id]
 }
@@ -222,4 +216,15 @@ func (t *seriesTable) resetCarry(id uint32) {
 	if int(id) < len(t.carries) {
 		t.carries[id] = 0
 	}
+}
+
+// reuseID takes an id from the free list, if it holds one.
+func reuseID(free *[]uint32) (uint32, bool) {
+	n := len(*free)
+	if n == 0 {
+		return 0, false
+	}
+	id := (*free)[n-1]
+	*free = (*free)[:n-1]
+	return id, true
 }

@@ -22,7 +22,7 @@ func TestSeriesMetaIs32Bytes(t *testing.T) {
 // read-ahead never fails there, and every span of batches that come back over freed and moved
 // entries, crossing touchMinSeries on the way, is counted once.
 func TestReadAheadOverExpiredAndCompactedSeries(t *testing.T) {
-	const series = 150_000 // key bytes of the expired ones outweigh an arena chunk: compaction
+	const nSeries = 150_000 // key bytes of the expired ones outweigh an arena chunk: compaction
 	c, sink, clock, _ := startOurs(t, map[string]any{
 		"aggregation_temporality": delta,
 		"metrics_flush_interval":  10 * time.Second,
@@ -49,7 +49,7 @@ func TestReadAheadOverExpiredAndCompactedSeries(t *testing.T) {
 		return spans
 	}
 	// benchInput repeats small inputs: every series at least once, some several times.
-	all, few := benchInput(series, 1000), benchInput(1000, 1000) // few: a subset of all's series
+	all, few := benchInput(nSeries, 1000), benchInput(1000, 1000) // few: a subset of all's series
 	sent := send(all)
 	require.Equal(t, sent, calls(flushOnce(t, c, sink, clock, 10*time.Second)))
 	require.GreaterOrEqual(t, c.agg.liveSeries(), touchMinSeries, "the read-ahead ran")
@@ -63,5 +63,5 @@ func TestReadAheadOverExpiredAndCompactedSeries(t *testing.T) {
 	sent = send(few)  // below touchMinSeries again: no read-ahead
 	sent += send(all) // crosses it while coming back over the freed ids
 	require.Equal(t, sent, calls(flushOnce(t, c, sink, clock, 10*time.Second)))
-	require.Equal(t, series, c.agg.tables[0].n)
+	require.Equal(t, nSeries, c.agg.tables[0].n)
 }

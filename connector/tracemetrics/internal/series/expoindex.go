@@ -1,4 +1,4 @@
-package tracemetrics // import "github.com/otelcol-red/otelcol-red/connector/tracemetrics"
+package series // import "github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/series"
 
 import (
 	"math"
@@ -54,11 +54,11 @@ const (
 	expoC5 = expoC1 / 5
 )
 
-// expoIndex20 returns the observation code of v >= 0: its bucket index at scale 20, or
+// ExpoIndex20 returns the observation code of v >= 0: its bucket index at scale 20, or
 // zeroCode.
-func expoIndex20(v float64) int32 {
+func ExpoIndex20(v float64) int32 {
 	if v == 0 {
-		return zeroCode
+		return ZeroCode
 	}
 	if i, ok := expoIndex20Fast(v); ok {
 		return i

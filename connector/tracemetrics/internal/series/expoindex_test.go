@@ -1,4 +1,4 @@
-package tracemetrics
+package series
 
 import (
 	"math"
@@ -19,7 +19,7 @@ func TestExpoIndex20MatchesLogarithmMapping(t *testing.T) {
 		if v <= 0 || math.IsInf(v, 0) || math.IsNaN(v) {
 			return
 		}
-		if got, want := expoIndex20(v), expoMapping20.MapToIndex(v); got != want {
+		if got, want := ExpoIndex20(v), expoMapping20.MapToIndex(v); got != want {
 			t.Fatalf("expoIndex20(%v = %#x) = %d, go-expohisto %d", v, math.Float64bits(v), got, want)
 		}
 	}
@@ -50,7 +50,7 @@ func TestExpoIndex20MatchesLogarithmMapping(t *testing.T) {
 	for _, v := range []float64{math.SmallestNonzeroFloat64, 0x1p-1022, math.MaxFloat64, 1e-300, 1e300, 1, 3, 0.1} {
 		check(v)
 	}
-	require.Equal(t, int32(zeroCode), expoIndex20(0))
+	require.Equal(t, int32(ZeroCode), ExpoIndex20(0))
 }
 
 // The table is what indexes durations: few of them defer to go-expohisto.
@@ -78,7 +78,7 @@ func BenchmarkExpoIndex20(b *testing.B) {
 	var sink int32
 	b.Run("table", func(b *testing.B) {
 		for i := 0; i < b.N; i++ {
-			sink ^= expoIndex20(vals[i&4095])
+			sink ^= ExpoIndex20(vals[i&4095])
 		}
 	})
 	b.Run("go-expohisto", func(b *testing.B) {
@@ -86,8 +86,8 @@ func BenchmarkExpoIndex20(b *testing.B) {
 			sink ^= expoMapping20.MapToIndex(vals[i&4095])
 		}
 	})
-	// The explicit histogram's bucket, default bounds, for comparison.
-	explicit := buckets.NewExplicit(defaultHistogramBucketsMs)
+	// The explicit histogram's bucket, spanmetrics' default bounds (ms), for comparison.
+	explicit := buckets.NewExplicit([]float64{2, 4, 6, 8, 10, 50, 100, 200, 400, 800, 1000, 1400, 2000, 5000, 10_000, 15_000})
 	b.Run("explicit", func(b *testing.B) {
 		for i := 0; i < b.N; i++ {
 			sink ^= int32(explicit.Index(vals[i&4095]))

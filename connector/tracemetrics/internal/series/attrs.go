@@ -1,4 +1,4 @@
-package tracemetrics // import "github.com/otelcol-red/otelcol-red/connector/tracemetrics"
+package series // import "github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/series"
 
 import (
 	"encoding/binary"
@@ -16,12 +16,12 @@ type attr struct {
 	v pcommon.Value
 }
 
-// attrSorter puts map attributes in key order for appendSorted. It remembers the key order of
+// AttrSorter puts map attributes in key order for appendSorted. It remembers the key order of
 // the last map it sorted and the permutation that sorted it: the resources of a request, and
 // of the next one, usually come from SDKs that write their attributes in the same order, so
 // most maps are ordered by checking their keys against that memo, one comparison per key,
 // instead of comparing keys with each other.
-type attrSorter struct {
+type AttrSorter struct {
 	attrs    []attr
 	perm     []int32 // perm[i]: input position of the i-th key in key order
 	memoLens []int32 // key lengths of the memo, in input order
@@ -30,12 +30,12 @@ type attrSorter struct {
 	peakAttrs, peakKeys int // largest map and memo of the request (sizeHints)
 }
 
-func (as *attrSorter) footprint() int64 {
+func (as *AttrSorter) footprint() int64 {
 	return int64(cap(as.attrs))*int64(unsafe.Sizeof(attr{})) + int64(cap(as.perm)+cap(as.memoLens))*4 + int64(cap(as.memoKeys))
 }
 
-// appendSorted appends m's attributes accepted by keep (nil keeps all), sorted by key.
-func (as *attrSorter) appendSorted(dst []byte, m pcommon.Map, keep map[string]struct{}) []byte {
+// AppendSorted appends m's attributes accepted by keep (nil keeps all), sorted by key.
+func (as *AttrSorter) AppendSorted(dst []byte, m pcommon.Map, keep map[string]struct{}) []byte {
 	s := as.attrs[:0]
 	for k, v := range m.All() {
 		if keep != nil {
@@ -76,7 +76,7 @@ func (as *attrSorter) appendSorted(dst []byte, m pcommon.Map, keep map[string]st
 }
 
 // memoMatches reports whether s has the memo's keys in the memo's order.
-func (as *attrSorter) memoMatches(s []attr) bool {
+func (as *AttrSorter) memoMatches(s []attr) bool {
 	if len(s) != len(as.memoLens) {
 		return false
 	}

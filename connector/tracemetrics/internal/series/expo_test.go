@@ -1,7 +1,8 @@
-package tracemetrics
+package series
 
 import (
 	"math"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/lightstep/go-expohisto/structure"
@@ -11,15 +12,15 @@ import (
 // The sketch gives what go-expohisto (spanmetrics' implementation) gives, value by value and
 // after merging partial sketches in any grouping.
 func TestExponentialSketchMatchesGoExpohisto(t *testing.T) {
-	r := newRand(5)
+	r := rand.New(rand.NewPCG(5, 5^0x5eed))
 	for _, maxSize := range []int32{2, 4, 12, 160} {
 		for trial := 0; trial < 40; trial++ {
 			ref := new(structure.Histogram[float64])
 			ref.Init(structure.NewConfig(structure.WithMaxSize(maxSize)))
-			var whole, merged slab
-			var k, acc expoSketch
-			var part expoSketch
-			var partSlab slab
+			var whole, merged Slab
+			var k, acc ExpoSketch
+			var part ExpoSketch
+			var partSlab Slab
 			var zeros uint64
 			n := 1 + r.IntN(500)
 			spread := r.Float64() * 30
@@ -32,23 +33,23 @@ func TestExponentialSketchMatchesGoExpohisto(t *testing.T) {
 					v = math.Ldexp(1, r.IntN(40)-20) // exact powers of two
 				}
 				ref.Update(v)
-				code := expoIndex20(v)
-				if code == zeroCode {
+				code := ExpoIndex20(v)
+				if code == ZeroCode {
 					zeros++
 					continue
 				}
-				k.add(&whole, code, 1, maxSize)
-				part.add(&partSlab, code, 1, maxSize)
+				k.Add(&whole, code, 1, maxSize)
+				part.Add(&partSlab, code, 1, maxSize)
 				if r.IntN(7) == 0 { // fold the partial sketch into the accumulator
-					acc.merge(&merged, &part, &partSlab, maxSize)
-					part, partSlab = expoSketch{}, slab{}
+					acc.Merge(&merged, &part, &partSlab, maxSize)
+					part, partSlab = ExpoSketch{}, Slab{}
 				}
 			}
-			acc.merge(&merged, &part, &partSlab, maxSize)
+			acc.Merge(&merged, &part, &partSlab, maxSize)
 			require.Equal(t, ref.ZeroCount(), zeros)
 			for _, got := range []struct {
-				k *expoSketch
-				s *slab
+				k *ExpoSketch
+				s *Slab
 			}{{&k, &whole}, {&acc, &merged}} {
 				if ref.Count() == ref.ZeroCount() {
 					require.Zero(t, got.k.n)
@@ -70,13 +71,13 @@ func TestExponentialSketchMatchesGoExpohisto(t *testing.T) {
 }
 
 func TestSketchFreeAndRegrow(t *testing.T) {
-	var s slab
-	var k expoSketch
-	k.add(&s, 100, 1, 160)
-	k.add(&s, 200, 1, 160)
-	k.free(&s)
+	var s Slab
+	var k ExpoSketch
+	k.Add(&s, 100, 1, 160)
+	k.Add(&s, 200, 1, 160)
+	k.Free(&s)
 	require.Zero(t, k.n)
 	require.Positive(t, s.waste)
-	k.add(&s, 300, 2, 160)
+	k.Add(&s, 300, 2, 160)
 	require.Equal(t, []uint64{2}, k.counts(&s)[:k.n])
 }

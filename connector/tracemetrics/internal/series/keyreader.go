@@ -1,4 +1,4 @@
-package tracemetrics // import "github.com/otelcol-red/otelcol-red/connector/tracemetrics"
+package series // import "github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/series"
 
 import (
 	"encoding/binary"
@@ -129,22 +129,24 @@ var kindNames = [...]string{"SPAN_KIND_UNSPECIFIED", "SPAN_KIND_INTERNAL", "SPAN
 
 var statusNames = [...]string{"STATUS_CODE_UNSET", "STATUS_CODE_OK", "STATUS_CODE_ERROR"}
 
-func kindName(b byte) string {
+// KindName is the span.kind value of a key's span kind byte.
+func KindName(b byte) string {
 	if int(b) < len(kindNames) {
 		return kindNames[b]
 	}
 	return ""
 }
 
-func statusName(b byte) string {
+// StatusName is the status.code value of a key's status code byte.
+func StatusName(b byte) string {
 	if int(b) < len(statusNames) {
 		return statusNames[b]
 	}
 	return ""
 }
 
-// decodeMap decodes an attrSorter.appendSorted encoding into dst.
-func decodeMap(b []byte, dst pcommon.Map) {
+// DecodeMap decodes an attrSorter.appendSorted encoding into dst.
+func DecodeMap(b []byte, dst pcommon.Map) {
 	r := keyReader{b: b}
 	n := r.uvarint()
 	dst.EnsureCapacity(n)

@@ -1,4 +1,4 @@
-package tracemetrics // import "github.com/otelcol-red/otelcol-red/connector/tracemetrics"
+package series // import "github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/series"
 
 import (
 	"encoding/binary"
@@ -11,22 +11,22 @@ import (
 
 // Attribute names, as spanmetrics v0.165.1 writes them.
 const (
-	serviceNameKey                 = "service.name"
-	spanNameKey                    = "span.name"
-	spanKindKey                    = "span.kind"
-	statusCodeKey                  = "status.code"
-	collectorInstanceKey           = "collector.instance.id"
-	otelStatusCodeKey              = "otel.status_code"
-	instrumentationScopeNameKey    = "span.instrumentation.scope.name"
-	instrumentationScopeVersionKey = "span.instrumentation.scope.version"
-	overflowKey                    = "otel.metric.overflow"
-	samplingMethodKey              = "sampling.method"
+	ServiceNameKey       = "service.name"
+	SpanNameKey          = "span.name"
+	SpanKindKey          = "span.kind"
+	StatusCodeKey        = "status.code"
+	CollectorInstanceKey = "collector.instance.id"
+	OtelStatusCodeKey    = "otel.status_code"
+	ScopeNameKey         = "span.instrumentation.scope.name"
+	ScopeVersionKey      = "span.instrumentation.scope.version"
+	OverflowKey          = "otel.metric.overflow"
+	SamplingMethodKey    = "sampling.method"
 )
 
 // The values of sampling.method, encoded as string dimension values.
 var (
-	extrapolatedEnc = appendStrValue(nil, "extrapolated")
-	countedEnc      = appendStrValue(nil, "counted")
+	extrapolatedEnc = AppendStrValue(nil, "extrapolated")
+	countedEnc      = AppendStrValue(nil, "counted")
 )
 
 // A series key is the canonical, exact identity of a series:
@@ -58,7 +58,7 @@ var (
 // The series hash is deps.keyHash (hash/maphash, through internal/hash) over the identity;
 // equal hashes are confirmed by comparing the identities, so a collision never merges two
 // series.
-const keyHeaderLen = 9
+const KeyHeaderLen = 9
 
 // keyFamilyByte is the offset of the family byte; overflowFlag its high bit, set in the key of
 // a resource's overflow series.
@@ -71,79 +71,81 @@ const (
 // spanmetrics (whose key holds their string form, "" for all unknown values).
 const unknownEnum = 0xff
 
-// A family is a set of series sharing one attribute layout: the span family (calls and
+// A Family is a set of series sharing one attribute layout: the span Family (calls and
 // duration together, the usual case), or calls and duration apart when calls_dimensions or
-// histogram.dimensions differ, and the events family. Each family has its own series table.
-type family struct {
-	index    uint8
-	calls    bool // its count is emitted as the calls sum
-	duration bool // it observes span durations
-	events   bool // keyed and counted per span event
-	dims     []dimension
-	// globs says which attribute keys the family's glob dimensions take (globdims.go),
+// histogram.dimensions differ, and the events Family. Each Family has its own series table.
+type Family struct {
+	Index    uint8
+	Calls    bool // its count is emitted as the calls sum
+	Duration bool // it observes span durations
+	Events   bool // keyed and counted per span event
+	Dims     []Dimension
+	// Globs says which attribute keys the family's glob dimensions take (globdims.go),
 	// learning the answers as keys come (the plan's other mutable part, lock-free); nil
 	// without glob dimensions. The matches follow the named dimensions in the series key.
-	globs *dimglob.Answers
+	Globs *dimglob.Answers
 }
 
-type dimension struct {
-	name   string
-	hasDef bool
-	defEnc []byte // encoded default value
-	// samplingMethod marks the sampling.method dimension (enable_metrics_sampling_method):
+// Dimension is a named dimension of a family.
+type Dimension struct {
+	Name   string
+	HasDef bool
+	DefEnc []byte // encoded default value
+	// SamplingMethod marks the sampling.method dimension (enable_metrics_sampling_method):
 	// its value is not looked up but comes from how the span was weighted.
-	samplingMethod bool
+	SamplingMethod bool
 }
 
-const maxFamilies = 3
+// MaxFamilies is the most families a layout has: calls, duration and events.
+const MaxFamilies = 3
 
-// layout is the part of the configuration that decides the attributes of a series.
-type layout struct {
-	withService, withName, withKind, withStatus bool
-	otelStatusCode                              bool
-	instanceID                                  string // "" unless the collector.instance.id gate is on
-	scopes                                      []string
-	families                                    []*family
-	callsFamily, durationFamily, eventsFamily   int // -1 when absent
+// Layout is the part of the configuration that decides the attributes of a series.
+type Layout struct {
+	WithService, WithName, WithKind, WithStatus bool
+	OtelStatusCode                              bool
+	InstanceID                                  string // "" unless the collector.instance.id gate is on
+	Scopes                                      []string
+	Families                                    []*Family
+	CallsFamily, DurationFamily, EventsFamily   int // -1 when absent
 }
 
-// spanFamilies returns the families keyed once per span.
-func (l *layout) spanFamilies() []*family {
-	var out []*family
-	for _, f := range l.families {
-		if !f.events {
+// SpanFamilies returns the families keyed once per span.
+func (l *Layout) SpanFamilies() []*Family {
+	var out []*Family
+	for _, f := range l.Families {
+		if !f.Events {
 			out = append(out, f)
 		}
 	}
 	return out
 }
 
-// globMatch is an attribute taken by a glob dimension.
-type globMatch struct {
-	key string
-	v   pcommon.Value
+// GlobMatch is an attribute taken by a glob dimension.
+type GlobMatch struct {
+	Key   string
+	Value pcommon.Value
 }
 
-// appendKey appends the series key of span in family f (the layout above), under span name
+// AppendKey appends the series key of span in family f (the layout above), under span name
 // name (span.Name(), or as span_name renamed it). Dimensions are looked up on the span, then
 // the event (events family), then the resource, then the default; sampling.method says whether
 // the span was weighted by an adjusted count (extrapolated); globs are the matches of the
 // family's glob dimensions (globScratch.collect), nil in a family without.
-func (l *layout) appendKey(dst []byte, f *family, resHash uint64, svc, name string, span ptrace.Span, scope pcommon.InstrumentationScope, withScope bool, resAttrs pcommon.Map, evAttrs *pcommon.Map, extrapolated bool, globs []globMatch) []byte {
-	dst = appendKeyHeader(dst, resHash, f.index)
-	if l.withService {
+func (l *Layout) AppendKey(dst []byte, f *Family, resHash uint64, svc, name string, span ptrace.Span, scope pcommon.InstrumentationScope, withScope bool, resAttrs pcommon.Map, evAttrs *pcommon.Map, extrapolated bool, globs []GlobMatch) []byte {
+	dst = appendKeyHeader(dst, resHash, f.Index)
+	if l.WithService {
 		dst = appendStr(dst, svc)
 	}
-	if l.withName {
+	if l.WithName {
 		dst = appendStr(dst, name)
 	}
-	if l.withKind {
-		dst = append(dst, kindByte(span.Kind()))
+	if l.WithKind {
+		dst = append(dst, KindByte(span.Kind()))
 	}
-	if l.withStatus {
-		dst = append(dst, statusByte(span.Status().Code()))
+	if l.WithStatus {
+		dst = append(dst, StatusByte(span.Status().Code()))
 	}
-	if len(l.scopes) > 0 {
+	if len(l.Scopes) > 0 {
 		if withScope {
 			dst = append(dst, 1)
 			dst = appendStr(dst, scope.Name())
@@ -152,15 +154,15 @@ func (l *layout) appendKey(dst []byte, f *family, resHash uint64, svc, name stri
 			dst = append(dst, 0)
 		}
 	}
-	if len(f.dims) == 0 && f.globs == nil {
+	if len(f.Dims) == 0 && f.Globs == nil {
 		return dst
 	}
 	spanAttrs := span.Attributes()
 	// The type tags follow the identity (see the layout above); the first ones are kept on the stack,
 	// the rest, if ever, looked up again.
 	var types [16]byte
-	for i := range f.dims {
-		if f.dims[i].samplingMethod {
+	for i := range f.Dims {
+		if f.Dims[i].SamplingMethod {
 			enc := countedEnc
 			if extrapolated {
 				enc = extrapolatedEnc
@@ -171,13 +173,13 @@ func (l *layout) appendKey(dst []byte, f *family, resHash uint64, svc, name stri
 			}
 			continue
 		}
-		v, ok := dimensionValue(&f.dims[i], spanAttrs, evAttrs, resAttrs)
+		v, ok := dimensionValue(&f.Dims[i], spanAttrs, evAttrs, resAttrs)
 		typ := tagAbsent
 		switch {
 		case ok:
 			dst, typ = appendIdentity(dst, v)
-		case f.dims[i].hasDef:
-			dst, typ = append(dst, f.dims[i].defEnc...), tagStr
+		case f.Dims[i].HasDef:
+			dst, typ = append(dst, f.Dims[i].DefEnc...), tagStr
 		default:
 			dst = append(dst, tagAbsent)
 		}
@@ -188,35 +190,35 @@ func (l *layout) appendKey(dst []byte, f *family, resHash uint64, svc, name stri
 	// The glob matches' types, as the named dimensions' (Value.Type is a type switch: it is
 	// not asked twice).
 	var globTypes [16]byte
-	if f.globs != nil {
+	if f.Globs != nil {
 		dst = binary.AppendUvarint(dst, uint64(len(globs)))
 		for i := range globs {
-			dst = appendStr(dst, globs[i].key)
+			dst = appendStr(dst, globs[i].Key)
 			var typ byte
-			dst, typ = appendIdentity(dst, globs[i].v)
+			dst, typ = appendIdentity(dst, globs[i].Value)
 			if i < len(globTypes) {
 				globTypes[i] = typ
 			}
 		}
 	}
-	dst = append(dst, types[:min(len(f.dims), len(types))]...)
-	for i := len(types); i < len(f.dims); i++ {
-		v, ok := dimensionValue(&f.dims[i], spanAttrs, evAttrs, resAttrs)
+	dst = append(dst, types[:min(len(f.Dims), len(types))]...)
+	for i := len(types); i < len(f.Dims); i++ {
+		v, ok := dimensionValue(&f.Dims[i], spanAttrs, evAttrs, resAttrs)
 		switch {
-		case f.dims[i].samplingMethod:
+		case f.Dims[i].SamplingMethod:
 			dst = append(dst, tagStr)
 		case ok:
 			dst = append(dst, typeTag(v))
-		case f.dims[i].hasDef:
+		case f.Dims[i].HasDef:
 			dst = append(dst, tagStr)
 		default:
 			dst = append(dst, tagAbsent)
 		}
 	}
-	if f.globs != nil {
+	if f.Globs != nil {
 		dst = append(dst, globTypes[:min(len(globs), len(globTypes))]...)
 		for i := len(globTypes); i < len(globs); i++ {
-			dst = append(dst, typeTag(globs[i].v))
+			dst = append(dst, typeTag(globs[i].Value))
 		}
 		dst = binary.LittleEndian.AppendUint32(dst, uint32(len(globs)))
 	}
@@ -225,95 +227,95 @@ func (l *layout) appendKey(dst []byte, f *family, resHash uint64, svc, name stri
 
 // dimensionValue looks dimension d up on the span, then the event (events family), then the
 // resource.
-func dimensionValue(d *dimension, spanAttrs pcommon.Map, evAttrs *pcommon.Map, resAttrs pcommon.Map) (pcommon.Value, bool) {
-	v, ok := spanAttrs.Get(d.name)
+func dimensionValue(d *Dimension, spanAttrs pcommon.Map, evAttrs *pcommon.Map, resAttrs pcommon.Map) (pcommon.Value, bool) {
+	v, ok := spanAttrs.Get(d.Name)
 	if !ok && evAttrs != nil {
-		v, ok = evAttrs.Get(d.name)
+		v, ok = evAttrs.Get(d.Name)
 	}
 	if !ok {
-		v, ok = resAttrs.Get(d.name)
+		v, ok = resAttrs.Get(d.Name)
 	}
 	return v, ok
 }
 
-// appendOverflowKey appends the key of the overflow series of family fam of the resource whose
+// AppendOverflowKey appends the key of the overflow series of family fam of the resource whose
 // key hashes to resHash: the header alone, with overflowFlag set.
-func appendOverflowKey(dst []byte, resHash uint64, fam uint8) []byte {
+func AppendOverflowKey(dst []byte, resHash uint64, fam uint8) []byte {
 	return appendKeyHeader(dst, resHash, fam|overflowFlag)
 }
 
-// isOverflowKey reports whether key is the key of a resource's overflow series, of either kind.
-func isOverflowKey(key []byte) bool { return key[keyFamilyByte]&overflowFlag != 0 }
+// IsOverflowKey reports whether key is the key of a resource's overflow series, of either kind.
+func IsOverflowKey(key []byte) bool { return key[keyFamilyByte]&overflowFlag != 0 }
 
-// isCapOverflowKey reports whether overflow key okey is that of a max_series or
+// IsCapOverflowKey reports whether overflow key okey is that of a max_series or
 // max_series_per_service overflow series (the limit overflow series is the header alone).
-func isCapOverflowKey(okey []byte) bool { return len(okey) > keyHeaderLen }
+func IsCapOverflowKey(okey []byte) bool { return len(okey) > KeyHeaderLen }
 
 // A resource has one cap overflow series per family, span kind and status code: kinds and codes
 // outside the enum share the last slot of each, as they share one output value.
 const (
-	kindSlots        = int(ptrace.SpanKindConsumer) + 2
-	statusSlots      = int(ptrace.StatusCodeError) + 2
-	capOverflowSlots = kindSlots * statusSlots
+	KindSlots        = int(ptrace.SpanKindConsumer) + 2
+	StatusSlots      = int(ptrace.StatusCodeError) + 2
+	CapOverflowSlots = KindSlots * StatusSlots
 )
 
-// hasCapOverflow reports whether cap overflow series carry anything that tells them apart: with
+// HasCapOverflow reports whether cap overflow series carry anything that tells them apart: with
 // service.name, span.kind and status.code all excluded they would be labelled like the limit
 // overflow series, and the connector uses that one instead.
-func (l *layout) hasCapOverflow() bool { return l.withService || l.withKind || l.withStatus }
+func (l *Layout) HasCapOverflow() bool { return l.WithService || l.WithKind || l.WithStatus }
 
-// appendCapOverflowKey appends the key of the cap overflow series that takes the spans of the
+// AppendCapOverflowKey appends the key of the cap overflow series that takes the spans of the
 // series whose key is key: its header with overflowFlag set, then its service name, span kind
 // and status code as they are written in key (those the layout includes).
-func (l *layout) appendCapOverflowKey(dst, key []byte) []byte {
-	dst = append(dst, key[:keyHeaderLen]...)
+func (l *Layout) AppendCapOverflowKey(dst, key []byte) []byte {
+	dst = append(dst, key[:KeyHeaderLen]...)
 	dst[len(dst)-1] |= overflowFlag
-	r := key[keyHeaderLen:]
-	if l.withService {
+	r := key[KeyHeaderLen:]
+	if l.WithService {
 		n := encodedStrLen(r)
 		dst, r = append(dst, r[:n]...), r[n:]
 	}
-	if l.withName {
+	if l.WithName {
 		r = r[encodedStrLen(r):]
 	}
-	if l.withKind {
+	if l.WithKind {
 		dst, r = append(dst, r[0]), r[1:]
 	}
-	if l.withStatus {
+	if l.WithStatus {
 		dst = append(dst, r[0])
 	}
 	return dst
 }
 
-// capOverflowSlot returns the slot (span kind × status code) of the cap overflow series whose
+// CapOverflowSlot returns the slot (span kind × status code) of the cap overflow series whose
 // key is okey.
-func (l *layout) capOverflowSlot(okey []byte) int { return l.kindStatusSlot(okey, false) }
+func (l *Layout) CapOverflowSlot(okey []byte) int { return l.kindStatusSlot(okey, false) }
 
-// seriesOverflowSlot returns the slot of the cap overflow series that takes the spans of the
+// SeriesOverflowSlot returns the slot of the cap overflow series that takes the spans of the
 // series whose key is key (capOverflowSlot of its appendCapOverflowKey, without building it).
-func (l *layout) seriesOverflowSlot(key []byte) int { return l.kindStatusSlot(key, l.withName) }
+func (l *Layout) SeriesOverflowSlot(key []byte) int { return l.kindStatusSlot(key, l.WithName) }
 
 // kindStatusSlot returns the slot of the span kind and status code of key, in which a span
 // name follows the service name when withName.
-func (l *layout) kindStatusSlot(key []byte, withName bool) int {
-	r := key[keyHeaderLen:]
-	if l.withService {
+func (l *Layout) kindStatusSlot(key []byte, withName bool) int {
+	r := key[KeyHeaderLen:]
+	if l.WithService {
 		r = r[encodedStrLen(r):]
 	}
 	if withName {
 		r = r[encodedStrLen(r):]
 	}
 	kind, status := 0, 0
-	if l.withKind {
-		kind, r = min(int(r[0]), kindSlots-1), r[1:]
+	if l.WithKind {
+		kind, r = min(int(r[0]), KindSlots-1), r[1:]
 	}
-	if l.withStatus {
-		status = min(int(r[0]), statusSlots-1)
-		if l.otelStatusCode && r[0] != byte(ptrace.StatusCodeOk) && r[0] != byte(ptrace.StatusCodeError) {
+	if l.WithStatus {
+		status = min(int(r[0]), StatusSlots-1)
+		if l.OtelStatusCode && r[0] != byte(ptrace.StatusCodeOk) && r[0] != byte(ptrace.StatusCodeError) {
 			status = 0 // no otel.status_code attribute: one series for unset and unknown codes
 		}
 	}
-	return kind*statusSlots + status
+	return kind*StatusSlots + status
 }
 
 // encodedStrLen returns the length of the appendStr encoding at the start of b.
@@ -330,23 +332,25 @@ func appendKeyHeader(dst []byte, resHash uint64, fam uint8) []byte {
 	return append(dst, fam)
 }
 
-func kindByte(k ptrace.SpanKind) byte {
+// KindByte is span kind k as a key stores it.
+func KindByte(k ptrace.SpanKind) byte {
 	if k < ptrace.SpanKindUnspecified || k > ptrace.SpanKindConsumer {
 		return unknownEnum
 	}
 	return byte(k)
 }
 
-func statusByte(c ptrace.StatusCode) byte {
+// StatusByte is status code c as a key stores it.
+func StatusByte(c ptrace.StatusCode) byte {
 	if c < ptrace.StatusCodeUnset || c > ptrace.StatusCodeError {
 		return unknownEnum
 	}
 	return byte(c)
 }
 
-// identity returns the part of a series key of family f that identifies the series: all of
+// Identity returns the part of a series key of family f that identifies the series: all of
 // it but the type tags of the dimensions (and, with glob dimensions, the count after them).
-func identity(key []byte, f *family) []byte {
+func Identity(key []byte, f *Family) []byte {
 	id, _ := splitKey(key, f)
 	return id
 }
@@ -357,54 +361,54 @@ const globCountLen = 4
 
 // splitKey splits a series key of family f into its identity and the type tags of its
 // dimensions, named then glob (nil for an overflow key).
-func splitKey(key []byte, f *family) (id, tags []byte) {
-	if isOverflowKey(key) {
+func splitKey(key []byte, f *Family) (id, tags []byte) {
+	if IsOverflowKey(key) {
 		return key, nil
 	}
-	if f.globs == nil {
-		n := len(key) - len(f.dims)
+	if f.Globs == nil {
+		n := len(key) - len(f.Dims)
 		return key[:n], key[n:]
 	}
 	end := len(key) - globCountLen
-	n := end - len(f.dims) - int(binary.LittleEndian.Uint32(key[end:]))
+	n := end - len(f.Dims) - int(binary.LittleEndian.Uint32(key[end:]))
 	return key[:n], key[n:end]
 }
 
-// putAttributes writes the data point attributes of a series key, in spanmetrics' order.
-func (l *layout) putAttributes(key []byte, dst pcommon.Map, strs StringCache) {
-	f := l.families[key[keyFamilyByte]&^overflowFlag]
-	if isOverflowKey(key) {
-		if isCapOverflowKey(key) {
-			r := keyReader{b: key[keyHeaderLen:], strings: strs}
+// PutAttributes writes the data point attributes of a series key, in spanmetrics' order.
+func (l *Layout) PutAttributes(key []byte, dst pcommon.Map, strs StringCache) {
+	f := l.Families[key[keyFamilyByte]&^overflowFlag]
+	if IsOverflowKey(key) {
+		if IsCapOverflowKey(key) {
+			r := keyReader{b: key[KeyHeaderLen:], strings: strs}
 			dst.EnsureCapacity(5)
 			l.putBuiltins(&r, dst, false)
 		}
-		dst.PutBool(overflowKey, true)
+		dst.PutBool(OverflowKey, true)
 		return
 	}
 	id, types := splitKey(key, f)
-	r := keyReader{b: id[keyHeaderLen:], strings: strs}
+	r := keyReader{b: id[KeyHeaderLen:], strings: strs}
 	dst.EnsureCapacity(5 + len(types))
-	l.putBuiltins(&r, dst, l.withName)
-	if len(l.scopes) > 0 && r.byte() == 1 {
-		dst.PutStr(instrumentationScopeNameKey, r.str())
+	l.putBuiltins(&r, dst, l.WithName)
+	if len(l.Scopes) > 0 && r.byte() == 1 {
+		dst.PutStr(ScopeNameKey, r.str())
 		if v := r.str(); v != "" {
-			dst.PutStr(instrumentationScopeVersionKey, v)
+			dst.PutStr(ScopeVersionKey, v)
 		}
 	}
-	for i := range f.dims {
+	for i := range f.Dims {
 		switch tag := r.byte(); tag {
 		case tagAbsent:
 		case tagStr:
-			r.stringForm(types[i], dst.PutEmpty(f.dims[i].name))
+			r.stringForm(types[i], dst.PutEmpty(f.Dims[i].Name))
 		default:
-			r.valueTagged(tag, dst.PutEmpty(f.dims[i].name))
+			r.valueTagged(tag, dst.PutEmpty(f.Dims[i].Name))
 		}
 	}
-	if f.globs == nil {
+	if f.Globs == nil {
 		return
 	}
-	types = types[len(f.dims):]
+	types = types[len(f.Dims):]
 	for i := range r.uvarint() {
 		k := r.str()
 		if tag := r.byte(); tag == tagStr {
@@ -417,28 +421,28 @@ func (l *layout) putAttributes(key []byte, dst pcommon.Map, strs StringCache) {
 
 // putBuiltins writes the built-in attributes read by r (the span name when withName) and the
 // collector instance ID, in spanmetrics' order.
-func (l *layout) putBuiltins(r *keyReader, dst pcommon.Map, withName bool) {
-	if l.withService {
-		dst.PutStr(serviceNameKey, r.str())
+func (l *Layout) putBuiltins(r *keyReader, dst pcommon.Map, withName bool) {
+	if l.WithService {
+		dst.PutStr(ServiceNameKey, r.str())
 	}
 	if withName {
-		dst.PutStr(spanNameKey, r.str())
+		dst.PutStr(SpanNameKey, r.str())
 	}
-	if l.withKind {
-		dst.PutStr(spanKindKey, kindName(r.byte()))
+	if l.WithKind {
+		dst.PutStr(SpanKindKey, KindName(r.byte()))
 	}
-	if l.withStatus {
+	if l.WithStatus {
 		code := r.byte()
 		switch {
-		case !l.otelStatusCode:
-			dst.PutStr(statusCodeKey, statusName(code))
+		case !l.OtelStatusCode:
+			dst.PutStr(StatusCodeKey, StatusName(code))
 		case code == byte(ptrace.StatusCodeError):
-			dst.PutStr(otelStatusCodeKey, "ERROR")
+			dst.PutStr(OtelStatusCodeKey, "ERROR")
 		case code == byte(ptrace.StatusCodeOk):
-			dst.PutStr(otelStatusCodeKey, "OK")
+			dst.PutStr(OtelStatusCodeKey, "OK")
 		}
 	}
-	if l.instanceID != "" {
-		dst.PutStr(collectorInstanceKey, l.instanceID)
+	if l.InstanceID != "" {
+		dst.PutStr(CollectorInstanceKey, l.InstanceID)
 	}
 }

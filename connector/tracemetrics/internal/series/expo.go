@@ -1,4 +1,4 @@
-package tracemetrics // import "github.com/otelcol-red/otelcol-red/connector/tracemetrics"
+package series // import "github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/series"
 
 import "math"
 
@@ -13,15 +13,15 @@ import "math"
 const (
 	expoMaxScale       = 20
 	expoMinScale       = -10
-	maxExponentialSize = 16384
-	// zeroCode marks a zero duration in an observation (go-expohisto's zero bucket).
-	zeroCode = math.MinInt32
+	MaxExponentialSize = 16384
+	// ZeroCode marks a zero duration in an observation (go-expohisto's zero bucket).
+	ZeroCode = math.MinInt32
 )
 
-// expoSketch is the bucket part of an exponential histogram: counts[0:n] of a segment of a
+// ExpoSketch is the bucket part of an exponential histogram: counts[0:n] of a segment of a
 // shared slab hold the buckets start..start+n-1 at scale. Slots n..cap-1 are always zero.
 // It holds no pointer, so millions of them cost the GC nothing.
-type expoSketch struct {
+type ExpoSketch struct {
 	off   uint32 // segment offset in the slab
 	cap   int32
 	n     int32
@@ -29,14 +29,14 @@ type expoSketch struct {
 	scale int32
 }
 
-// slab is bump-allocated storage for sketch segments. Segments that are outgrown or freed
+// Slab is bump-allocated storage for sketch segments. Segments that are outgrown or freed
 // become garbage counted in waste; the owner compacts when waste dominates.
-type slab struct {
+type Slab struct {
 	buf   []uint64
 	waste int
 }
 
-func (s *slab) alloc(n int32) uint32 {
+func (s *Slab) alloc(n int32) uint32 {
 	off := len(s.buf)
 	if off+int(n) > math.MaxUint32 {
 		panic("BUG: tracemetrics: exponential histogram slab over 4G buckets")
@@ -45,22 +45,53 @@ func (s *slab) alloc(n int32) uint32 {
 	return uint32(off)
 }
 
-func (s *slab) reset() {
+// WantsCompaction reports whether the segments freed or outgrown outweigh the live ones (and
+// are worth the copy).
+func (s *Slab) WantsCompaction() bool { return s.waste > 1<<20 && s.waste > len(s.buf)/2 }
+
+// Compact copies the live segments of states' sketches into a new slab and returns it.
+func (s *Slab) Compact(states []ExpoState) Slab {
+	var fresh Slab
+	for id := range states {
+		k := &states[id].Sketch
+		if k.cap == 0 {
+			continue
+		}
+		off := fresh.alloc(k.cap)
+		copy(fresh.buf[off:], s.buf[k.off:k.off+uint32(k.cap)])
+		k.off = off
+	}
+	return fresh
+}
+
+// Reset empties the slab, keeping its memory.
+func (s *Slab) Reset() {
 	s.buf = s.buf[:0]
 	s.waste = 0
 }
 
-func (k *expoSketch) counts(s *slab) []uint64 {
+// Scale is the sketch's scale.
+func (k *ExpoSketch) Scale() int32 { return k.scale }
+
+// Positive returns the sketch's buckets, held in s: the index of the first and the counts.
+func (k *ExpoSketch) Positive(s *Slab) (offset int32, counts []uint64) {
+	if k.n == 0 {
+		return 0, nil
+	}
+	return k.start, k.counts(s)[:k.n]
+}
+
+func (k *ExpoSketch) counts(s *Slab) []uint64 {
 	return s.buf[k.off : k.off+uint32(k.cap)]
 }
 
-// free returns the sketch's segment as waste and empties it.
-func (k *expoSketch) free(s *slab) {
+// Free returns the sketch's segment as waste and empties it.
+func (k *ExpoSketch) Free(s *Slab) {
 	if k.cap > 0 {
 		clear(k.counts(s)[:k.n])
 		s.waste += int(k.cap)
 	}
-	*k = expoSketch{}
+	*k = ExpoSketch{}
 }
 
 func changeScale(hi, lo, maxSize int32) int32 {
@@ -73,8 +104,8 @@ func changeScale(hi, lo, maxSize int32) int32 {
 	return change
 }
 
-// add counts c observations whose scale-20 index is idx20.
-func (k *expoSketch) add(s *slab, idx20 int32, c uint64, maxSize int32) {
+// Add counts c observations whose scale-20 index is idx20.
+func (k *ExpoSketch) Add(s *Slab, idx20 int32, c uint64, maxSize int32) {
 	// Most observations land in a bucket the sketch already covers (never when it is empty:
 	// n is 0).
 	if p := idx20>>(expoMaxScale-k.scale) - k.start; uint32(p) < uint32(k.n) {
@@ -85,7 +116,7 @@ func (k *expoSketch) add(s *slab, idx20 int32, c uint64, maxSize int32) {
 }
 
 // addSlow is add when the sketch is empty or the bucket is outside its range.
-func (k *expoSketch) addSlow(s *slab, idx20 int32, c uint64, maxSize int32) {
+func (k *ExpoSketch) addSlow(s *Slab, idx20 int32, c uint64, maxSize int32) {
 	if k.n == 0 {
 		k.scale = expoMaxScale
 	}
@@ -103,8 +134,8 @@ func (k *expoSketch) addSlow(s *slab, idx20 int32, c uint64, maxSize int32) {
 	k.counts(s)[idx-k.start] += c
 }
 
-// merge adds the buckets of o (held in os) to k.
-func (k *expoSketch) merge(s *slab, o *expoSketch, os *slab, maxSize int32) {
+// Merge adds the buckets of o (held in os) to k.
+func (k *ExpoSketch) Merge(s *Slab, o *ExpoSketch, os *Slab, maxSize int32) {
 	if o.n == 0 {
 		return
 	}
@@ -139,7 +170,7 @@ func (k *expoSketch) merge(s *slab, o *expoSketch, os *slab, maxSize int32) {
 }
 
 // downscale lowers the scale by `by`, merging neighbouring buckets in place.
-func (k *expoSketch) downscale(s *slab, by int32) {
+func (k *ExpoSketch) downscale(s *Slab, by int32) {
 	if by <= 0 {
 		return
 	}
@@ -161,7 +192,7 @@ func (k *expoSketch) downscale(s *slab, by int32) {
 }
 
 // extend makes the segment cover buckets lo..hi (hi-lo < maxSize) at the current scale.
-func (k *expoSketch) extend(s *slab, lo, hi, maxSize int32) {
+func (k *ExpoSketch) extend(s *Slab, lo, hi, maxSize int32) {
 	size := hi - lo + 1
 	if k.n == 0 {
 		if k.cap < size {
@@ -182,7 +213,7 @@ func (k *expoSketch) extend(s *slab, lo, hi, maxSize int32) {
 }
 
 // grow moves the sketch to a new segment of at least size slots, its counts shifted by shift.
-func (k *expoSketch) grow(s *slab, size, maxSize, shift int32) {
+func (k *ExpoSketch) grow(s *Slab, size, maxSize, shift int32) {
 	c := int32(4)
 	for c < size {
 		c *= 2
@@ -198,12 +229,13 @@ func (k *expoSketch) grow(s *slab, size, maxSize, shift int32) {
 	k.off, k.cap = off, c
 }
 
-// expoState is the exponential histogram part of a series, kept only when the duration
+// ExpoState is the exponential histogram part of a series, kept only when the duration
 // histogram is exponential.
-type expoState struct {
-	zero     uint64 // zero durations
-	min, max float64
-	sketch   expoSketch
+type ExpoState struct {
+	Zero     uint64 // zero durations
+	Min, Max float64
+	Sketch   ExpoSketch
 }
 
-func newExpoState() expoState { return expoState{min: math.Inf(1), max: math.Inf(-1)} }
+// NewExpoState returns the state of a histogram without observations.
+func NewExpoState() ExpoState { return ExpoState{Min: math.Inf(1), Max: math.Inf(-1)} }

@@ -1,4 +1,4 @@
-package tracemetrics // import "github.com/otelcol-red/otelcol-red/connector/tracemetrics"
+package series // import "github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/series"
 
 import (
 	"encoding/binary"
@@ -31,7 +31,8 @@ func appendStr(dst []byte, s string) []byte {
 	return append(dst, s...)
 }
 
-func appendStrValue(dst []byte, s string) []byte {
+// AppendStrValue appends the identity of string value s.
+func AppendStrValue(dst []byte, s string) []byte {
 	return appendStr(append(dst, tagStr), s)
 }
 
@@ -42,7 +43,7 @@ func appendIdentity(dst []byte, v pcommon.Value) ([]byte, byte) {
 	// a noticeable part of keying a span when asked twice per value (BenchmarkGlobDimensions).
 	switch v.Type() {
 	case pcommon.ValueTypeStr:
-		return appendStrValue(dst, v.Str()), tagStr
+		return AppendStrValue(dst, v.Str()), tagStr
 	case pcommon.ValueTypeInt:
 		dst = append(dst, tagStr, 0)
 		return setFormattedLen(strconv.AppendInt(dst, v.Int(), 10), len(dst)), tagInt
@@ -51,11 +52,11 @@ func appendIdentity(dst []byte, v pcommon.Value) ([]byte, byte) {
 		return setFormattedLen(appendFloatAsString(dst, v.Double()), len(dst)), tagDouble
 	case pcommon.ValueTypeBool:
 		if v.Bool() {
-			return appendStrValue(dst, "true"), tagTrue
+			return AppendStrValue(dst, "true"), tagTrue
 		}
-		return appendStrValue(dst, "false"), tagFalse
+		return AppendStrValue(dst, "false"), tagFalse
 	case pcommon.ValueTypeEmpty:
-		return appendStrValue(dst, ""), tagEmpty
+		return AppendStrValue(dst, ""), tagEmpty
 	default:
 		return appendValue(dst, v), tagBytes // bytes, maps and slices: their own tagged encoding
 	}
@@ -122,7 +123,7 @@ func appendFloatAsString(b []byte, f float64) []byte {
 func appendValue(dst []byte, v pcommon.Value) []byte {
 	switch v.Type() {
 	case pcommon.ValueTypeStr:
-		return appendStrValue(dst, v.Str())
+		return AppendStrValue(dst, v.Str())
 	case pcommon.ValueTypeInt:
 		return binary.LittleEndian.AppendUint64(append(dst, tagInt), uint64(v.Int()))
 	case pcommon.ValueTypeDouble:
