@@ -5,6 +5,7 @@ import (
 
 	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/clustering"
 	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/series"
+	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/telemetry"
 	"github.com/otelcol-red/otelcol-red/internal/intake"
 	"github.com/otelcol-red/otelcol-red/internal/pipeline"
 	"github.com/otelcol-red/otelcol-red/internal/sampling"
@@ -40,23 +41,23 @@ type aggregator struct {
 	// is the one goroutine that sees every batch, after the producers are done with it.
 	clusters *clustering.Clusterer
 
-	tel *telemetry
+	tel *telemetry.Telemetry
 }
 
 // newAggregator returns the aggregator of plan p, its tables hashing identities with keyHash.
-func newAggregator(p *series.Plan, keyHash func([]byte) uint64, clock clockwork.Clock, hints *intake.SizeHints, ringCap int, tel *telemetry) *aggregator {
+func newAggregator(p *series.Plan, keyHash func([]byte) uint64, clock clockwork.Clock, hints *intake.SizeHints, ringCap int, tel *telemetry.Telemetry) *aggregator {
 	a := &aggregator{
-		Plan: p,
-		ringCap:     ringCap,
-		hints:       hints,
-		wakeItems:   wakeItems(ringCap, firstSeriesPerBatch),
-		clock:       clock,
-		res:         newResourceTable(),
-		epoch:       1, // 0 marks a series without a row
-		active:      series.NewDeltaBuffer(len(p.Families)),
-		tel:         tel,
-		sel:         newSelector(p, tel),
-		demand:      newDemand(p, clock.Now().UnixNano()),
+		Plan:      p,
+		ringCap:   ringCap,
+		hints:     hints,
+		wakeItems: wakeItems(ringCap, firstSeriesPerBatch),
+		clock:     clock,
+		res:       newResourceTable(),
+		epoch:     1, // 0 marks a series without a row
+		active:    series.NewDeltaBuffer(len(p.Families)),
+		tel:       tel,
+		sel:       newSelector(p, tel),
+		demand:    newDemand(p, clock.Now().UnixNano()),
 	}
 	a.limits = &limits{Plan: p, res: a.res, sel: a.sel, tel: tel}
 	for _, f := range p.Families {
@@ -105,13 +106,13 @@ func (a *aggregator) Apply(b *series.Batch, now int64) {
 // the templates learned from them published once, and the wake count set from the batches'
 // sizes.
 func (a *aggregator) Applied(_ int, now int64) {
-	a.tel.aggregatedSpans.Add(a.spans)
+	a.tel.AggregatedSpans.Add(a.spans)
 	a.spans = 0
 	if a.clusters != nil {
 		a.clusters.Publish() // what the learner learned, for the producers
 	}
 	a.wakeItems = wakeItems(a.ringCap, int(a.hints.Get(series.HintSeries)))
-	a.tel.seriesLive.Store(int64(a.liveSeries()))
+	a.tel.SeriesLive.Store(int64(a.liveSeries()))
 }
 
 func (a *aggregator) liveSeries() int {
@@ -210,11 +211,11 @@ func (a *aggregator) apply(b *series.Batch) {
 	}
 	for k := series.LimitOverflow; k < series.OverflowKinds; k++ {
 		if overflowSpans[k] > 0 {
-			a.tel.overflowSpans[k].Add(overflowSpans[k])
+			a.tel.OverflowSpans[k].Add(overflowSpans[k])
 		}
 	}
 	if b.InvalidWeights > 0 {
-		a.tel.invalidWeights.Add(b.InvalidWeights)
+		a.tel.InvalidWeights.Add(b.InvalidWeights)
 	}
 }
 
@@ -286,7 +287,7 @@ func (a *aggregator) Swap(spare *series.DeltaBuffer, final bool) *series.DeltaBu
 		a.res.startInterval()
 	}
 	full.TS = now
-	a.tel.seriesLive.Store(int64(a.liveSeries()))
+	a.tel.SeriesLive.Store(int64(a.liveSeries()))
 	return full
 }
 

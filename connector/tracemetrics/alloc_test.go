@@ -94,9 +94,9 @@ func TestConsumeTracesSteadyStateAllocatesNothing(t *testing.T) {
 				require.Positive(t, c.reducer.names.renamed[renamedByRule].Load(), "the measured calls renamed spans")
 			}
 			if _, ok := tc.raw["max_series"]; ok {
-				require.Positive(t, c.tel.overflowSpans[series.GlobalOverflow].Load(), "the measured calls went to overflow series")
+				require.Positive(t, c.tel.OverflowSpans[series.GlobalOverflow].Load(), "the measured calls went to overflow series")
 			} else if _, ok := tc.raw["max_series_per_service"]; ok {
-				require.Positive(t, c.tel.overflowSpans[series.ServiceOverflow].Load(), "the measured calls went to overflow series")
+				require.Positive(t, c.tel.OverflowSpans[series.ServiceOverflow].Load(), "the measured calls went to overflow series")
 			}
 		})
 	}

@@ -629,7 +629,7 @@ func BenchmarkFlushLateness(b *testing.B) {
 				b.ReportMetric(float64(delivery)/float64(time.Millisecond), "max-delivery-ms")
 				b.ReportMetric(float64(flushes), "flushes")
 				if ours, ok := conn.(*connectorImp); ok {
-					b.ReportMetric(float64(ours.tel.flushesSkipped.Load()), "skipped")
+					b.ReportMetric(float64(ours.tel.FlushesSkipped.Load()), "skipped")
 				}
 				b.ReportMetric(float64(duration/interval), "expected-flushes")
 			}
@@ -679,8 +679,8 @@ func BenchmarkApplyOverflow(b *testing.B) {
 			maps.Copy(raw, v.limits)
 			c, batches := appliedConnector(b, raw, input)
 			var overflow int64
-			for k := range c.tel.overflowSpans {
-				overflow += c.tel.overflowSpans[k].Load()
+			for k := range c.tel.OverflowSpans {
+				overflow += c.tel.OverflowSpans[k].Load()
 			}
 			if v.limits != nil {
 				require.Equal(b, int64(len(input)*batchSize)*9/10, overflow, "9 spans in 10 overflow")

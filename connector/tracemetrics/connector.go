@@ -8,6 +8,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/series"
+	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/telemetry"
 	"github.com/otelcol-red/otelcol-red/internal/intake"
 	"github.com/otelcol-red/otelcol-red/internal/pipeline"
 )
@@ -38,7 +39,7 @@ type connectorImp struct {
 	reducer *reducer
 	agg     *aggregator
 	fl      *flusher
-	tel     *telemetry
+	tel     *telemetry.Telemetry
 }
 
 var _ consumer.Traces = (*connectorImp)(nil)
@@ -54,7 +55,7 @@ func newConnector(set component.TelemetrySettings, cfg *Config, next consumer.Me
 	if p.WithName { // with span.name excluded there is no name to rewrite
 		names = namerOf(cfg.SpanName)
 	}
-	tel, err := newTelemetry(set, pipe.Queue, p, names)
+	tel, err := telemetry.New(set, pipe.Queue, p, renamesOf(names))
 	if err != nil {
 		return nil, err
 	}
@@ -70,7 +71,7 @@ func newConnector(set component.TelemetrySettings, cfg *Config, next consumer.Me
 		c.agg.clusters = names.clusters
 	}
 	c.fl = &flusher{
-		Plan: p,
+		Plan:        p,
 		next:        next,
 		logger:      set.Logger,
 		tel:         tel,
@@ -95,9 +96,9 @@ func newConnector(set component.TelemetrySettings, cfg *Config, next consumer.Me
 		Clock:         clock,
 		FlushInterval: p.FlushInterval,
 		ErrShutdown:   errShutdown,
-		Refused:       &tel.refusedSpans,
-		Postponed:     &tel.flushesSkipped,
-		Closed:        tel.shutdown,
+		Refused:       &tel.RefusedSpans,
+		Postponed:     &tel.FlushesSkipped,
+		Closed:        tel.Shutdown,
 	})
 	if cfg.DimensionsCacheSize != 0 {
 		set.Logger.Warn("dimensions_cache_size is deprecated and ignored; use aggregation_cardinality_limit or max_series")

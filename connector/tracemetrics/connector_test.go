@@ -176,7 +176,7 @@ func TestConcurrentProducersCountEverySpan(t *testing.T) {
 				}
 				require.Equal(t, want, got.calls, "calls")
 				require.Equal(t, want, got.durations, "histogram counts")
-				require.Equal(t, want, c.tel.aggregatedSpans.Load(), "aggregated_spans")
+				require.Equal(t, want, c.tel.AggregatedSpans.Load(), "aggregated_spans")
 				require.Positive(t, got.overflowCalls, "max_series sends the excess to overflow series")
 			})
 		}
@@ -388,9 +388,9 @@ func flushOnce(t *testing.T, c *connectorImp, sink *consumertest.MetricsSink, cl
 	// within its round (on time under load), leaving the rest for the next interval.
 	c.settle(t)
 	require.Eventually(t, c.flusherIdle, 5*time.Second, time.Millisecond)
-	flushes := c.tel.flushes.Load()
+	flushes := c.tel.Flushes.Load()
 	clock.Advance(d)
-	require.Eventually(t, func() bool { return c.tel.flushes.Load() > flushes }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return c.tel.Flushes.Load() > flushes }, 5*time.Second, time.Millisecond)
 	return mergeMetrics(sink.AllMetrics()[n:])
 }
 
@@ -480,14 +480,14 @@ func TestSlowDownstreamSkipsFlushWithoutLoss(t *testing.T) {
 	require.Eventually(t, func() bool { return blocking.calls() == 1 }, 5*time.Second, time.Millisecond)
 	require.NoError(t, c.ConsumeTraces(context.Background(), oneSpan("a", "x")))
 	clock.Advance(time.Second) // postponed: no spare buffer
-	require.Eventually(t, func() bool { return c.tel.flushesSkipped.Load() == 1 }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return c.tel.FlushesSkipped.Load() == 1 }, 5*time.Second, time.Millisecond)
 	close(release)
 	// The postponed flush goes out as soon as the flusher is back, not a whole interval later.
 	require.Eventually(t, func() bool { return len(blocking.all()) == 2 }, 5*time.Second, time.Millisecond)
 	require.Equal(t, int64(2), sumUp(blocking.all()[1]).calls)
 	require.NoError(t, c.Shutdown(context.Background()))
 	require.Len(t, blocking.all(), 3) // Shutdown's final flush
-	require.EqualValues(t, 3, c.tel.flushes.Load(), "the postponed flush counts once, when it happens")
+	require.EqualValues(t, 3, c.tel.Flushes.Load(), "the postponed flush counts once, when it happens")
 }
 
 type blockingSink struct {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/hll"
 	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/series"
+	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/telemetry"
 )
 
 // demand estimates, per configured limit, how many distinct series it was offered and how
@@ -74,7 +75,7 @@ func (d *demand) refused(h uint64, k series.Overflow) {
 }
 
 // publish moves the windows on to now and stores their estimates for the telemetry.
-func (d *demand) publish(now int64, tel *telemetry) {
+func (d *demand) publish(now int64, tel *telemetry.Telemetry) {
 	if d == nil {
 		return
 	}
@@ -84,7 +85,7 @@ func (d *demand) publish(now int64, tel *telemetry) {
 		}
 		d.offered[k].Advance(now)
 		d.rejected[k].Advance(now)
-		tel.seriesDemand[k].Store(int64(math.Round(d.offered[k].Estimate())))
-		tel.overflowSeries[k].Store(int64(math.Round(d.rejected[k].Estimate())))
+		tel.SeriesDemand[k].Store(int64(math.Round(d.offered[k].Estimate())))
+		tel.OverflowSeries[k].Store(int64(math.Round(d.rejected[k].Estimate())))
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/series"
+	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/telemetry"
 	"github.com/otelcol-red/otelcol-red/internal/pipeline"
 )
 
@@ -35,7 +36,7 @@ type flusher struct {
 
 	next   consumer.Metrics
 	logger *zap.Logger
-	tel    *telemetry
+	tel    *telemetry.Telemetry
 
 	chunkPoints int // data points per ConsumeMetrics call (deps.chunkPoints)
 
@@ -174,8 +175,8 @@ func (f *flusher) process(buf *series.DeltaBuffer) {
 	for _, rid := range buf.ExpiredRes {
 		f.resAttrs[rid] = pcommon.Map{}
 	}
-	f.tel.recordFlush(time.Since(began), points)
-	f.tel.flushes.Add(1)
+	f.tel.RecordFlush(time.Since(began), points)
+	f.tel.Flushes.Add(1)
 }
 
 // group lists the ids of family fi to export, grouped by resource (a counting sort):
@@ -284,7 +285,7 @@ func cut(ids []uint32, n int) (head, tail []uint32) {
 func (f *flusher) send(md pmetric.Metrics) {
 	if err := f.next.ConsumeMetrics(context.Background(), md); err != nil {
 		f.logger.Error("Failed ConsumeMetrics", zap.Error(err))
-		f.tel.exportErrors.Add(1)
+		f.tel.ExportErrors.Add(1)
 	}
 }
 

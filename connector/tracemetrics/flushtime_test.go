@@ -77,7 +77,7 @@ func TestFlushOnTimeUnderOverload(t *testing.T) {
 	clock.Advance(time.Second) // the fake ticker's channel holds the tick when Advance returns
 	// Counted before each Put returns, so this bounds from above what was published at the tick.
 	publishedAtTick := queued.Load()
-	require.Eventually(t, func() bool { return c.tel.flushes.Load() >= 1 }, time.Minute, time.Millisecond,
+	require.Eventually(t, func() bool { return c.tel.Flushes.Load() >= 1 }, time.Minute, time.Millisecond,
 		"no flush under overload")
 	// Keep the load on until the bound could be exceeded, so that passing means something.
 	bound := publishedAtTick + int64(c.pipe.Queue.Cap())

@@ -103,7 +103,7 @@ func (r *running) flush() pmetric.Metrics {
 	if isOurs {
 		// A tick that finds the flusher still busy is skipped (by design); wait until idle.
 		require.Eventually(r.t, ours.flusherIdle, 10*time.Second, time.Millisecond)
-		flushes = ours.tel.flushes.Load()
+		flushes = ours.tel.Flushes.Load()
 	}
 	// Ticker registration is asynchronous in spanmetrics' Start; wait for a waiter.
 	require.NoError(r.t, r.clock.BlockUntilContext(context.Background(), 1))
@@ -111,7 +111,7 @@ func (r *running) flush() pmetric.Metrics {
 	// Generous: a flush of 1M series takes seconds on a loaded 2-core machine.
 	if isOurs {
 		// tracemetrics sends a flush in chunks: wait until the last one is out.
-		require.Eventually(r.t, func() bool { return ours.tel.flushes.Load() > flushes }, 2*time.Minute, time.Millisecond)
+		require.Eventually(r.t, func() bool { return ours.tel.Flushes.Load() > flushes }, 2*time.Minute, time.Millisecond)
 	} else {
 		require.Eventually(r.t, func() bool { return len(r.sink.AllMetrics()) > n }, 2*time.Minute, time.Millisecond)
 	}

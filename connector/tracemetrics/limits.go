@@ -1,6 +1,10 @@
 package tracemetrics // import "github.com/otelcol-red/otelcol-red/connector/tracemetrics"
 
-import "github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/series" // limits finds or creates the series of a span under the limits: aggregation_cardinality_limit
+import (
+	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/series" // limits finds or creates the series of a span under the limits: aggregation_cardinality_limit
+	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/telemetry"
+)
+
 // (spanmetrics'), max_series and max_series_per_service (ours, the caps). Owned by the
 // aggregator goroutine, with the resources it counts in.
 //
@@ -16,7 +20,7 @@ type limits struct {
 	*series.Plan
 	res   *resourceTable
 	sel   *selector // nil by arrival or without caps
-	tel   *telemetry
+	tel   *telemetry.Telemetry
 	ovKey []byte // the key of a cap overflow series being made (appendCapOverflowKey)
 }
 
@@ -72,7 +76,7 @@ func (l *limits) capRefuses(t *seriesTable, r *resource, h, w uint64) series.Ove
 	}
 	if by, ok := l.sel.claim(f, r.svc, h); ok {
 		if k = l.capFull(t, r.svc); k == series.NoOverflow {
-			l.tel.promotedSeries[by].Add(1)
+			l.tel.PromotedSeries[by].Add(1)
 			return series.NoOverflow
 		}
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/dimglob"
 	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/series"
+	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/telemetry"
 	"github.com/otelcol-red/otelcol-red/internal/buckets"
 )
 
@@ -260,4 +261,28 @@ func namerOf(c SpanNameConfig) *spanNamer {
 		rules = append(rules, nr)
 	}
 	return newSpanNamer(c.FromSemanticConventions, rules, c.Clustering.clusterer(), c.Clustering.DryRun)
+}
+
+// renamesOf is what the telemetry reads of namer n's counters; nil when nothing renames.
+func renamesOf(n *spanNamer) *telemetry.Renames {
+	if n == nil {
+		return nil
+	}
+	r := &telemetry.Renames{}
+	for k, on := range [renameLayers]bool{
+		renamedBySemconv:    n.semconv,
+		renamedByRule:       n.rules != nil,
+		renamedByClustering: n.clusters != nil && !n.dryRun,
+	} {
+		if on {
+			r.Layers = append(r.Layers, telemetry.Layer{Name: renameLayerNames[k], Renamed: n.renamed[k].Load})
+		}
+	}
+	if n.clusters != nil {
+		r.Templates = n.clusters.Templates
+		if n.dryRun {
+			r.DryRenamed = n.dryRenamed.Load
+		}
+	}
+	return r
 }

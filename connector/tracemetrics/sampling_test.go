@@ -96,7 +96,7 @@ func TestWeightedSpansCountAsTheirCopies(t *testing.T) {
 				require.NotEmpty(t, want)
 				requireSamePoints(t, want, got)
 			}
-			require.Zero(t, weighted.conn.(*connectorImp).tel.invalidWeights.Load())
+			require.Zero(t, weighted.conn.(*connectorImp).tel.InvalidWeights.Load())
 		})
 	}
 }
@@ -306,8 +306,8 @@ func TestInvalidWeightsCountOne(t *testing.T) {
 	weighted.consume(td)
 	plain.consume(stripped(td))
 	requireSamePoints(t, points(t, settledFlush(t, plain), false), points(t, settledFlush(t, weighted), false))
-	require.Equal(t, int64(invalid), weighted.conn.(*connectorImp).tel.invalidWeights.Load())
-	require.Zero(t, plain.conn.(*connectorImp).tel.invalidWeights.Load())
+	require.Equal(t, int64(invalid), weighted.conn.(*connectorImp).tel.InvalidWeights.Load())
+	require.Zero(t, plain.conn.(*connectorImp).tel.InvalidWeights.Load())
 }
 
 // sampling.weighted: false counts every span 1 whatever its tracestate or attribute: what

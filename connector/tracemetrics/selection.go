@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 
 	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/series"
+	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/telemetry"
 	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/topk"
 )
 
@@ -97,12 +98,12 @@ const promoteFactor = 2
 
 // newSelector returns the selector of p's caps, counting demotions in tel; nil by arrival or
 // without caps.
-func newSelector(p *series.Plan, tel *telemetry) *selector {
+func newSelector(p *series.Plan, tel *telemetry.Telemetry) *selector {
 	if !p.ByTraffic || (p.MaxSeries == 0 && p.MaxService == 0) {
 		return nil
 	}
 	return &selector{size: p.SketchSize, maxSeries: p.MaxSeries, maxService: p.MaxService,
-		demotedSeries: &tel.demotedSeries, admitted: map[uint64]admission{}}
+		demotedSeries: &tel.DemotedSeries, admitted: map[uint64]admission{}}
 }
 
 // reservedFor returns the slots of scope (service svc of family f, or the family) kept for

@@ -90,7 +90,7 @@ func BenchmarkRerank(b *testing.B) {
 				b.StartTimer()
 			}
 			b.ReportMetric(float64(took.Microseconds())/1000/float64(runs), "ms/rerank")
-			require.Positive(b, a.tel.demotedSeries[series.ServiceOverflow].Load())
+			require.Positive(b, a.tel.DemotedSeries[series.ServiceOverflow].Load())
 		})
 	}
 }

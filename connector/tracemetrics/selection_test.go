@@ -368,8 +368,8 @@ func TestRerankAllocatesNothing(t *testing.T) {
 	run()
 	require.Zero(t, testing.AllocsPerRun(20, run))
 	// Read from the aggregator: the telemetry is unregistered once shut down.
-	require.Positive(t, a.tel.demotedSeries[series.ServiceOverflow].Load(), "per-service scopes re-ranked")
-	require.Positive(t, a.tel.demotedSeries[series.GlobalOverflow].Load(), "the global scope re-ranked")
+	require.Positive(t, a.tel.DemotedSeries[series.ServiceOverflow].Load(), "per-service scopes re-ranked")
+	require.Positive(t, a.tel.DemotedSeries[series.GlobalOverflow].Load(), "the global scope re-ranked")
 }
 
 // With max_series alone (max_series_per_service's default, 0), one service's IDs fill the

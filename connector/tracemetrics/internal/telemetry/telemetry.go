@@ -1,4 +1,7 @@
-package tracemetrics // import "github.com/otelcol-red/otelcol-red/connector/tracemetrics"
+// Package telemetry is the tracemetrics connector's own telemetry behind a small wrapper: the
+// stages only add to and store atomics (the hot paths never touch the OTel API); the OTel
+// metric API is called from an observable callback at collection time and from the flusher.
+package telemetry // import "github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/telemetry"
 
 import (
 	"context"
@@ -15,33 +18,59 @@ import (
 	"github.com/otelcol-red/otelcol-red/internal/intake"
 )
 
-// telemetry is the connector's own telemetry. The hot paths only touch atomics; the OTel
+// Telemetry is the connector's own Telemetry. The hot paths only touch atomics; the OTel
 // metric API is called from observable callbacks at collection time and from the flusher.
-type telemetry struct {
-	seriesLive      atomic.Int64
-	aggregatedSpans atomic.Int64                       // added once per drained round by the aggregator
-	overflowSpans   [series.OverflowKinds]atomic.Int64 // by the limit that refused the series; [noOverflow] unused
-	flushes         atomic.Int64                       // added once per flush by the flusher
-	flushesSkipped  atomic.Int64
-	refusedSpans    atomic.Int64
-	exportErrors    atomic.Int64
-	invalidWeights  atomic.Int64 // added per batch by the aggregator
+type Telemetry struct {
+	SeriesLive      atomic.Int64
+	AggregatedSpans atomic.Int64                       // added once per drained round by the aggregator
+	OverflowSpans   [series.OverflowKinds]atomic.Int64 // by the limit that refused the series; [noOverflow] unused
+	Flushes         atomic.Int64                       // added once per flush by the flusher
+	FlushesSkipped  atomic.Int64
+	RefusedSpans    atomic.Int64
+	ExportErrors    atomic.Int64
+	InvalidWeights  atomic.Int64 // added per batch by the aggregator
 
 	// By limit (overflowKind), written by the aggregator: promotions and demotions of
 	// cap_selection by traffic at each swap (selection.go), and the demand estimates
 	// published at each swap (demand.go).
-	promotedSeries [series.OverflowKinds]atomic.Int64
-	demotedSeries  [series.OverflowKinds]atomic.Int64
-	seriesDemand   [series.OverflowKinds]atomic.Int64
-	overflowSeries [series.OverflowKinds]atomic.Int64
+	PromotedSeries [series.OverflowKinds]atomic.Int64
+	DemotedSeries  [series.OverflowKinds]atomic.Int64
+	SeriesDemand   [series.OverflowKinds]atomic.Int64
+	OverflowSeries [series.OverflowKinds]atomic.Int64
 
 	flushDuration metric.Float64Histogram
 	flushPoints   metric.Int64Histogram
 	reg           metric.Registration
 }
 
-func newTelemetry(set component.TelemetrySettings, q *intake.Queue[series.Batch], p *series.Plan, names *spanNamer) (*telemetry, error) {
-	t := &telemetry{}
+// Queue is what the telemetry reads of the intake ring.
+type Queue interface {
+	Len() int
+	HeldBytes() int64
+	Stats() intake.Stats
+}
+
+// Renames are span_name's counters, read at collection time.
+type Renames struct {
+	// Layers names the layers that rename spans (semantic_conventions, rule, clustering),
+	// each with its count.
+	Layers []Layer
+	// Templates is the span-name templates clustering holds; nil without clustering.
+	Templates func() int64
+	// DryRenamed is the spans clustering would have renamed; nil unless it runs dry.
+	DryRenamed func() int64
+}
+
+// Layer is a span_name layer that renames spans, and how many it renamed.
+type Layer struct {
+	Name    string
+	Renamed func() int64
+}
+
+// New returns the telemetry of a connector with plan p and intake ring q; renames is nil
+// when span_name is off.
+func New(set component.TelemetrySettings, q Queue, p *series.Plan, renames *Renames) (*Telemetry, error) {
+	t := &Telemetry{}
 	if set.MeterProvider == nil {
 		return t, nil
 	}
@@ -101,31 +130,25 @@ func newTelemetry(set component.TelemetrySettings, q *intake.Queue[series.Batch]
 		}
 	}
 	// One series per configured layer, from 0, as for the limits.
-	var layerSets [renameLayers]metric.ObserveOption
-	if n := names; n != nil {
-		for k, on := range [renameLayers]bool{
-			renamedBySemconv:    n.semconv,
-			renamedByRule:       n.rules != nil,
-			renamedByClustering: n.clusters != nil && !n.dryRun,
-		} {
-			if on {
-				layerSets[k] = metric.WithAttributeSet(attribute.NewSet(attribute.String("layer", renameLayerNames[k])))
-			}
+	var layerSets []metric.ObserveOption
+	if renames != nil {
+		for _, l := range renames.Layers {
+			layerSets = append(layerSets, metric.WithAttributeSet(attribute.NewSet(attribute.String("layer", l.Name))))
 		}
 	}
 	t.reg, err = m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 		st := q.Stats()
-		o.ObserveInt64(liveSeries, t.seriesLive.Load())
+		o.ObserveInt64(liveSeries, t.SeriesLive.Load())
 		o.ObserveInt64(depth, int64(q.Len()))
-		o.ObserveInt64(aggregated, t.aggregatedSpans.Load())
+		o.ObserveInt64(aggregated, t.AggregatedSpans.Load())
 		for k, set := range limitSets {
 			if set != nil {
-				o.ObserveInt64(overflow, t.overflowSpans[k].Load(), set)
-				o.ObserveInt64(demand, t.seriesDemand[k].Load(), set)
-				o.ObserveInt64(overflowSeries, t.overflowSeries[k].Load(), set)
+				o.ObserveInt64(overflow, t.OverflowSpans[k].Load(), set)
+				o.ObserveInt64(demand, t.SeriesDemand[k].Load(), set)
+				o.ObserveInt64(overflowSeries, t.OverflowSeries[k].Load(), set)
 				if k != int(series.LimitOverflow) && p.ByTraffic {
-					o.ObserveInt64(promoted, t.promotedSeries[k].Load(), set)
-					o.ObserveInt64(demoted, t.demotedSeries[k].Load(), set)
+					o.ObserveInt64(promoted, t.PromotedSeries[k].Load(), set)
+					o.ObserveInt64(demoted, t.DemotedSeries[k].Load(), set)
 				}
 			}
 		}
@@ -133,28 +156,27 @@ func newTelemetry(set component.TelemetrySettings, q *intake.Queue[series.Batch]
 		o.ObserveInt64(heldBytes, q.HeldBytes())
 		o.ObserveInt64(bytesWaits, int64(st.BytesWaits))
 		o.ObserveInt64(lost, int64(st.LostOffers))
-		o.ObserveInt64(flushes, t.flushes.Load())
-		o.ObserveInt64(skipped, t.flushesSkipped.Load())
-		o.ObserveInt64(refused, t.refusedSpans.Load())
-		o.ObserveInt64(exportErrs, t.exportErrors.Load())
-		for k, set := range layerSets {
-			if set != nil {
-				o.ObserveInt64(renamed, names.renamed[k].Load(), set)
-			}
+		o.ObserveInt64(flushes, t.Flushes.Load())
+		o.ObserveInt64(skipped, t.FlushesSkipped.Load())
+		o.ObserveInt64(refused, t.RefusedSpans.Load())
+		o.ObserveInt64(exportErrs, t.ExportErrors.Load())
+		for i, set := range layerSets {
+			o.ObserveInt64(renamed, renames.Layers[i].Renamed(), set)
 		}
-		if n := names; n != nil && n.clusters != nil {
-			o.ObserveInt64(templates, n.clusters.Templates())
-			if n.dryRun {
-				o.ObserveInt64(dryRenamed, n.dryRenamed.Load())
-			}
+		if renames != nil && renames.Templates != nil {
+			o.ObserveInt64(templates, renames.Templates())
 		}
-		o.ObserveInt64(invalidW, t.invalidWeights.Load())
+		if renames != nil && renames.DryRenamed != nil {
+			o.ObserveInt64(dryRenamed, renames.DryRenamed())
+		}
+		o.ObserveInt64(invalidW, t.InvalidWeights.Load())
 		return nil
 	}, liveSeries, depth, aggregated, overflow, demand, overflowSeries, promoted, demoted, fullWaits, heldBytes, bytesWaits, lost, flushes, skipped, refused, exportErrs, renamed, dryRenamed, templates, invalidW)
 	return t, err
 }
 
-func (t *telemetry) recordFlush(d time.Duration, points int) {
+// RecordFlush records a flush that took d and sent points data points.
+func (t *Telemetry) RecordFlush(d time.Duration, points int) {
 	if t.flushDuration == nil {
 		return
 	}
@@ -162,8 +184,8 @@ func (t *telemetry) recordFlush(d time.Duration, points int) {
 	t.flushPoints.Record(context.Background(), int64(points))
 }
 
-// shutdown unregisters the callback (once: the stage's Shutdown runs it once).
-func (t *telemetry) shutdown() {
+// Shutdown unregisters the callback (once: the pipeline stage's Shutdown runs it once).
+func (t *Telemetry) Shutdown() {
 	if t.reg != nil {
 		_ = t.reg.Unregister()
 	}
