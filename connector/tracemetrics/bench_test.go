@@ -30,6 +30,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
+	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/reduce"
 	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/series"
 	"github.com/otelcol-red/otelcol-red/internal/hash"
 )
@@ -129,10 +130,10 @@ func settleIfOurs(tb testing.TB, c connector.Traces) {
 // timeReduce reduces every batch of input once (a warm pass), then times b.N reductions and
 // reports the CPU time per span. after, when set, runs after each reduction, before the batch is
 // reset: what the aggregator does with a batch besides applying it (learning its names).
-func timeReduce(b *testing.B, red *reducer, input []ptrace.Traces, spansPerBatch int, after func(*series.Batch)) {
+func timeReduce(b *testing.B, red *reduce.Reducer, input []ptrace.Traces, spansPerBatch int, after func(*series.Batch)) {
 	batch := new(series.Batch)
 	step := func(td ptrace.Traces) {
-		red.reduce(batch, td)
+		red.Reduce(batch, td)
 		if after != nil {
 			after(batch)
 		}
@@ -153,12 +154,13 @@ func timeReduce(b *testing.B, red *reducer, input []ptrace.Traces, spansPerBatch
 
 // learnAfter is timeReduce's after for a reducer with span-name layers: the batch's names are
 // learned and the templates published, as the aggregator does once it applied the batch.
-func learnAfter(red *reducer) func(*series.Batch) {
+func learnAfter(c *connectorImp) func(*series.Batch) {
 	now := testStart.UnixNano()
+	clusters := c.names.Clusterer()
 	return func(batch *series.Batch) {
-		if red.names != nil && red.names.clusters != nil {
-			red.names.clusters.Learn(&batch.Clusters, now)
-			red.names.clusters.Publish()
+		if clusters != nil {
+			clusters.Learn(&batch.Clusters, now)
+			clusters.Publish()
 		}
 	}
 }
@@ -174,7 +176,7 @@ func appliedConnector(b *testing.B, raw map[string]any, input []ptrace.Traces) (
 	batches := make([]*series.Batch, len(input))
 	for i, td := range input {
 		batches[i] = new(series.Batch)
-		c.reducer.reduce(batches[i], td)
+		c.reducer.Reduce(batches[i], td)
 		c.agg.apply(batches[i])
 	}
 	return c, batches
@@ -492,13 +494,13 @@ func benchmarkReduce(b *testing.B, nSeries, batchSize int) {
 			red := r.conn.(*connectorImp).reducer
 			batch := new(series.Batch)
 			for _, td := range input {
-				red.reduce(batch, td)
+				red.Reduce(batch, td)
 				series.Batches.Reset(batch)
 			}
 			b.ResetTimer()
 			start := processCPU()
 			for i := 0; i < b.N; i++ {
-				red.reduce(batch, input[i%len(input)])
+				red.Reduce(batch, input[i%len(input)])
 				series.Batches.Reset(batch)
 			}
 			cpu := processCPU() - start
@@ -643,7 +645,7 @@ func BenchmarkFlushLateness(b *testing.B) {
 func saturate(c *connectorImp, stop *atomic.Bool, queued *atomic.Int64) {
 	tmpl := new(series.Batch)
 	tmpl.TS = time.Now().UnixNano()
-	c.reducer.reduce(tmpl, manySeries(2000))
+	c.reducer.Reduce(tmpl, manySeries(2000))
 	for !stop.Load() {
 		b := c.pipe.Free.Get()
 		if b == nil {

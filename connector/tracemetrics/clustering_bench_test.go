@@ -88,9 +88,9 @@ func BenchmarkClusteringReduce(b *testing.B) {
 				r := startConnector(b, NewFactory(), raw)
 				red := r.conn.(*connectorImp).reducer
 				// Learned once; then the names alone are timed, without learning.
-				learn, batch := learnAfter(red), new(series.Batch)
+				learn, batch := learnAfter(r.conn.(*connectorImp)), new(series.Batch)
 				for _, td := range input {
-					red.reduce(batch, td)
+					red.Reduce(batch, td)
 					learn(batch)
 					series.Batches.Reset(batch)
 				}

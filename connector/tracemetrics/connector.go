@@ -7,6 +7,7 @@ import (
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
+	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/reduce"
 	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/series"
 	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/telemetry"
 	"github.com/otelcol-red/otelcol-red/internal/intake"
@@ -36,10 +37,14 @@ type connectorImp struct {
 	*pipeline.Stage[series.Batch, *series.DeltaBuffer]
 
 	pipe    *intake.Pipe[series.Batch]
-	reducer *reducer
-	agg     *aggregator
-	fl      *flusher
-	tel     *telemetry.Telemetry
+	reducer *reduce.Reducer
+	// names renames span names (span_name; nil when off) and hints size the batches: both
+	// shared by the producers, read by the aggregator and the telemetry.
+	names *reduce.Namer
+	hints *intake.SizeHints
+	agg   *aggregator
+	fl    *flusher
+	tel   *telemetry.Telemetry
 }
 
 var _ consumer.Traces = (*connectorImp)(nil)
@@ -51,25 +56,26 @@ func newConnector(set component.TelemetrySettings, cfg *Config, next consumer.Me
 	}
 	// The free list holds up to ring_memory_mib of batches as well: beyond, the GC takes them.
 	pipe := intake.NewPipe(p.RingSize, p.RingBytes, series.Batches)
-	var names *spanNamer
+	var names *reduce.Namer
 	if p.WithName { // with span.name excluded there is no name to rewrite
 		names = namerOf(cfg.SpanName)
 	}
-	tel, err := telemetry.New(set, pipe.Queue, p, renamesOf(names))
+	tel, err := telemetry.New(set, pipe.Queue, p, names.Renames())
 	if err != nil {
 		return nil, err
 	}
-	red := newReducer(p, d.keyHash, names, newWeighting(cfg.Sampling))
+	hints := intake.NewSizeHints(series.NumHints, series.HintLimit)
+	red := reduce.New(p, d.keyHash, names, reduce.NewWeighting(cfg.Sampling.Weighted, cfg.Sampling.Attribute), hints)
 	c := &connectorImp{
 		plan:    p,
 		pipe:    pipe,
 		reducer: red,
+		names:   names,
+		hints:   hints,
 		tel:     tel,
 	}
-	c.agg = newAggregator(p, d.keyHash, d.clock, red.hints, pipe.Queue.Cap(), tel)
-	if names != nil {
-		c.agg.clusters = names.clusters
-	}
+	c.agg = newAggregator(p, d.keyHash, d.clock, hints, pipe.Queue.Cap(), tel)
+	c.agg.clusters = names.Clusterer()
 	c.fl = &flusher{
 		Plan:        p,
 		next:        next,
@@ -88,7 +94,7 @@ func newConnector(set component.TelemetrySettings, cfg *Config, next consumer.Me
 		Pipe: pipe,
 		Reduce: func(b *series.Batch, td ptrace.Traces) {
 			b.TS = clock.Now().UnixNano()
-			red.reduce(b, td)
+			red.Reduce(b, td)
 		},
 		Consumer:      c.agg,
 		Flusher:       c.fl,

@@ -563,7 +563,7 @@ func (c *connectorImp) fillUntil(tb testing.TB, done func() bool, puts *int) {
 	tb.Helper()
 	deadline := time.Now().Add(2 * time.Minute)
 	patience := time.Now().Add(2 * time.Millisecond)
-	likely := max(wakeItems(c.pipe.Queue.Cap(), int(c.reducer.hints.Get(series.HintSeries))), wakeItems(c.pipe.Queue.Cap(), firstSeriesPerBatch))
+	likely := max(wakeItems(c.pipe.Queue.Cap(), int(c.hints.Get(series.HintSeries))), wakeItems(c.pipe.Queue.Cap(), firstSeriesPerBatch))
 	largest := wakeItems(c.pipe.Queue.Cap(), 0)
 	for !done() {
 		require.True(tb, time.Now().Before(deadline), "the aggregator does not drain the ring")

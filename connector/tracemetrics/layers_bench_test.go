@@ -117,11 +117,11 @@ func BenchmarkLayers(b *testing.B) {
 			b.Run(fmt.Sprintf("series=%dk/reduce/%s", nSeries/1000, v.name), func(b *testing.B) {
 				r := startConnector(b, NewFactory(), v.raw)
 				red := r.conn.(*connectorImp).reducer
-				learn, batch := learnAfter(red), new(series.Batch)
+				learn, batch := learnAfter(r.conn.(*connectorImp)), new(series.Batch)
 				// Until clustering has learned every name (LearnPerBatch a batch).
-				for pass := 0; pass < 2 || red.names != nil && red.names.clusters != nil && red.names.clusters.Templates() < int64(services*250) && pass < 100; pass++ {
+				for pass := 0; pass < 2 || r.conn.(*connectorImp).names.Clusterer() != nil && r.conn.(*connectorImp).names.Clusterer().Templates() < int64(services*250) && pass < 100; pass++ {
 					for _, td := range input {
-						red.reduce(batch, td)
+						red.Reduce(batch, td)
 						learn(batch)
 						series.Batches.Reset(batch)
 					}
@@ -135,9 +135,9 @@ func BenchmarkLayers(b *testing.B) {
 				r := startConnector(b, NewFactory(), v.raw)
 				// Until clustering has learned every name: the steady state, as in the
 				// binary a few seconds into a run.
-				if names := r.conn.(*connectorImp).reducer.names; names != nil && names.clusters != nil {
+				if clusters := r.conn.(*connectorImp).names.Clusterer(); clusters != nil {
 					for range 100 {
-						if names.clusters.Templates() >= int64(services*250) {
+						if clusters.Templates() >= int64(services*250) {
 							break
 						}
 						consumeParallel(r.conn, input, 2, len(input))

@@ -1,10 +1,11 @@
 package tracemetrics // import "github.com/otelcol-red/otelcol-red/connector/tracemetrics"
 
 import (
-	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/series" // limits finds or creates the series of a span under the limits: aggregation_cardinality_limit
+	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/series"
 	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/telemetry"
 )
 
+// limits finds or creates the series of a span under the limits: aggregation_cardinality_limit
 // (spanmetrics'), max_series and max_series_per_service (ours, the caps). Owned by the
 // aggregator goroutine, with the resources it counts in.
 //

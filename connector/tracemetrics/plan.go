@@ -8,8 +8,8 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 
 	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/dimglob"
+	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/reduce"
 	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/series"
-	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/telemetry"
 	"github.com/otelcol-red/otelcol-red/internal/buckets"
 )
 
@@ -251,38 +251,14 @@ func newGlobs(l *series.Layout, f *series.Family, lists ...[]Dimension) (*dimglo
 }
 
 // namerOf returns what renames span names under span_name; nil when nothing does.
-func namerOf(c SpanNameConfig) *spanNamer {
-	var rules []nameRule
+func namerOf(c SpanNameConfig) *reduce.Namer {
+	var rules []reduce.Rule
 	for _, r := range c.Rules {
-		nr, err := compileNameRule(r)
+		nr, err := reduce.CompileRule(r.Service, r.Match, r.Replace)
 		if err != nil {
 			panic("BUG: tracemetrics: span_name.rules not validated: " + err.Error())
 		}
 		rules = append(rules, nr)
 	}
-	return newSpanNamer(c.FromSemanticConventions, rules, c.Clustering.clusterer(), c.Clustering.DryRun)
-}
-
-// renamesOf is what the telemetry reads of namer n's counters; nil when nothing renames.
-func renamesOf(n *spanNamer) *telemetry.Renames {
-	if n == nil {
-		return nil
-	}
-	r := &telemetry.Renames{}
-	for k, on := range [renameLayers]bool{
-		renamedBySemconv:    n.semconv,
-		renamedByRule:       n.rules != nil,
-		renamedByClustering: n.clusters != nil && !n.dryRun,
-	} {
-		if on {
-			r.Layers = append(r.Layers, telemetry.Layer{Name: renameLayerNames[k], Renamed: n.renamed[k].Load})
-		}
-	}
-	if n.clusters != nil {
-		r.Templates = n.clusters.Templates
-		if n.dryRun {
-			r.DryRenamed = n.dryRenamed.Load
-		}
-	}
-	return r
+	return reduce.NewNamer(c.FromSemanticConventions, rules, c.Clustering.clusterer(), c.Clustering.DryRun)
 }

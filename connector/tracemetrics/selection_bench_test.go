@@ -67,7 +67,7 @@ func BenchmarkRerank(b *testing.B) {
 			a := c.agg // not started: driven from here
 			for _, td := range benchInput(nSeries, 1000) {
 				batch := new(series.Batch)
-				c.reducer.reduce(batch, td)
+				c.reducer.Reduce(batch, td)
 				a.apply(batch)
 			}
 			tab := a.tables[0]

@@ -3,7 +3,11 @@ package tracemetrics // import "github.com/otelcol-red/otelcol-red/connector/tra
 import (
 	"errors"
 	"fmt"
-) // SpanNameConfig rewrites the span name the metrics are keyed by (the span.name attribute), so
+
+	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/reduce"
+)
+
+// SpanNameConfig rewrites the span name the metrics are keyed by (the span.name attribute), so
 // that instrumentation that put a raw URL path or an ID in the span name does not make a series
 // per request. All three layers are off by default: the metrics then carry span names exactly
 // as spanmetrics does.
@@ -41,7 +45,7 @@ type SpanNameRule struct {
 func (c *SpanNameConfig) validate() error {
 	var errs []error
 	for i, r := range c.Rules {
-		if _, err := compileNameRule(r); err != nil {
+		if _, err := reduce.CompileRule(r.Service, r.Match, r.Replace); err != nil {
 			errs = append(errs, fmt.Errorf("span_name.rules[%d].%w", i, err))
 		}
 	}

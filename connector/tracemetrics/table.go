@@ -52,6 +52,13 @@ func (t *seriesTable) find(h uint64, rid uint32, ident []byte) (uint32, bool) {
 	return 0, false
 }
 
+// touchAhead is how many series of a batch touchSeries reads ahead of apply; minTouch the
+// fewest worth a pass of their own (the reducer reads spans ahead by the same counts).
+const (
+	touchAhead = 64
+	minTouch   = 8
+)
+
 // touchMinSeries is the number of live series from which apply reads ahead: about where the
 // hash index, the series records and the key bytes (README, per-structure table) outgrow the
 // CPU caches. Below it the read-ahead costs without saving (BenchmarkApply series=1k).

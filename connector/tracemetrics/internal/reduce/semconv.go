@@ -1,9 +1,11 @@
-package tracemetrics // import "github.com/otelcol-red/otelcol-red/connector/tracemetrics"
+package reduce // import "github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/reduce"
 
 import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
-) // Attributes the semantic conventions name spans after: the stable ones, and the HTTP ones of
+)
+
+// Attributes the semantic conventions name spans after: the stable ones, and the HTTP ones of
 // v1.20 and before (http.method), which many instrumentations still emit.
 const (
 	attrHTTPRequestMethod      = "http.request.method"

@@ -1,8 +1,8 @@
-package tracemetrics // import "github.com/otelcol-red/otelcol-red/connector/tracemetrics"
+package reduce // import "github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/reduce"
 
 import (
 	"errors"
-	"fmt" // compileNameRule compiles r; its error starts with the rule's key (match or replace).
+	"fmt"
 	"hash/maphash"
 	"regexp"
 	"regexp/syntax"
@@ -12,18 +12,21 @@ import (
 	"unsafe"
 )
 
-func compileNameRule(r SpanNameRule) (nameRule, error) {
-	if r.Match == "" {
-		return nameRule{}, errors.New("match: empty; every rule needs a regular expression")
+// CompileRule compiles the rule that replaces the names of service's spans (every
+// service's when "") that match with replace; its error starts with the rule's key (match or
+// replace).
+func CompileRule(service, match, replace string) (Rule, error) {
+	if match == "" {
+		return Rule{}, errors.New("match: empty; every rule needs a regular expression")
 	}
-	re, err := regexp.Compile(r.Match)
+	re, err := regexp.Compile(match)
 	if err != nil {
-		return nameRule{}, fmt.Errorf("match: %w", err)
+		return Rule{}, fmt.Errorf("match: %w", err)
 	}
-	if err := checkTemplate(re, r.Replace); err != nil {
-		return nameRule{}, fmt.Errorf("replace: %w", err)
+	if err := checkTemplate(re, replace); err != nil {
+		return Rule{}, fmt.Errorf("replace: %w", err)
 	}
-	return nameRule{service: r.Service, re: re, replace: r.Replace, prefix: anchoredPrefix(re)}, nil
+	return Rule{service: service, re: re, replace: replace, prefix: anchoredPrefix(re)}, nil
 }
 
 // anchoredPrefix returns the literal text every name a rule can match starts with: the
@@ -95,7 +98,8 @@ func isNameByte(c byte) bool {
 	return c == '_' || '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
 }
 
-type nameRule struct {
+// Rule is a span_name rule, compiled (CompileRule).
+type Rule struct {
 	service string // "" for every service
 	re      *regexp.Regexp
 	replace string
@@ -106,14 +110,14 @@ type nameRule struct {
 // producer: the rules are immutable and the cache is made of immutable entries behind atomic
 // pointers (spanNamer has the costs).
 type ruleSet struct {
-	rules  []nameRule
+	rules  []Rule
 	anyAll bool // a rule applies to every service
 	seed   maphash.Seed
 	cache  []atomic.Pointer[nameEntry] // nameCacheSlots
 }
 
 // newRuleSet returns the rules with an empty cache; nil without rules.
-func newRuleSet(rules []nameRule) *ruleSet {
+func newRuleSet(rules []Rule) *ruleSet {
 	if len(rules) == 0 {
 		return nil
 	}

@@ -1,23 +1,25 @@
-package tracemetrics // import "github.com/otelcol-red/otelcol-red/connector/tracemetrics"
+package reduce // import "github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/reduce"
 
 import (
 	"sync/atomic"
 
-	"go.opentelemetry.io/collector/pdata/ptrace" // Layers of renaming, as counted in renamed_spans.
+	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/clustering"
+	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/telemetry"
 )
 
+// Layers of renaming, as counted in renamed_spans.
 const (
-	renamedBySemconv = iota
-	renamedByRule
-	renamedByClustering
-	renameLayers
+	RenamedBySemconv = iota
+	RenamedByRule
+	RenamedByClustering
+	RenameLayers
 )
 
-var renameLayerNames = [renameLayers]string{"semantic_conventions", "rule", "clustering"}
+var renameLayerNames = [RenameLayers]string{"semantic_conventions", "rule", "clustering"}
 
-// spanNamer gives a span the name its series are keyed by. It is shared by every producer: the
+// Namer gives a span the name its series are keyed by. It is shared by every producer: the
 // configuration is immutable, and the rule cache and the counters are atomics, so producers
 // never take a lock for it nor share one with the aggregator. Clustering's templates are
 // read the same way, from snapshots the aggregator publishes (internal/clustering).
@@ -31,30 +33,30 @@ var renameLayerNames = [renameLayers]string{"semantic_conventions", "rule", "clu
 // (two objects) when it is admitted: at once into a free slot, one miss in nameCacheAdmit
 // into a full set, replacing a slot. At most three allocations per span, about one while
 // names do not repeat.
-type spanNamer struct {
+type Namer struct {
 	semconv bool
 	rules   *ruleSet                   // nil without rules
-	renamed [renameLayers]atomic.Int64 // spans renamed, by layer (telemetry)
+	renamed [RenameLayers]atomic.Int64 // spans renamed, by layer (telemetry)
 
 	clusters   *clustering.Clusterer // nil without span_name.clustering
 	dryRun     bool                  // clustering only counts
 	dryRenamed atomic.Int64          // spans clustering would have renamed (dry run)
 }
 
-// newSpanNamer returns nil when nothing renames spans: the reducer then reads span names as
+// NewNamer returns nil when nothing renames spans: the reducer then reads span names as
 // they are, with one nil check per span.
-func newSpanNamer(semconv bool, rules []nameRule, clusters *clustering.Clusterer, dryRun bool) *spanNamer {
+func NewNamer(semconv bool, rules []Rule, clusters *clustering.Clusterer, dryRun bool) *Namer {
 	if !semconv && len(rules) == 0 && clusters == nil {
 		return nil
 	}
-	return &spanNamer{semconv: semconv, rules: newRuleSet(rules), clusters: clusters, dryRun: dryRun}
+	return &Namer{semconv: semconv, rules: newRuleSet(rules), clusters: clusters, dryRun: dryRun}
 }
 
 // nameScratch is a batch's room for renaming: the names built for the span being reduced, and
 // the spans renamed since the counters were last published.
 type nameScratch struct {
 	semconv, rule []byte
-	renamed       [renameLayers]int64
+	renamed       [RenameLayers]int64
 	dryRun        int64
 	misses        uint64              // names that found their cache set full (nameCacheAdmit)
 	cluster       *clustering.Scratch // in the batch: the template built, and the names for the learner
@@ -80,7 +82,7 @@ type lastName struct {
 
 // name returns the name span's series are keyed by. The result may point into s and is valid
 // until the next call with s: the caller copies it into the key.
-func (n *spanNamer) name(s *nameScratch, svc string, span ptrace.Span) string {
+func (n *Namer) name(s *nameScratch, svc string, span ptrace.Span) string {
 	name := span.Name()
 	// route: the span has an http.route, whose name clustering leaves to the layers above;
 	// from_semantic_conventions reads it in the same pass as its own attributes.
@@ -88,7 +90,7 @@ func (n *spanNamer) name(s *nameScratch, svc string, span ptrace.Span) string {
 	if n.semconv {
 		var renamed bool
 		if s.semconv, renamed, route = appendSemconvName(s.semconv[:0], span); renamed {
-			s.renamed[renamedBySemconv]++
+			s.renamed[RenamedBySemconv]++
 			s.last.valid = false // the rules may rewrite s.rule, which s.last.out may be in
 			name = bytesString(s.semconv)
 			if out, ok := n.rename(s, svc, name); ok {
@@ -108,7 +110,7 @@ func (n *spanNamer) name(s *nameScratch, svc string, span ptrace.Span) string {
 		}
 		return l.out
 	}
-	rule, clustered, dry := s.renamed[renamedByRule], s.renamed[renamedByClustering], s.dryRun
+	rule, clustered, dry := s.renamed[RenamedByRule], s.renamed[RenamedByClustering], s.dryRun
 	out := name
 	if r, ok := n.rename(s, svc, name); ok {
 		out = r
@@ -116,8 +118,8 @@ func (n *spanNamer) name(s *nameScratch, svc string, span ptrace.Span) string {
 		out = n.cluster(s, svc, name)
 	}
 	s.last = lastName{valid: true, route: route, svc: svc, name: name, out: out, kept: out == name,
-		rule:      s.renamed[renamedByRule] != rule,
-		clustered: s.renamed[renamedByClustering] != clustered,
+		rule:      s.renamed[RenamedByRule] != rule,
+		clustered: s.renamed[RenamedByClustering] != clustered,
 		dry:       s.dryRun != dry}
 	return out
 }
@@ -125,10 +127,10 @@ func (n *spanNamer) name(s *nameScratch, svc string, span ptrace.Span) string {
 // count adds to s's counters what the span l describes added.
 func (l *lastName) count(s *nameScratch) {
 	if l.rule {
-		s.renamed[renamedByRule]++
+		s.renamed[RenamedByRule]++
 	}
 	if l.clustered {
-		s.renamed[renamedByClustering]++
+		s.renamed[RenamedByClustering]++
 	}
 	if l.dry {
 		s.dryRun++
@@ -136,20 +138,20 @@ func (l *lastName) count(s *nameScratch) {
 }
 
 // rename applies the rules to name, counting a rename.
-func (n *spanNamer) rename(s *nameScratch, svc, name string) (string, bool) {
+func (n *Namer) rename(s *nameScratch, svc, name string) (string, bool) {
 	if n.rules == nil || !n.rules.appliesTo(svc) {
 		return "", false
 	}
 	out, ok := n.rules.ruleName(s, svc, name)
 	if ok {
-		s.renamed[renamedByRule]++
+		s.renamed[RenamedByRule]++
 	}
 	return out, ok
 }
 
 // publish adds the spans s renamed to the counters, once per request, and forgets the last
 // name (lastName: it points into the request).
-func (n *spanNamer) publish(s *nameScratch) {
+func (n *Namer) publish(s *nameScratch) {
 	s.last = lastName{}
 	for i, v := range s.renamed {
 		if v != 0 {
@@ -166,7 +168,7 @@ func (n *spanNamer) publish(s *nameScratch) {
 // cluster renames a span's name, which no earlier layer renamed and which has no http.route,
 // by its learned template (span_name.clustering). Off, dry-run or not, the name is as it was for the metrics; a dry
 // run only counts.
-func (n *spanNamer) cluster(s *nameScratch, svc, name string) string {
+func (n *Namer) cluster(s *nameScratch, svc, name string) string {
 	out, changed := n.clusters.Template(s.cluster, svc, name)
 	switch {
 	case !changed:
@@ -175,6 +177,41 @@ func (n *spanNamer) cluster(s *nameScratch, svc, name string) string {
 		s.dryRun++
 		return name
 	}
-	s.renamed[renamedByClustering]++
+	s.renamed[RenamedByClustering]++
 	return out
 }
+
+// Renames is what the telemetry reads of n's counters; nil when nothing Renames.
+func (n *Namer) Renames() *telemetry.Renames {
+	if n == nil {
+		return nil
+	}
+	r := &telemetry.Renames{}
+	for k, on := range [RenameLayers]bool{
+		RenamedBySemconv:    n.semconv,
+		RenamedByRule:       n.rules != nil,
+		RenamedByClustering: n.clusters != nil && !n.dryRun,
+	} {
+		if on {
+			r.Layers = append(r.Layers, telemetry.Layer{Name: renameLayerNames[k], Renamed: n.renamed[k].Load})
+		}
+	}
+	if n.clusters != nil {
+		r.Templates = n.clusters.Templates
+		if n.dryRun {
+			r.DryRenamed = n.dryRenamed.Load
+		}
+	}
+	return r
+}
+
+// Clusterer is the clustering layer's learner, for the aggregator to feed; nil when off.
+func (n *Namer) Clusterer() *clustering.Clusterer {
+	if n == nil {
+		return nil
+	}
+	return n.clusters
+}
+
+// Renamed is the spans layer renamed so far (renamedBySemconv, ...).
+func (n *Namer) Renamed(layer int) int64 { return n.renamed[layer].Load() }

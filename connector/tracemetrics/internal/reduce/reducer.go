@@ -1,4 +1,10 @@
-package tracemetrics // import "github.com/otelcol-red/otelcol-red/connector/tracemetrics"
+// Package reduce is the producers' stage of the tracemetrics connector: a ConsumeTraces call
+// reduces its request to one series.Batch of per-series deltas, without locks and, once the
+// batch pool is warm, without allocating: series keys (series.Layout.AppendKey), span names
+// (Namer: semantic conventions, rules, clustering templates), glob dimensions and sampling
+// weights. The Reducer and the Namer are shared by every producer; each call writes only into
+// its own batch and the scratch kept with it.
+package reduce // import "github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/reduce"
 
 import (
 	"bytes"
@@ -12,10 +18,10 @@ import (
 	"github.com/otelcol-red/otelcol-red/internal/sampling"
 )
 
-// reducer turns ptrace.Traces into a deltaBatch. It is shared by all producers and, but for
+// Reducer turns ptrace.Traces into a series.Batch. It is shared by all producers and, but for
 // its size hints (atomics), immutable after construction; everything else mutable lives in the
 // batch.
-type reducer struct {
+type Reducer struct {
 	*series.Plan // the configuration, derived once
 	keyHash      func([]byte) uint64
 	spanFams     []*series.Family
@@ -24,13 +30,15 @@ type reducer struct {
 	hints        *intake.SizeHints
 	// names renames spans (span_name); nil when off. Its rule cache and counters are atomics,
 	// shared by the producers and read by the telemetry.
-	names   *spanNamer
-	weights weighting // sampling
+	names   *Namer
+	weights Weighting // sampling
 }
 
-func newReducer(p *series.Plan, keyHash func([]byte) uint64, names *spanNamer, weights weighting) *reducer {
-	r := &reducer{Plan: p, keyHash: keyHash, spanFams: p.SpanFamilies(), hints: intake.NewSizeHints(series.NumHints, series.HintLimit),
-		names: names, weights: weights}
+// New returns the reducer of plan p: series identities hashed with keyHash, span names from
+// names (nil: as they are), weights of sampled spans from weights, and batches grown to hints
+// (series.NumHints slots) before they are filled.
+func New(p *series.Plan, keyHash func([]byte) uint64, names *Namer, weights Weighting, hints *intake.SizeHints) *Reducer {
+	r := &Reducer{Plan: p, keyHash: keyHash, spanFams: p.SpanFamilies(), hints: hints, names: names, weights: weights}
 	if p.EventsFamily >= 0 {
 		r.eventsFam = p.Families[p.EventsFamily]
 	}
@@ -67,9 +75,9 @@ func scratchOf(b *series.Batch) *producerScratch {
 	return s
 }
 
-// reduce adds the spans of td to b. Resources without service.name are skipped, as
+// Reduce adds the spans of td to b. Resources without service.name are skipped, as
 // spanmetrics skips them.
-func (r *reducer) reduce(b *series.Batch, td ptrace.Traces) {
+func (r *Reducer) Reduce(b *series.Batch, td ptrace.Traces) {
 	sc := scratchOf(b)
 	rss := td.ResourceSpans()
 	// The table starts small and doubles as series arrive (upsert): counting the spans first
@@ -149,7 +157,7 @@ func touchSpans(spans ptrace.SpanSlice, from, to int) byte {
 	return t
 }
 
-func (r *reducer) addResource(b *series.Batch, attrs pcommon.Map, svc string) uint32 {
+func (r *Reducer) addResource(b *series.Batch, attrs pcommon.Map, svc string) uint32 {
 	keyOff := len(b.Arena)
 	b.Arena = b.Sorter.AppendSorted(b.Arena, attrs, r.KeyAttrs)
 	key := series.Ref{Off: uint32(keyOff), N: uint32(len(b.Arena) - keyOff)}
@@ -174,7 +182,7 @@ func (r *reducer) addResource(b *series.Batch, attrs pcommon.Map, svc string) ui
 	return uint32(len(b.Resources) - 1)
 }
 
-func (r *reducer) reduceSpan(b *series.Batch, sc *producerScratch, res uint32, resHash uint64, svc string, resAttrs pcommon.Map, scope pcommon.InstrumentationScope, withScope bool, span ptrace.Span) {
+func (r *Reducer) reduceSpan(b *series.Batch, sc *producerScratch, res uint32, resHash uint64, svc string, resAttrs pcommon.Map, scope pcommon.InstrumentationScope, withScope bool, span ptrace.Span) {
 	// Protect against end timestamps before start timestamps: assume 0 duration (spanmetrics).
 	value := 0.0
 	if start, end := span.StartTimestamp(), span.EndTimestamp(); end > start {
