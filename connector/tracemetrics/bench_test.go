@@ -30,6 +30,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
+	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/flush"
 	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/reduce"
 	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/series"
 	"github.com/otelcol-red/otelcol-red/internal/hash"
@@ -171,7 +172,7 @@ func learnAfter(c *connectorImp) func(*series.Batch) {
 func appliedConnector(b *testing.B, raw map[string]any, input []ptrace.Traces) (*connectorImp, []*series.Batch) {
 	cfg := NewFactory().CreateDefaultConfig().(*Config)
 	require.NoError(b, confmap.NewFromStringMap(raw).Unmarshal(cfg))
-	c, err := newConnector(componenttest.NewNopTelemetrySettings(), cfg, consumertest.NewNop(), deps{clock: clockwork.NewFakeClockAt(testStart), chunkPoints: chunkDataPoints, keyHash: hash.Sum64}, "")
+	c, err := newConnector(componenttest.NewNopTelemetrySettings(), cfg, consumertest.NewNop(), deps{clock: clockwork.NewFakeClockAt(testStart), chunkPoints: flush.ChunkDataPoints, keyHash: hash.Sum64}, "")
 	require.NoError(b, err)
 	batches := make([]*series.Batch, len(input))
 	for i, td := range input {

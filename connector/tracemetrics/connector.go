@@ -7,6 +7,7 @@ import (
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
+	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/flush"
 	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/reduce"
 	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/series"
 	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/telemetry"
@@ -43,7 +44,7 @@ type connectorImp struct {
 	names *reduce.Namer
 	hints *intake.SizeHints
 	agg   *aggregator
-	fl    *flusher
+	fl    *flush.Flusher
 	tel   *telemetry.Telemetry
 }
 
@@ -76,19 +77,7 @@ func newConnector(set component.TelemetrySettings, cfg *Config, next consumer.Me
 	}
 	c.agg = newAggregator(p, d.keyHash, d.clock, hints, pipe.Queue.Cap(), tel)
 	c.agg.clusters = names.Clusterer()
-	c.fl = &flusher{
-		Plan:        p,
-		next:        next,
-		logger:      set.Logger,
-		tel:         tel,
-		byRes:       make([][]int32, len(p.Families)),
-		strings:     newStringCache(stringCacheLimit),
-		orders:      make([][]uint32, len(p.Families)),
-		chunkPoints: d.chunkPoints,
-	}
-	for _, f := range p.Families {
-		c.fl.tables = append(c.fl.tables, &flushTable{fam: f})
-	}
+	c.fl = flush.New(p, next, set.Logger, tel, d.chunkPoints)
 	clock := d.clock
 	c.Stage = pipeline.New(pipeline.Settings[series.Batch, *series.DeltaBuffer]{
 		Pipe: pipe,

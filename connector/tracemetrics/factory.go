@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/collector/connector"
 	"go.opentelemetry.io/collector/consumer"
 
+	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/flush"
 	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/metadata"
 	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/series"
 	"github.com/otelcol-red/otelcol-red/internal/hash"
@@ -95,7 +96,7 @@ type deps struct {
 }
 
 func newDeps(ctx context.Context) deps {
-	return deps{clock: clockwork.FromContext(ctx), chunkPoints: chunkDataPoints, keyHash: hash.Sum64}
+	return deps{clock: clockwork.FromContext(ctx), chunkPoints: flush.ChunkDataPoints, keyHash: hash.Sum64}
 }
 
 // instanceIDOf returns the collector.instance.id of the collector's own resource. Like

@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/consumer/consumertest"
 
+	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/flush"
 	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/series"
 	"github.com/otelcol-red/otelcol-red/internal/hash"
 )
@@ -62,7 +63,7 @@ func BenchmarkRerank(b *testing.B) {
 			cfg := NewFactory().CreateDefaultConfig().(*Config)
 			require.NoError(b, confmap.NewFromStringMap(raw).Unmarshal(cfg))
 			c, err := newConnector(componenttest.NewNopTelemetrySettings(), cfg, consumertest.NewNop(),
-				deps{clock: clockwork.NewFakeClockAt(testStart), chunkPoints: chunkDataPoints, keyHash: hash.Sum64}, "")
+				deps{clock: clockwork.NewFakeClockAt(testStart), chunkPoints: flush.ChunkDataPoints, keyHash: hash.Sum64}, "")
 			require.NoError(b, err)
 			a := c.agg // not started: driven from here
 			for _, td := range benchInput(nSeries, 1000) {

@@ -1,4 +1,4 @@
-package tracemetrics // import "github.com/otelcol-red/otelcol-red/connector/tracemetrics"
+package flush // import "github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/flush"
 
 // stringCache deduplicates the strings the flusher decodes (service and span names, dimension
 // values repeat across series and flushes). Looking a []byte up in a map[string]string does

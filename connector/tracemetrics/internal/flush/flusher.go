@@ -1,4 +1,9 @@
-package tracemetrics // import "github.com/otelcol-red/otelcol-red/connector/tracemetrics"
+// Package flush is the flush stage of the tracemetrics connector: the pipeline's flush
+// goroutine turns the delta buffer of an interval into pmetric.Metrics and sends it to the next
+// consumer in chunks. With cumulative temporality it owns the running totals of every series
+// (table.go); it decodes series keys into data point attributes, sharing the strings it decodes
+// (strings.go).
+package flush // import "github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/flush"
 
 import (
 	"context"
@@ -17,21 +22,20 @@ import (
 
 const scopeName = "tracemetricsconnector"
 
-// chunkDataPoints is the most data points one ConsumeMetrics call carries (4096 RED series:
+// ChunkDataPoints is the most data points one ConsumeMetrics call carries (4096 RED series:
 // a calls point and a duration point each). An interval goes downstream in as many calls as
 // it needs, so the pmetric.Metrics alive at once is bounded by the chunk instead of growing
 // with the series count: every point of it is a pdata object with its own attribute map and
 // bucket slices, several times the size of the series' state in the store. Chunks of a few
 // thousand points keep the per-call cost downstream (a lock, a dirty mark) negligible.
-const chunkDataPoints = 8192
+const ChunkDataPoints = 8192
 
-// flusher is the pipeline's flush goroutine (internal/pipeline): it turns filled delta buffers
+// Flusher is the pipeline's flush goroutine (internal/pipeline): it turns filled delta buffers
 // into pmetric.Metrics and sends them downstream, so nothing it does holds up ConsumeTraces or
-// the aggregator. For cumulative
-// temporality it owns the running totals of every series. Series keys it reads from the
-// aggregator's immutable key chunks (see keyArena); otherwise it shares no memory with the
-// aggregator except the buffer it is handed.
-type flusher struct {
+// the aggregator. For cumulative temporality it owns the running totals of every series.
+// Series keys it reads from the aggregator's immutable key chunks (internal/aggregate's key
+// arena); otherwise it shares no memory with the aggregator except the buffer it is handed.
+type Flusher struct {
 	*series.Plan // the configuration, derived once
 
 	next   consumer.Metrics
@@ -50,93 +54,34 @@ type flusher struct {
 	pos      []int32
 }
 
-// flushTable is the flusher's view of one family's series, by id.
-type flushTable struct {
-	fam    *series.Family
-	keys   [][]byte // the aggregator's key chunks, as of the buffer being processed
-	keyRef []uint64
-	keyLen []uint32 // 0: free
-	res    []uint32
-	start  []int64 // cumulative: creation time; delta: last export time, 0 before the first
-	// Cumulative totals.
-	count   []uint64
-	sum     []float64
-	buckets []uint64           // explicit: nb per id
-	expo    []series.ExpoState // exponential: by id
-	slab    series.Slab
+// New returns the flusher of plan p: it sends data points to next in calls of at most
+// chunkPoints of them.
+func New(p *series.Plan, next consumer.Metrics, logger *zap.Logger, tel *telemetry.Telemetry, chunkPoints int) *Flusher {
+	f := &Flusher{
+		Plan:        p,
+		next:        next,
+		logger:      logger,
+		tel:         tel,
+		byRes:       make([][]int32, len(p.Families)),
+		strings:     newStringCache(stringCacheLimit),
+		orders:      make([][]uint32, len(p.Families)),
+		chunkPoints: chunkPoints,
+	}
+	for _, fam := range p.Families {
+		f.tables = append(f.tables, &flushTable{fam: fam})
+	}
+	return f
 }
 
-func (t *flushTable) key(id uint32) []byte { return series.KeyAt(t.keys, t.keyRef[id], t.keyLen[id]) }
-
-func (t *flushTable) add(ns *series.AnnouncedSeries, nb int, isDelta bool) {
-	id := int(ns.ID)
-	n := id + 1
-	t.keyRef = series.Grow(t.keyRef, n)
-	t.keyLen = series.Grow(t.keyLen, n)
-	t.res = series.Grow(t.res, n)
-	t.start = series.Grow(t.start, n)
-	t.keyRef[id] = ns.KeyRef
-	t.keyLen[id] = ns.KeyLen
-	t.res[id] = ns.Res
-	t.start[id] = ns.Created
-	if isDelta {
-		t.start[id] = 0
-		return
-	}
-	t.count = series.Grow(t.count, n)
-	t.sum = series.Grow(t.sum, n)
-	t.count[id], t.sum[id] = 0, 0
-	switch {
-	case nb > 0:
-		t.buckets = series.Grow(t.buckets, n*nb)
-		clear(t.buckets[id*nb : n*nb])
-	case t.fam.Duration:
-		t.expo = series.Grow(t.expo, n)
-		t.expo[id] = series.NewExpoState()
-	}
-}
-
-func (t *flushTable) drop(id uint32) {
-	t.keyLen[id] = 0
-	if int(id) < len(t.expo) {
-		t.expo[id].Sketch.Free(&t.slab)
-	}
-}
-
-// merge adds an interval's rows to the cumulative totals.
-func (t *flushTable) merge(d *series.DeltaFamily, nb int, expoSize int32) {
-	for i := range d.Rows.Len() {
-		r := d.Rows.At(i)
-		id := r.ID
-		t.count[id] += r.Count
-		if !t.fam.Duration {
-			continue
-		}
-		t.sum[id] += r.Sum
-		if nb > 0 {
-			d.AddBucketCounts(i, nb, t.buckets[int(id)*nb:int(id+1)*nb])
-			continue
-		}
-		e, de := &t.expo[id], d.Expo.At(i)
-		e.Zero += de.Zero
-		e.Min = min(e.Min, de.Min)
-		e.Max = max(e.Max, de.Max)
-		e.Sketch.Merge(&t.slab, &de.Sketch, &d.Slab, expoSize)
-	}
-	if t.slab.WantsCompaction() {
-		t.slab = t.slab.Compact(t.expo)
-	}
-}
-
-var _ pipeline.Flusher[*series.DeltaBuffer] = (*flusher)(nil)
+var _ pipeline.Flusher[*series.DeltaBuffer] = (*Flusher)(nil)
 
 // Flush sends the interval of buf downstream and empties buf for its next interval.
-func (f *flusher) Flush(buf *series.DeltaBuffer) {
+func (f *Flusher) Flush(buf *series.DeltaBuffer) {
 	f.process(buf)
 	buf.Reset()
 }
 
-func (f *flusher) process(buf *series.DeltaBuffer) {
+func (f *Flusher) process(buf *series.DeltaBuffer) {
 	began := time.Now()
 	for _, nr := range buf.NewResources {
 		f.resAttrs = series.Grow(f.resAttrs, int(nr.ID)+1)
@@ -181,7 +126,7 @@ func (f *flusher) process(buf *series.DeltaBuffer) {
 
 // group lists the ids of family fi to export, grouped by resource (a counting sort):
 // the ids of resource rid are orders[fi][byRes[fi][rid]:byRes[fi][rid+1]].
-func (f *flusher) group(fi int, buf *series.DeltaBuffer) {
+func (f *Flusher) group(fi int, buf *series.DeltaBuffer) {
 	t := f.tables[fi]
 	d := &buf.Fams[fi]
 	counts := series.Grow(f.byRes[fi][:0], len(f.resAttrs)+1)
@@ -219,7 +164,7 @@ func (f *flusher) group(fi int, buf *series.DeltaBuffer) {
 // build sends the interval's data points downstream in chunks of at most chunkPoints points
 // (see chunkDataPoints) and returns how many it sent. A resource with more series than fit in
 // the chunk is continued in the next one, under a copy of its resource.
-func (f *flusher) build(buf *series.DeltaBuffer) int {
+func (f *Flusher) build(buf *series.DeltaBuffer) int {
 	ts := pcommon.Timestamp(buf.TS)
 	for fi := range f.tables {
 		f.group(fi, buf)
@@ -282,7 +227,7 @@ func cut(ids []uint32, n int) (head, tail []uint32) {
 // send hands one chunk downstream. The chunk is not reused afterwards: the consumer contract
 // lets the next consumer keep it (a queue or a batch processor does), so each chunk is a new
 // pmetric.Metrics that lives only as long as the downstream holds it.
-func (f *flusher) send(md pmetric.Metrics) {
+func (f *Flusher) send(md pmetric.Metrics) {
 	if err := f.next.ConsumeMetrics(context.Background(), md); err != nil {
 		f.logger.Error("Failed ConsumeMetrics", zap.Error(err))
 		f.tel.ExportErrors.Add(1)
@@ -291,13 +236,13 @@ func (f *flusher) send(md pmetric.Metrics) {
 
 // yield lets the aggregator and producers run: building a large flush is CPU-bound for
 // seconds, and with two cores the Go scheduler would otherwise preempt it only every 10ms.
-func (f *flusher) yield() {
+func (f *Flusher) yield() {
 	if f.built++; f.built%2048 == 0 {
 		runtime.Gosched()
 	}
 }
 
-func (f *flusher) startOf(t *flushTable, id uint32, r *series.DeltaRow) pcommon.Timestamp {
+func (f *Flusher) startOf(t *flushTable, id uint32, r *series.DeltaRow) pcommon.Timestamp {
 	if f.IsDelta && t.start[id] == 0 {
 		return pcommon.Timestamp(r.First)
 	}
@@ -318,7 +263,7 @@ type dataPoint interface {
 func appendPoints[P dataPoint, S interface {
 	EnsureCapacity(int)
 	AppendEmpty() P
-}](f *flusher, dps S, fi int, ids []uint32, buf *series.DeltaBuffer, ts pcommon.Timestamp, fill func(dp P, id uint32, r *series.DeltaRow, row int)) {
+}](f *Flusher, dps S, fi int, ids []uint32, buf *series.DeltaBuffer, ts pcommon.Timestamp, fill func(dp P, id uint32, r *series.DeltaRow, row int)) {
 	t, d := f.tables[fi], &buf.Fams[fi]
 	dps.EnsureCapacity(len(ids))
 	for _, id := range ids {
@@ -333,7 +278,7 @@ func appendPoints[P dataPoint, S interface {
 	}
 }
 
-func (f *flusher) buildSums(m pmetric.Metric, name string, fi int, ids []uint32, buf *series.DeltaBuffer, ts pcommon.Timestamp) {
+func (f *Flusher) buildSums(m pmetric.Metric, name string, fi int, ids []uint32, buf *series.DeltaBuffer, ts pcommon.Timestamp) {
 	m.SetName(name)
 	sum := m.SetEmptySum()
 	sum.SetIsMonotonic(true)
@@ -354,7 +299,7 @@ func (f *flusher) buildSums(m pmetric.Metric, name string, fi int, ids []uint32,
 	})
 }
 
-func (f *flusher) buildHistograms(m pmetric.Metric, fi int, ids []uint32, buf *series.DeltaBuffer, ts pcommon.Timestamp) {
+func (f *Flusher) buildHistograms(m pmetric.Metric, fi int, ids []uint32, buf *series.DeltaBuffer, ts pcommon.Timestamp) {
 	m.SetName(f.DurationName)
 	m.SetUnit(f.Unit)
 	t, d := f.tables[fi], &buf.Fams[fi]
@@ -406,7 +351,7 @@ func setExpo(dp pmetric.ExponentialHistogramDataPoint, count uint64, sum float64
 	}
 }
 
-func (f *flusher) putExemplars(dst pmetric.ExemplarSlice, d *series.DeltaFamily, r *series.DeltaRow, ts pcommon.Timestamp) {
+func (f *Flusher) putExemplars(dst pmetric.ExemplarSlice, d *series.DeltaFamily, r *series.DeltaRow, ts pcommon.Timestamp) {
 	if r == nil || r.ExN == 0 {
 		return
 	}
