@@ -250,13 +250,14 @@ func (s *Stage[B, F]) run() {
 			case <-q.Wake():
 			case spare := <-back:
 				q.Disarm()
-				s.drain()
+				s.drain(false)
 				s.swap(spare, false)
 				continue
 			case <-flushC:
+				// The first round drained from here comes after the tick: its flush follows
+				// it, whatever the load (drain).
 				q.Disarm()
-				s.drain()
-				s.flush(false)
+				s.drain(true)
 				continue
 			case <-duty0:
 				s.dutyDue[0] = true
@@ -264,13 +265,13 @@ func (s *Stage[B, F]) run() {
 				s.dutyDue[1] = true
 			case <-s.stop:
 				q.Disarm()
-				s.drain()
+				s.drain(false)
 				s.flush(true)
 				return
 			}
 		}
 		q.Disarm()
-		s.drain()
+		s.drain(false)
 	}
 }
 
@@ -288,11 +289,11 @@ const flushCheckBatches = 16
 // queued), so the tick is looked at before every round and every flushCheckBatches batches: a
 // full ring takes long to apply when the consumer gets a small share of the CPU (many busy
 // receivers on few cores), and the flush is late by at most one round, one ring of batches,
-// whatever the load.
-func (s *Stage[B, F]) drain() {
+// whatever the load. tick: run's select took a tick, so the first round already comes after
+// it.
+func (s *Stage[B, F]) drain(tick bool) {
 	q := s.set.Pipe.Queue
 	flushC := chanOf(s.flushTicker)
-	tick := false
 	for {
 		if !tick {
 			tick = fired(flushC)
