@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/aggregate"
 	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/series"
 )
 
@@ -61,7 +62,7 @@ func TestSizeHintsForgetOldIntervals(t *testing.T) {
 	fresh = new(series.Batch)
 	red.Reduce(fresh, small[1])
 	require.Less(t, cap(fresh.Series), 100, "sized for the small requests")
-	require.Greater(t, wakeItems(c.pipe.Queue.Cap(), int(c.hints.Get(series.HintSeries))), 16, "small batches wake the aggregator less often")
+	require.Greater(t, aggregate.WakeCount(c.pipe.Queue.Cap(), int(c.hints.Get(series.HintSeries))), 16, "small batches wake the aggregator less often")
 
 	// Through the connector: the producer raises the hints as it reduces, and a real flush
 	// (which drains the ring before it swaps) rotates them.

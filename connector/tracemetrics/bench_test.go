@@ -178,7 +178,7 @@ func appliedConnector(b *testing.B, raw map[string]any, input []ptrace.Traces) (
 	for i, td := range input {
 		batches[i] = new(series.Batch)
 		c.reducer.Reduce(batches[i], td)
-		c.agg.apply(batches[i])
+		c.agg.Apply(batches[i], testStart.UnixNano())
 	}
 	return c, batches
 }
@@ -190,7 +190,7 @@ func timeApply(b *testing.B, c *connectorImp, batches []*series.Batch, spansPerB
 	b.ResetTimer()
 	start := processCPU()
 	for i := 0; i < b.N; i++ {
-		c.agg.apply(batches[i%len(batches)])
+		c.agg.Apply(batches[i%len(batches)], testStart.UnixNano())
 	}
 	cpu := processCPU() - start
 	b.ReportMetric(float64(cpu.Nanoseconds())/(float64(b.N)*float64(spansPerBatch)), "cpu-ns/span")

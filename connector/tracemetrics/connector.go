@@ -7,6 +7,7 @@ import (
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
+	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/aggregate"
 	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/flush"
 	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/reduce"
 	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/series"
@@ -43,7 +44,7 @@ type connectorImp struct {
 	// shared by the producers, read by the aggregator and the telemetry.
 	names *reduce.Namer
 	hints *intake.SizeHints
-	agg   *aggregator
+	agg   *aggregate.Aggregator
 	fl    *flush.Flusher
 	tel   *telemetry.Telemetry
 }
@@ -75,8 +76,7 @@ func newConnector(set component.TelemetrySettings, cfg *Config, next consumer.Me
 		hints:   hints,
 		tel:     tel,
 	}
-	c.agg = newAggregator(p, d.keyHash, d.clock, hints, pipe.Queue.Cap(), tel)
-	c.agg.clusters = names.Clusterer()
+	c.agg = aggregate.New(p, d.keyHash, d.clock, hints, pipe.Queue.Cap(), tel, names.Clusterer())
 	c.fl = flush.New(p, next, set.Logger, tel, d.chunkPoints)
 	clock := d.clock
 	c.Stage = pipeline.New(pipeline.Settings[series.Batch, *series.DeltaBuffer]{

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -421,7 +420,7 @@ func TestSeriesExpiration(t *testing.T) {
 		}
 		require.Equal(t, want, sumUp(md).nSeries, "flush %d", i)
 	}
-	require.Equal(t, 1, c.agg.tables[0].n)
+	require.EqualValues(t, 1, c.tel.SeriesLive.Load())
 }
 
 func TestMetricsExpirationDropsIdleResources(t *testing.T) {
@@ -440,7 +439,7 @@ func TestMetricsExpirationDropsIdleResources(t *testing.T) {
 		}
 		require.Equal(t, want, md.ResourceMetrics().Len(), "flush %d", i)
 	}
-	require.Equal(t, 1, c.agg.res.live)
+	// The resource table holds the live one alone: internal/aggregate TestIdleResourcesLeave.
 }
 
 func TestResourceCacheSizeEvictsLeastRecentlySeen(t *testing.T) {
@@ -513,63 +512,6 @@ func (b *blockingSink) calls() int {
 
 func (b *blockingSink) all() []pmetric.Metrics { return b.AllMetrics() }
 
-// Expired keys are reclaimed by compacting the key arena; the flusher switches to the moved
-// keys and every surviving series keeps its exact attributes.
-func TestKeyArenaCompaction(t *testing.T) {
-	c, sink, clock, _ := startOurs(t, map[string]any{
-		"metrics_flush_interval": 10 * time.Second,
-		"series_expiration":      15 * time.Second,
-	}, true)
-	big := strings.Repeat("x", 20_000)
-	for i := 0; i < 300; i++ {
-		require.NoError(t, c.ConsumeTraces(context.Background(), oneSpan("svc", fmt.Sprintf("big-%d-%s", i, big))))
-	}
-	keep := func() {
-		for i := 0; i < 5; i++ {
-			require.NoError(t, c.ConsumeTraces(context.Background(), oneSpan("svc", fmt.Sprintf("keep-%d", i))))
-		}
-	}
-	keep()
-	c.settle(t) // orders the aggregator's writes before the reads below
-	chunksBefore := len(c.agg.tables[0].keys.chunks)
-	for i := 0; i < 4; i++ {
-		if i == 2 {
-			// Created in the interval whose swap compacts: announced with its old reference,
-			// moved at the same swap.
-			require.NoError(t, c.ConsumeTraces(context.Background(), oneSpan("svc", "fresh")))
-		}
-		md := flushOnce(t, c, sink, clock, 10*time.Second)
-		keep()
-		if i < 2 {
-			continue
-		}
-		// Expired at the second flush, compacted at the third.
-		names := map[string]bool{}
-		calls := md.ResourceMetrics().At(0).ScopeMetrics().At(0).Metrics().At(0).Sum().DataPoints()
-		for d := 0; d < calls.Len(); d++ {
-			v, _ := calls.At(d).Attributes().Get(series.SpanNameKey)
-			names[v.Str()] = true
-		}
-		require.Equal(t, map[string]bool{"keep-0": true, "keep-1": true, "keep-2": true, "keep-3": true, "keep-4": true, "fresh": true}, names)
-	}
-	require.NoError(t, c.Shutdown(context.Background()))
-	require.NotEqual(t, chunksBefore, len(c.agg.tables[0].keys.chunks), "the arena was compacted")
-	require.Less(t, c.agg.tables[0].keys.waste, 1<<20)
-}
-
-// The aggregator wakes per wakeSeries worth of queued batches, counted at the size of the
-// largest batches, and at most per capacity/8 batches: queued batches are alive, so neither
-// large requests nor a large ring may mean many of them.
-func TestWakeBatchIsBounded(t *testing.T) {
-	assert.Equal(t, 1, wakeItems(2, 10))
-	assert.Equal(t, 8, wakeItems(64, 10))
-	assert.Equal(t, 16, wakeItems(defaultRingSize, 1000))
-	assert.Equal(t, 16, wakeItems(maxRingSize, 1000))
-	assert.Equal(t, defaultRingSize/8, wakeItems(defaultRingSize, 10))
-	assert.Equal(t, 1, wakeItems(defaultRingSize, 100_000))
-	assert.Equal(t, defaultRingSize/8, wakeItems(defaultRingSize, 0))
-}
-
 // With the defaults (cumulative, no series_expiration configured), the series of a
 // cardinality burst expire once idle, so the memory they hold comes back instead of keeping
 // the heap over the memory limiter's soft limit for good.
@@ -579,12 +521,11 @@ func TestDefaultsExpireABurst(t *testing.T) {
 		require.NoError(t, c.ConsumeTraces(context.Background(), oneSpan("svc", fmt.Sprintf("burst-%d", i))))
 	}
 	flushOnce(t, c, sink, clock, defaultFlushInterval)
-	require.Equal(t, 500, c.agg.tables[0].n)
+	require.EqualValues(t, 500, c.tel.SeriesLive.Load())
 	for elapsed := time.Duration(0); elapsed <= defaultSeriesExpiration; elapsed += defaultFlushInterval {
 		require.NoError(t, c.ConsumeTraces(context.Background(), oneSpan("svc", "steady")))
 		flushOnce(t, c, sink, clock, defaultFlushInterval)
 	}
-	require.Equal(t, 1, c.agg.tables[0].n, "only the steady series is left")
-	require.Equal(t, 1, c.agg.tables[0].index.Len())
-	require.Less(t, c.agg.tables[0].index.Bytes(), 1024, "the index gave back the burst's slots")
+	require.EqualValues(t, 1, c.tel.SeriesLive.Load(), "only the steady series is left")
+	// The index gives the burst's slots back: internal/aggregate TestIdleSeriesGiveIndexSlotsBack.
 }

@@ -25,6 +25,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
+	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/aggregate"
 	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/metadata"
 	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/series"
 )
@@ -563,8 +564,8 @@ func (c *connectorImp) fillUntil(tb testing.TB, done func() bool, puts *int) {
 	tb.Helper()
 	deadline := time.Now().Add(2 * time.Minute)
 	patience := time.Now().Add(2 * time.Millisecond)
-	likely := max(wakeItems(c.pipe.Queue.Cap(), int(c.hints.Get(series.HintSeries))), wakeItems(c.pipe.Queue.Cap(), firstSeriesPerBatch))
-	largest := wakeItems(c.pipe.Queue.Cap(), 0)
+	likely := max(aggregate.WakeCount(c.pipe.Queue.Cap(), int(c.hints.Get(series.HintSeries))), aggregate.WakeCount(c.pipe.Queue.Cap(), aggregate.FirstSeriesPerBatch))
+	largest := aggregate.WakeCount(c.pipe.Queue.Cap(), 0)
 	for !done() {
 		require.True(tb, time.Now().Before(deadline), "the aggregator does not drain the ring")
 		n := c.pipe.Queue.Len()

@@ -432,30 +432,8 @@ func TestCapOverflowSeriesExpireAndReturn(t *testing.T) {
 		}
 	})), regular, "20 noisy series again, and the quiet ones")
 
-	// The aggregator has stopped: its state can be read. Every slot points at a live cap
-	// overflow series of its own kind and status, and every such series has its slot.
-	a := c.agg
-	live := 0
-	for f, tab := range a.tables {
-		for id := range tab.meta {
-			if m := &tab.meta[id]; m.keyLen > 0 && series.IsOverflowKey(tab.key(uint32(id))) {
-				require.True(t, series.IsCapOverflowKey(tab.key(uint32(id))))
-				require.EqualValues(t, id+1, a.res.all[m.res].capOverflow[f][a.CapOverflowSlot(tab.key(uint32(id)))])
-				live++
-			}
-		}
-		for rid := range a.res.all {
-			for slot, id1 := range a.res.all[rid].capOverflow[f] {
-				if id1 != 0 {
-					key := tab.key(id1 - 1)
-					require.True(t, series.IsOverflowKey(key), "slot %d points at a series that is not an overflow series", slot)
-					require.Equal(t, slot, a.CapOverflowSlot(key))
-					live--
-				}
-			}
-		}
-	}
-	require.Zero(t, live, "slots and live cap overflow series match")
+	// That every slot points at a live cap overflow series of its own kind and status, and
+	// every such series has its slot: internal/aggregate TestCapOverflowSlotsPointAtTheirSeries.
 }
 
 // The slot of a series' cap overflow series is the same whether read from the series' key or

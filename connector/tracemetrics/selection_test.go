@@ -340,38 +340,6 @@ func TestSelectionKeepsTotalsExact(t *testing.T) {
 	require.Positive(t, demotions, "the random traffic re-ranked")
 }
 
-// A re-ranking reuses its scratch and sketches: once it has run at a size it allocates
-// nothing, while it promotes and demotes in every scope.
-func TestRerankAllocatesNothing(t *testing.T) {
-	if raceEnabled {
-		t.Skip("allocation counts are not meaningful under the race detector")
-	}
-	c, _, _, _ := startOurs(t, map[string]any{"max_series_per_service": 20, "max_series": 50}, true)
-	var spans []selSpan
-	for s := range 4 {
-		for i := range 100 {
-			spans = append(spans, selSpan{svc: fmt.Sprintf("svc-%d", s), name: fmt.Sprintf("n-%d", i), ms: 1})
-		}
-	}
-	require.NoError(t, c.ConsumeTraces(context.Background(), selTraces(spans)))
-	require.NoError(t, c.Shutdown(context.Background()))
-	a := c.agg // stopped: its state can be driven from here
-	tab := a.tables[0]
-	run := func() {
-		restoreDemoted(a, tab)
-		fillSketches(a, 30, 5)
-		a.epoch++ // as swap does: the empty active buffer is the interval that ended
-		a.sel.rerank(a.tables, a.res, a.epoch, a.active)
-	}
-	a.epoch++
-	run()
-	run()
-	require.Zero(t, testing.AllocsPerRun(20, run))
-	// Read from the aggregator: the telemetry is unregistered once shut down.
-	require.Positive(t, a.tel.DemotedSeries[series.ServiceOverflow].Load(), "per-service scopes re-ranked")
-	require.Positive(t, a.tel.DemotedSeries[series.GlobalOverflow].Load(), "the global scope re-ranked")
-}
-
 // With max_series alone (max_series_per_service's default, 0), one service's IDs fill the
 // budget before another service's operations arrive. By traffic the operations, busier per
 // series than any ID, get their own series within two intervals, exact from then on; by
@@ -421,28 +389,6 @@ func TestMaxSeriesAloneKeepsBusySeriesOfEveryService(t *testing.T) {
 				require.GreaterOrEqual(t, n, 2, "%s has its own series within two intervals", op)
 			}
 		})
-	}
-}
-
-// restoreDemoted counts every demoted series of tab against the caps again, as a promotion
-// would, so that the next re-ranking has as much to do as the last.
-func restoreDemoted(a *aggregator, tab *seriesTable) {
-	for id := range tab.meta {
-		if m := &tab.meta[id]; m.keyLen > 0 && m.epoch == demotedEpoch {
-			a.limits.restore(tab, &a.res.all[m.res], uint32(id), a.epoch)
-		}
-	}
-}
-
-// fillSketches counts n refused series of w spans each in every service's sketch of family
-// 0, and n others in the family's sketch, as refusals by the caps would.
-func fillSketches(a *aggregator, n int, w uint64) {
-	for svc := range a.res.svcRefs {
-		for i := range n {
-			h := uint64(svc*1000+i+1) * 0x9e3779b97f4a7c15
-			a.sel.count(0, uint32(svc), h, w, series.ServiceOverflow)
-			a.sel.count(0, uint32(svc), h+1, w, series.GlobalOverflow)
-		}
 	}
 }
 

@@ -1,4 +1,4 @@
-package tracemetrics // import "github.com/otelcol-red/otelcol-red/connector/tracemetrics"
+package aggregate // import "github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/aggregate"
 
 import (
 	"github.com/jonboulle/clockwork"
@@ -11,11 +11,11 @@ import (
 	"github.com/otelcol-red/otelcol-red/internal/sampling"
 )
 
-// aggregator is the pipeline's consumer (internal/pipeline): the single consumer of the intake
+// Aggregator is the pipeline's consumer (internal/pipeline): the single consumer of the intake
 // ring. It alone owns the series tables, the resources and the active delta buffer, so none of
 // them needs a lock. It never builds pmetric data: at each flush it swaps the filled delta
 // buffer for the spare the flusher handed back, and carries on with that one.
-type aggregator struct {
+type Aggregator struct {
 	*series.Plan // the configuration, derived once
 
 	touch uint32 // see touchSeries
@@ -44,13 +44,15 @@ type aggregator struct {
 	tel *telemetry.Telemetry
 }
 
-// newAggregator returns the aggregator of plan p, its tables hashing identities with keyHash.
-func newAggregator(p *series.Plan, keyHash func([]byte) uint64, clock clockwork.Clock, hints *intake.SizeHints, ringCap int, tel *telemetry.Telemetry) *aggregator {
-	a := &aggregator{
+// New returns the aggregator of plan p: its tables hash identities with keyHash; it wakes per
+// WakeCount batches of the sizes hints tell, in a ring of ringCap; clusters (nil without
+// span_name.clustering) learns the span names the producers found no template for.
+func New(p *series.Plan, keyHash func([]byte) uint64, clock clockwork.Clock, hints *intake.SizeHints, ringCap int, tel *telemetry.Telemetry, clusters *clustering.Clusterer) *Aggregator {
+	a := &Aggregator{
 		Plan:      p,
 		ringCap:   ringCap,
 		hints:     hints,
-		wakeItems: wakeItems(ringCap, firstSeriesPerBatch),
+		wakeItems: WakeCount(ringCap, FirstSeriesPerBatch),
 		clock:     clock,
 		res:       newResourceTable(),
 		epoch:     1, // 0 marks a series without a row
@@ -58,6 +60,7 @@ func newAggregator(p *series.Plan, keyHash func([]byte) uint64, clock clockwork.
 		tel:       tel,
 		sel:       newSelector(p, tel),
 		demand:    newDemand(p, clock.Now().UnixNano()),
+		clusters:  clusters,
 	}
 	a.limits = &limits{Plan: p, res: a.res, sel: a.sel, tel: tel}
 	for _, f := range p.Families {
@@ -75,26 +78,26 @@ func newAggregator(p *series.Plan, keyHash func([]byte) uint64, clock clockwork.
 // they hold 10.
 const wakeSeries = 16 * 1024
 
-// firstSeriesPerBatch is the batch size assumed until the size hints know one: large, so the
+// FirstSeriesPerBatch is the batch size assumed until the size hints know one: large, so the
 // aggregator is woken often rather than letting many large batches pile up.
-const firstSeriesPerBatch = 1000
+const FirstSeriesPerBatch = 1000
 
-// wakeItems returns the queued batches to wait for when batches hold up to seriesPerBatch
+// WakeCount returns the queued batches to wait for when batches hold up to seriesPerBatch
 // series: wakeSeries worth, at least 1 and at most an eighth of the ring (so producers rarely
 // find it full while the aggregator sleeps).
-func wakeItems(ringCap, seriesPerBatch int) int {
+func WakeCount(ringCap, seriesPerBatch int) int {
 	return min(max(1, wakeSeries/max(1, seriesPerBatch)), max(1, ringCap/8))
 }
 
-var _ pipeline.Consumer[series.Batch, *series.DeltaBuffer] = (*aggregator)(nil)
+var _ pipeline.Consumer[series.Batch, *series.DeltaBuffer] = (*Aggregator)(nil)
 
 // WakeItems is how many queued batches wake the aggregator: wakeSeries' worth at the size of
 // the largest recent batches.
-func (a *aggregator) WakeItems() int { return a.wakeItems }
+func (a *Aggregator) WakeItems() int { return a.wakeItems }
 
 // Apply folds batch b into the active delta buffer and hands the span names it did not find
 // templates for to the learner.
-func (a *aggregator) Apply(b *series.Batch, now int64) {
+func (a *Aggregator) Apply(b *series.Batch, now int64) {
 	a.apply(b)
 	if a.clusters != nil {
 		a.clusters.Learn(&b.Clusters, now)
@@ -105,17 +108,17 @@ func (a *aggregator) Apply(b *series.Batch, now int64) {
 // Applied ends a round: one atomic add for its spans however many batches and spans it held,
 // the templates learned from them published once, and the wake count set from the batches'
 // sizes.
-func (a *aggregator) Applied(_ int, now int64) {
+func (a *Aggregator) Applied(_ int, now int64) {
 	a.tel.AggregatedSpans.Add(a.spans)
 	a.spans = 0
 	if a.clusters != nil {
 		a.clusters.Publish() // what the learner learned, for the producers
 	}
-	a.wakeItems = wakeItems(a.ringCap, int(a.hints.Get(series.HintSeries)))
+	a.wakeItems = WakeCount(a.ringCap, int(a.hints.Get(series.HintSeries)))
 	a.tel.SeriesLive.Store(int64(a.liveSeries()))
 }
 
-func (a *aggregator) liveSeries() int {
+func (a *Aggregator) liveSeries() int {
 	n := 0
 	for _, t := range a.tables {
 		n += t.n
@@ -124,7 +127,7 @@ func (a *aggregator) liveSeries() int {
 }
 
 // apply folds one batch into the active delta buffer.
-func (a *aggregator) apply(b *series.Batch) {
+func (a *Aggregator) apply(b *series.Batch) {
 	// The plan's facts in locals: the loops below store through row pointers, after which
 	// the compiler would load them again from the plan for every series.
 	nb, exemplars, expoSize := a.NB, a.Exemplars, a.ExpoSize
@@ -222,7 +225,7 @@ func (a *aggregator) apply(b *series.Batch) {
 // applyWeightedObs folds the observations of a weighted batch into the active buffer: each
 // span's weight, rounded with its series' carry, counts in the row and in the span's bucket.
 // apply has resolved the rows (a.rows).
-func (a *aggregator) applyWeightedObs(b *series.Batch) {
+func (a *Aggregator) applyWeightedObs(b *series.Batch) {
 	nb, expoSize := a.NB, a.ExpoSize
 	for j, o := range b.Obs {
 		s := &b.Series[o.Series]
@@ -246,7 +249,7 @@ func (a *aggregator) applyWeightedObs(b *series.Batch) {
 
 // activeRow returns the row of series id in the active delta buffer, adding it on the
 // series' first span of the interval.
-func (a *aggregator) activeRow(t *seriesTable, d *series.DeltaFamily, id uint32, ts int64) int32 {
+func (a *Aggregator) activeRow(t *seriesTable, d *series.DeltaFamily, id uint32, ts int64) int32 {
 	m := &t.meta[id]
 	if m.epoch == a.epoch {
 		return m.row
@@ -257,7 +260,7 @@ func (a *aggregator) activeRow(t *seriesTable, d *series.DeltaFamily, id uint32,
 
 // Swap makes spare, the buffer the flusher handed back, the active one, and returns the
 // filled one for the flusher, with the series and resources that expired.
-func (a *aggregator) Swap(spare *series.DeltaBuffer, final bool) *series.DeltaBuffer {
+func (a *Aggregator) Swap(spare *series.DeltaBuffer, final bool) *series.DeltaBuffer {
 	a.reclaim(spare)
 	full := a.active
 	a.active = spare
@@ -292,7 +295,7 @@ func (a *aggregator) Swap(spare *series.DeltaBuffer, final bool) *series.DeltaBu
 }
 
 // reclaim frees the ids expired at the previous swap: the flusher has now forgotten them.
-func (a *aggregator) reclaim(b *series.DeltaBuffer) {
+func (a *Aggregator) reclaim(b *series.DeltaBuffer) {
 	for f := range b.Fams {
 		t := a.tables[f]
 		t.free = append(t.free, b.Fams[f].Expired...)
@@ -304,7 +307,7 @@ func (a *aggregator) reclaim(b *series.DeltaBuffer) {
 
 // expire drops idle series and resources; full carries the list to the flusher, which
 // exports them one last time (spanmetrics removes expired state after building metrics).
-func (a *aggregator) expire(now int64, full *series.DeltaBuffer) {
+func (a *Aggregator) expire(now int64, full *series.DeltaBuffer) {
 	dead := a.res.expiring(now, a.ResourceIdle, a.ResourceCacheSize)
 	idle := a.SeriesIdle
 	for f, t := range a.tables {

@@ -1,4 +1,4 @@
-package tracemetrics // import "github.com/otelcol-red/otelcol-red/connector/tracemetrics"
+package aggregate // import "github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/aggregate"
 
 import (
 	"math"
