@@ -7,6 +7,8 @@ import (
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
+	"github.com/jonboulle/clockwork"
+
 	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/aggregate"
 	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/flush"
 	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/reduce"
@@ -19,20 +21,21 @@ import (
 var errShutdown = errors.New("tracemetrics connector is shut down")
 
 // connectorImp is the tracemetrics connector. It runs on the pipeline stage both trace
-// connectors share (internal/pipeline); its data path, top to bottom, one file a stage:
+// connectors share (internal/pipeline); its data path, top to bottom, one package a stage:
 //
-//	ConsumeTraces (any number of goroutines), the stage's
-//	  reducer.reduce (reducer.go): spans → one deltaBatch (batch.go) of per-series deltas,
-//	  each series under its key (key.go); one pointer into the intake ring (internal/intake),
-//	  which waits if it is full
-//	the consumer goroutine: aggregator.go (owns the series tables, table.go)
-//	  woken per wakeItems queued batches (wakeSeries series' worth) or by the flush ticker;
-//	  Apply folds batches into the active deltaBuffer (buffers.go); at the tick Swap trades
-//	  it for the spare the flusher handed back
-//	the flush goroutine: flusher.go
-//	  cumulative totals, pmetric.Metrics, next.ConsumeMetrics
+//	ConsumeTraces (any number of goroutines, the stage's)
+//	  internal/reduce: spans → one series.Batch of per-series deltas, each series under its
+//	  key (internal/series); one pointer into the intake ring (internal/intake), which waits
+//	  if it is full
+//	the consumer goroutine: internal/aggregate (owns the series tables and resources)
+//	  woken per WakeCount queued batches or by the flush ticker; Apply folds batches into the
+//	  active series.DeltaBuffer; at the tick Swap trades it for the spare the flusher handed
+//	  back
+//	the flush goroutine: internal/flush
+//	  cumulative totals, pmetric.Metrics, next.ConsumeMetrics, in chunks
 //
-// Every stage reads the configuration through one plan (plan.go).
+// Every stage reads the configuration through one series.Plan, derived here (plan.go); the
+// connector's own telemetry is internal/telemetry.
 type connectorImp struct {
 	plan *series.Plan
 	// The pipeline stage is the component: Start, Shutdown, ConsumeTraces, Capabilities.
@@ -99,4 +102,13 @@ func newConnector(set component.TelemetrySettings, cfg *Config, next consumer.Me
 		set.Logger.Warn("dimensions_cache_size is deprecated and ignored; use aggregation_cardinality_limit or max_series")
 	}
 	return c, nil
+}
+
+// deps are what the connector is built with besides its configuration. The factory hands in
+// the real ones; tests build the connector with a fake clock, smaller chunks or a colliding
+// hash instead of changing fields after construction.
+type deps struct {
+	clock       clockwork.Clock     // the context's clock (clockwork.FromContext), else the real one
+	chunkPoints int                 // data points per ConsumeMetrics call: chunkDataPoints
+	keyHash     func([]byte) uint64 // hash of series identities and resource keys: hash.Sum64
 }

@@ -171,7 +171,7 @@ func (a *Aggregator) apply(b *series.Batch) {
 		case !b.Weighted:
 			r.Count += s.Count
 		case !t.fam.Duration:
-			// With durations the observations below count the spans (sampling.go).
+			// With durations the observations below count the spans (applyWeightedObs).
 			r.Count += sampling.Round(t.carry(id), b.SeriesW[i])
 		}
 		if t.fam.Duration {
@@ -194,7 +194,7 @@ func (a *Aggregator) apply(b *series.Batch) {
 	}
 	obs := b.Obs
 	if b.Weighted {
-		a.applyWeightedObs(b) // counts and buckets by weight (sampling.go)
+		a.applyWeightedObs(b) // counts and buckets by weight
 		obs = nil
 	}
 	for _, o := range obs {

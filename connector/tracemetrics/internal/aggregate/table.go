@@ -22,7 +22,7 @@ type seriesTable struct {
 
 	keyHash func([]byte) uint64 // the hash index's hash of identities (remove needs it)
 
-	carries []float64 // by id: remainder of the weighted count (sampling.go); empty until weighted
+	carries []float64 // by id: remainder of the weighted count (carry); empty until weighted
 }
 
 type seriesMeta struct {

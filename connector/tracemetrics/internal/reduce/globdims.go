@@ -21,7 +21,7 @@ import (
 // The matches go into the series key after the named dimensions: their count, then each key
 // and value identity, and, like the named dimensions' types, their value types after the
 // identity, then the count again in 4 bytes at the very end, so the identity is found without
-// decoding the key (key.go).
+// decoding the key (internal/series).
 
 // globScratch is a producer's working memory for glob dimensions, kept in its batch: the
 // matches of the resource being reduced, those of the span being keyed, and the keys whose

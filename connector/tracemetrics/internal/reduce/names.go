@@ -55,12 +55,12 @@ func NewNamer(semconv bool, rules []Rule, clusters *clustering.Clusterer, dryRun
 // nameScratch is a batch's room for renaming: the names built for the span being reduced, and
 // the spans renamed since the counters were last published.
 type nameScratch struct {
-	semconv, rule []byte
-	renamed       [RenameLayers]int64
-	dryRun        int64
-	misses        uint64              // names that found their cache set full (nameCacheAdmit)
-	cluster       *clustering.Scratch // in the batch: the template built, and the names for the learner
-	last          lastName
+	semconv []byte
+	rule    ruleScratch
+	renamed [RenameLayers]int64
+	dryRun  int64
+	cluster *clustering.Scratch // in the batch: the template built, and the names for the learner
+	last    lastName
 }
 
 // lastName is the previous span's name and what the rules and clustering made of it, for
@@ -69,7 +69,7 @@ type nameScratch struct {
 // endpoint), and each of them after the first costs a comparison instead of the rule
 // prefixes, clustering's scan of the name and its look-up.
 // It lives for one reduce call (publish clears it): svc and name point into the request, and
-// out into s.rule or s.cluster, which only a call that replaces it rewrites. A repeat does
+// out into s.rule.out or s.cluster, which only a call that replaces it rewrites. A repeat does
 // not stamp its clustering template again: the first span of the run did, in the same call.
 type lastName struct {
 	valid                bool
@@ -91,7 +91,7 @@ func (n *Namer) name(s *nameScratch, svc string, span ptrace.Span) string {
 		var renamed bool
 		if s.semconv, renamed, route = appendSemconvName(s.semconv[:0], span); renamed {
 			s.renamed[RenamedBySemconv]++
-			s.last.valid = false // the rules may rewrite s.rule, which s.last.out may be in
+			s.last.valid = false // the rules may rewrite s.rule.out, which s.last.out may be in
 			name = bytesString(s.semconv)
 			if out, ok := n.rename(s, svc, name); ok {
 				return out
@@ -142,7 +142,7 @@ func (n *Namer) rename(s *nameScratch, svc, name string) (string, bool) {
 	if n.rules == nil || !n.rules.appliesTo(svc) {
 		return "", false
 	}
-	out, ok := n.rules.ruleName(s, svc, name)
+	out, ok := n.rules.ruleName(&s.rule, svc, name)
 	if ok {
 		s.renamed[RenamedByRule]++
 	}

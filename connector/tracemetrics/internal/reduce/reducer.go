@@ -15,7 +15,6 @@ import (
 
 	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/series"
 	"github.com/otelcol-red/otelcol-red/internal/intake"
-	"github.com/otelcol-red/otelcol-red/internal/sampling"
 )
 
 // Reducer turns ptrace.Traces into a series.Batch. It is shared by all producers and, but for
@@ -51,17 +50,14 @@ func New(p *series.Plan, keyHash func([]byte) uint64, names *Namer, weights Weig
 // producerScratch is what a producer needs while it reduces a request, kept with its batch
 // (deltaBatch.scratch) so that it is pooled with it.
 type producerScratch struct {
-	names nameScratch // span names built by span_name (spanname.go)
-	globs globScratch // glob dimensions' answers and matches (globdims.go)
-	// The last tracestate parsed, and what it said (sampling.go).
-	lastTS     string
-	lastCount  float64
-	lastStatus sampling.Status
+	names   nameScratch    // span names built by span_name (names.go)
+	globs   globScratch    // glob dimensions' answers and matches (globdims.go)
+	weights traceStateMemo // the last tracestate parsed (Weighting)
 }
 
 // Footprint is the scratch's heap in bytes.
 func (s *producerScratch) Footprint() int64 {
-	return int64(cap(s.names.semconv)+cap(s.names.rule)) + s.globs.footprint()
+	return int64(cap(s.names.semconv)+cap(s.names.rule.out)) + s.globs.footprint()
 }
 
 // scratchOf returns b's producer scratch, made on the batch's first request.
@@ -120,7 +116,7 @@ func (r *Reducer) Reduce(b *series.Batch, td ptrace.Traces) {
 	if r.names != nil {
 		r.names.publish(&sc.names)
 	}
-	sc.lastTS = "" // do not keep the request's memory alive
+	sc.weights = traceStateMemo{} // do not keep the request's memory alive
 }
 
 // touchAhead is how many spans touchSpans reads ahead of reduceSpan; minTouch the fewest
@@ -202,7 +198,7 @@ func (r *Reducer) reduceSpan(b *series.Batch, sc *producerScratch, res uint32, r
 	}
 	withExemplar := r.Exemplars > 0 && !span.TraceID().IsEmpty()
 	isError := span.Status().Code() == ptrace.StatusCodeError
-	w, extrapolated := r.weights.weight(b, sc, span)
+	w, extrapolated := r.weights.weight(b, &sc.weights, span)
 	if w != 1 && !b.Weighted {
 		b.StartWeights()
 	}

@@ -116,6 +116,13 @@ type ruleSet struct {
 	cache  []atomic.Pointer[nameEntry] // nameCacheSlots
 }
 
+// ruleScratch is a producer's room for the rules: the name they build, and how many names
+// found their cache set full (nameCacheAdmit).
+type ruleScratch struct {
+	out    []byte
+	misses uint64
+}
+
 // newRuleSet returns the rules with an empty cache; nil without rules.
 func newRuleSet(rules []Rule) *ruleSet {
 	if len(rules) == 0 {
@@ -168,7 +175,7 @@ func (rs *ruleSet) appliesTo(svc string) bool {
 // rule can match by its service and literal prefix never reaches the cache: that comparison is
 // cheaper than a lookup, and such names (most of them, for rules about a few) would only push
 // the names the rules rewrite out of it.
-func (rs *ruleSet) ruleName(s *nameScratch, svc, name string) (string, bool) {
+func (rs *ruleSet) ruleName(s *ruleScratch, svc, name string) (string, bool) {
 	if !rs.mayMatch(svc, name) {
 		return "", false
 	}
@@ -218,8 +225,8 @@ func (rs *ruleSet) mayMatch(svc, name string) bool {
 	return false
 }
 
-// applyRules runs the rules; a new name is built in s.rule.
-func (rs *ruleSet) applyRules(s *nameScratch, svc, name string) (string, bool) {
+// applyRules runs the rules; a new name is built in s.out.
+func (rs *ruleSet) applyRules(s *ruleScratch, svc, name string) (string, bool) {
 	for i := range rs.rules {
 		r := &rs.rules[i]
 		if r.service != "" && r.service != svc || !strings.HasPrefix(name, r.prefix) {
@@ -230,8 +237,8 @@ func (rs *ruleSet) applyRules(s *nameScratch, svc, name string) (string, bool) {
 		if m == nil {
 			continue
 		}
-		s.rule = r.re.ExpandString(s.rule[:0], r.replace, name, m)
-		return bytesString(s.rule), true
+		s.out = r.re.ExpandString(s.out[:0], r.replace, name, m)
+		return bytesString(s.out), true
 	}
 	return "", false
 }

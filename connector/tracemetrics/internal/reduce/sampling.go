@@ -17,6 +17,14 @@ type Weighting struct {
 	attribute string
 }
 
+// traceStateMemo is the last tracestate a producer parsed and what it said: the spans of a
+// request were mostly sampled alike.
+type traceStateMemo struct {
+	ts     string
+	count  float64
+	status sampling.Status
+}
+
 // NewWeighting weighs spans by their adjusted count when on, read from the tracestate, else
 // from attribute when not "".
 func NewWeighting(on bool, attribute string) Weighting {
@@ -27,17 +35,17 @@ func NewWeighting(on bool, attribute string) Weighting {
 // in b.invalidWeights), and whether it has one (a valid threshold or probability: the span's
 // counts are extrapolated, sampling.method). Without a tracestate or the attribute this is a
 // length check.
-func (w *Weighting) weight(b *series.Batch, sc *producerScratch, span ptrace.Span) (float64, bool) {
+func (w *Weighting) weight(b *series.Batch, memo *traceStateMemo, span ptrace.Span) (float64, bool) {
 	if !w.on {
 		return 1, false
 	}
 	if ts := span.TraceState().AsRaw(); ts != "" {
 		// The spans of a request were mostly sampled alike: compare with the last one parsed.
-		if ts != sc.lastTS {
-			sc.lastTS = ts
-			sc.lastCount, sc.lastStatus = sampling.FromTraceState(ts)
+		if ts != memo.ts {
+			memo.ts = ts
+			memo.count, memo.status = sampling.FromTraceState(ts)
 		}
-		c, st := sc.lastCount, sc.lastStatus
+		c, st := memo.count, memo.status
 		switch st {
 		case sampling.Valid:
 			return c, true

@@ -208,7 +208,7 @@ const (
 	HintTable
 	hintAttrs
 	hintAttrKeys
-	hintSeriesWeights // 0 until weighted traffic comes (sampling.go)
+	hintSeriesWeights // 0 until weighted traffic comes (StartWeights)
 	hintObsWeights
 	NumHints
 )

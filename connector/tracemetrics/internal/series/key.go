@@ -34,7 +34,7 @@ var (
 //	resource key hash (8 bytes) | family index (1 byte) | built-in attributes | dimensions
 //
 // followed by the value types of the dimensions, one tag per dimension (see identity). In a
-// family with glob dimensions (globdims.go) the named dimensions are followed by the glob
+// family with glob dimensions (internal/reduce) the named dimensions are followed by the glob
 // matches (a uvarint count, then each key as a string and its value as a dimension value),
 // their type tags follow the named dimensions' tags, and the count ends the key again as 4
 // bytes little endian, so that identity finds the tags without decoding the key.
@@ -80,7 +80,7 @@ type Family struct {
 	Duration bool // it observes span durations
 	Events   bool // keyed and counted per span event
 	Dims     []Dimension
-	// Globs says which attribute keys the family's glob dimensions take (globdims.go),
+	// Globs says which attribute keys the family's glob dimensions take (internal/dimglob),
 	// learning the answers as keys come (the plan's other mutable part, lock-free); nil
 	// without glob dimensions. The matches follow the named dimensions in the series key.
 	Globs *dimglob.Answers

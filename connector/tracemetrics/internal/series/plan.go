@@ -40,7 +40,7 @@ type Plan struct {
 	SeriesIdle        int64 // ns a series may stay idle before it expires; 0: never
 	ResourceIdle      int64 // metrics_expiration in ns; 0: never
 	ResourceCacheSize int   // resource_metrics_cache_size
-	ByTraffic         bool  // cap_selection.by is traffic (selection.go)
+	ByTraffic         bool  // cap_selection.by is traffic (internal/aggregate)
 	SketchSize        int   // cap_selection.sketch_size, the default when 0
 
 	RingSize      int           // ring_size, the default when 0

@@ -31,8 +31,8 @@ type Telemetry struct {
 	InvalidWeights  atomic.Int64 // added per batch by the aggregator
 
 	// By limit (overflowKind), written by the aggregator: promotions and demotions of
-	// cap_selection by traffic at each swap (selection.go), and the demand estimates
-	// published at each swap (demand.go).
+	// cap_selection by traffic at each swap, and the demand estimates published at each
+	// swap (internal/aggregate).
 	PromotedSeries [series.OverflowKinds]atomic.Int64
 	DemotedSeries  [series.OverflowKinds]atomic.Int64
 	SeriesDemand   [series.OverflowKinds]atomic.Int64
