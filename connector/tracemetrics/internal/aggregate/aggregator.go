@@ -133,7 +133,7 @@ func (a *Aggregator) apply(b *series.Batch) {
 	nb, exemplars, expoSize := a.NB, a.Exemplars, a.ExpoSize
 	a.resIDs = a.resIDs[:0]
 	for i := range b.Resources {
-		a.resIDs = append(a.resIDs, a.res.resolve(b, &b.Resources[i], a.active))
+		a.resIDs = append(a.resIDs, a.res.idOf(b, &b.Resources[i], a.active))
 	}
 	a.rows = a.rows[:0]
 	var overflowSpans [series.OverflowKinds]int64
@@ -150,7 +150,7 @@ func (a *Aggregator) apply(b *series.Batch) {
 		if b.Weighted {
 			w = max(w, uint64(b.SeriesW[i]))
 		}
-		id, overflow := a.limits.resolve(t, d, rid, b.Bytes(s.Key), s.Hash, b.TS, w, a.epoch)
+		id, overflow := a.limits.seriesOf(t, d, rid, b.Bytes(s.Key), s.Hash, b.TS, w, a.epoch)
 		overflowSpans[overflow] += int64(s.Count)
 		if a.demand != nil {
 			switch {

@@ -25,11 +25,11 @@ type limits struct {
 	ovKey []byte // the key of a cap overflow series being made (appendCapOverflowKey)
 }
 
-// resolve returns the series with key in resource rid of table t, whose identity hashes to h,
+// seriesOf returns the series with key in resource rid of table t, whose identity hashes to h,
 // creating it; or, when a limit refuses a new series, the resource's overflow series and that
 // limit. w is the weight of the series' spans in the batch; epoch the active buffer's; d the
 // active buffer's part of t's family, where new series are announced.
-func (l *limits) resolve(t *seriesTable, d *series.DeltaFamily, rid uint32, key []byte, h uint64, ts int64, w uint64, epoch uint32) (uint32, series.Overflow) {
+func (l *limits) seriesOf(t *seriesTable, d *series.DeltaFamily, rid uint32, key []byte, h uint64, ts int64, w uint64, epoch uint32) (uint32, series.Overflow) {
 	r := &l.res.all[rid]
 	f := t.fam.Index
 	if id, ok := t.find(h, rid, series.Identity(key, t.fam)); ok {

@@ -45,9 +45,9 @@ type resourceTable struct {
 
 func newResourceTable() *resourceTable { return &resourceTable{services: map[string]uint32{}} }
 
-// resolve returns the id of batch resource br, adding the resource, and announcing it with its
+// idOf returns the id of batch resource br, adding the resource, and announcing it with its
 // output attributes in active, when it is new.
-func (rt *resourceTable) resolve(b *series.Batch, br *series.BatchResource, active *series.DeltaBuffer) uint32 {
+func (rt *resourceTable) idOf(b *series.Batch, br *series.BatchResource, active *series.DeltaBuffer) uint32 {
 	key := b.Bytes(br.Key)
 	p := rt.index.Probe(br.Hash)
 	for rid, ok := p.Next(); ok; rid, ok = p.Next() {
