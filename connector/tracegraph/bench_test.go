@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/open-telemetry/opentelemetry-collector-contrib/connector/servicegraphconnector"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component/componenttest"
@@ -181,5 +183,40 @@ func BenchmarkFlushHandoff(b *testing.B) {
 				b.ReportMetric(float64(total.Microseconds())/float64(b.N), "flush-µs")
 			})
 		}
+	}
+}
+
+// BenchmarkPooledBytesAfterBurst reports the bytes of the batches kept for reuse (the free
+// list) once traffic of small requests (20 spans, 8 producers) follows one burst request of
+// 10,000 spans and two flush intervals: with size hints that forget older intervals, the
+// batches made for the small traffic are small; with hints that only grew, every batch made
+// after the burst was the burst's size.
+func BenchmarkPooledBytesAfterBurst(b *testing.B) {
+	burst, _ := benchRequests(5000, 10_000)
+	small, _ := benchRequests(2000, 20)
+	for range b.N {
+		clock := clockwork.NewFakeClock()
+		c, err := newConnector(settings(metadata.Type).TelemetrySettings, createDefaultConfig().(*Config), consumertest.NewNop(), clock)
+		require.NoError(b, err)
+		require.NoError(b, c.Start(context.Background(), componenttest.NewNopHost()))
+		require.NoError(b, c.ConsumeTraces(context.Background(), burst[0]))
+		for i := range 2 {
+			c.settle()
+			require.NoError(b, clock.BlockUntilContext(context.Background(), 3))
+			clock.Advance(defaultFlushInterval)
+			require.Eventually(b, func() bool { return c.tel.flushes.Load() == int64(i+1) }, 10*time.Second, time.Millisecond)
+		}
+		var wg sync.WaitGroup
+		for p := range 8 {
+			wg.Go(func() {
+				for i := p; i < len(small); i += 8 {
+					_ = c.ConsumeTraces(context.Background(), small[i])
+				}
+			})
+		}
+		wg.Wait()
+		c.settle()
+		b.ReportMetric(float64(c.pipe.Free.HeldBytes())/(1<<20), "pooled-MiB")
+		require.NoError(b, c.Shutdown(context.Background()))
 	}
 }
