@@ -2,174 +2,107 @@ package tracegraph // import "github.com/otelcol-red/otelcol-red/connector/trace
 
 import (
 	"math"
-	"time"
 
 	"github.com/jonboulle/clockwork"
+	"go.opentelemetry.io/collector/pdata/pcommon"
 
 	"github.com/otelcol-red/otelcol-red/internal/intake"
+	"github.com/otelcol-red/otelcol-red/internal/pipeline"
 )
 
-// aggregator is the one goroutine that owns the pair table, the series table and the interned
-// strings: no lock anywhere in them. It drains the intake ring, pairs halves into edges,
-// records complete edges, expires waiting ones on store_expiration_loop, removes idle series on
-// cache_loop and builds the metrics on metrics_flush_interval (flusher.go).
+// aggregator is the pipeline's consumer (internal/pipeline): the one goroutine that owns the
+// pair table, the series table and the interned strings, so none of them needs a lock. It
+// applies the batches the stage drains, pairing halves into edges and recording complete edges;
+// its duties expire waiting halves on store_expiration_loop and idle series on cache_loop; at
+// each flush tick it copies the series into a snapshot, which the flusher builds the metrics
+// from on its own goroutine.
 type aggregator struct {
 	p      *plan
-	pipe   *intake.Pipe[halfBatch]
 	clock  clockwork.Clock
 	tel    *telemetry
-	fl     *flusher
+	hints  *intake.SizeHints // the producers' batch sizes, forgotten interval by interval
 	pairs  *pairTable
 	series *seriesTable
-	in     *interner
+	ids    *stringIDs
 
 	// wakeItems is how many queued batches wake the aggregator; the flush ticker covers quiet
 	// periods.
 	wakeItems int
-	buf       []*halfBatch
 	// scratch is a new edge being assembled before it is known whether it waits.
 	scratch     edge
 	scratchDims []uint32
 	// userID and unknownID are the interned names of servicegraph's virtual nodes.
 	userID, unknownID uint32
-
-	stop chan struct{}
-	done chan struct{}
+	// start is when the interval being filled began: Start, then each delta flush.
+	start pcommon.Timestamp
+	// spans counts the spans of the round being applied.
+	spans int
 }
 
-func newAggregator(p *plan, pipe *intake.Pipe[halfBatch], clock clockwork.Clock, tel *telemetry, fl *flusher) *aggregator {
+var (
+	_ pipeline.Consumer[halfBatch, *snapshot] = (*aggregator)(nil)
+	_ pipeline.Starter                        = (*aggregator)(nil)
+)
+
+func newAggregator(p *plan, clock clockwork.Clock, tel *telemetry, hints *intake.SizeHints, ringCap int) *aggregator {
 	a := &aggregator{
-		p: p, pipe: pipe, clock: clock, tel: tel, fl: fl,
+		p: p, clock: clock, tel: tel, hints: hints,
 		pairs:       newPairTable(len(p.dims)),
 		series:      newSeriesTable(p),
-		in:          newInterner(),
-		wakeItems:   max(1, min(16, pipe.Queue.Cap()/8)),
-		buf:         pipe.Queue.DrainBuffer(),
+		ids:         newStringIDs(),
+		wakeItems:   max(1, min(16, ringCap/8)),
 		scratchDims: make([]uint32, 2*len(p.dims)),
-		stop:        make(chan struct{}),
-		done:        make(chan struct{}),
 	}
 	if p.flushInterval <= 0 {
 		a.wakeItems = 1 // flush after each batch, as servicegraph after each ConsumeTraces
 	}
-	a.userID, a.unknownID = a.in.idString("user"), a.in.idString("unknown")
+	a.userID, a.unknownID = a.ids.idString("user"), a.ids.idString("unknown")
 	return a
 }
 
-// tickers are the aggregator's periodic duties; a nil channel never fires.
-type tickers struct {
-	flush, expire, clean clockwork.Ticker
-}
+// Start begins the first interval.
+func (a *aggregator) Start(now int64) { a.start = pcommon.Timestamp(now) }
 
-func (t *tickers) chans() (flush, expire, clean <-chan time.Time) {
-	return chanOf(t.flush), chanOf(t.expire), chanOf(t.clean)
-}
+// WakeItems is how many queued batches wake the aggregator.
+func (a *aggregator) WakeItems() int { return a.wakeItems }
 
-func (t *tickers) stop() {
-	for _, k := range []clockwork.Ticker{t.flush, t.expire, t.clean} {
-		if k != nil {
-			k.Stop()
-		}
+// Apply merges every half of b into its edge.
+func (a *aggregator) Apply(b *halfBatch, now int64) {
+	for j := range b.halves {
+		a.apply(b, &b.halves[j], now)
 	}
+	a.spans += b.spans
+	a.tel.invalidWeights.Add(int64(b.invalidWeights))
+	a.tel.noService.Add(int64(b.noService))
+	a.tel.backwards.Add(int64(b.backwards))
 }
 
-func chanOf(t clockwork.Ticker) <-chan time.Time {
-	if t == nil {
-		return nil
-	}
-	return t.Chan()
-}
-
-// fired reports whether c has a tick waiting, without blocking (a nil c never has).
-func fired(c <-chan time.Time) bool {
-	select {
-	case <-c:
-		return true
-	default:
-		return false
-	}
-}
-
-func (a *aggregator) run(t tickers) {
-	defer close(a.done)
-	flushC, expireC, cleanC := t.chans()
-	var flushDue, expireDue, cleanDue bool
-	for {
-		if !a.pipe.Queue.Arm(a.wakeItems) {
-			select {
-			case <-a.pipe.Queue.Wake():
-			case <-flushC:
-				flushDue = true
-			case <-expireC:
-				expireDue = true
-			case <-cleanC:
-				cleanDue = true
-			case <-a.stop:
-				a.pipe.Queue.Disarm()
-				a.finish()
-				return
-			}
-		}
-		a.pipe.Queue.Disarm()
-		applied := a.drain()
-		// Under sustained load Arm keeps finding batches and the select above is not reached:
-		// look at the tickers on every round.
-		if !flushDue && fired(flushC) {
-			// The tick came during the round: batches queued before it may have come after
-			// the round's Drain. One more round takes them (at most one ring), so the flush
-			// holds every span whose ConsumeTraces returned before the tick.
-			flushDue = true
-			applied += a.drain()
-		}
-		expireDue = expireDue || fired(expireC)
-		cleanDue = cleanDue || fired(cleanC)
-		now := a.clock.Now().UnixNano()
-		if expireDue {
-			a.expireBefore(now, now)
-			expireDue = false
-		}
-		if cleanDue {
-			a.clean(now)
-			cleanDue = false
-		}
-		if flushDue || (a.p.flushInterval <= 0 && applied > 0) {
-			a.fl.flush(a, false)
-			flushDue = false
-		}
-	}
-}
-
-// finish drains the ring, expires every waiting edge (its pair can no longer arrive: the state
-// is lost with the process, so it counts as it would have at its ttl) and flushes a last time.
-func (a *aggregator) finish() {
-	a.drain()
-	a.expireBefore(math.MaxInt64, a.clock.Now().UnixNano())
-	a.fl.flush(a, true)
-}
-
-// drain applies every batch queued and returns how many there were.
-func (a *aggregator) drain() int {
-	a.buf = a.pipe.Queue.Drain(a.buf[:0])
-	if len(a.buf) == 0 {
-		return 0
-	}
-	now := a.clock.Now().UnixNano()
-	spans := 0
-	for i, b := range a.buf {
-		for j := range b.halves {
-			a.apply(b, &b.halves[j], now)
-		}
-		spans += b.spans
-		a.tel.invalidWeights.Add(int64(b.invalidWeights))
-		a.tel.noService.Add(int64(b.noService))
-		a.tel.backwards.Add(int64(b.backwards))
-		a.pipe.Recycle(b)
-		a.buf[i] = nil
-	}
-	a.tel.receivedSpans.Add(int64(spans))
+// Applied publishes a round's counts: one atomic add per round for the spans.
+func (a *aggregator) Applied(int, int64) {
+	a.tel.receivedSpans.Add(int64(a.spans))
+	a.spans = 0
 	a.tel.pending.Store(int64(a.pairs.n))
 	a.tel.series.Store(int64(a.series.live))
-	return len(a.buf)
+}
+
+// Swap copies the series into spare for the flusher (a service graph has few series: edges
+// between services, not spans) and, with delta temporality, starts the next interval. The
+// final one first expires every waiting edge: its pair can no longer arrive, the state is lost
+// with the process, so it counts as it would have at its ttl.
+func (a *aggregator) Swap(spare *snapshot, final bool) *snapshot {
+	now := a.clock.Now()
+	if final {
+		a.expireBefore(math.MaxInt64, now.UnixNano())
+	}
+	ts := pcommon.NewTimestampFromTime(now.Add(-a.p.tsOffset))
+	spare.take(a.series, a.ids, a.start, ts)
+	if a.p.delta {
+		a.start = ts
+		a.series.restart()
+		a.tel.series.Store(int64(a.series.live))
+	}
+	a.hints.Rotate()
+	return spare
 }
 
 // apply merges half h into the edge it belongs to, servicegraph's UpsertEdge: an edge is
@@ -215,7 +148,7 @@ func (a *aggregator) apply(b *halfBatch, h *half, now int64) {
 
 // merge writes half h into e, as servicegraph's update callbacks do.
 func (a *aggregator) merge(e *edge, dims []uint32, b *halfBatch, h *half) {
-	svc := a.in.of(b, h.service)
+	svc := a.ids.of(b, h.service)
 	e.failed = e.failed || h.failed
 	e.weight = max(e.weight, h.weight)
 	// database > messaging > unknown, whichever half came first (servicegraph: the last one).
@@ -225,7 +158,7 @@ func (a *aggregator) merge(e *edge, dims []uint32, b *halfBatch, h *half) {
 		at = len(a.p.dims)
 	}
 	for i := range a.p.dims {
-		if v := a.in.of(b, b.dims[int(h.dims)+i]); v != noValue {
+		if v := a.ids.of(b, b.dims[int(h.dims)+i]); v != noValue {
 			dims[at+i] = v
 		}
 	}
@@ -235,16 +168,16 @@ func (a *aggregator) merge(e *edge, dims []uint32, b *halfBatch, h *half) {
 	}
 	e.client, e.clientLatency = svc, h.latency
 	if h.peer.n != absent {
-		e.peer = a.in.of(b, h.peer)
+		e.peer = a.ids.of(b, h.peer)
 	}
 	if h.db.n != absent {
 		// The database is not traced: its side of the edge is the client span's.
-		e.server, e.serverLatency = a.in.of(b, h.db), h.latency
+		e.server, e.serverLatency = a.ids.of(b, h.db), h.latency
 	}
 }
 
 // expireBefore expires the waiting edges whose ttl ends by deadline; what they record is
-// stamped now.
+// stamped now. With deadline now, the store_expiration_loop duty.
 func (a *aggregator) expireBefore(deadline, now int64) {
 	for id := a.pairs.oldest; id >= 0 && a.pairs.edges[id].expires <= deadline; id = a.pairs.oldest {
 		a.expireEdge(id, now)
@@ -262,7 +195,7 @@ func (a *aggregator) expireEdge(id int32, now int64) {
 		e.conn = connVirtual
 		if e.client == 0 && e.span.IsEmpty() {
 			e.client = a.userID
-			if a.p.virtualLabel {
+			if a.p.virtualNodeLabel {
 				e.label = labelClient
 			}
 			a.series.record(e, dims, now)
@@ -272,7 +205,7 @@ func (a *aggregator) expireEdge(id int32, now int64) {
 			if e.peer != noValue {
 				e.server = e.peer
 			}
-			if a.p.virtualLabel {
+			if a.p.virtualNodeLabel {
 				e.label = labelServer
 			}
 			a.series.record(e, dims, now)
@@ -281,12 +214,13 @@ func (a *aggregator) expireEdge(id int32, now int64) {
 	a.pairs.remove(id)
 }
 
-// clean removes the series idle for series_expiration and the strings nobody refers to.
+// clean removes the series idle for series_expiration and the strings nobody refers to: the
+// cache_loop duty.
 func (a *aggregator) clean(now int64) {
 	a.series.expire(now - int64(a.p.seriesExpiration))
-	a.in.startMark()
-	a.pairs.markStrings(a.in)
-	a.series.markStrings(a.in)
-	a.in.sweep(a.userID, a.unknownID)
+	a.ids.startMark()
+	a.pairs.markStrings(a.ids)
+	a.series.markStrings(a.ids)
+	a.ids.sweep(a.userID, a.unknownID)
 	a.tel.series.Store(int64(a.series.live))
 }

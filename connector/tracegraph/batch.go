@@ -1,7 +1,7 @@
 package tracegraph // import "github.com/otelcol-red/otelcol-red/connector/tracegraph"
 
 import (
-	"sync/atomic"
+	"strconv"
 	"unsafe"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -113,37 +113,57 @@ func (b *halfBatch) bytes(t text) []byte {
 	return b.arena[t.off : t.off+t.n]
 }
 
-// maxHint caps sizeHints: one huge request must not make every pooled batch huge.
+// The buffers of a batch that intake.SizeHints sizes: a batch from the free list is grown to
+// what recent requests needed before it reduces anything (intake.SizeHints has why).
+const (
+	hintHalves = iota
+	hintDims
+	hintArena
+	numHints
+)
+
+// maxHint bounds each hint: one huge request must not make every pooled batch huge.
 const maxHint = 1 << 14
 
-// sizeHints are the largest lengths a batch has needed, shared by the producers. Batches
-// circulate through a FIFO free list, so each would otherwise grow by doubling until it had met
-// the largest request itself (allocations long after warm-up); a batch below the hints grows to
-// them at once, in one allocation per buffer, before it reduces anything.
-type sizeHints struct{ halves, dims, arena atomic.Int64 }
-
-// fit grows b's buffers to the hints.
-func (h *sizeHints) fit(b *halfBatch) {
-	if n := int(h.halves.Load()); cap(b.halves) < n {
-		b.halves = make([]half, 0, n)
-	}
-	if n := int(h.dims.Load()); cap(b.dims) < n {
-		b.dims = make([]text, 0, n)
-	}
-	if n := int(h.arena.Load()); cap(b.arena) < n {
-		b.arena = make([]byte, 0, n)
-	}
+// reserve grows b's buffers, empty, to the hints.
+func (b *halfBatch) reserve(h *intake.SizeHints) {
+	b.halves = intake.Reserve(b.halves, h.Get(hintHalves))
+	b.dims = intake.Reserve(b.dims, h.Get(hintDims))
+	b.arena = intake.Reserve(b.arena, h.Get(hintArena))
 }
 
-// raise records what b needed.
-func (h *sizeHints) raise(b *halfBatch) {
-	raiseTo(&h.halves, len(b.halves))
-	raiseTo(&h.dims, len(b.dims))
-	raiseTo(&h.arena, len(b.arena))
+// measure raises the hints to what b needed.
+func (b *halfBatch) measure(h *intake.SizeHints) {
+	h.Raise(hintHalves, len(b.halves))
+	h.Raise(hintDims, len(b.dims))
+	h.Raise(hintArena, len(b.arena))
 }
 
-func raiseTo(h *atomic.Int64, n int) {
-	v := int64(min(n, maxHint))
-	for cur := h.Load(); v > cur && !h.CompareAndSwap(cur, v); cur = h.Load() {
+// lookup writes the string form of attribute key, from the resource or else the span
+// (servicegraph's order), into b; absent when neither has it.
+func (b *halfBatch) lookup(key string, res, attrs pcommon.Map) text {
+	if v, ok := res.Get(key); ok {
+		return b.appendValue(v)
 	}
+	if v, ok := attrs.Get(key); ok {
+		return b.appendValue(v)
+	}
+	return text{n: absent}
+}
+
+// appendValue writes v's string form (pcommon's AsString) into the arena; strings, ints and
+// bools without allocating, the rarer types through AsString.
+func (b *halfBatch) appendValue(v pcommon.Value) text {
+	off := uint32(len(b.arena))
+	switch v.Type() {
+	case pcommon.ValueTypeStr:
+		return b.appendText(v.Str())
+	case pcommon.ValueTypeInt:
+		b.arena = strconv.AppendInt(b.arena, v.Int(), 10)
+	case pcommon.ValueTypeBool:
+		b.arena = strconv.AppendBool(b.arena, v.Bool())
+	default:
+		return b.appendText(v.AsString())
+	}
+	return text{off: off, n: uint32(len(b.arena)) - off}
 }

@@ -8,9 +8,32 @@ import (
 	"go.opentelemetry.io/collector/component"
 )
 
+// Defaults, read by createDefaultConfig (factory.go) and by newPlan for keys left 0.
+// servicegraph's are kept where they do not lose data; the store's are ours, chosen in
+// README.md ("The store").
+const (
+	defaultFlushInterval       = 60 * time.Second
+	defaultCacheLoop           = time.Minute
+	defaultStoreExpirationLoop = 2 * time.Second
+	// defaultStoreTTL outlasts the 5 s batch delay of OpenTelemetry SDKs on both sides of a call;
+	// servicegraph's 2 s expires pairs whose spans are exported by different batches.
+	defaultStoreTTL = 10 * time.Second
+	// defaultStoreMaxItems holds 10,000 new edges/s for the whole ttl; servicegraph's 1000
+	// refuses new halves at 500 edges/s.
+	defaultStoreMaxItems    = 100_000
+	defaultSeriesExpiration = 15 * time.Minute
+	defaultRingSize         = 1024
+)
+
+// defaultPeerAttributes name a virtual node when virtual_node_peer_attributes is unset.
+var defaultPeerAttributes = []string{"peer.service", "db.name", "db.system"}
+
+// defaultDatabaseNameAttributes is database_name_attributes when it is unset or empty.
+var defaultDatabaseNameAttributes = []string{"db.name"}
+
 // Config is the tracegraph configuration. Every servicegraph v0.159.0 key is accepted with the
 // same meaning, so a `service_graph:` (or `servicegraph:`) block renamed `tracegraph:` loads;
-// the store's defaults are ours (factory.go, README.md). Keys marked "ours" do not exist in
+// the store's defaults are ours (above, README.md). Keys marked "ours" do not exist in
 // servicegraph. v0.159.0 is the newest servicegraph the module proxy serves (versions.txt);
 // TestConfigKeysMatchServicegraph fails when a newer one adds a key or changes a default.
 type Config struct {
@@ -85,6 +108,9 @@ const (
 	temporalityCumulative = "AGGREGATION_TEMPORALITY_CUMULATIVE"
 	temporalityDelta      = "AGGREGATION_TEMPORALITY_DELTA"
 )
+
+// maxRingSize bounds ring_size: a ring of batch pointers, a million of them is 8 MB.
+const maxRingSize = 1 << 20
 
 // StoreConfig bounds the half edges waiting for their other span.
 type StoreConfig struct {

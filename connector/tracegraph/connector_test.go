@@ -2,6 +2,7 @@ package tracegraph
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -189,7 +190,7 @@ func TestIdleSeriesRemoved(t *testing.T) {
 	consume(t, c, oneSpan("new", ptrace.SpanKindClient, 2, 1, 0, nil), oneSpan("b", ptrace.SpanKindServer, 2, 2, 1, nil))
 	require.NoError(t, c.Shutdown(context.Background()))
 	require.Equal(t, map[string]int64{"{client=new,connection_type=,failed=false,server=b}": 1}, requestTotals(lastFlush(t, sink)))
-	_, kept := c.agg.in.ids["old"]
+	_, kept := c.agg.ids.idOf["old"]
 	require.False(t, kept, "the expired series' service name was swept")
 }
 
@@ -245,4 +246,59 @@ func TestBadSpansAreCounted(t *testing.T) {
 	require.True(t, ok, "the edge's server latency histogram")
 	require.EqualValues(t, 1, latency.Count)
 	require.Zero(t, latency.Sum, "the backwards span's latency")
+}
+
+// heldSink holds its first ConsumeMetrics call until release is closed.
+type heldSink struct {
+	consumertest.MetricsSink
+	entered, release chan struct{}
+	once             sync.Once
+}
+
+func (s *heldSink) ConsumeMetrics(ctx context.Context, md pmetric.Metrics) error {
+	first := false
+	s.once.Do(func() { first = true })
+	if first {
+		close(s.entered)
+		<-s.release
+	}
+	return s.MetricsSink.ConsumeMetrics(ctx, md)
+}
+
+// A flush tick that finds the flusher still sending the previous flush is postponed, counted in
+// flushes_skipped: the interval goes on until the flusher hands its snapshot back, then it is
+// flushed without waiting for the next tick, and with delta temporality each call is sent once.
+func TestPostponedFlush(t *testing.T) {
+	cfg := createDefaultConfig().(*Config)
+	cfg.AggregationTemporality = temporalityDelta
+	clock := clockwork.NewFakeClock()
+	sink := &heldSink{entered: make(chan struct{}), release: make(chan struct{})}
+	c, err := newConnector(connectortest.NewNopSettings(metadata.Type).TelemetrySettings, cfg, sink, clock)
+	require.NoError(t, err)
+	require.NoError(t, c.Start(context.Background(), componenttest.NewNopHost()))
+	t.Cleanup(func() { _ = c.Shutdown(context.Background()) })
+	var released sync.Once
+	release := func() { released.Do(func() { close(sink.release) }) }
+	t.Cleanup(release) // before Shutdown, whose final flush would wait for the held one
+	call := func(trace byte) {
+		consume(t, c, oneSpan("a", ptrace.SpanKindClient, trace, 1, 0, nil), oneSpan("b", ptrace.SpanKindServer, trace, 2, 1, nil))
+		c.settle()
+	}
+	tick := func() {
+		require.NoError(t, clock.BlockUntilContext(context.Background(), 3)) // flush, expire, clean
+		clock.Advance(defaultFlushInterval)
+	}
+	call(1)
+	tick()
+	<-sink.entered // the first flush is being sent, and held there
+	call(2)
+	tick()
+	require.Eventually(t, func() bool { return c.tel.flushesSkipped.Load() == 1 }, 5*time.Second, time.Millisecond)
+	require.Empty(t, sink.AllMetrics())
+	release()
+	require.Eventually(t, func() bool { return c.tel.flushes.Load() == 2 }, 5*time.Second, time.Millisecond)
+	const ab = "{client=a,connection_type=,failed=false,server=b}"
+	for i, md := range sink.AllMetrics() {
+		require.Equal(t, map[string]int64{ab: 1}, requestTotals(md), "flush %d: one call each", i)
+	}
 }

@@ -43,7 +43,7 @@ const (
 )
 
 // seriesTable holds the edge series, keyed by their interned key, cumulative since start.
-// Owned by the aggregator; the flusher reads it on the same goroutine.
+// Owned by the aggregator; a flush reads a copy (snapshot.go).
 type seriesTable struct {
 	p       *plan
 	index   hash.Index
@@ -206,16 +206,16 @@ func (t *seriesTable) remove(id uint32) {
 }
 
 // markStrings marks every string a series key refers to.
-func (t *seriesTable) markStrings(in *interner) {
+func (t *seriesTable) markStrings(ids *stringIDs) {
 	for id := range t.series {
 		if !t.series[id].live {
 			continue
 		}
 		k := t.key(uint32(id))
-		in.mark(k[keyClient])
-		in.mark(k[keyServer])
+		ids.mark(k[keyClient])
+		ids.mark(k[keyServer])
 		for _, d := range k[keyDims:] {
-			in.mark(d)
+			ids.mark(d)
 		}
 	}
 }

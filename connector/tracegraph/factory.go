@@ -5,7 +5,6 @@ package tracegraph // import "github.com/otelcol-red/otelcol-red/connector/trace
 
 import (
 	"context"
-	"time"
 
 	"github.com/jonboulle/clockwork"
 	"go.opentelemetry.io/collector/component"
@@ -14,29 +13,6 @@ import (
 
 	"github.com/otelcol-red/otelcol-red/connector/tracegraph/internal/metadata"
 )
-
-// Defaults. servicegraph's are kept where they do not lose data; the store's are ours, chosen in
-// README.md ("The store").
-const (
-	defaultFlushInterval       = 60 * time.Second
-	defaultCacheLoop           = time.Minute
-	defaultStoreExpirationLoop = 2 * time.Second
-	// defaultStoreTTL outlasts the 5 s batch delay of OpenTelemetry SDKs on both sides of a call;
-	// servicegraph's 2 s expires pairs whose spans are exported by different batches.
-	defaultStoreTTL = 10 * time.Second
-	// defaultStoreMaxItems holds 10,000 new edges/s for the whole ttl; servicegraph's 1000
-	// refuses new halves at 500 edges/s.
-	defaultStoreMaxItems    = 100_000
-	defaultSeriesExpiration = 15 * time.Minute
-	defaultRingSize         = 1024
-	maxRingSize             = 1 << 20
-)
-
-// defaultPeerAttributes name a virtual node when virtual_node_peer_attributes is unset.
-var defaultPeerAttributes = []string{"peer.service", "db.name", "db.system"}
-
-// defaultDatabaseNameAttributes is database_name_attributes when it is unset or empty.
-var defaultDatabaseNameAttributes = []string{"db.name"}
 
 // NewFactory returns the factory of the tracegraph connector.
 func NewFactory() connector.Factory {

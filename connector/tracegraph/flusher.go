@@ -4,12 +4,13 @@ import (
 	"context"
 	"time"
 
-	"github.com/jonboulle/clockwork"
 	"github.com/lightstep/go-expohisto/structure"
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.uber.org/zap"
+
+	"github.com/otelcol-red/otelcol-red/internal/pipeline"
 )
 
 // Output names and unit, as servicegraph v0.159.0 emits them.
@@ -22,30 +23,24 @@ const (
 	latencyUnit  = "s"
 )
 
-// flusher turns the series table into pmetric.Metrics on the aggregator's goroutine (a service
-// graph has few series: edges between services, not spans) and hands them to its own sender
-// goroutine, so a slow next consumer never holds up pairing, and pairing never waits for it.
+// flusher is the pipeline's flush goroutine (internal/pipeline): it builds the metrics of the
+// snapshots the aggregator hands over and sends them to the next consumer, so a slow next
+// consumer never holds up pairing, and pairing never waits for it. A tick that finds it busy is
+// postponed until it hands its snapshot back (counted in flushes_skipped); with cumulative
+// temporality the next flush carries the same totals and more, with delta the interval goes on.
 type flusher struct {
 	p      *plan
 	next   consumer.Metrics
 	logger *zap.Logger
 	tel    *telemetry
-	clock  clockwork.Clock
-	start  pcommon.Timestamp
-	// out has room for one flush: when the sender is still busy with the previous one, the
-	// flush is skipped (counted); the next carries the same cumulative totals and more.
-	out  chan pmetric.Metrics
-	done chan struct{}
 
 	serverKeys, clientKeys []string // client_<dimension>, server_<dimension>
 }
 
-func newFlusher(p *plan, next consumer.Metrics, logger *zap.Logger, tel *telemetry, clock clockwork.Clock) *flusher {
-	f := &flusher{
-		p: p, next: next, logger: logger, tel: tel, clock: clock,
-		out:  make(chan pmetric.Metrics, 1),
-		done: make(chan struct{}),
-	}
+var _ pipeline.Flusher[*snapshot] = (*flusher)(nil)
+
+func newFlusher(p *plan, next consumer.Metrics, logger *zap.Logger, tel *telemetry) *flusher {
+	f := &flusher{p: p, next: next, logger: logger, tel: tel}
 	for _, d := range p.dims {
 		f.clientKeys = append(f.clientKeys, "client_"+d)
 		f.serverKeys = append(f.serverKeys, "server_"+d)
@@ -53,59 +48,29 @@ func newFlusher(p *plan, next consumer.Metrics, logger *zap.Logger, tel *telemet
 	return f
 }
 
-// run sends what flush builds until the aggregator's final flush closes out.
-func (f *flusher) run() {
-	defer close(f.done)
-	for md := range f.out {
-		if err := f.next.ConsumeMetrics(context.Background(), md); err != nil {
-			f.tel.exportErrors.Add(1)
-			f.logger.Error("failed to send service graph metrics", zap.Error(err))
-		}
-		f.tel.flushes.Add(1)
-	}
-}
-
-// flush builds the metrics of every series and queues them for the sender; final waits for
-// room, sends and closes the queue. Aggregator goroutine only.
-//
-// With delta temporality a flush that finds the sender busy is skipped the same way, and its
-// interval goes on: nothing is reset, so the next flush sends the longer interval's counts.
-func (f *flusher) flush(a *aggregator, final bool) {
+// Flush builds the metrics of snapshot s and sends them, when there are any.
+func (f *flusher) Flush(s *snapshot) {
 	t0 := time.Now()
-	md, points, now := f.build(a)
+	md, points := f.build(s)
 	f.tel.recordFlush(time.Since(t0))
-	if final {
-		if points > 0 {
-			f.out <- md
-		}
-		close(f.out)
+	if points == 0 {
 		return
 	}
-	if points > 0 {
-		select {
-		case f.out <- md:
-		default:
-			f.tel.flushesSkipped.Add(1)
-			return
-		}
+	if err := f.next.ConsumeMetrics(context.Background(), md); err != nil {
+		f.tel.exportErrors.Add(1)
+		f.logger.Error("failed to send service graph metrics", zap.Error(err))
 	}
-	if f.p.delta {
-		f.start = now
-		a.series.restart()
-		a.tel.series.Store(int64(a.series.live))
-	}
+	f.tel.flushes.Add(1)
 }
 
 // build writes one data point per series and metric: request_total, request_failed_total
 // (failed series), and the server and client latency histograms, cumulative since start, or
 // with delta temporality counted since start (the last flush) for the series that counted.
-// It returns the points written and their timestamp.
-func (f *flusher) build(a *aggregator) (pmetric.Metrics, int, pcommon.Timestamp) {
+// It returns the points written.
+func (f *flusher) build(t *snapshot) (pmetric.Metrics, int) {
 	md := pmetric.NewMetrics()
-	t := a.series
-	now := pcommon.NewTimestampFromTime(f.clock.Now().Add(-f.p.tsOffset))
 	if t.live == 0 {
-		return md, 0, now
+		return md, 0
 	}
 	temporality := pmetric.AggregationTemporalityCumulative
 	if f.p.delta {
@@ -152,15 +117,15 @@ func (f *flusher) build(a *aggregator) (pmetric.Metrics, int, pcommon.Timestamp)
 			continue
 		}
 		k := t.key(uint32(id))
-		f.attributes(a.in, k, attrs)
+		f.attributes(t, k, attrs)
 		dp := totals.AppendEmpty()
-		f.stamp(dp, now)
+		stamp(dp, t)
 		dp.SetIntValue(int64(s.count))
 		attrs.CopyTo(dp.Attributes())
 		points++
 		if k[keyFailed] == 1 {
 			dp := failedTotals.AppendEmpty()
-			f.stamp(dp, now)
+			stamp(dp, t)
 			dp.SetIntValue(int64(s.count))
 			attrs.CopyTo(dp.Attributes())
 			points++
@@ -169,12 +134,12 @@ func (f *flusher) build(a *aggregator) (pmetric.Metrics, int, pcommon.Timestamp)
 			h := s.latency[which]
 			if f.p.bounds == nil {
 				dp := m.ExponentialHistogram().DataPoints().AppendEmpty()
-				f.stamp(dp, now)
+				stamp(dp, t)
 				attrs.CopyTo(dp.Attributes())
 				expoPoint(t.expo[id][which], dp)
 			} else {
 				dp := m.Histogram().DataPoints().AppendEmpty()
-				f.stamp(dp, now)
+				stamp(dp, t)
 				attrs.CopyTo(dp.Attributes())
 				dp.SetCount(h.count)
 				dp.SetSum(h.sum)
@@ -184,7 +149,7 @@ func (f *flusher) build(a *aggregator) (pmetric.Metrics, int, pcommon.Timestamp)
 			points++
 		}
 	}
-	return md, points, now
+	return md, points
 }
 
 // stamped is what the data point types share for their timestamps.
@@ -193,14 +158,15 @@ type stamped interface {
 	SetTimestamp(pcommon.Timestamp)
 }
 
-func (f *flusher) stamp(dp stamped, now pcommon.Timestamp) {
-	dp.SetStartTimestamp(f.start)
-	dp.SetTimestamp(now)
+// stamp sets dp's interval: that of snapshot s.
+func stamp(dp stamped, s *snapshot) {
+	dp.SetStartTimestamp(s.start)
+	dp.SetTimestamp(s.now)
 }
 
 // attributes writes series key k's labels into m, in servicegraph's order: client, server,
 // connection_type, failed, the dimensions, virtual_node.
-func (f *flusher) attributes(in *interner, k []uint32, m pcommon.Map) {
+func (f *flusher) attributes(in *snapshot, k []uint32, m pcommon.Map) {
 	m.Clear()
 	m.PutStr("client", in.str(k[keyClient]))
 	m.PutStr("server", in.str(k[keyServer]))
@@ -215,7 +181,7 @@ func (f *flusher) attributes(in *interner, k []uint32, m pcommon.Map) {
 			m.PutStr(f.serverKeys[i], in.str(v))
 		}
 	}
-	if f.p.virtualLabel {
+	if f.p.virtualNodeLabel {
 		m.PutStr("virtual_node", virtualLabelNames[k[keyLabel]])
 	}
 }

@@ -17,23 +17,57 @@ import (
 	"github.com/otelcol-red/otelcol-red/internal/intake"
 )
 
+// engine is a connector's aggregator and flusher without the pipeline's goroutines: a test
+// applies requests and swaps and builds flushes by hand, on a fake clock.
+type engine struct {
+	p     *plan
+	clock *clockwork.FakeClock
+	tel   *telemetry
+	agg   *aggregator
+	fl    *flusher
+	hints *intake.SizeHints
+	spare *snapshot
+}
+
+func newEngine(p *plan) *engine {
+	e := &engine{p: p, clock: clockwork.NewFakeClock(), tel: &telemetry{}, hints: intake.NewSizeHints(numHints, maxHint), spare: new(snapshot)}
+	e.agg = newAggregator(p, e.clock, e.tel, e.hints, 4)
+	e.fl = newFlusher(p, &consumertest.MetricsSink{}, zap.NewNop(), e.tel)
+	e.agg.Start(e.clock.Now().UnixNano())
+	return e
+}
+
+// consume reduces each of tds into a batch and applies it.
+func (e *engine) consume(tds ...ptrace.Traces) {
+	for _, td := range tds {
+		b := new(halfBatch)
+		reducer{p: e.p, hints: e.hints}.reduce(b, td)
+		e.agg.Apply(b, e.clock.Now().UnixNano())
+	}
+}
+
+// swap ends the interval, as a flush tick does, and returns the snapshot to build.
+func (e *engine) swap() *snapshot {
+	s := e.agg.Swap(e.spare, false)
+	e.spare = nil
+	return s
+}
+
+// build builds the metrics of s, which then goes back as the spare, and returns them with the
+// number of points.
+func (e *engine) build(s *snapshot) (pmetric.Metrics, int) {
+	md, points := e.fl.build(s)
+	e.spare = s
+	return md, points
+}
+
 // buildWith reduces tds into a fresh aggregator (no goroutine), and returns the metrics a flush
 // builds.
 func buildWith(t *testing.T, cfg *Config, tds ...ptrace.Traces) map[string]point {
 	t.Helper()
-	p := newPlan(cfg)
-	clock := clockwork.NewFakeClock()
-	tel := &telemetry{}
-	fl := newFlusher(p, &consumertest.MetricsSink{}, zap.NewNop(), tel, clock)
-	a := newAggregator(p, intake.NewPipe(4, 0, halfBatches), clock, tel, fl)
-	for _, td := range tds {
-		b := new(halfBatch)
-		reducer{p: p}.reduce(b, td)
-		for i := range b.halves {
-			a.apply(b, &b.halves[i], clock.Now().UnixNano())
-		}
-	}
-	md, _, _ := fl.build(a)
+	e := newEngine(newPlan(cfg))
+	e.consume(tds...)
+	md, _ := e.build(e.swap())
 	return flatten(md)
 }
 
@@ -84,11 +118,7 @@ func TestDeltaFlushes(t *testing.T) {
 	cfg.AggregationTemporality = temporalityDelta
 	p := newPlan(cfg)
 	p.writer = "gateway-1"
-	clock := clockwork.NewFakeClock()
-	tel := &telemetry{}
-	fl := newFlusher(p, &consumertest.MetricsSink{}, zap.NewNop(), tel, clock)
-	a := newAggregator(p, intake.NewPipe(4, 0, halfBatches), clock, tel, fl)
-	fl.start = pcommon.NewTimestampFromTime(clock.Now())
+	e := newEngine(p)
 	var trace byte
 	call := func(server string, failed bool) {
 		trace++
@@ -97,34 +127,31 @@ func TestDeltaFlushes(t *testing.T) {
 				s.Status().SetCode(ptrace.StatusCodeError)
 			}
 		}
-		for _, td := range []ptrace.Traces{oneSpan("a", ptrace.SpanKindClient, trace, 1, 0, nil), oneSpan(server, ptrace.SpanKindServer, trace, 2, 1, mod)} {
-			b := new(halfBatch)
-			reducer{p: p}.reduce(b, td)
-			for i := range b.halves {
-				a.apply(b, &b.halves[i], clock.Now().UnixNano())
-			}
-		}
+		e.consume(oneSpan("a", ptrace.SpanKindClient, trace, 1, 0, nil), oneSpan(server, ptrace.SpanKindServer, trace, 2, 1, mod))
 	}
 	const ab, abFailed, ac = "{client=a,connection_type=,failed=false,server=b}", "{client=a,connection_type=,failed=true,server=b}", "{client=a,connection_type=,failed=false,server=c}"
-	// sent flushes once and returns what went to the sender, with its interval.
-	sent := func() (map[string]point, [2]pcommon.Timestamp) {
+	// built returns what a flush of s sends, with its interval.
+	built := func(s *snapshot) (map[string]point, [2]pcommon.Timestamp) {
 		t.Helper()
-		clock.Advance(time.Second)
-		fl.flush(a, false)
-		select {
-		case md := <-fl.out:
-			rm := md.ResourceMetrics().At(0)
-			id, _ := rm.Resource().Attributes().Get("service.instance.id")
-			require.Equal(t, "gateway-1", id.Str())
-			m := rm.ScopeMetrics().At(0).Metrics().At(0)
-			require.Equal(t, pmetric.AggregationTemporalityDelta, m.Sum().AggregationTemporality())
-			dp := m.Sum().DataPoints().At(0)
-			return flatten(md), [2]pcommon.Timestamp{dp.StartTimestamp(), dp.Timestamp()}
-		default:
+		md, points := e.build(s)
+		if points == 0 {
 			return nil, [2]pcommon.Timestamp{}
 		}
+		rm := md.ResourceMetrics().At(0)
+		id, _ := rm.Resource().Attributes().Get("service.instance.id")
+		require.Equal(t, "gateway-1", id.Str())
+		m := rm.ScopeMetrics().At(0).Metrics().At(0)
+		require.Equal(t, pmetric.AggregationTemporalityDelta, m.Sum().AggregationTemporality())
+		dp := m.Sum().DataPoints().At(0)
+		return flatten(md), [2]pcommon.Timestamp{dp.StartTimestamp(), dp.Timestamp()}
 	}
-	t0 := fl.start
+	// sent flushes once a second on and returns what the flush sends.
+	sent := func() (map[string]point, [2]pcommon.Timestamp) {
+		t.Helper()
+		e.clock.Advance(time.Second)
+		return built(e.swap())
+	}
+	t0 := e.agg.start
 
 	call("b", false)
 	call("b", false)
@@ -146,27 +173,26 @@ func TestDeltaFlushes(t *testing.T) {
 	require.Equal(t, uint64(1), got[metricServer+ab].Count)
 	require.Equal(t, uint64(1), got[metricServer+ab].Buckets[6], "0.1 s: the (0.05, 0.1] bucket")
 	require.Equal(t, [2]pcommon.Timestamp{t1, t1 + pcommon.Timestamp(time.Second)}, span)
-	require.Equal(t, 2, a.series.live, "a→b failed was idle: removed")
+	require.Equal(t, 2, e.agg.series.live, "a→b failed was idle: removed")
 
-	// The sender is busy: the flush is skipped and the interval goes on.
+	// The flusher is busy: the tick is postponed (the stage counts it, TestPostponedFlush) and
+	// the interval goes on until the flusher hands its snapshot back.
 	call("b", false)
-	clock.Advance(time.Second)
-	fl.flush(a, false) // queued, nobody reads it yet
+	e.clock.Advance(time.Second)
+	busy := e.swap() // handed over, not built yet
 	call("b", false)
-	clock.Advance(time.Second)
-	fl.flush(a, false) // skipped
-	require.EqualValues(t, 1, tel.flushesSkipped.Load())
-	first := flatten(<-fl.out)
+	e.clock.Advance(time.Second) // a tick while the flusher holds busy: no swap
+	first, _ := built(busy)
 	require.Equal(t, int64(1), first[metricTotal+ab].Int)
-	got, _ = sent()
-	require.Equal(t, int64(1), got[metricTotal+ab].Int, "the skipped interval's call, sent once")
+	got, _ = built(e.swap()) // the postponed swap, as the snapshot comes back
+	require.Equal(t, int64(1), got[metricTotal+ab].Int, "the postponed interval's call, sent once")
 
 	// Nothing counted: nothing sent, every series removed.
 	got, _ = sent()
 	require.Nil(t, got)
 	got, _ = sent()
 	require.Nil(t, got)
-	require.Zero(t, a.series.live)
+	require.Zero(t, e.agg.series.live)
 }
 
 // Weighted edges in delta: whatever the flushes in between, the deltas of a series add up to
@@ -179,29 +205,21 @@ func TestDeltaWeightsAddUpToCumulative(t *testing.T) {
 		if delta {
 			cfg.AggregationTemporality = temporalityDelta
 		}
-		p := newPlan(cfg)
-		clock := clockwork.NewFakeClock()
-		tel := &telemetry{}
-		fl := newFlusher(p, &consumertest.MetricsSink{}, zap.NewNop(), tel, clock)
-		a := newAggregator(p, intake.NewPipe(4, 0, halfBatches), clock, tel, fl)
+		e := newEngine(newPlan(cfg))
 		rng := rand.New(rand.NewPCG(seed, 1))
-		// collect takes the flush from the sender's queue: deltas add up, a cumulative flush
-		// replaces what the one before said.
+		// collect flushes: deltas add up, a cumulative flush replaces what the one before said.
 		collect := func() {
 			if !delta {
 				sum, latency = 0, 0
 			}
-			select {
-			case md := <-fl.out:
-				for k, pt := range flatten(md) {
-					switch {
-					case strings.HasPrefix(k, metricTotal+"{"):
-						sum += pt.Int
-					case strings.HasPrefix(k, metricServer+"{"):
-						latency += pt.Count
-					}
+			md, _ := e.build(e.swap())
+			for k, pt := range flatten(md) {
+				switch {
+				case strings.HasPrefix(k, metricTotal+"{"):
+					sum += pt.Int
+				case strings.HasPrefix(k, metricServer+"{"):
+					latency += pt.Count
 				}
-			default:
 			}
 		}
 		for i := range 300 {
@@ -211,21 +229,13 @@ func TestDeltaWeightsAddUpToCumulative(t *testing.T) {
 			// Four edges, so that an edge is often idle through an interval with a fraction
 			// still to carry.
 			server := []string{"b", "c", "d", "e"}[rng.IntN(4)]
-			for _, td := range []ptrace.Traces{oneSpan("a", ptrace.SpanKindClient, trace, 1, 0, mod), oneSpan(server, ptrace.SpanKindServer, trace, 2, 1, mod)} {
-				b := new(halfBatch)
-				reducer{p: p}.reduce(b, td)
-				for j := range b.halves {
-					a.apply(b, &b.halves[j], clock.Now().UnixNano())
-				}
-			}
+			e.consume(oneSpan("a", ptrace.SpanKindClient, trace, 1, 0, mod), oneSpan(server, ptrace.SpanKindServer, trace, 2, 1, mod))
 			if rng.IntN(3) == 0 {
-				clock.Advance(time.Second)
-				fl.flush(a, false)
+				e.clock.Advance(time.Second)
 				collect()
 			}
 		}
-		clock.Advance(time.Second)
-		fl.flush(a, false)
+		e.clock.Advance(time.Second)
 		collect()
 		return sum, latency
 	}

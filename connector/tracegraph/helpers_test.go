@@ -225,7 +225,7 @@ func (c *connectorImp) settle() {
 			if b == nil {
 				b = new(halfBatch)
 			}
-			c.hints.fit(b) // it joins the pool: as large as a producer's
+			b.reserve(c.hints) // it joins the pool: as large as a producer's
 			_ = c.pipe.Queue.Put(context.Background(), b)
 		}
 		time.Sleep(50 * time.Microsecond)

@@ -27,7 +27,7 @@ type telemetry struct {
 	receivedSpans  atomic.Int64
 	invalidWeights atomic.Int64
 	noService      atomic.Int64 // spans of resources without service.name
-	backwards      atomic.Int64 // edge spans ending before they start
+	backwards      atomic.Int64 // spans of an edge ending before they start
 	flushes        atomic.Int64
 	flushesSkipped atomic.Int64
 	exportErrors   atomic.Int64
@@ -68,12 +68,12 @@ func newTelemetry(set component.TelemetrySettings, q *intake.Queue[halfBatch]) (
 	counter("evicted_edges", "Half edges expired before their ttl to make room under store.max_items.", "{edges}", t.evictedEdges.Load)
 	gauge("pending_edges", "Half edges waiting for their other span.", "{edges}", t.pending.Load)
 	gauge("series", "Edge series held.", "{series}", t.series.Load)
-	counter("received_spans", "Spans the aggregator has taken from the intake ring, edges or not.", "{spans}", t.receivedSpans.Load)
-	counter("spans_without_service", "Spans of resources without service.name, which no edge can name (skipped, as servicegraph skips them).", "{spans}", t.noService.Load)
+	counter("received_spans", "Spans taken from the intake ring, edges or not.", "{spans}", t.receivedSpans.Load)
+	counter("spans_without_service", "Spans of resources without service.name, which cannot name a node of the graph (skipped, as servicegraph skips them).", "{spans}", t.noService.Load)
 	counter("backwards_spans", "Edge spans that end before they start; their latency counts 0.", "{spans}", t.backwards.Load)
 	counter("invalid_sampling_weights", "Spans whose tracestate threshold (ot=th) was invalid and which counted 1.", "{spans}", t.invalidWeights.Load)
 	counter("flushes", "Flushes handed to the next consumer (Shutdown's final flush included).", "{flushes}", t.flushes.Load)
-	counter("flushes_skipped", "Flushes skipped because the previous one was still being sent.", "{flushes}", t.flushesSkipped.Load)
+	counter("flushes_skipped", "Flush ticks postponed because the previous flush was still being sent.", "{flushes}", t.flushesSkipped.Load)
 	counter("export_errors", "Flushes the next consumer returned an error for.", "{flushes}", t.exportErrors.Load)
 	gauge("ring_depth", "Batches waiting in the intake ring.", "{batches}", func() int64 { return int64(q.Len()) })
 	counter("ring_full_waits", "ConsumeTraces calls that found the intake ring full and waited.", "{calls}", func() int64 { return int64(q.Stats().FullWaits) })
@@ -99,6 +99,7 @@ func (t *telemetry) recordFlush(d time.Duration) {
 	}
 }
 
+// shutdown unregisters the callback (once: the stage's Shutdown runs it once).
 func (t *telemetry) shutdown() {
 	if t.reg != nil {
 		_ = t.reg.Unregister()

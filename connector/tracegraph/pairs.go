@@ -134,14 +134,14 @@ func (t *pairTable) remove(id int32) {
 }
 
 // markStrings marks every string a waiting edge refers to.
-func (t *pairTable) markStrings(in *interner) {
+func (t *pairTable) markStrings(ids *stringIDs) {
 	for id := t.oldest; id >= 0; id = t.edges[id].next {
 		e := &t.edges[id]
-		in.mark(e.client)
-		in.mark(e.server)
-		in.mark(e.peer)
+		ids.mark(e.client)
+		ids.mark(e.server)
+		ids.mark(e.peer)
 		for _, d := range t.dimsOf(id) {
-			in.mark(d)
+			ids.mark(d)
 		}
 	}
 }

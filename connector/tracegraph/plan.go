@@ -26,10 +26,10 @@ type plan struct {
 
 	dims []string
 	// peerAttrs name virtual nodes; nil when virtual nodes are off (an empty list).
-	peerAttrs    []string
-	virtualLabel bool
-	dbAttrs      []string
-	weighted     bool
+	peerAttrs        []string
+	virtualNodeLabel bool
+	dbAttrs          []string
+	weighted         bool
 	// delta: each flush sends the interval's counts and idle series are removed.
 	delta bool
 	// writer is the collector's service.instance.id, the resource of delta points.
@@ -49,7 +49,7 @@ func newPlan(c *Config) *plan {
 	p := &plan{
 		expoMaxSize:      c.ExponentialHistogramMaxSize,
 		dims:             c.Dimensions,
-		virtualLabel:     c.VirtualNodeExtraLabel,
+		virtualNodeLabel: c.VirtualNodeExtraLabel,
 		dbAttrs:          c.DatabaseNameAttributes,
 		weighted:         c.Sampling.Weighted,
 		delta:            c.AggregationTemporality == temporalityDelta,

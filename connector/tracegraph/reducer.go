@@ -1,21 +1,25 @@
 package tracegraph // import "github.com/otelcol-red/otelcol-red/connector/tracegraph"
 
 import (
-	"strconv"
-
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
+	"github.com/otelcol-red/otelcol-red/internal/intake"
 	"github.com/otelcol-red/otelcol-red/internal/sampling"
 )
 
-// reducer turns spans into half edges. It is immutable and shared by every producer: a
-// ConsumeTraces call writes only into its own batch, so producers never contend.
-type reducer struct{ p *plan }
+// reducer turns spans into half edges. It is immutable, but for its size hints (atomics), and
+// shared by every producer: a ConsumeTraces call writes only into its own batch, so producers
+// never contend.
+type reducer struct {
+	p     *plan
+	hints *intake.SizeHints
+}
 
 // reduce appends one half per CLIENT, SERVER, PRODUCER or CONSUMER span of td to b. Spans of
 // resources without service.name are skipped, as servicegraph skips them, and counted.
 func (r reducer) reduce(b *halfBatch, td ptrace.Traces) {
+	b.reserve(r.hints)
 	rss := td.ResourceSpans()
 	for i := 0; i < rss.Len(); i++ {
 		rs := rss.At(i)
@@ -39,6 +43,7 @@ func (r reducer) reduce(b *halfBatch, td ptrace.Traces) {
 			}
 		}
 	}
+	b.measure(r.hints)
 }
 
 func (r reducer) reduceSpan(b *halfBatch, span ptrace.Span, service text, res pcommon.Map) {
@@ -108,33 +113,4 @@ func (r reducer) weight(b *halfBatch, span ptrace.Span) float64 {
 		b.invalidWeights++
 	}
 	return b.lastWeight
-}
-
-// lookup writes the string form of attribute key, from the resource or else the span
-// (servicegraph's order), into b; absent when neither has it.
-func (b *halfBatch) lookup(key string, res, attrs pcommon.Map) text {
-	if v, ok := res.Get(key); ok {
-		return b.appendValue(v)
-	}
-	if v, ok := attrs.Get(key); ok {
-		return b.appendValue(v)
-	}
-	return text{n: absent}
-}
-
-// appendValue writes v's string form (pcommon's AsString) into the arena; strings, ints and
-// bools without allocating, the rarer types through AsString.
-func (b *halfBatch) appendValue(v pcommon.Value) text {
-	off := uint32(len(b.arena))
-	switch v.Type() {
-	case pcommon.ValueTypeStr:
-		return b.appendText(v.Str())
-	case pcommon.ValueTypeInt:
-		b.arena = strconv.AppendInt(b.arena, v.Int(), 10)
-	case pcommon.ValueTypeBool:
-		b.arena = strconv.AppendBool(b.arena, v.Bool())
-	default:
-		return b.appendText(v.AsString())
-	}
-	return text{off: off, n: uint32(len(b.arena)) - off}
 }

@@ -6,6 +6,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/reduce"
+	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/series"
 )
 
 // Once every series exists and the pools are warm, ConsumeTraces — and the aggregator work it
@@ -89,12 +92,12 @@ func TestConsumeTracesSteadyStateAllocatesNothing(t *testing.T) {
 			allocs := testing.AllocsPerRun(2048, call)
 			require.LessOrEqual(t, allocs, float64(maxAllocsPerCall), "allocations per 200-span call")
 			if _, ok := tc.raw["span_name"]; ok {
-				require.Positive(t, c.plan.names.renamed[renamedByRule].Load(), "the measured calls renamed spans")
+				require.Positive(t, c.names.Renamed(reduce.RenamedByRule), "the measured calls renamed spans")
 			}
 			if _, ok := tc.raw["max_series"]; ok {
-				require.Positive(t, c.tel.overflowSpans[globalOverflow].Load(), "the measured calls went to overflow series")
+				require.Positive(t, c.tel.OverflowSpans[series.GlobalOverflow].Load(), "the measured calls went to overflow series")
 			} else if _, ok := tc.raw["max_series_per_service"]; ok {
-				require.Positive(t, c.tel.overflowSpans[serviceOverflow].Load(), "the measured calls went to overflow series")
+				require.Positive(t, c.tel.OverflowSpans[series.ServiceOverflow].Load(), "the measured calls went to overflow series")
 			}
 		})
 	}

@@ -30,6 +30,9 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
+	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/flush"
+	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/reduce"
+	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/series"
 	"github.com/otelcol-red/otelcol-red/internal/hash"
 )
 
@@ -39,9 +42,9 @@ import (
 
 // benchInput returns traces covering `series` distinct series (10 services, series/10 span
 // names, two dimensions), `batch` spans per Traces, each series once per pass, in random order.
-func benchInput(series, batch int) []ptrace.Traces {
-	r := rand.New(rand.NewPCG(1, uint64(series)))
-	order := r.Perm(series)
+func benchInput(nSeries, batch int) []ptrace.Traces {
+	r := rand.New(rand.NewPCG(1, uint64(nSeries)))
+	order := r.Perm(nSeries)
 	base := pcommon.NewTimestampFromTime(testStart.Add(-time.Minute))
 	var out []ptrace.Traces
 	for i := 0; i < len(order); i += batch {
@@ -128,14 +131,14 @@ func settleIfOurs(tb testing.TB, c connector.Traces) {
 // timeReduce reduces every batch of input once (a warm pass), then times b.N reductions and
 // reports the CPU time per span. after, when set, runs after each reduction, before the batch is
 // reset: what the aggregator does with a batch besides applying it (learning its names).
-func timeReduce(b *testing.B, red *reducer, input []ptrace.Traces, spansPerBatch int, after func(*deltaBatch)) {
-	batch := new(deltaBatch)
+func timeReduce(b *testing.B, red *reduce.Reducer, input []ptrace.Traces, spansPerBatch int, after func(*series.Batch)) {
+	batch := new(series.Batch)
 	step := func(td ptrace.Traces) {
-		red.reduce(batch, td)
+		red.Reduce(batch, td)
 		if after != nil {
 			after(batch)
 		}
-		batch.reset()
+		series.Batches.Reset(batch)
 	}
 	for _, td := range input {
 		step(td)
@@ -152,39 +155,42 @@ func timeReduce(b *testing.B, red *reducer, input []ptrace.Traces, spansPerBatch
 
 // learnAfter is timeReduce's after for a reducer with span-name layers: the batch's names are
 // learned and the templates published, as the aggregator does once it applied the batch.
-func learnAfter(red *reducer) func(*deltaBatch) {
+func learnAfter(c *connectorImp) func(*series.Batch) {
 	now := testStart.UnixNano()
-	return func(batch *deltaBatch) {
-		red.names.learnNames(&batch.names, now)
-		red.names.publishTemplates(false, now)
+	clusters := c.names.Clusterer()
+	return func(batch *series.Batch) {
+		if clusters != nil {
+			clusters.Learn(&batch.Clusters, now)
+			clusters.Publish()
+		}
 	}
 }
 
 // appliedConnector builds a connector from raw, not started, and reduces and applies every batch
 // of input once, so that every series exists: the aggregator's steady state. It returns the
 // reduced batches for the benchmark to apply again.
-func appliedConnector(b *testing.B, raw map[string]any, input []ptrace.Traces) (*connectorImp, []*deltaBatch) {
+func appliedConnector(b *testing.B, raw map[string]any, input []ptrace.Traces) (*connectorImp, []*series.Batch) {
 	cfg := NewFactory().CreateDefaultConfig().(*Config)
 	require.NoError(b, confmap.NewFromStringMap(raw).Unmarshal(cfg))
-	c, err := newConnector(componenttest.NewNopTelemetrySettings(), cfg, consumertest.NewNop(), deps{clock: clockwork.NewFakeClockAt(testStart), chunkPoints: chunkDataPoints, keyHash: hash.Sum64}, "")
+	c, err := newConnector(componenttest.NewNopTelemetrySettings(), cfg, consumertest.NewNop(), deps{clock: clockwork.NewFakeClockAt(testStart), chunkPoints: flush.ChunkDataPoints, keyHash: hash.Sum64}, "")
 	require.NoError(b, err)
-	batches := make([]*deltaBatch, len(input))
+	batches := make([]*series.Batch, len(input))
 	for i, td := range input {
-		batches[i] = new(deltaBatch)
-		c.reducer.reduce(batches[i], td)
-		c.agg.apply(batches[i])
+		batches[i] = new(series.Batch)
+		c.reducer.Reduce(batches[i], td)
+		c.agg.Apply(batches[i], testStart.UnixNano())
 	}
 	return c, batches
 }
 
 // timeApply times b.N applications of the pre-reduced batches by c's aggregator and reports the
 // CPU time per span.
-func timeApply(b *testing.B, c *connectorImp, batches []*deltaBatch, spansPerBatch int) {
+func timeApply(b *testing.B, c *connectorImp, batches []*series.Batch, spansPerBatch int) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	start := processCPU()
 	for i := 0; i < b.N; i++ {
-		c.agg.apply(batches[i%len(batches)])
+		c.agg.Apply(batches[i%len(batches)], testStart.UnixNano())
 	}
 	cpu := processCPU() - start
 	b.ReportMetric(float64(cpu.Nanoseconds())/(float64(b.N)*float64(spansPerBatch)), "cpu-ns/span")
@@ -248,12 +254,12 @@ func measureConsume(b *testing.B, r *running, input []ptrace.Traces, producers i
 // both connectors at 1, 2, 4 and 8 concurrent producers, ~1k and ~100k series, and batches
 // of 10 and 1000 spans per ConsumeTraces call.
 func BenchmarkConsumeTraces(b *testing.B) {
-	for _, series := range []int{1_000, 100_000} {
+	for _, nSeries := range []int{1_000, 100_000} {
 		for _, batch := range []int{10, 1000} {
-			input := benchInput(series, batch)
+			input := benchInput(nSeries, batch)
 			for _, producers := range []int{1, 2, 4, 8} {
 				for _, bc := range benchConnectors() {
-					name := fmt.Sprintf("series=%dk/batch=%d/producers=%d/%s", series/1000, batch, producers, bc.name)
+					name := fmt.Sprintf("series=%dk/batch=%d/producers=%d/%s", nSeries/1000, batch, producers, bc.name)
 					b.Run(name, func(b *testing.B) {
 						measureConsume(b, startConnector(b, bc.factory, configFor(bc.factory)), input, producers)
 					})
@@ -270,9 +276,9 @@ func BenchmarkConsumeTraces(b *testing.B) {
 // behind it (no coordinated omission). The flush is triggered right after the producer starts
 // and the measurement ends when the flush has reached the next consumer.
 func BenchmarkIngestStall(b *testing.B) {
-	const series = 1_000_000
+	const nSeries = 1_000_000
 	const every = 400 * time.Microsecond
-	input := benchInput(series, 1000)
+	input := benchInput(nSeries, 1000)
 	probe := benchInput(10_000, 100)
 	for _, bc := range benchConnectors() {
 		b.Run(bc.name, func(b *testing.B) {
@@ -343,11 +349,11 @@ func BenchmarkIngestStall(b *testing.B) {
 // at the bytes/series measurement (go tool pprof -sample_index=inuse_space).
 func BenchmarkBytesPerSeries(b *testing.B) {
 	for _, size := range []struct {
-		name   string
-		series int
+		name    string
+		nSeries int
 	}{{"100k", 100_000}, {"1M", 1_000_000}} {
-		series := size.series
-		input := benchInput(series, 1000)
+		nSeries := size.nSeries
+		input := benchInput(nSeries, 1000)
 		for _, temporality := range []string{cumulative, delta} {
 			for _, bc := range benchConnectors() {
 				cfg := configFor(bc.factory)
@@ -374,8 +380,8 @@ func BenchmarkBytesPerSeries(b *testing.B) {
 						}
 						runtime.GC()
 						runtime.ReadMemStats(&after)
-						b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/float64(series), "bytes/series")
-						b.ReportMetric(float64(peak.heap-before.HeapAlloc)/float64(series), "flush-peak-bytes/series")
+						b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/float64(nSeries), "bytes/series")
+						b.ReportMetric(float64(peak.heap-before.HeapAlloc)/float64(nSeries), "flush-peak-bytes/series")
 						if dir := os.Getenv("TRACEMETRICS_HEAP_PROFILE_DIR"); dir != "" {
 							writeHeapProfile(b, filepath.Join(dir, strings.ReplaceAll(name, "/", "_")+".pprof"))
 						}
@@ -452,10 +458,10 @@ func (r *readOnly) ConsumeTraces(_ context.Context, td ptrace.Traces) error {
 }
 
 func BenchmarkConsumeTracesFloor(b *testing.B) {
-	for _, series := range []int{1_000, 100_000} {
+	for _, nSeries := range []int{1_000, 100_000} {
 		for _, batch := range []int{10, 1000} {
-			input := benchInput(series, batch)
-			b.Run(fmt.Sprintf("series=%dk/batch=%d/producers=1/read-only", series/1000, batch), func(b *testing.B) {
+			input := benchInput(nSeries, batch)
+			b.Run(fmt.Sprintf("series=%dk/batch=%d/producers=1/read-only", nSeries/1000, batch), func(b *testing.B) {
 				r := &readOnly{}
 				for _, td := range input {
 					_ = r.ConsumeTraces(context.Background(), td)
@@ -474,29 +480,29 @@ func BenchmarkConsumeTracesFloor(b *testing.B) {
 
 // BenchmarkReduce measures the producer side alone: spans → deltaBatch, no ring, no aggregator.
 func BenchmarkReduce(b *testing.B) {
-	for _, series := range []int{1_000, 100_000} {
+	for _, nSeries := range []int{1_000, 100_000} {
 		for _, batch := range []int{10, 1000} {
-			benchmarkReduce(b, series, batch)
+			benchmarkReduce(b, nSeries, batch)
 		}
 	}
 }
 
-func benchmarkReduce(b *testing.B, series, batchSize int) {
+func benchmarkReduce(b *testing.B, nSeries, batchSize int) {
 	{
-		input := benchInput(series, batchSize)
-		b.Run(fmt.Sprintf("series=%dk/batch=%d", series/1000, batchSize), func(b *testing.B) {
+		input := benchInput(nSeries, batchSize)
+		b.Run(fmt.Sprintf("series=%dk/batch=%d", nSeries/1000, batchSize), func(b *testing.B) {
 			r := startConnector(b, NewFactory(), configFor(NewFactory()))
 			red := r.conn.(*connectorImp).reducer
-			batch := new(deltaBatch)
+			batch := new(series.Batch)
 			for _, td := range input {
-				red.reduce(batch, td)
-				batch.reset()
+				red.Reduce(batch, td)
+				series.Batches.Reset(batch)
 			}
 			b.ResetTimer()
 			start := processCPU()
 			for i := 0; i < b.N; i++ {
-				red.reduce(batch, input[i%len(input)])
-				batch.reset()
+				red.Reduce(batch, input[i%len(input)])
+				series.Batches.Reset(batch)
 			}
 			cpu := processCPU() - start
 			b.ReportMetric(float64(cpu.Nanoseconds())/(float64(b.N)*float64(batchSize)), "cpu-ns/span")
@@ -507,10 +513,10 @@ func benchmarkReduce(b *testing.B, series, batchSize int) {
 // BenchmarkApply measures the aggregator alone: pre-reduced batches folded into the store,
 // every series already present (the steady state), no producers running.
 func BenchmarkApply(b *testing.B) {
-	for _, series := range []int{1_000, 100_000} {
+	for _, nSeries := range []int{1_000, 100_000} {
 		for _, batchSize := range []int{10, 1000} {
-			input := benchInput(series, batchSize)
-			b.Run(fmt.Sprintf("series=%dk/batch=%d", series/1000, batchSize), func(b *testing.B) {
+			input := benchInput(nSeries, batchSize)
+			b.Run(fmt.Sprintf("series=%dk/batch=%d", nSeries/1000, batchSize), func(b *testing.B) {
 				benchApplyWith(b, configFor(NewFactory()), input, batchSize)
 			})
 		}
@@ -626,7 +632,7 @@ func BenchmarkFlushLateness(b *testing.B) {
 				b.ReportMetric(float64(delivery)/float64(time.Millisecond), "max-delivery-ms")
 				b.ReportMetric(float64(flushes), "flushes")
 				if ours, ok := conn.(*connectorImp); ok {
-					b.ReportMetric(float64(ours.tel.flushesSkipped.Load()), "skipped")
+					b.ReportMetric(float64(ours.tel.FlushesSkipped.Load()), "skipped")
 				}
 				b.ReportMetric(float64(duration/interval), "expected-flushes")
 			}
@@ -638,13 +644,13 @@ func BenchmarkFlushLateness(b *testing.B) {
 // than applying them, so the aggregator finds the ring full at every drain. queued counts the
 // batches, each before its Put.
 func saturate(c *connectorImp, stop *atomic.Bool, queued *atomic.Int64) {
-	tmpl := new(deltaBatch)
-	tmpl.ts = time.Now().UnixNano()
-	c.reducer.reduce(tmpl, manySeries(2000))
+	tmpl := new(series.Batch)
+	tmpl.TS = time.Now().UnixNano()
+	c.reducer.Reduce(tmpl, manySeries(2000))
 	for !stop.Load() {
 		b := c.pipe.Free.Get()
 		if b == nil {
-			b = new(deltaBatch)
+			b = new(series.Batch)
 		}
 		copyBatch(b, tmpl)
 		queued.Add(1)
@@ -660,24 +666,24 @@ func saturate(c *connectorImp, stop *atomic.Bool, queued *atomic.Int64) {
 // their keys built per refused series) under max_series_per_service and max_series; "none"
 // resolves every span to its own series.
 func BenchmarkApplyOverflow(b *testing.B) {
-	const series, batchSize = 100_000, 1000
-	input := benchInput(series, batchSize)
+	const nSeries, batchSize = 100_000, 1000
+	input := benchInput(nSeries, batchSize)
 	for _, v := range []struct {
 		name   string
 		limits map[string]any
 	}{
 		{"none", nil},
-		{"aggregation_cardinality_limit", map[string]any{"aggregation_cardinality_limit": series / 100}},
-		{"max_series_per_service", map[string]any{"max_series_per_service": series / 100}},
-		{"max_series", map[string]any{"max_series": series / 10}},
+		{"aggregation_cardinality_limit", map[string]any{"aggregation_cardinality_limit": nSeries / 100}},
+		{"max_series_per_service", map[string]any{"max_series_per_service": nSeries / 100}},
+		{"max_series", map[string]any{"max_series": nSeries / 10}},
 	} {
 		b.Run(v.name, func(b *testing.B) {
 			raw := configFor(NewFactory())
 			maps.Copy(raw, v.limits)
 			c, batches := appliedConnector(b, raw, input)
 			var overflow int64
-			for k := range c.tel.overflowSpans {
-				overflow += c.tel.overflowSpans[k].Load()
+			for k := range c.tel.OverflowSpans {
+				overflow += c.tel.OverflowSpans[k].Load()
 			}
 			if v.limits != nil {
 				require.Equal(b, int64(len(input)*batchSize)*9/10, overflow, "9 spans in 10 overflow")

@@ -10,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/series"
 )
 
 // clusteringVariants are span_name.clustering off, in dry run (all the work, output as off)
@@ -39,10 +41,10 @@ func clusteringVariants() []struct {
 // by "GET /api/v1/resource/{id}", so the aggregator has ~10 series to update instead of
 // `series`; dry run pays for the clustering and keeps every series.
 func BenchmarkClustering(b *testing.B) {
-	for _, series := range []int{1_000, 100_000} {
-		input := benchInput(series, 1000)
+	for _, nSeries := range []int{1_000, 100_000} {
+		input := benchInput(nSeries, 1000)
 		for _, v := range clusteringVariants() {
-			b.Run(fmt.Sprintf("series=%dk/producers=2/%s", series/1000, v.name), func(b *testing.B) {
+			b.Run(fmt.Sprintf("series=%dk/producers=2/%s", nSeries/1000, v.name), func(b *testing.B) {
 				r := startConnector(b, NewFactory(), v.raw)
 				consumeParallel(r.conn, input, 2, max(len(input), 2000))
 				settleIfOurs(b, r.conn)
@@ -86,11 +88,11 @@ func BenchmarkClusteringReduce(b *testing.B) {
 				r := startConnector(b, NewFactory(), raw)
 				red := r.conn.(*connectorImp).reducer
 				// Learned once; then the names alone are timed, without learning.
-				learn, batch := learnAfter(red), new(deltaBatch)
+				learn, batch := learnAfter(r.conn.(*connectorImp)), new(series.Batch)
 				for _, td := range input {
-					red.reduce(batch, td)
+					red.Reduce(batch, td)
 					learn(batch)
-					batch.reset()
+					series.Batches.Reset(batch)
 				}
 				timeReduce(b, red, input, 1000, nil)
 			})

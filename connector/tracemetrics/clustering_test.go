@@ -18,6 +18,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/metadata"
+	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/reduce"
 )
 
 // clusteringConfig is delta temporality (each flush holds only what was sent since the last)
@@ -240,7 +241,7 @@ func TestClusteringKeepsTotalsPerService(t *testing.T) {
 		}
 		require.Equal(t, sent, got)
 		clear(sent)
-		require.LessOrEqual(t, c.plan.names.clusters.Templates(), int64(4*20))
+		require.LessOrEqual(t, c.names.Clusterer().Templates(), int64(4*20))
 	}
 }
 
@@ -332,8 +333,8 @@ func TestClusteringSteadyStateAllocatesNothing(t *testing.T) {
 		}
 	}
 	testing.AllocsPerRun(2048, call)
-	before := c.plan.names.renamed[renamedByClustering].Load()
+	before := c.names.Renamed(reduce.RenamedByClustering)
 	allocs := testing.AllocsPerRun(2048, call)
 	require.LessOrEqual(t, allocs, float64(maxAllocsPerCall), "allocations per 200-span call")
-	require.Greater(t, c.plan.names.renamed[renamedByClustering].Load()-before, int64(2048*100), "the measured calls renamed spans")
+	require.Greater(t, c.names.Renamed(reduce.RenamedByClustering)-before, int64(2048*100), "the measured calls renamed spans")
 }

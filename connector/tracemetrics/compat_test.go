@@ -10,6 +10,8 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/series"
 )
 
 // The same traces through spanmetrics v0.165.1 and tracemetrics, with the same configuration
@@ -190,7 +192,7 @@ func TestNonIntegerAdjustedCountsAgreeWithSpanmetricsOnAverage(t *testing.T) {
 	request := func(traceStates ...string) ptrace.Traces {
 		td := ptrace.NewTraces()
 		rs := td.ResourceSpans().AppendEmpty()
-		rs.Resource().Attributes().PutStr(serviceNameKey, "svc")
+		rs.Resource().Attributes().PutStr(series.ServiceNameKey, "svc")
 		spans := rs.ScopeSpans().AppendEmpty().Spans()
 		for i := range n {
 			sp := spans.AppendEmpty()

@@ -7,19 +7,55 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gobwas/glob"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/config/configoptional"
 	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 
+	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/clustering"
 	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/dimglob"
+	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/reduce"
+	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/series"
 )
 
 // The keys below mirror spanmetrics v0.165.1 one for one (same names, same meaning, same
 // defaults but for series_expiration's), so renaming `span_metrics:` (or `spanmetrics:`) to
 // `tracemetrics:` in a configuration is enough. MaxSeries, MaxSeriesPerService, CapSelection,
 // RingSize, RingMemoryMiB, SpanName and Sampling are ours; README.md lists what differs.
+
+// Defaults and bounds, one source of truth: createDefaultConfig (factory.go) and the plan
+// (plan.go, for keys left 0) read them, Validate names them. spanmetrics' defaults are kept as
+// they are; ours are chosen in README.md.
+const (
+	// DefaultNamespace prefixes metric names: traces.span.metrics.calls, ....duration, ....events.
+	DefaultNamespace            = "traces.span.metrics"
+	defaultFlushInterval        = 60 * time.Second
+	defaultResourceMetricsCache = 1000
+	defaultMaxPerDataPoint      = 5
+	// defaultExpoMaxSize is histogram.exponential.max_size when it is 0 (go-expohisto's and
+	// spanmetrics' default).
+	defaultExpoMaxSize = 160
+	// defaultMaxSeries and defaultSeriesExpiration keep a 2-core / 4 GB gateway out of the
+	// memory limiter's refusals: README.md ("Memory and the defaults") has the arithmetic.
+	defaultMaxSeries        = 500_000
+	defaultSeriesExpiration = 5 * time.Minute
+	defaultRingSize         = 1024
+	maxRingSize             = 1 << 20
+	defaultRingMemoryMiB    = 64
+	maxRingMemoryMiB        = 1 << 16
+	// defaultSketchSize is cap_selection.sketch_size when 0: README.md ("Which series a cap
+	// keeps") has the measurements.
+	defaultSketchSize = 128
+	maxSketchSize     = 1 << 16
+	// deltaIdleIntervals is how many idle flush intervals a delta series is kept when
+	// series_expiration is 0.
+	deltaIdleIntervals = 5
+)
+
+// defaultHistogramBucketsMs are spanmetrics' default explicit bounds, in milliseconds.
+var defaultHistogramBucketsMs = []float64{
+	2, 4, 6, 8, 10, 50, 100, 200, 400, 800, 1000, 1400, 2000, 5000, 10_000, 15_000,
+}
 
 const (
 	delta      = "AGGREGATION_TEMPORALITY_DELTA"
@@ -152,17 +188,17 @@ type Config struct {
 	// larger than the bound passes alone. 0 means the default, 64.
 	RingMemoryMiB int `mapstructure:"ring_memory_mib"`
 
-	// SpanName rewrites the span names the metrics are keyed by (spanname.go): semantic
+	// SpanName rewrites the span names the metrics are keyed by (internal/reduce): semantic
 	// conventions, rules, and clustering (clustering.go; span_name.clustering: enabled false,
 	// dry_run false, max_children 50, max_templates_per_service 500, template_expiration 1h).
 	// Default: off, span names are used as they are.
 	SpanName SpanNameConfig `mapstructure:"span_name"`
 
-	// Sampling weighs spans by their adjusted count (sampling.go). Default: weighted.
+	// Sampling weighs spans by their adjusted count (internal/reduce). Default: weighted.
 	Sampling SamplingConfig `mapstructure:"sampling"`
 
 	// CapSelection decides which series max_series and max_series_per_service keep once they
-	// are full (selection.go). Default: the busiest, by traffic.
+	// are full (internal/aggregate). Default: the busiest, by traffic.
 	CapSelection CapSelectionConfig `mapstructure:"cap_selection"`
 }
 
@@ -250,6 +286,143 @@ type EventsConfig struct {
 	Dimensions []Dimension `mapstructure:"dimensions"`
 	// prevent unkeyed literal initialization
 	_ struct{}
+}
+
+// SpanNameConfig rewrites the span name the metrics are keyed by (the span.name attribute), so
+// that instrumentation that put a raw URL path or an ID in the span name does not make a series
+// per request. All three layers are off by default: the metrics then carry span names exactly
+// as spanmetrics does.
+type SpanNameConfig struct {
+	// FromSemanticConventions names spans as the OpenTelemetry semantic conventions do when
+	// the span carries the low-cardinality attributes they name spans after (see README.md,
+	// "Span names"); other spans keep their name. Default false.
+	FromSemanticConventions bool `mapstructure:"from_semantic_conventions"`
+	// Rules rename spans by regular expression, after from_semantic_conventions; the first
+	// rule that applies to the span's service and matches its name wins. Default: none.
+	Rules []SpanNameRule `mapstructure:"rules"`
+	// Clustering learns templates for the names neither layer renamed (ClusteringConfig).
+	// Default: off.
+	Clustering ClusteringConfig `mapstructure:"clustering"`
+	// prevent unkeyed literal initialization
+	_ struct{}
+}
+
+// SpanNameRule replaces a span name that Match matches (anywhere in the name, unless
+// anchored) with Replace, expanded as regexp.Regexp.Expand does: $1 or ${1} is the first
+// capture group, ${name} a named one, $$ a dollar sign. The whole name is replaced, not just the
+// matched part.
+type SpanNameRule struct {
+	// Service restricts the rule to spans of this service.name (exact); empty means all.
+	Service string `mapstructure:"service"`
+	// Match is an RE2 regular expression (Go regexp syntax).
+	Match string `mapstructure:"match"`
+	// Replace is the new span name.
+	Replace string `mapstructure:"replace"`
+	// prevent unkeyed literal initialization
+	_ struct{}
+}
+
+// validate compiles the rules; every error names the key and the rule index.
+func (c *SpanNameConfig) validate() error {
+	var errs []error
+	for i, r := range c.Rules {
+		if _, err := reduce.CompileRule(r.Service, r.Match, r.Replace); err != nil {
+			errs = append(errs, fmt.Errorf("span_name.rules[%d].%w", i, err))
+		}
+	}
+	if err := c.Clustering.validate(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// ClusteringConfig learns span-name templates from the names each service sends, after
+// from_semantic_conventions and rules, for the spans neither renamed (internal/clustering):
+// words that look like IDs become {id}, and a position of the name that shows more than
+// MaxChildren distinct words becomes {*}. Off by default.
+type ClusteringConfig struct {
+	// Enabled turns clustering on. Default false.
+	Enabled bool `mapstructure:"enabled"`
+	// DryRun, with Enabled, learns and counts the spans clustering would rename
+	// (dry_run_renamed_spans) but keys series by the names as they are; without Enabled
+	// nothing runs. Default false.
+	DryRun bool `mapstructure:"dry_run"`
+	// MaxChildren is how many distinct words one position of a service's names keeps before
+	// they are merged into {*} (the first word, the operation, is never merged). Default 50.
+	MaxChildren int `mapstructure:"max_children"`
+	// MaxTemplatesPerService bounds the templates learned per service; beyond it the least
+	// recently learned template not seen since goes. Default 500.
+	MaxTemplatesPerService int `mapstructure:"max_templates_per_service"`
+	// TemplateExpiration forgets a template not seen for this long; 0 means never (the
+	// bound above still holds). Default 1h.
+	TemplateExpiration time.Duration `mapstructure:"template_expiration"`
+	// prevent unkeyed literal initialization
+	_ struct{}
+}
+
+const (
+	defaultClusteringMaxChildren  = 50
+	defaultClusteringMaxTemplates = 500
+	defaultTemplateExpiration     = time.Hour
+	maxClusteringChildren         = 10_000
+	maxClusteringTemplates        = 100_000
+)
+
+func defaultClusteringConfig() ClusteringConfig {
+	return ClusteringConfig{
+		MaxChildren:            defaultClusteringMaxChildren,
+		MaxTemplatesPerService: defaultClusteringMaxTemplates,
+		TemplateExpiration:     defaultTemplateExpiration,
+	}
+}
+
+// validate names the key at fault.
+func (c *ClusteringConfig) validate() error {
+	var errs []error
+	if c.MaxChildren < 1 || c.MaxChildren > maxClusteringChildren {
+		errs = append(errs, fmt.Errorf("span_name.clustering.max_children: %d, must be 1..%d", c.MaxChildren, maxClusteringChildren))
+	}
+	if c.MaxTemplatesPerService < 1 || c.MaxTemplatesPerService > maxClusteringTemplates {
+		errs = append(errs, fmt.Errorf("span_name.clustering.max_templates_per_service: %d, must be 1..%d", c.MaxTemplatesPerService, maxClusteringTemplates))
+	}
+	if c.TemplateExpiration < 0 {
+		errs = append(errs, fmt.Errorf("span_name.clustering.template_expiration: %v, must be positive or 0 (never)", c.TemplateExpiration))
+	}
+	return errors.Join(errs...)
+}
+
+func (c *ClusteringConfig) clusterer() *clustering.Clusterer {
+	if !c.Enabled {
+		return nil
+	}
+	return clustering.New(clustering.Config{
+		MaxChildren:            c.MaxChildren,
+		MaxTemplatesPerService: c.MaxTemplatesPerService,
+		TemplateExpiration:     c.TemplateExpiration,
+	})
+}
+
+// SamplingConfig configures sampling weights: a span kept by a probabilistic sampler stands
+// for 1/p spans (its adjusted count), and counts as that many.
+type SamplingConfig struct {
+	// Weighted counts each span by its adjusted count: from a valid OpenTelemetry threshold
+	// in its W3C tracestate (`ot=th:…`, as spanmetrics v0.165.1 does), else from Attribute.
+	// Spans without either count 1. false counts every span 1 whatever it carries (what
+	// spanmetrics did up to v0.145.0). Default true.
+	Weighted bool `mapstructure:"weighted"`
+	// Attribute names a span attribute holding the sampling probability p in (0, 1] (a double,
+	// an int or a numeric string) that a span was kept with; the span counts 1/p. It is read
+	// only when the tracestate has no valid threshold. Empty (the default): not read.
+	Attribute string `mapstructure:"attribute"`
+	// prevent unkeyed literal initialization
+	_ struct{}
+}
+
+func (c SamplingConfig) validate() error {
+	if c.Attribute != "" && !c.Weighted {
+		return errors.New("sampling.attribute: set, but sampling.weighted is false: the attribute would be ignored")
+	}
+	return nil
 }
 
 // Unit is the unit of the duration histogram.
@@ -396,68 +569,25 @@ func (c *Config) GetAggregationTemporality() pmetric.AggregationTemporality {
 
 // builtinKeys are the attribute names a dimension must not reuse, nor a glob match.
 func (c *Config) builtinKeys() []string {
-	keys := []string{serviceNameKey, spanKindKey, statusCodeKey, spanNameKey}
+	keys := []string{series.ServiceNameKey, series.SpanKindKey, series.StatusCodeKey, series.SpanNameKey}
 	if gateEnabled(includeCollectorInstanceIDGate) {
-		keys = append(keys, collectorInstanceKey)
+		keys = append(keys, series.CollectorInstanceKey)
 	}
 	return keys
 }
 
-// validateDimensions checks one dimensions list as spanmetrics does: each entry sets exactly
-// one of name and glob, a glob has no default and compiles, a name is not empty and repeats
-// neither a built-in attribute nor another name of the list, and no glob matches a built-in
-// attribute or a name of the list. Names must not repeat those of the shared dimensions
-// either (spanmetrics accepts that; the attribute would be written twice).
+// validateDimensions checks one dimensions list (dimglob.ValidateList); shared is the list
+// every family has, whose names the list must not repeat.
 func validateDimensions(dims []Dimension, builtin []string, shared ...Dimension) error {
-	seen := make(map[string]struct{}, len(dims)+len(builtin)+len(shared))
-	for _, k := range builtin {
-		seen[k] = struct{}{}
-	}
-	for _, d := range shared {
-		if d.Name != "" {
-			seen[d.Name] = struct{}{}
-		}
+	list := make([]dimglob.Entry, len(dims))
+	for i, d := range dims {
+		list[i] = dimglob.Entry{Name: d.Name, Glob: d.Glob, HasDefault: d.Default != nil}
 	}
 	var names []string
-	type compiled struct {
-		pattern string
-		g       glob.Glob
-	}
-	var globs []compiled
-	for i, d := range dims {
-		switch {
-		case d.Name != "" && d.Glob != "":
-			return fmt.Errorf("entry %d sets both name %q and glob %q: set one of them", i, d.Name, d.Glob)
-		case d.Glob != "":
-			if d.Default != nil {
-				return fmt.Errorf("entry %d: default is not supported with glob %q", i, d.Glob)
-			}
-			g, err := dimglob.Compile(d.Glob)
-			if err != nil {
-				return fmt.Errorf("entry %d: invalid glob %q: %w", i, d.Glob, err)
-			}
-			globs = append(globs, compiled{d.Glob, g})
-		case d.Name == "":
-			return fmt.Errorf("entry %d sets neither name nor glob", i)
-		default:
-			if _, ok := seen[d.Name]; ok {
-				return fmt.Errorf("duplicate dimension name %s", d.Name)
-			}
-			seen[d.Name] = struct{}{}
+	for _, d := range shared {
+		if d.Name != "" {
 			names = append(names, d.Name)
 		}
 	}
-	for _, g := range globs {
-		for _, k := range builtin {
-			if g.g.Match(k) {
-				return fmt.Errorf("glob %q matches the built-in attribute %s", g.pattern, k)
-			}
-		}
-		for _, k := range names {
-			if g.g.Match(k) {
-				return fmt.Errorf("glob %q matches %s, a name of the same list", g.pattern, k)
-			}
-		}
-	}
-	return nil
+	return dimglob.ValidateList(list, builtin, names)
 }

@@ -1,48 +1,55 @@
 package tracemetrics // import "github.com/otelcol-red/otelcol-red/connector/tracemetrics"
 
 import (
-	"context"
 	"errors"
-	"sync"
 
-	"github.com/jonboulle/clockwork"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/pdata/ptrace"
-	"go.uber.org/zap"
 
+	"github.com/jonboulle/clockwork"
+
+	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/aggregate"
+	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/flush"
+	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/reduce"
+	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/series"
+	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/telemetry"
 	"github.com/otelcol-red/otelcol-red/internal/intake"
+	"github.com/otelcol-red/otelcol-red/internal/pipeline"
 )
 
 var errShutdown = errors.New("tracemetrics connector is shut down")
 
-// connectorImp is the tracemetrics connector. Its data path, top to bottom, one file a stage:
+// connectorImp is the tracemetrics connector. It runs on the pipeline stage both trace
+// connectors share (internal/pipeline); its data path, top to bottom, one package a stage:
 //
-//	ConsumeTraces (any number of goroutines; connector.go)
-//	  reducer.reduce (reducer.go): spans → one deltaBatch (batch.go) of per-series deltas,
-//	  each series under its key (key.go)
-//	  intake.Queue.Put (internal/intake): one pointer into the MPSC ring; waits if it is full
-//	aggregator.run (one goroutine, aggregator.go; owns the series tables, table.go)
-//	  woken per wakeItems queued batches (wakeSeries series' worth) or by the flush ticker;
-//	  apply folds batches into the active deltaBuffer (buffers.go); at the tick it swaps
-//	  buffers and hands the filled one over
-//	flusher.run (one goroutine, flusher.go)
-//	  cumulative totals, pmetric.Metrics, next.ConsumeMetrics
+//	ConsumeTraces (any number of goroutines, the stage's)
+//	  internal/reduce: spans → one series.Batch of per-series deltas, each series under its
+//	  key (internal/series); one pointer into the intake ring (internal/intake), which waits
+//	  if it is full
+//	the consumer goroutine: internal/aggregate (owns the series tables and resources)
+//	  woken per WakeCount queued batches or by the flush ticker; Apply folds batches into the
+//	  active series.DeltaBuffer; at the tick Swap trades it for the spare the flusher handed
+//	  back
+//	the flush goroutine: internal/flush
+//	  cumulative totals, pmetric.Metrics, next.ConsumeMetrics, in chunks
 //
-// Every stage reads the configuration through one plan (plan.go).
+// Every stage reads the configuration through one series.Plan, derived here (plan.go); the
+// connector's own telemetry is internal/telemetry.
 type connectorImp struct {
-	plan    *plan
-	logger  *zap.Logger
-	clock   clockwork.Clock
-	reducer *reducer
-	pipe    *intake.Pipe[deltaBatch]
-	agg     *aggregator
-	fl      *flusher
-	tel     *telemetry
+	plan *series.Plan
+	// The pipeline stage is the component: Start, Shutdown, ConsumeTraces, Capabilities.
+	*pipeline.Stage[series.Batch, *series.DeltaBuffer]
 
-	startOnce    sync.Once
-	started      bool
-	shutdownOnce sync.Once
+	pipe    *intake.Pipe[series.Batch]
+	reducer *reduce.Reducer
+	// names renames span names (span_name; nil when off) and hints size the batches: both
+	// shared by the producers, read by the aggregator and the telemetry.
+	names *reduce.Namer
+	hints *intake.SizeHints
+	agg   *aggregate.Aggregator
+	fl    *flush.Flusher
+	tel   *telemetry.Telemetry
 }
 
 var _ consumer.Traces = (*connectorImp)(nil)
@@ -53,113 +60,55 @@ func newConnector(set component.TelemetrySettings, cfg *Config, next consumer.Me
 		return nil, err
 	}
 	// The free list holds up to ring_memory_mib of batches as well: beyond, the GC takes them.
-	pipe := intake.NewPipe(p.ringSize, p.ringBytes, deltaBatches)
-	tel, err := newTelemetry(set, pipe.Queue, p)
+	pipe := intake.NewPipe(p.RingSize, p.RingBytes, series.Batches)
+	var names *reduce.Namer
+	if p.WithName { // with span.name excluded there is no name to rewrite
+		names = namerOf(cfg.SpanName)
+	}
+	tel, err := telemetry.New(set, pipe.Queue, p, names.Renames())
 	if err != nil {
 		return nil, err
 	}
+	hints := intake.NewSizeHints(series.NumHints, series.HintLimit)
+	red := reduce.New(p, d.keyHash, names, reduce.NewWeighting(cfg.Sampling.Weighted, cfg.Sampling.Attribute), hints)
 	c := &connectorImp{
 		plan:    p,
-		logger:  set.Logger,
-		clock:   d.clock,
-		reducer: newReducer(p, d.keyHash),
 		pipe:    pipe,
+		reducer: red,
+		names:   names,
+		hints:   hints,
 		tel:     tel,
 	}
-	returned := make(chan *deltaBuffer, 1)
-	toFlusher := make(chan *deltaBuffer, 1)
-	returned <- newDeltaBuffer(len(p.families))
-	c.agg = &aggregator{
-		plan:      p,
-		pipe:      pipe,
-		hints:     &c.reducer.hints,
-		wakeItems: wakeItems(pipe.Queue.Cap(), firstSeriesPerBatch),
-		drainBuf:  pipe.Queue.DrainBuffer(),
-		clock:     d.clock,
-		services:  map[string]uint32{},
-		epoch:     1, // 0 marks a series without a row
-		active:    newDeltaBuffer(len(p.families)),
-		returned:  returned,
-		toFlusher: toFlusher,
-		stop:      make(chan struct{}),
-		done:      make(chan struct{}),
-		tel:       tel,
-		sel:       newSelector(p),
-		demand:    newDemand(p, d.clock.Now().UnixNano()),
-	}
-	c.fl = &flusher{
-		plan:        p,
-		next:        next,
-		logger:      set.Logger,
-		tel:         tel,
-		in:          toFlusher,
-		returned:    returned,
-		done:        make(chan struct{}),
-		byRes:       make([][]int32, len(p.families)),
-		intern:      newInterner(internLimit),
-		orders:      make([][]uint32, len(p.families)),
-		chunkPoints: d.chunkPoints,
-	}
-	for _, f := range p.families {
-		c.agg.tables = append(c.agg.tables, &seriesTable{fam: f, keyHash: d.keyHash})
-		c.fl.tables = append(c.fl.tables, &flushTable{fam: f})
-	}
+	c.agg = aggregate.New(p, d.keyHash, d.clock, hints, pipe.Queue.Cap(), tel, names.Clusterer())
+	c.fl = flush.New(p, next, set.Logger, tel, d.chunkPoints)
+	clock := d.clock
+	c.Stage = pipeline.New(pipeline.Settings[series.Batch, *series.DeltaBuffer]{
+		Pipe: pipe,
+		Reduce: func(b *series.Batch, td ptrace.Traces) {
+			b.TS = clock.Now().UnixNano()
+			red.Reduce(b, td)
+		},
+		Consumer:      c.agg,
+		Flusher:       c.fl,
+		Spare:         series.NewDeltaBuffer(len(p.Families)),
+		Clock:         clock,
+		FlushInterval: p.FlushInterval,
+		ErrShutdown:   errShutdown,
+		Refused:       &tel.RefusedSpans,
+		Postponed:     &tel.FlushesSkipped,
+		Closed:        tel.Shutdown,
+	})
 	if cfg.DimensionsCacheSize != 0 {
 		set.Logger.Warn("dimensions_cache_size is deprecated and ignored; use aggregation_cardinality_limit or max_series")
 	}
 	return c, nil
 }
 
-// Start starts the aggregator and the flusher.
-func (c *connectorImp) Start(context.Context, component.Host) error {
-	c.startOnce.Do(func() {
-		c.agg.ticker = c.clock.NewTicker(c.plan.flushInterval)
-		c.started = true
-		go c.agg.run()
-		go c.fl.run()
-	})
-	return nil
-}
-
-// Shutdown refuses new spans, waits for ConsumeTraces calls in flight, then drains the ring,
-// flushes everything aggregated so far and waits until the next consumer has it. It is
-// idempotent.
-func (c *connectorImp) Shutdown(ctx context.Context) error {
-	var err error
-	c.shutdownOnce.Do(func() {
-		err = c.pipe.Close(ctx)
-		if c.started {
-			close(c.agg.stop)
-			if werr := intake.Await(ctx, c.agg.done, c.fl.done); werr != nil {
-				err = errors.Join(err, werr)
-				return
-			}
-			c.agg.ticker.Stop()
-		}
-		c.tel.shutdown()
-	})
-	return err
-}
-
-// Capabilities implements consumer.Traces.
-func (*connectorImp) Capabilities() consumer.Capabilities {
-	return consumer.Capabilities{MutatesData: false}
-}
-
-// ConsumeTraces reduces td to one batch and queues it for the aggregator. It holds no lock
-// and, once the batch pool is warm, allocates nothing. When the ring is full it waits for
-// room until ctx is done, and then returns the context's error with nothing aggregated.
-func (c *connectorImp) ConsumeTraces(ctx context.Context, td ptrace.Traces) error {
-	b, ok := c.pipe.Take()
-	if !ok {
-		c.tel.refusedSpans.Add(int64(td.SpanCount()))
-		return errShutdown
-	}
-	b.ts = c.clock.Now().UnixNano()
-	c.reducer.reduce(b, td)
-	if err := c.pipe.Submit(ctx, b); err != nil {
-		c.tel.refusedSpans.Add(int64(td.SpanCount()))
-		return err
-	}
-	return nil
+// deps are what the connector is built with besides its configuration. The factory hands in
+// the real ones; tests build the connector with a fake clock, smaller chunks or a colliding
+// hash instead of changing fields after construction.
+type deps struct {
+	clock       clockwork.Clock     // the context's clock (clockwork.FromContext), else the real one
+	chunkPoints int                 // data points per ConsumeMetrics call: chunkDataPoints
+	keyHash     func([]byte) uint64 // hash of series identities and resource keys: hash.Sum64
 }

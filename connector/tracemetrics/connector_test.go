@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -20,6 +19,8 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
+	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/series"
 )
 
 // startOurs starts tracemetrics with its own telemetry, without the spanmetrics harness.
@@ -38,7 +39,7 @@ func startOursFrom(t *testing.T, f connector.Factory, raw map[string]any, start 
 	t.Cleanup(func() { require.NoError(t, tel.Shutdown(context.Background())) })
 	set := connectortest.NewNopSettings(NewFactory().Type())
 	set.TelemetrySettings = tel.NewTelemetrySettings()
-	set.Resource.Attributes().PutStr(collectorInstanceKey, testInstanceID)
+	set.Resource.Attributes().PutStr(series.CollectorInstanceKey, testInstanceID)
 	clock := clockwork.NewFakeClockAt(testStart)
 	sink := new(consumertest.MetricsSink)
 	conn, err := f.CreateTracesToMetrics(clockwork.AddToContext(context.Background(), clock), set, cfg, sink)
@@ -54,7 +55,7 @@ func startOursFrom(t *testing.T, f connector.Factory, raw map[string]any, start 
 // totals adds up calls values and histogram counts of one export.
 type totals struct {
 	calls, durations, overflowCalls int64
-	series                          int
+	nSeries                         int
 }
 
 func sumUp(md pmetric.Metrics) totals {
@@ -70,8 +71,8 @@ func sumUp(md pmetric.Metrics) totals {
 					for d := 0; d < m.Sum().DataPoints().Len(); d++ {
 						dp := m.Sum().DataPoints().At(d)
 						t.calls += dp.IntValue()
-						t.series++
-						if _, ok := dp.Attributes().Get(overflowKey); ok {
+						t.nSeries++
+						if _, ok := dp.Attributes().Get(series.OverflowKey); ok {
 							t.overflowCalls += dp.IntValue()
 						}
 					}
@@ -94,7 +95,7 @@ func countedSpans(td ptrace.Traces) int64 {
 	n := int64(0)
 	for i := 0; i < td.ResourceSpans().Len(); i++ {
 		rs := td.ResourceSpans().At(i)
-		if _, ok := rs.Resource().Attributes().Get(serviceNameKey); ok {
+		if _, ok := rs.Resource().Attributes().Get(series.ServiceNameKey); ok {
 			for j := 0; j < rs.ScopeSpans().Len(); j++ {
 				n += int64(rs.ScopeSpans().At(j).Spans().Len())
 			}
@@ -174,7 +175,7 @@ func TestConcurrentProducersCountEverySpan(t *testing.T) {
 				}
 				require.Equal(t, want, got.calls, "calls")
 				require.Equal(t, want, got.durations, "histogram counts")
-				require.Equal(t, want, c.tel.aggregatedSpans.Load(), "aggregated_spans")
+				require.Equal(t, want, c.tel.AggregatedSpans.Load(), "aggregated_spans")
 				require.Positive(t, got.overflowCalls, "max_series sends the excess to overflow series")
 			})
 		}
@@ -213,12 +214,12 @@ func TestSeriesLimitsOverflowKeepsTotalsExact(t *testing.T) {
 		calls := rm.ScopeMetrics().At(0).Metrics().At(0).Sum().DataPoints()
 		for d := 0; d < calls.Len(); d++ {
 			attrs := calls.At(d).Attributes()
-			svc, _ := rm.Resource().Attributes().Get(serviceNameKey)
-			if _, ok := attrs.Get(overflowKey); ok {
+			svc, _ := rm.Resource().Attributes().Get(series.ServiceNameKey)
+			if _, ok := attrs.Get(series.OverflowKey); ok {
 				// max_series and max_series_per_service's overflow keeps what error rates need,
 				// and the collector instance ID every series has.
 				require.Equal(t, len(capOverflowAttributes), attrs.Len(), "overflow, service name, span kind, status code, instance")
-				got, _ := attrs.Get(serviceNameKey)
+				got, _ := attrs.Get(series.ServiceNameKey)
 				require.Equal(t, svc.AsString(), got.AsString())
 				continue
 			}
@@ -386,16 +387,16 @@ func flushOnce(t *testing.T, c *connectorImp, sink *consumertest.MetricsSink, cl
 	// within its round (on time under load), leaving the rest for the next interval.
 	c.settle(t)
 	require.Eventually(t, c.flusherIdle, 5*time.Second, time.Millisecond)
-	flushes := c.tel.flushes.Load()
+	flushes := c.tel.Flushes.Load()
 	clock.Advance(d)
-	require.Eventually(t, func() bool { return c.tel.flushes.Load() > flushes }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return c.tel.Flushes.Load() > flushes }, 5*time.Second, time.Millisecond)
 	return mergeMetrics(sink.AllMetrics()[n:])
 }
 
 func oneSpan(service, name string) ptrace.Traces {
 	td := ptrace.NewTraces()
 	rs := td.ResourceSpans().AppendEmpty()
-	rs.Resource().Attributes().PutStr(serviceNameKey, service)
+	rs.Resource().Attributes().PutStr(series.ServiceNameKey, service)
 	sp := rs.ScopeSpans().AppendEmpty().Spans().AppendEmpty()
 	sp.SetName(name)
 	sp.SetStartTimestamp(1)
@@ -417,9 +418,9 @@ func TestSeriesExpiration(t *testing.T) {
 		if i >= 3 {
 			want = 1
 		}
-		require.Equal(t, want, sumUp(md).series, "flush %d", i)
+		require.Equal(t, want, sumUp(md).nSeries, "flush %d", i)
 	}
-	require.Equal(t, 1, c.agg.tables[0].n)
+	require.EqualValues(t, 1, c.tel.SeriesLive.Load())
 }
 
 func TestMetricsExpirationDropsIdleResources(t *testing.T) {
@@ -438,7 +439,7 @@ func TestMetricsExpirationDropsIdleResources(t *testing.T) {
 		}
 		require.Equal(t, want, md.ResourceMetrics().Len(), "flush %d", i)
 	}
-	require.Equal(t, 1, c.agg.liveRes)
+	// The resource table holds the live one alone: internal/aggregate TestIdleResourcesLeave.
 }
 
 func TestResourceCacheSizeEvictsLeastRecentlySeen(t *testing.T) {
@@ -454,7 +455,7 @@ func TestResourceCacheSizeEvictsLeastRecentlySeen(t *testing.T) {
 	md := flushOnce(t, c, sink, clock, 10*time.Second)
 	require.Equal(t, 2, md.ResourceMetrics().Len())
 	for i := 0; i < md.ResourceMetrics().Len(); i++ {
-		svc, _ := md.ResourceMetrics().At(i).Resource().Attributes().Get(serviceNameKey)
+		svc, _ := md.ResourceMetrics().At(i).Resource().Attributes().Get(series.ServiceNameKey)
 		require.NotEqual(t, "first", svc.Str())
 	}
 }
@@ -478,14 +479,14 @@ func TestSlowDownstreamSkipsFlushWithoutLoss(t *testing.T) {
 	require.Eventually(t, func() bool { return blocking.calls() == 1 }, 5*time.Second, time.Millisecond)
 	require.NoError(t, c.ConsumeTraces(context.Background(), oneSpan("a", "x")))
 	clock.Advance(time.Second) // postponed: no spare buffer
-	require.Eventually(t, func() bool { return c.tel.flushesSkipped.Load() == 1 }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return c.tel.FlushesSkipped.Load() == 1 }, 5*time.Second, time.Millisecond)
 	close(release)
 	// The postponed flush goes out as soon as the flusher is back, not a whole interval later.
 	require.Eventually(t, func() bool { return len(blocking.all()) == 2 }, 5*time.Second, time.Millisecond)
 	require.Equal(t, int64(2), sumUp(blocking.all()[1]).calls)
 	require.NoError(t, c.Shutdown(context.Background()))
 	require.Len(t, blocking.all(), 3) // Shutdown's final flush
-	require.EqualValues(t, 3, c.tel.flushes.Load(), "the postponed flush counts once, when it happens")
+	require.EqualValues(t, 3, c.tel.Flushes.Load(), "the postponed flush counts once, when it happens")
 }
 
 type blockingSink struct {
@@ -511,63 +512,6 @@ func (b *blockingSink) calls() int {
 
 func (b *blockingSink) all() []pmetric.Metrics { return b.AllMetrics() }
 
-// Expired keys are reclaimed by compacting the key arena; the flusher switches to the moved
-// keys and every surviving series keeps its exact attributes.
-func TestKeyArenaCompaction(t *testing.T) {
-	c, sink, clock, _ := startOurs(t, map[string]any{
-		"metrics_flush_interval": 10 * time.Second,
-		"series_expiration":      15 * time.Second,
-	}, true)
-	big := strings.Repeat("x", 20_000)
-	for i := 0; i < 300; i++ {
-		require.NoError(t, c.ConsumeTraces(context.Background(), oneSpan("svc", fmt.Sprintf("big-%d-%s", i, big))))
-	}
-	keep := func() {
-		for i := 0; i < 5; i++ {
-			require.NoError(t, c.ConsumeTraces(context.Background(), oneSpan("svc", fmt.Sprintf("keep-%d", i))))
-		}
-	}
-	keep()
-	c.settle(t) // orders the aggregator's writes before the reads below
-	chunksBefore := len(c.agg.tables[0].keys.chunks)
-	for i := 0; i < 4; i++ {
-		if i == 2 {
-			// Created in the interval whose swap compacts: announced with its old reference,
-			// moved at the same swap.
-			require.NoError(t, c.ConsumeTraces(context.Background(), oneSpan("svc", "fresh")))
-		}
-		md := flushOnce(t, c, sink, clock, 10*time.Second)
-		keep()
-		if i < 2 {
-			continue
-		}
-		// Expired at the second flush, compacted at the third.
-		names := map[string]bool{}
-		calls := md.ResourceMetrics().At(0).ScopeMetrics().At(0).Metrics().At(0).Sum().DataPoints()
-		for d := 0; d < calls.Len(); d++ {
-			v, _ := calls.At(d).Attributes().Get(spanNameKey)
-			names[v.Str()] = true
-		}
-		require.Equal(t, map[string]bool{"keep-0": true, "keep-1": true, "keep-2": true, "keep-3": true, "keep-4": true, "fresh": true}, names)
-	}
-	require.NoError(t, c.Shutdown(context.Background()))
-	require.NotEqual(t, chunksBefore, len(c.agg.tables[0].keys.chunks), "the arena was compacted")
-	require.Less(t, c.agg.tables[0].keys.waste, 1<<20)
-}
-
-// The aggregator wakes per wakeSeries worth of queued batches, counted at the size of the
-// largest batches, and at most per capacity/8 batches: queued batches are alive, so neither
-// large requests nor a large ring may mean many of them.
-func TestWakeBatchIsBounded(t *testing.T) {
-	assert.Equal(t, 1, wakeItems(2, 10))
-	assert.Equal(t, 8, wakeItems(64, 10))
-	assert.Equal(t, 16, wakeItems(defaultRingSize, 1000))
-	assert.Equal(t, 16, wakeItems(maxRingSize, 1000))
-	assert.Equal(t, defaultRingSize/8, wakeItems(defaultRingSize, 10))
-	assert.Equal(t, 1, wakeItems(defaultRingSize, 100_000))
-	assert.Equal(t, defaultRingSize/8, wakeItems(defaultRingSize, 0))
-}
-
 // With the defaults (cumulative, no series_expiration configured), the series of a
 // cardinality burst expire once idle, so the memory they hold comes back instead of keeping
 // the heap over the memory limiter's soft limit for good.
@@ -577,12 +521,11 @@ func TestDefaultsExpireABurst(t *testing.T) {
 		require.NoError(t, c.ConsumeTraces(context.Background(), oneSpan("svc", fmt.Sprintf("burst-%d", i))))
 	}
 	flushOnce(t, c, sink, clock, defaultFlushInterval)
-	require.Equal(t, 500, c.agg.tables[0].n)
+	require.EqualValues(t, 500, c.tel.SeriesLive.Load())
 	for elapsed := time.Duration(0); elapsed <= defaultSeriesExpiration; elapsed += defaultFlushInterval {
 		require.NoError(t, c.ConsumeTraces(context.Background(), oneSpan("svc", "steady")))
 		flushOnce(t, c, sink, clock, defaultFlushInterval)
 	}
-	require.Equal(t, 1, c.agg.tables[0].n, "only the steady series is left")
-	require.Equal(t, 1, c.agg.tables[0].index.Len())
-	require.Less(t, c.agg.tables[0].index.Bytes(), 1024, "the index gave back the burst's slots")
+	require.EqualValues(t, 1, c.tel.SeriesLive.Load(), "only the steady series is left")
+	// The index gives the burst's slots back: internal/aggregate TestIdleSeriesGiveIndexSlotsBack.
 }

@@ -5,7 +5,6 @@ package tracemetrics // import "github.com/otelcol-red/otelcol-red/connector/tra
 
 import (
 	"context"
-	"time"
 
 	"github.com/google/uuid"
 	"github.com/jonboulle/clockwork"
@@ -13,41 +12,11 @@ import (
 	"go.opentelemetry.io/collector/connector"
 	"go.opentelemetry.io/collector/consumer"
 
+	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/flush"
 	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/metadata"
+	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/series"
 	"github.com/otelcol-red/otelcol-red/internal/hash"
 )
-
-// Defaults. spanmetrics' defaults are kept as they are; ours are chosen in README.md.
-const (
-	// DefaultNamespace prefixes metric names: traces.span.metrics.calls, ....duration, ....events.
-	DefaultNamespace            = "traces.span.metrics"
-	defaultFlushInterval        = 60 * time.Second
-	defaultResourceMetricsCache = 1000
-	defaultMaxPerDataPoint      = 5
-	// defaultExpoMaxSize is histogram.exponential.max_size when it is 0 (go-expohisto's and
-	// spanmetrics' default).
-	defaultExpoMaxSize = 160
-	// defaultMaxSeries and defaultSeriesExpiration keep a 2-core / 4 GB gateway out of the
-	// memory limiter's refusals: README.md ("Memory and the defaults") has the arithmetic.
-	defaultMaxSeries        = 500_000
-	defaultSeriesExpiration = 5 * time.Minute
-	defaultRingSize         = 1024
-	maxRingSize             = 1 << 20
-	defaultRingMemoryMiB    = 64
-	maxRingMemoryMiB        = 1 << 16
-	// defaultSketchSize is cap_selection.sketch_size when 0: README.md ("Which series a cap
-	// keeps") has the measurements.
-	defaultSketchSize = 128
-	maxSketchSize     = 1 << 16
-	// deltaIdleIntervals is how many idle flush intervals a delta series is kept when
-	// series_expiration is 0.
-	deltaIdleIntervals = 5
-)
-
-// defaultHistogramBucketsMs are spanmetrics' default explicit bounds, in milliseconds.
-var defaultHistogramBucketsMs = []float64{
-	2, 4, 6, 8, 10, 50, 100, 200, 400, 800, 1000, 1400, 2000, 5000, 10_000, 15_000,
-}
 
 // NewFactory returns the factory of the tracemetrics connector.
 func NewFactory() connector.Factory {
@@ -84,24 +53,15 @@ func createTracesToMetrics(ctx context.Context, set connector.Settings, cfg comp
 	return newConnector(set.TelemetrySettings, cfg.(*Config), next, newDeps(ctx), instanceIDOf(set))
 }
 
-// deps are what the connector is built with besides its configuration. The factory hands in
-// the real ones; tests build the connector with a fake clock, smaller chunks or a colliding
-// hash instead of changing fields after construction.
-type deps struct {
-	clock       clockwork.Clock     // the context's clock (clockwork.FromContext), else the real one
-	chunkPoints int                 // data points per ConsumeMetrics call: chunkDataPoints
-	keyHash     func([]byte) uint64 // hash of series identities and resource keys: hash.Sum64
-}
-
 func newDeps(ctx context.Context) deps {
-	return deps{clock: clockwork.FromContext(ctx), chunkPoints: chunkDataPoints, keyHash: hash.Sum64}
+	return deps{clock: clockwork.FromContext(ctx), chunkPoints: flush.ChunkDataPoints, keyHash: hash.Sum64}
 }
 
 // instanceIDOf returns the collector.instance.id of the collector's own resource. Like
 // spanmetrics: the collector sets it; settings built from componenttest do not, hence the
 // random fallback.
 func instanceIDOf(set connector.Settings) string {
-	if v, ok := set.Resource.Attributes().Get(collectorInstanceKey); ok {
+	if v, ok := set.Resource.Attributes().Get(series.CollectorInstanceKey); ok {
 		return v.AsString()
 	}
 	return uuid.NewString()

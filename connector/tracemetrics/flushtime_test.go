@@ -10,13 +10,15 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/series"
 )
 
 // manySeries returns one request of n spans, each of its own series.
 func manySeries(n int) ptrace.Traces {
 	td := ptrace.NewTraces()
 	rs := td.ResourceSpans().AppendEmpty()
-	rs.Resource().Attributes().PutStr(serviceNameKey, "svc")
+	rs.Resource().Attributes().PutStr(series.ServiceNameKey, "svc")
 	spans := rs.ScopeSpans().AppendEmpty().Spans()
 	for i := 0; i < n; i++ {
 		sp := spans.AppendEmpty()
@@ -28,14 +30,14 @@ func manySeries(n int) ptrace.Traces {
 }
 
 // copyBatch makes dst an exact copy of src's reduced content.
-func copyBatch(dst, src *deltaBatch) {
-	dst.ts = src.ts
-	dst.spans = src.spans
-	dst.resources = append(dst.resources[:0], src.resources...)
-	dst.series = append(dst.series[:0], src.series...)
-	dst.obs = append(dst.obs[:0], src.obs...)
-	dst.exemplars = append(dst.exemplars[:0], src.exemplars...)
-	dst.arena = append(dst.arena[:0], src.arena...)
+func copyBatch(dst, src *series.Batch) {
+	dst.TS = src.TS
+	dst.Spans = src.Spans
+	dst.Resources = append(dst.Resources[:0], src.Resources...)
+	dst.Series = append(dst.Series[:0], src.Series...)
+	dst.Obs = append(dst.Obs[:0], src.Obs...)
+	dst.Exemplars = append(dst.Exemplars[:0], src.Exemplars...)
+	dst.Arena = append(dst.Arena[:0], src.Arena...)
 }
 
 // Under sustained overload (the ring full at every Drain) the flush still happens at the
@@ -75,7 +77,7 @@ func TestFlushOnTimeUnderOverload(t *testing.T) {
 	clock.Advance(time.Second) // the fake ticker's channel holds the tick when Advance returns
 	// Counted before each Put returns, so this bounds from above what was published at the tick.
 	publishedAtTick := queued.Load()
-	require.Eventually(t, func() bool { return c.tel.flushes.Load() >= 1 }, time.Minute, time.Millisecond,
+	require.Eventually(t, func() bool { return c.tel.Flushes.Load() >= 1 }, time.Minute, time.Millisecond,
 		"no flush under overload")
 	// Keep the load on until the bound could be exceeded, so that passing means something.
 	bound := publishedAtTick + int64(c.pipe.Queue.Cap())

@@ -1,12 +1,11 @@
 package tracemetrics // import "github.com/otelcol-red/otelcol-red/connector/tracemetrics"
 
-import "go.opentelemetry.io/collector/featuregate"
+import "github.com/otelcol-red/otelcol-red/internal/gates"
 
 // spanmetrics v0.165.1 changes some of its output through feature gates. tracemetrics follows
 // the same gates, by their spanmetrics IDs, when the binary registers them (otelcol-red builds
-// spanmetrics in), so `--feature-gates=...` switches both connectors alike. Registering the
-// IDs ourselves would panic next to spanmetrics, and registering our own IDs would make users
-// learn a second set of flags.
+// spanmetrics in), so `--feature-gates=...` switches both connectors alike (internal/gates has
+// why not IDs of our own).
 const (
 	legacyMetricNamesGate             = "connector.spanmetrics.legacyMetricNames"
 	includeCollectorInstanceIDGate    = "connector.spanmetrics.includeCollectorInstanceID"
@@ -29,32 +28,18 @@ var gateDefaults = map[string]bool{
 
 // gateEnabled reports whether the gate id is enabled, or, when the binary does not register
 // it, whether spanmetrics enables it by default.
-func gateEnabled(id string) bool { return gateIn(featuregate.GlobalRegistry(), id) }
+func gateEnabled(id string) bool { return gates.Enabled(id, gateDefaults[id]) }
 
-// gateIn is gateEnabled on registry reg.
-func gateIn(reg *featuregate.Registry, id string) bool {
-	enabled, registered := false, false
-	reg.VisitAll(func(g *featuregate.Gate) {
-		if g.ID() == id {
-			enabled, registered = g.IsEnabled(), true
-		}
-	})
-	if !registered {
-		return gateDefaults[id]
-	}
-	return enabled
-}
-
-// gates is the value of every followed gate, read once when a connector is built.
-type gates struct {
+// followedGates is the value of every followed gate, read once when a connector is built.
+type followedGates struct {
 	legacyMetricNames          bool
 	includeCollectorInstanceID bool
 	excludeResourceMetrics     bool
 	useOtelStatusCode          bool
 }
 
-func readGates() gates {
-	return gates{
+func readGates() followedGates {
+	return followedGates{
 		legacyMetricNames:          gateEnabled(legacyMetricNamesGate),
 		includeCollectorInstanceID: gateEnabled(includeCollectorInstanceIDGate),
 		excludeResourceMetrics:     gateEnabled(excludeResourceMetricsGate),

@@ -6,6 +6,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/featuregate"
+
+	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/series"
+	"github.com/otelcol-red/otelcol-red/internal/gates"
 )
 
 // Every gate followed is one spanmetrics registers (the tests link spanmetrics in, as the
@@ -29,11 +32,11 @@ func TestGatesFollowSpanmetrics(t *testing.T) {
 // default: the collector instance ID on, the alpha gates off.
 func TestUnregisteredGatesTakeSpanmetricsDefaults(t *testing.T) {
 	empty := featuregate.NewRegistry()
-	require.True(t, gateIn(empty, includeCollectorInstanceIDGate))
+	require.True(t, gates.EnabledIn(empty, includeCollectorInstanceIDGate, gateDefaults[includeCollectorInstanceIDGate]))
 	for _, id := range []string{legacyMetricNamesGate, useSecondAsDefaultMetricsUnitGate, excludeResourceMetricsGate, useOtelStatusCodeAttributeGate} {
-		require.False(t, gateIn(empty, id), id)
+		require.False(t, gates.EnabledIn(empty, id, gateDefaults[id]), id)
 	}
-	require.False(t, gateIn(empty, "not.a.gate"))
+	require.False(t, gates.EnabledIn(empty, "not.a.gate", gateDefaults["not.a.gate"]))
 }
 
 // With the gate disabled (`--feature-gates=-connector.spanmetrics.includeCollectorInstanceID`)
@@ -53,9 +56,9 @@ func TestCollectorInstanceIDGateOff(t *testing.T) {
 	for _, rm := range md.ResourceMetrics().All() {
 		for _, m := range rm.ScopeMetrics().At(0).Metrics().All() {
 			for attrs := range dataPointAttributes(m) {
-				_, ok := attrs.Get(collectorInstanceKey)
+				_, ok := attrs.Get(series.CollectorInstanceKey)
 				require.False(t, ok, "collector.instance.id on %s", attrString(attrs))
-				if _, ok := attrs.Get(overflowKey); ok {
+				if _, ok := attrs.Get(series.OverflowKey); ok {
 					overflow++
 				}
 				n++

@@ -25,17 +25,17 @@ var globVariants = []struct {
 // BenchmarkGlobDimensions measures what glob dimensions cost the producer (reduce) and
 // ConsumeTraces with aggregation (1 producer), against named dimensions, in the same run.
 func BenchmarkGlobDimensions(b *testing.B) {
-	for _, series := range []int{1_000, 100_000} {
+	for _, nSeries := range []int{1_000, 100_000} {
 		const batch = 1000
-		input := benchInput(series, batch)
+		input := benchInput(nSeries, batch)
 		for _, v := range globVariants {
 			raw := maps.Clone(configFor(NewFactory()))
 			raw["dimensions"] = v.dims
-			b.Run(fmt.Sprintf("reduce/series=%dk/%s", series/1000, v.name), func(b *testing.B) {
+			b.Run(fmt.Sprintf("reduce/series=%dk/%s", nSeries/1000, v.name), func(b *testing.B) {
 				r := startConnector(b, NewFactory(), raw)
 				timeReduce(b, r.conn.(*connectorImp).reducer, input, batch, nil)
 			})
-			b.Run(fmt.Sprintf("consume/series=%dk/%s", series/1000, v.name), func(b *testing.B) {
+			b.Run(fmt.Sprintf("consume/series=%dk/%s", nSeries/1000, v.name), func(b *testing.B) {
 				measureConsume(b, startConnector(b, NewFactory(), raw), input, 1)
 			})
 		}

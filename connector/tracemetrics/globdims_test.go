@@ -12,6 +12,8 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/series"
 )
 
 // callsByAttributes returns the calls of one delta export by data point attributes
@@ -26,10 +28,10 @@ func callsByAttributes(md pmetric.Metrics) map[string]int64 {
 			for _, dp := range m.Sum().DataPoints().All() {
 				attrs := pcommon.NewMap()
 				dp.Attributes().CopyTo(attrs)
-				attrs.Remove(collectorInstanceKey)
-				attrs.Remove(serviceNameKey)
-				attrs.Remove(spanKindKey)
-				attrs.Remove(statusCodeKey)
+				attrs.Remove(series.CollectorInstanceKey)
+				attrs.Remove(series.ServiceNameKey)
+				attrs.Remove(series.SpanKindKey)
+				attrs.Remove(series.StatusCodeKey)
 				out[attrString(attrs)] += dp.IntValue()
 			}
 		}
@@ -53,7 +55,7 @@ func TestGlobDimensionsTakeMatchingAttributes(t *testing.T) {
 	td := ptrace.NewTraces()
 	rs := td.ResourceSpans().AppendEmpty()
 	res := rs.Resource().Attributes()
-	res.PutStr(serviceNameKey, "svc")
+	res.PutStr(series.ServiceNameKey, "svc")
 	res.PutStr("k8s.pod.name", "pod-r")
 	res.PutStr("k8s.node.name", "node-r")
 	res.PutStr("k8s.pod.label.name", "not matched: two segments between k8s and name")
@@ -90,7 +92,7 @@ func TestGlobDimensionsOfEvents(t *testing.T) {
 	}, true)
 	td := ptrace.NewTraces()
 	rs := td.ResourceSpans().AppendEmpty()
-	rs.Resource().Attributes().PutStr(serviceNameKey, "svc")
+	rs.Resource().Attributes().PutStr(series.ServiceNameKey, "svc")
 	rs.Resource().Attributes().PutStr("k8s.pod.name", "pod-r")
 	rs.Resource().Attributes().PutStr("k8s.node.name", "node-r")
 	sp := rs.ScopeSpans().AppendEmpty().Spans().AppendEmpty()
@@ -112,7 +114,7 @@ func TestGlobDimensionsOfEvents(t *testing.T) {
 		for _, dp := range m.Sum().DataPoints().All() {
 			attrs := pcommon.NewMap()
 			dp.Attributes().CopyTo(attrs)
-			for _, k := range []string{collectorInstanceKey, serviceNameKey, spanKindKey, statusCodeKey, spanNameKey} {
+			for _, k := range []string{series.CollectorInstanceKey, series.ServiceNameKey, series.SpanKindKey, series.StatusCodeKey, series.SpanNameKey} {
 				attrs.Remove(k)
 			}
 			events[attrString(attrs)] += dp.IntValue()
@@ -122,73 +124,6 @@ func TestGlobDimensionsOfEvents(t *testing.T) {
 		`exception.message=Str:"first",exception.type=Str:"NPE",k8s.node.name=Str:"node-s",k8s.pod.name=Str:"pod-e"`: 1,
 		`exception.type=Str:"Timeout",k8s.node.name=Str:"node-s",k8s.pod.name=Str:"pod-r"`:                           1,
 	}, events)
-}
-
-// A series key of a family with named and glob dimensions decodes back to the attributes it
-// was built from, with more named dimensions than appendKey keeps type tags for on its stack,
-// glob values of every type, and none; the identity leaves out the types and the trailing
-// count, so values with one string form share it.
-func TestGlobKeysRoundTrip(t *testing.T) {
-	cfg := createDefaultConfig().(*Config)
-	for i := range 18 {
-		cfg.Dimensions = append(cfg.Dimensions, Dimension{Name: fmt.Sprintf("d%02d", i)})
-	}
-	cfg.Dimensions = append(cfg.Dimensions, Dimension{Glob: "g.*"})
-	require.NoError(t, cfg.Validate())
-	l, err := newLayout(cfg, gates{}, "")
-	require.NoError(t, err)
-	f := l.families[l.callsFamily]
-	require.NotNil(t, f.globs)
-	var scratch globScratch
-	res := pcommon.NewMap()
-	res.PutStr("g.res", "r")
-	scratch.setResource(l.families, res)
-	keyOf := func(attrs map[string]any) ([]byte, pcommon.Map) {
-		span := ptrace.NewSpan()
-		span.SetName("op")
-		require.NoError(t, span.Attributes().FromRaw(attrs))
-		globs := scratch.collect(f, span.Attributes(), nil)
-		key := l.appendKey(nil, f, 1, "svc", "op", span, pcommon.NewInstrumentationScope(), false, res, nil, false, globs)
-		out := pcommon.NewMap()
-		l.putAttributes(key, out, nil)
-		return key, out
-	}
-	attrs := map[string]any{"g.int": int64(7), "g.double": 0.5, "g.bool": true, "g.bytes": []byte{1, 2},
-		"g.map": map[string]any{"a": "b"}, "g.slice": []any{"x", int64(1)}, "g.str": "s", "other": "not matched"}
-	for i := range 18 {
-		if i%3 != 0 {
-			attrs[fmt.Sprintf("d%02d", i)] = int64(i)
-		}
-	}
-	_, got := keyOf(attrs)
-	want := pcommon.NewMap()
-	require.NoError(t, want.FromRaw(attrs))
-	want.Remove("other")
-	want.PutStr("g.res", "r")
-	want.PutStr(serviceNameKey, "svc")
-	want.PutStr(spanNameKey, "op")
-	want.PutStr(spanKindKey, "SPAN_KIND_UNSPECIFIED")
-	want.PutStr(statusCodeKey, "STATUS_CODE_UNSET")
-	require.Equal(t, attrString(want), attrString(got))
-
-	k1, _ := keyOf(map[string]any{"d17": int64(5), "g.x": int64(200)})
-	k2, got2 := keyOf(map[string]any{"d17": "5", "g.x": "200"})
-	require.Equal(t, identity(k1, f), identity(k2, f), "one string form, one series")
-	v, _ := got2.Get("g.x")
-	require.Equal(t, pcommon.ValueTypeStr, v.Type())
-	k3, _ := keyOf(map[string]any{"d17": int64(5), "g.y": int64(200)})
-	require.NotEqual(t, identity(k1, f), identity(k3, f), "another key, another series")
-
-	scratch.setResource(l.families, pcommon.NewMap())
-	_, none := keyOf(map[string]any{})
-	require.Equal(t, 4, none.Len(), "no dimension, no glob match: the built-ins alone")
-	require.Zero(t, f.globs.Len())
-	scratch.release(l.families)
-	for _, m := range scratch.cur[:cap(scratch.cur)] {
-		require.Empty(t, m.key, "released: nothing of the request is kept")
-	}
-	require.Positive(t, f.globs.Len(), "the keys seen are known to every producer")
-	require.Empty(t, scratch.learn[f.index])
 }
 
 // The difference kept on purpose: spanmetrics keys a glob series by its matches in the order
@@ -203,7 +138,7 @@ func TestGlobSeriesAreOnePerAttributeSet(t *testing.T) {
 	}
 	td := ptrace.NewTraces()
 	rs := td.ResourceSpans().AppendEmpty()
-	rs.Resource().Attributes().PutStr(serviceNameKey, "svc")
+	rs.Resource().Attributes().PutStr(series.ServiceNameKey, "svc")
 	rs.Resource().Attributes().PutStr("k8s.a.name", "x")
 	rs.Resource().Attributes().PutStr("k8s.b.name", "y")
 	spans := rs.ScopeSpans().AppendEmpty().Spans()

@@ -25,7 +25,9 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
+	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/aggregate"
 	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/metadata"
+	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/series"
 )
 
 var testStart = time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -82,7 +84,7 @@ const testInstanceID = "0b5e3d1a-7c2f-4e58-9a31-6f0d2c8b4e17"
 // collector.instance.id testInstanceID.
 func testSettings(f connector.Factory) connector.Settings {
 	set := connectortest.NewNopSettings(f.Type())
-	set.Resource.Attributes().PutStr(collectorInstanceKey, testInstanceID)
+	set.Resource.Attributes().PutStr(series.CollectorInstanceKey, testInstanceID)
 	return set
 }
 
@@ -102,7 +104,7 @@ func (r *running) flush() pmetric.Metrics {
 	if isOurs {
 		// A tick that finds the flusher still busy is skipped (by design); wait until idle.
 		require.Eventually(r.t, ours.flusherIdle, 10*time.Second, time.Millisecond)
-		flushes = ours.tel.flushes.Load()
+		flushes = ours.tel.Flushes.Load()
 	}
 	// Ticker registration is asynchronous in spanmetrics' Start; wait for a waiter.
 	require.NoError(r.t, r.clock.BlockUntilContext(context.Background(), 1))
@@ -110,7 +112,7 @@ func (r *running) flush() pmetric.Metrics {
 	// Generous: a flush of 1M series takes seconds on a loaded 2-core machine.
 	if isOurs {
 		// tracemetrics sends a flush in chunks: wait until the last one is out.
-		require.Eventually(r.t, func() bool { return ours.tel.flushes.Load() > flushes }, 2*time.Minute, time.Millisecond)
+		require.Eventually(r.t, func() bool { return ours.tel.Flushes.Load() > flushes }, 2*time.Minute, time.Millisecond)
 	} else {
 		require.Eventually(r.t, func() bool { return len(r.sink.AllMetrics()) > n }, 2*time.Minute, time.Millisecond)
 	}
@@ -295,7 +297,7 @@ func genTraces(r *rand.Rand, spans int, o genOptions) ptrace.Traces {
 		if svc%2 == 0 {
 			attrs.PutStr("region", "eu")
 		}
-		attrs.PutStr(serviceNameKey, fmt.Sprintf("svc-%d", svc))
+		attrs.PutStr(series.ServiceNameKey, fmt.Sprintf("svc-%d", svc))
 		if o.globs {
 			attrs.PutStr("k8s.pod.name", fmt.Sprintf("pod-%d", svc))
 			attrs.PutStr("k8s.namespace.name", fmt.Sprintf("ns-%d", svc%2))
@@ -304,11 +306,11 @@ func genTraces(r *rand.Rand, spans int, o genOptions) ptrace.Traces {
 		if o.bad {
 			switch r.IntN(10) {
 			case 0:
-				attrs.Remove(serviceNameKey) // skipped by both
+				attrs.Remove(series.ServiceNameKey) // skipped by both
 			case 1:
-				attrs.PutInt(serviceNameKey, int64(svc)) // not a string: service.name ""
+				attrs.PutInt(series.ServiceNameKey, int64(svc)) // not a string: service.name ""
 			case 2:
-				attrs.PutStr(serviceNameKey, "svc-\xff\xfe") // invalid UTF-8
+				attrs.PutStr(series.ServiceNameKey, "svc-\xff\xfe") // invalid UTF-8
 			}
 		}
 		n := min(spans, 1+r.IntN(40))
@@ -535,7 +537,7 @@ var _ = slices.Contains[[]string]
 
 // flusherIdle reports whether the flusher has handed its buffer back, so the next tick will
 // flush instead of being skipped.
-func (c *connectorImp) flusherIdle() bool { return len(c.agg.returned) == 1 }
+func (c *connectorImp) flusherIdle() bool { return c.Idle() }
 
 // settle returns once the aggregator has applied every batch queued before the call; no
 // ConsumeTraces call may run meanwhile.
@@ -562,8 +564,8 @@ func (c *connectorImp) fillUntil(tb testing.TB, done func() bool, puts *int) {
 	tb.Helper()
 	deadline := time.Now().Add(2 * time.Minute)
 	patience := time.Now().Add(2 * time.Millisecond)
-	likely := max(wakeItems(c.pipe.Queue.Cap(), int(c.reducer.hints.get(hintSeries))), wakeItems(c.pipe.Queue.Cap(), firstSeriesPerBatch))
-	largest := wakeItems(c.pipe.Queue.Cap(), 0)
+	likely := max(aggregate.WakeCount(c.pipe.Queue.Cap(), int(c.hints.Get(series.HintSeries))), aggregate.WakeCount(c.pipe.Queue.Cap(), aggregate.FirstSeriesPerBatch))
+	largest := aggregate.WakeCount(c.pipe.Queue.Cap(), 0)
 	for !done() {
 		require.True(tb, time.Now().Before(deadline), "the aggregator does not drain the ring")
 		n := c.pipe.Queue.Len()
@@ -583,13 +585,13 @@ func (c *connectorImp) fillUntil(tb testing.TB, done func() bool, puts *int) {
 // would grow it and benchmarks would count that; so when the list is empty it waits until
 // patience for the aggregator to hand batches back, and only then makes new ones (the pool is
 // smaller than the aggregator's batch in small tests).
-func (c *connectorImp) emptyBatch(patience time.Time) *deltaBatch {
+func (c *connectorImp) emptyBatch(patience time.Time) *series.Batch {
 	for {
 		if b := c.pipe.Free.Get(); b != nil {
 			return b
 		}
 		if time.Now().After(patience) {
-			return new(deltaBatch)
+			return new(series.Batch)
 		}
 		time.Sleep(50 * time.Microsecond)
 	}

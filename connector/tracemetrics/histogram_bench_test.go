@@ -28,11 +28,11 @@ import (
 //   - flush: the same, with only the flushes measured, per series.
 func BenchmarkHistogramKinds(b *testing.B) {
 	const batch = 1000
-	for _, series := range []int{1_000, 100_000} {
-		input := logUniformDurations(benchInput(series, batch))
+	for _, nSeries := range []int{1_000, 100_000} {
+		input := logUniformDurations(benchInput(nSeries, batch))
 		for _, stage := range []string{"reduce", "apply", "interval", "flush"} {
 			for _, kind := range []string{"explicit", "exponential"} {
-				b.Run(fmt.Sprintf("series=%dk/%s/%s", series/1000, stage, kind), func(b *testing.B) {
+				b.Run(fmt.Sprintf("series=%dk/%s/%s", nSeries/1000, stage, kind), func(b *testing.B) {
 					raw := histogramConfig(kind)
 					switch stage {
 					case "reduce":
@@ -40,7 +40,7 @@ func BenchmarkHistogramKinds(b *testing.B) {
 					case "apply":
 						benchApplyWith(b, raw, input, batch)
 					case "interval", "flush":
-						benchIntervals(b, raw, input, series, stage == "flush")
+						benchIntervals(b, raw, input, nSeries, stage == "flush")
 					}
 				})
 			}
@@ -101,12 +101,12 @@ const perInterval = 100
 // interval: ConsumeTraces from two producers until every series has had perInterval spans,
 // then the flush, into a no-op consumer. cpu-ns/span counts all of it; with flushOnly, only
 // the flush is measured, as flush-ns/series.
-func benchIntervals(b *testing.B, raw map[string]any, input []ptrace.Traces, series int, flushOnly bool) {
+func benchIntervals(b *testing.B, raw map[string]any, input []ptrace.Traces, nSeries int, flushOnly bool) {
 	raw = maps.Clone(raw)
 	raw["aggregation_temporality"] = delta
 	r := startConnectorTo(b, NewFactory(), raw, func(*consumertest.MetricsSink) consumer.Metrics { return consumertest.NewNop() })
 	ours := r.conn.(*connectorImp)
-	calls := series * perInterval / input[0].SpanCount()
+	calls := nSeries * perInterval / input[0].SpanCount()
 	interval := func() time.Duration {
 		consumeParallel(r.conn, input, 2, calls)
 		ours.settle(b)
@@ -130,7 +130,7 @@ func benchIntervals(b *testing.B, raw map[string]any, input []ptrace.Traces, ser
 	b.StopTimer()
 	runtime.ReadMemStats(&after)
 	if flushOnly {
-		b.ReportMetric(float64(flushCPU.Nanoseconds())/float64(b.N*series), "flush-ns/series")
+		b.ReportMetric(float64(flushCPU.Nanoseconds())/float64(b.N*nSeries), "flush-ns/series")
 		return
 	}
 	spans := float64(b.N) * float64(calls*input[0].SpanCount())

@@ -8,6 +8,8 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/series"
 )
 
 // layersInput returns traces shaped as the testbed's otlp-max scenarios send them:
@@ -17,19 +19,19 @@ import (
 // runs and none reduces the series.
 func layersInput(services int) []ptrace.Traces {
 	const names, combos, batch = 250, 4, 1000
-	series := services * names * combos
-	r := rand.New(rand.NewPCG(7, uint64(series)))
+	nSeries := services * names * combos
+	r := rand.New(rand.NewPCG(7, uint64(nSeries)))
 	base := pcommon.NewTimestampFromTime(testStart.Add(-time.Minute))
 	var out []ptrace.Traces
-	for i := 0; i < series; i += batch {
+	for i := 0; i < nSeries; i += batch {
 		td := ptrace.NewTraces()
 		var spans ptrace.SpanSlice
 		last := -1
-		for s := i; s < min(i+batch, series); s++ {
+		for s := i; s < min(i+batch, nSeries); s++ {
 			combo, name, svc := s%combos, s/combos%names, s/combos/names
 			if svc != last {
 				rs := td.ResourceSpans().AppendEmpty()
-				rs.Resource().Attributes().PutStr(serviceNameKey, fmt.Sprintf("svc-%04d", svc))
+				rs.Resource().Attributes().PutStr(series.ServiceNameKey, fmt.Sprintf("svc-%04d", svc))
 				rs.Resource().Attributes().PutStr("service.instance.id", fmt.Sprintf("svc-%04d-0", svc))
 				ss := rs.ScopeSpans().AppendEmpty()
 				ss.Scope().SetName("otelcol-red/testbed")
@@ -110,32 +112,32 @@ func layersVariants() []struct {
 func BenchmarkLayers(b *testing.B) {
 	for _, services := range []int{1, 100} {
 		input := layersInput(services)
-		series := services * 1000
+		nSeries := services * 1000
 		for _, v := range layersVariants() {
-			b.Run(fmt.Sprintf("series=%dk/reduce/%s", series/1000, v.name), func(b *testing.B) {
+			b.Run(fmt.Sprintf("series=%dk/reduce/%s", nSeries/1000, v.name), func(b *testing.B) {
 				r := startConnector(b, NewFactory(), v.raw)
 				red := r.conn.(*connectorImp).reducer
-				learn, batch := learnAfter(red), new(deltaBatch)
+				learn, batch := learnAfter(r.conn.(*connectorImp)), new(series.Batch)
 				// Until clustering has learned every name (LearnPerBatch a batch).
-				for pass := 0; pass < 2 || red.names != nil && red.names.clusters != nil && red.names.clusters.Templates() < int64(services*250) && pass < 100; pass++ {
+				for pass := 0; pass < 2 || r.conn.(*connectorImp).names.Clusterer() != nil && r.conn.(*connectorImp).names.Clusterer().Templates() < int64(services*250) && pass < 100; pass++ {
 					for _, td := range input {
-						red.reduce(batch, td)
+						red.Reduce(batch, td)
 						learn(batch)
-						batch.reset()
+						series.Batches.Reset(batch)
 					}
 				}
 				timeReduce(b, red, input, 1000, learn)
 			})
 		}
 		for _, v := range layersVariants()[:2] {
-			b.Run(fmt.Sprintf("series=%dk/consume/%s", series/1000, v.name), func(b *testing.B) {
+			b.Run(fmt.Sprintf("series=%dk/consume/%s", nSeries/1000, v.name), func(b *testing.B) {
 				b.ReportAllocs()
 				r := startConnector(b, NewFactory(), v.raw)
 				// Until clustering has learned every name: the steady state, as in the
 				// binary a few seconds into a run.
-				if names := r.conn.(*connectorImp).reducer.names; names != nil && names.clusters != nil {
+				if clusters := r.conn.(*connectorImp).names.Clusterer(); clusters != nil {
 					for range 100 {
-						if names.clusters.Templates() >= int64(services*250) {
+						if clusters.Templates() >= int64(services*250) {
 							break
 						}
 						consumeParallel(r.conn, input, 2, len(input))

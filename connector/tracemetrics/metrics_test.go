@@ -45,6 +45,6 @@ func TestTelemetryCountsAggregatedSpansAndFlushes(t *testing.T) {
 	require.EqualValues(t, 1, counter("otelcol_connector_tracemetrics_flushes", "{flushes}"))
 
 	require.NoError(t, c.Shutdown(context.Background()))
-	require.EqualValues(t, 2, c.tel.flushes.Load(), "Shutdown's final flush")
-	require.Equal(t, want, c.tel.aggregatedSpans.Load())
+	require.EqualValues(t, 2, c.tel.Flushes.Load(), "Shutdown's final flush")
+	require.Equal(t, want, c.tel.AggregatedSpans.Load())
 }

@@ -14,12 +14,14 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
+	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/series"
 )
 
 // capOverflowAttributes are the attributes of a cap overflow series, sorted, with nothing
 // excluded: the built-ins error rates need, and the collector instance ID (spanmetrics'
 // includeCollectorInstanceID gate, on by default since v0.165.1).
-var capOverflowAttributes = []string{collectorInstanceKey, overflowKey, serviceNameKey, spanKindKey, statusCodeKey}
+var capOverflowAttributes = []string{series.CollectorInstanceKey, series.OverflowKey, series.ServiceNameKey, series.SpanKindKey, series.StatusCodeKey}
 
 // redKey is a RED series as the output labels it: name is "" on overflow series.
 type redKey struct {
@@ -66,7 +68,7 @@ func (o *overflowTraffic) next() ptrace.Traces {
 	base := pcommon.NewTimestampFromTime(testStart.Add(-time.Minute))
 	add := func(svc string, name string, kind ptrace.SpanKind, status ptrace.StatusCode) {
 		rs := td.ResourceSpans().AppendEmpty()
-		rs.Resource().Attributes().PutStr(serviceNameKey, svc)
+		rs.Resource().Attributes().PutStr(series.ServiceNameKey, svc)
 		sp := rs.ScopeSpans().AppendEmpty().Spans().AppendEmpty()
 		sp.SetName(name)
 		sp.SetKind(kind)
@@ -76,7 +78,7 @@ func (o *overflowTraffic) next() ptrace.Traces {
 		sp.SetStartTimestamp(base)
 		sp.SetEndTimestamp(base + pcommon.Timestamp(1+o.r.next(100_000_000)))
 		sp.Attributes().PutStr("http.method", []string{"GET", "POST"}[o.r.next(2)])
-		o.sent[redKey{svc: svc, name: name, kind: kindName(kindByte(kind)), status: statusName(statusByte(status))}]++
+		o.sent[redKey{svc: svc, name: name, kind: series.KindName(series.KindByte(kind)), status: series.StatusName(series.StatusByte(status))}]++
 	}
 	for i := 0; i < 300; i++ {
 		add("noisy", fmt.Sprintf("op-%d-%d", o.call, i),
@@ -95,19 +97,19 @@ func redPoints(t *testing.T, md pmetric.Metrics, into map[redKey]*redCounts) {
 	t.Helper()
 	get := func(attrs pcommon.Map) *redCounts {
 		k := redKey{}
-		if v, ok := attrs.Get(serviceNameKey); ok {
+		if v, ok := attrs.Get(series.ServiceNameKey); ok {
 			k.svc = v.Str()
 		}
-		if v, ok := attrs.Get(spanNameKey); ok {
+		if v, ok := attrs.Get(series.SpanNameKey); ok {
 			k.name = v.Str()
 		}
-		if v, ok := attrs.Get(spanKindKey); ok {
+		if v, ok := attrs.Get(series.SpanKindKey); ok {
 			k.kind = v.Str()
 		}
-		if v, ok := attrs.Get(statusCodeKey); ok {
+		if v, ok := attrs.Get(series.StatusCodeKey); ok {
 			k.status = v.Str()
 		}
-		if v, ok := attrs.Get(overflowKey); ok {
+		if v, ok := attrs.Get(series.OverflowKey); ok {
 			require.True(t, v.Bool())
 			k.overflow = true
 			// What exploded goes; what error rates need stays.
@@ -121,7 +123,7 @@ func redPoints(t *testing.T, md pmetric.Metrics, into map[redKey]*redCounts) {
 	}
 	for i := 0; i < md.ResourceMetrics().Len(); i++ {
 		rm := md.ResourceMetrics().At(i)
-		svc, _ := rm.Resource().Attributes().Get(serviceNameKey)
+		svc, _ := rm.Resource().Attributes().Get(series.ServiceNameKey)
 		ms := rm.ScopeMetrics().At(0).Metrics()
 		for j := 0; j < ms.Len(); j++ {
 			m := ms.At(j)
@@ -135,7 +137,7 @@ func redPoints(t *testing.T, md pmetric.Metrics, into map[redKey]*redCounts) {
 			case pmetric.MetricTypeSum:
 				for d := 0; d < m.Sum().DataPoints().Len(); d++ {
 					dp := m.Sum().DataPoints().At(d)
-					got, _ := dp.Attributes().Get(serviceNameKey)
+					got, _ := dp.Attributes().Get(series.ServiceNameKey)
 					require.Equal(t, svc.Str(), got.Str(), "series under the resource of its service")
 					c := get(dp.Attributes())
 					c.calls += dp.IntValue()
@@ -260,8 +262,8 @@ func TestCapOverflowKeepsKindAndStatus(t *testing.T) {
 						perService[k.svc]++
 					}
 				}
-				require.LessOrEqual(t, perService["noisy"], capOverflowSlots)
-				require.Greater(t, perService["noisy"], capOverflowSlots/2, "the noisy overflow is split by kind and status")
+				require.LessOrEqual(t, perService["noisy"], series.CapOverflowSlots)
+				require.Greater(t, perService["noisy"], series.CapOverflowSlots/2, "the noisy overflow is split by kind and status")
 				wantByLimit := map[string]int64{"max_series": 0, "max_series_per_service": 0}
 				if tc.limit == "max_series" {
 					delete(wantByLimit, "max_series_per_service") // not configured
@@ -286,15 +288,15 @@ func TestOverflowSeriesAttributes(t *testing.T) {
 		limit string   // the only limit attribute of overflow_spans above 0
 	}{
 		{"cardinality limit first", map[string]any{"aggregation_cardinality_limit": 3, "max_series_per_service": 5},
-			[]string{overflowKey}, 1, "aggregation_cardinality_limit"},
+			[]string{series.OverflowKey}, 1, "aggregation_cardinality_limit"},
 		{"max_series_per_service first", map[string]any{"aggregation_cardinality_limit": 5, "max_series_per_service": 3},
-			capOverflowAttributes, capOverflowSlots, "max_series_per_service"},
-		{"span.kind excluded", map[string]any{"max_series": 3, "exclude_dimensions": []any{spanKindKey}},
-			[]string{collectorInstanceKey, overflowKey, serviceNameKey, statusCodeKey}, statusSlots, "max_series"},
-		{"service.name and status.code excluded", map[string]any{"max_series": 3, "exclude_dimensions": []any{serviceNameKey, statusCodeKey}},
-			[]string{collectorInstanceKey, overflowKey, spanKindKey}, kindSlots, "max_series"},
-		{"all three excluded", map[string]any{"max_series": 3, "exclude_dimensions": []any{serviceNameKey, spanKindKey, statusCodeKey}},
-			[]string{overflowKey}, 1, "max_series"},
+			capOverflowAttributes, series.CapOverflowSlots, "max_series_per_service"},
+		{"span.kind excluded", map[string]any{"max_series": 3, "exclude_dimensions": []any{series.SpanKindKey}},
+			[]string{series.CollectorInstanceKey, series.OverflowKey, series.ServiceNameKey, series.StatusCodeKey}, series.StatusSlots, "max_series"},
+		{"service.name and status.code excluded", map[string]any{"max_series": 3, "exclude_dimensions": []any{series.ServiceNameKey, series.StatusCodeKey}},
+			[]string{series.CollectorInstanceKey, series.OverflowKey, series.SpanKindKey}, series.KindSlots, "max_series"},
+		{"all three excluded", map[string]any{"max_series": 3, "exclude_dimensions": []any{series.ServiceNameKey, series.SpanKindKey, series.StatusCodeKey}},
+			[]string{series.OverflowKey}, 1, "max_series"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			raw := maps.Clone(tc.raw)
@@ -326,7 +328,7 @@ func TestOverflowSeriesAttributes(t *testing.T) {
 				for j := 0; j < ms.Len(); j++ {
 					n := 0
 					for attrs := range dataPointAttributes(ms.At(j)) {
-						if _, ok := attrs.Get(overflowKey); ok {
+						if _, ok := attrs.Get(series.OverflowKey); ok {
 							require.Equal(t, tc.attrs, slices.Sorted(maps.Keys(attrs.AsRaw())))
 							n++
 						}
@@ -336,7 +338,7 @@ func TestOverflowSeriesAttributes(t *testing.T) {
 					if m := ms.At(j); m.Type() == pmetric.MetricTypeSum {
 						for d := 0; d < m.Sum().DataPoints().Len(); d++ {
 							dp := m.Sum().DataPoints().At(d)
-							if _, ok := dp.Attributes().Get(overflowKey); ok && dp.Attributes().Len() == 1 {
+							if _, ok := dp.Attributes().Get(series.OverflowKey); ok && dp.Attributes().Len() == 1 {
 								require.Zero(t, dp.Exemplars().Len(), "spanmetrics' overflow series has no exemplars")
 							} else {
 								require.Positive(t, dp.Exemplars().Len(), "exemplars on %s", attrString(dp.Attributes()))
@@ -430,30 +432,8 @@ func TestCapOverflowSeriesExpireAndReturn(t *testing.T) {
 		}
 	})), regular, "20 noisy series again, and the quiet ones")
 
-	// The aggregator has stopped: its state can be read. Every slot points at a live cap
-	// overflow series of its own kind and status, and every such series has its slot.
-	a := c.agg
-	live := 0
-	for f, tab := range a.tables {
-		for id := range tab.meta {
-			if m := &tab.meta[id]; m.keyLen > 0 && isOverflowKey(tab.key(uint32(id))) {
-				require.True(t, isCapOverflowKey(tab.key(uint32(id))))
-				require.EqualValues(t, id+1, a.resources[m.res].capOverflow[f][a.capOverflowSlot(tab.key(uint32(id)))])
-				live++
-			}
-		}
-		for rid := range a.resources {
-			for slot, id1 := range a.resources[rid].capOverflow[f] {
-				if id1 != 0 {
-					key := tab.key(id1 - 1)
-					require.True(t, isOverflowKey(key), "slot %d points at a series that is not an overflow series", slot)
-					require.Equal(t, slot, a.capOverflowSlot(key))
-					live--
-				}
-			}
-		}
-	}
-	require.Zero(t, live, "slots and live cap overflow series match")
+	// That every slot points at a live cap overflow series of its own kind and status, and
+	// every such series has its slot: internal/aggregate TestCapOverflowSlotsPointAtTheirSeries.
 }
 
 // The slot of a series' cap overflow series is the same whether read from the series' key or
@@ -463,15 +443,15 @@ func TestCapOverflowSeriesExpireAndReturn(t *testing.T) {
 func TestCapOverflowKeys(t *testing.T) {
 	for _, tc := range []struct {
 		exclude []string
-		gates   gates
+		gates   followedGates
 	}{
-		{nil, gates{}},
-		{nil, gates{useOtelStatusCode: true, includeCollectorInstanceID: true}},
-		{[]string{spanNameKey}, gates{}},
-		{[]string{spanKindKey}, gates{}},
-		{[]string{statusCodeKey}, gates{}},
-		{[]string{serviceNameKey, spanKindKey}, gates{}},
-		{[]string{serviceNameKey, spanKindKey, statusCodeKey}, gates{}},
+		{nil, followedGates{}},
+		{nil, followedGates{useOtelStatusCode: true, includeCollectorInstanceID: true}},
+		{[]string{series.SpanNameKey}, followedGates{}},
+		{[]string{series.SpanKindKey}, followedGates{}},
+		{[]string{series.StatusCodeKey}, followedGates{}},
+		{[]string{series.ServiceNameKey, series.SpanKindKey}, followedGates{}},
+		{[]string{series.ServiceNameKey, series.SpanKindKey, series.StatusCodeKey}, followedGates{}},
 	} {
 		t.Run(fmt.Sprint(tc.exclude, tc.gates), func(t *testing.T) {
 			cfg := createDefaultConfig().(*Config)
@@ -479,7 +459,7 @@ func TestCapOverflowKeys(t *testing.T) {
 			cfg.Dimensions = []Dimension{{Name: "http.method"}}
 			l, err := newLayout(cfg, tc.gates, "instance-1")
 			require.NoError(t, err)
-			f := l.families[l.callsFamily]
+			f := l.Families[l.CallsFamily]
 			res := pcommon.NewMap()
 			labelsOf, slotOf := map[int]string{}, map[string]int{}
 			for _, kind := range trafficKinds {
@@ -489,40 +469,40 @@ func TestCapOverflowKeys(t *testing.T) {
 					span.SetKind(kind)
 					span.Status().SetCode(status)
 					span.Attributes().PutStr("http.method", "GET")
-					key := l.appendKey(nil, f, 42, "checkout", span.Name(), span, pcommon.NewInstrumentationScope(), false, res, nil, false, nil)
-					okey := l.appendCapOverflowKey(nil, key)
-					require.True(t, isOverflowKey(okey))
-					require.Equal(t, l.hasCapOverflow(), isCapOverflowKey(okey))
-					if !l.hasCapOverflow() {
+					key := l.AppendKey(nil, f, 42, "checkout", span.Name(), span, pcommon.NewInstrumentationScope(), false, res, nil, false, nil)
+					okey := l.AppendCapOverflowKey(nil, key)
+					require.True(t, series.IsOverflowKey(okey))
+					require.Equal(t, l.HasCapOverflow(), series.IsCapOverflowKey(okey))
+					if !l.HasCapOverflow() {
 						continue
 					}
-					slot := l.seriesOverflowSlot(key)
-					require.Equal(t, slot, l.capOverflowSlot(okey))
+					slot := l.SeriesOverflowSlot(key)
+					require.Equal(t, slot, l.CapOverflowSlot(okey))
 					require.GreaterOrEqual(t, slot, 0)
-					require.Less(t, slot, capOverflowSlots)
+					require.Less(t, slot, series.CapOverflowSlots)
 
 					attrs := pcommon.NewMap()
-					l.putAttributes(okey, attrs, nil)
+					l.PutAttributes(okey, attrs, nil)
 					want := pcommon.NewMap()
-					if l.withService {
-						want.PutStr(serviceNameKey, "checkout")
+					if l.WithService {
+						want.PutStr(series.ServiceNameKey, "checkout")
 					}
-					if l.withKind {
-						want.PutStr(spanKindKey, kindName(kindByte(kind)))
+					if l.WithKind {
+						want.PutStr(series.SpanKindKey, series.KindName(series.KindByte(kind)))
 					}
 					switch {
-					case !l.withStatus:
+					case !l.WithStatus:
 					case !tc.gates.useOtelStatusCode:
-						want.PutStr(statusCodeKey, statusName(statusByte(status)))
+						want.PutStr(series.StatusCodeKey, series.StatusName(series.StatusByte(status)))
 					case status == ptrace.StatusCodeError:
-						want.PutStr(otelStatusCodeKey, "ERROR")
+						want.PutStr(series.OtelStatusCodeKey, "ERROR")
 					case status == ptrace.StatusCodeOk:
-						want.PutStr(otelStatusCodeKey, "OK")
+						want.PutStr(series.OtelStatusCodeKey, "OK")
 					}
 					if tc.gates.includeCollectorInstanceID {
-						want.PutStr(collectorInstanceKey, "instance-1")
+						want.PutStr(series.CollectorInstanceKey, "instance-1")
 					}
-					want.PutBool(overflowKey, true)
+					want.PutBool(series.OverflowKey, true)
 					require.Equal(t, want.AsRaw(), attrs.AsRaw())
 
 					labels := attrString(attrs)
@@ -568,7 +548,7 @@ func TestCapOverflowOfEvents(t *testing.T) {
 			}
 			for _, dp := range m.Sum().DataPoints().All() {
 				got += dp.IntValue()
-				if _, ok := dp.Attributes().Get(overflowKey); ok {
+				if _, ok := dp.Attributes().Get(series.OverflowKey); ok {
 					overflow += dp.IntValue()
 					require.Equal(t, capOverflowAttributes,
 						slices.Sorted(maps.Keys(dp.Attributes().AsRaw())))

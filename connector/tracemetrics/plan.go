@@ -8,151 +8,85 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 
 	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/dimglob"
+	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/reduce"
+	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/series"
 	"github.com/otelcol-red/otelcol-red/internal/buckets"
 )
 
-// plan is what the data path needs to know of the configuration, derived once from Config
-// when the connector is built (newPlan). The reducer, the aggregator and the flusher all read
-// this one value, so no fact of the configuration is derived in two places.
-type plan struct {
-	layout // the attributes of a series: built-ins, families, dimension order
-
-	isDelta bool // aggregation_temporality is delta
-
-	// Durations.
-	unitNanos float64           // nanoseconds per histogram unit (histogram.unit)
-	bounds    []float64         // explicit bounds in the histogram unit; nil when exponential or disabled
-	explicit  *buckets.Explicit // finds a duration's bucket in bounds; nil without bounds
-	nb        int               // explicit buckets per histogram, len(bounds)+1; 0 when exponential or disabled
-	expoSize  int32             // exponential max_size as go-expohisto clamps it; 0 when explicit or disabled
-
-	exemplars int                 // exemplars per data point per interval; 0: off
-	keyAttrs  map[string]struct{} // resource_metrics_key_attributes; nil: every attribute
-	weights   weighting           // sampling
-
-	// Limits and expiry.
-	cardLimit         int32 // aggregation_cardinality_limit; 0: none
-	maxSeries         int   // max_series; 0: none
-	maxService        int32 // max_series_per_service; 0: none
-	seriesIdle        int64 // ns a series may stay idle before it expires; 0: never
-	resourceIdle      int64 // metrics_expiration in ns; 0: never
-	resourceCacheSize int   // resource_metrics_cache_size
-	byTraffic         bool  // cap_selection.by is traffic (selection.go)
-	sketchSize        int   // cap_selection.sketch_size, the default when 0
-
-	ringSize      int           // ring_size, the default when 0
-	ringBytes     int64         // ring_memory_mib in bytes, the default when 0
-	flushInterval time.Duration // metrics_flush_interval, the default when 0 or less
-
-	// Output.
-	callsName, durationName, eventsName string
-	unit                                string // of the duration metric
-	copyResource                        bool   // resource attributes go on the output
-
-	// names renames spans (span_name); nil when off. Its rule cache and counters are atomics,
-	// a mutable part of the plan (with the glob answers of the families), shared by the
-	// producers and read by the telemetry.
-	names *spanNamer
-}
-
-func newPlan(cfg *Config, g gates, instanceID string) (*plan, error) {
+// newPlan derives from cfg what the data path needs (internal/series.Plan).
+func newPlan(cfg *Config, g followedGates, instanceID string) (*series.Plan, error) {
 	l, err := newLayout(cfg, g, instanceID)
 	if err != nil {
 		return nil, err
 	}
-	p := &plan{
-		layout:            l,
-		isDelta:           cfg.GetAggregationTemporality() == pmetric.AggregationTemporalityDelta,
-		unitNanos:         float64(cfg.Histogram.Unit.nanosPer()),
-		cardLimit:         int32(cfg.AggregationCardinalityLimit),
-		maxSeries:         cfg.MaxSeries,
-		maxService:        int32(cfg.MaxSeriesPerService),
-		resourceIdle:      int64(cfg.MetricsExpiration),
-		resourceCacheSize: cfg.ResourceMetricsCacheSize,
-		ringSize:          cfg.RingSize,
-		ringBytes:         int64(cfg.RingMemoryMiB) << 20,
-		flushInterval:     cfg.MetricsFlushInterval,
-		unit:              cfg.Histogram.Unit.String(),
-		copyResource:      !g.excludeResourceMetrics || cfg.AddResourceAttributes,
-		names:             newSpanNamer(cfg.SpanName),
-		weights:           newWeighting(cfg.Sampling),
+	p := &series.Plan{
+		Layout:            l,
+		IsDelta:           cfg.GetAggregationTemporality() == pmetric.AggregationTemporalityDelta,
+		UnitNanos:         float64(cfg.Histogram.Unit.nanosPer()),
+		CardLimit:         int32(cfg.AggregationCardinalityLimit),
+		MaxSeries:         cfg.MaxSeries,
+		MaxService:        int32(cfg.MaxSeriesPerService),
+		ResourceIdle:      int64(cfg.MetricsExpiration),
+		ResourceCacheSize: cfg.ResourceMetricsCacheSize,
+		RingSize:          cfg.RingSize,
+		RingBytes:         int64(cfg.RingMemoryMiB) << 20,
+		FlushInterval:     cfg.MetricsFlushInterval,
+		Unit:              cfg.Histogram.Unit.String(),
+		CopyResource:      !g.excludeResourceMetrics || cfg.AddResourceAttributes,
 	}
-	if !p.withName {
-		p.names = nil // span.name is excluded: there is no name to rewrite
-	}
-	p.seriesIdle = seriesIdleTime(cfg, p.isDelta)
-	p.byTraffic = cfg.CapSelection.By != selectByArrival
-	p.sketchSize = cfg.CapSelection.SketchSize
-	if p.sketchSize == 0 {
-		p.sketchSize = defaultSketchSize
+	p.SeriesIdle = seriesIdleTime(cfg, p.IsDelta)
+	p.ByTraffic = cfg.CapSelection.By != selectByArrival
+	p.SketchSize = cfg.CapSelection.SketchSize
+	if p.SketchSize == 0 {
+		p.SketchSize = defaultSketchSize
 	}
 	switch {
 	case cfg.Histogram.Disable:
 	case cfg.Histogram.Exponential.HasValue():
-		p.expoSize = defaultExpoMaxSize
+		p.ExpoSize = defaultExpoMaxSize
 		if e := cfg.Histogram.Exponential.Get(); e != nil && e.MaxSize != 0 {
 			// go-expohisto's clamping, which spanmetrics relies on.
 			switch {
 			case e.MaxSize < 0:
 			case e.MaxSize < 2:
-				p.expoSize = 2
-			case e.MaxSize > maxExponentialSize:
-				p.expoSize = maxExponentialSize
+				p.ExpoSize = 2
+			case e.MaxSize > series.MaxExponentialSize:
+				p.ExpoSize = series.MaxExponentialSize
 			default:
-				p.expoSize = e.MaxSize
+				p.ExpoSize = e.MaxSize
 			}
 		}
 	default:
-		p.bounds = histogramBounds(cfg)
-		p.explicit = buckets.NewExplicit(p.bounds)
-		p.nb = len(p.bounds) + 1
+		p.Bounds = histogramBounds(cfg)
+		p.Explicit = buckets.NewExplicit(p.Bounds)
+		p.NB = len(p.Bounds) + 1
 	}
 	if cfg.Exemplars.Enabled && cfg.Exemplars.MaxPerDataPoint > 0 {
-		p.exemplars = cfg.Exemplars.MaxPerDataPoint
+		p.Exemplars = cfg.Exemplars.MaxPerDataPoint
 	}
 	if len(cfg.ResourceMetricsKeyAttributes) > 0 {
-		p.keyAttrs = make(map[string]struct{}, len(cfg.ResourceMetricsKeyAttributes))
+		p.KeyAttrs = make(map[string]struct{}, len(cfg.ResourceMetricsKeyAttributes))
 		for _, k := range cfg.ResourceMetricsKeyAttributes {
-			p.keyAttrs[k] = struct{}{}
+			p.KeyAttrs[k] = struct{}{}
 		}
 	}
-	if p.ringSize == 0 {
-		p.ringSize = defaultRingSize
+	if p.RingSize == 0 {
+		p.RingSize = defaultRingSize
 	}
-	if p.ringBytes == 0 {
-		p.ringBytes = defaultRingMemoryMiB << 20
+	if p.RingBytes == 0 {
+		p.RingBytes = defaultRingMemoryMiB << 20
 	}
-	if p.flushInterval <= 0 {
-		p.flushInterval = defaultFlushInterval
+	if p.FlushInterval <= 0 {
+		p.FlushInterval = defaultFlushInterval
 	}
 	namespace := cfg.Namespace
 	if g.legacyMetricNames && namespace == DefaultNamespace {
 		namespace = ""
 	}
-	p.callsName = metricName(namespace, "calls")
-	p.durationName = metricName(namespace, "duration")
-	p.eventsName = metricName(namespace, "events")
+	p.CallsName = metricName(namespace, "calls")
+	p.DurationName = metricName(namespace, "duration")
+	p.EventsName = metricName(namespace, "events")
 	return p, nil
-}
-
-// bucketsOf returns the explicit buckets of a row of family f: nb for the family that observes
-// durations, 0 for the others.
-func (p *plan) bucketsOf(f *family) int {
-	if f.duration {
-		return p.nb
-	}
-	return 0
-}
-
-// expoOf reports whether family f keeps exponential histograms.
-func (p *plan) expoOf(f *family) bool { return f.duration && p.nb == 0 }
-
-// temporality is the aggregation temporality of every metric of the output.
-func (p *plan) temporality() pmetric.AggregationTemporality {
-	if p.isDelta {
-		return pmetric.AggregationTemporalityDelta
-	}
-	return pmetric.AggregationTemporalityCumulative
 }
 
 func histogramBounds(cfg *Config) []float64 {
@@ -192,113 +126,77 @@ func seriesIdleTime(cfg *Config, isDelta bool) int64 {
 	return 0
 }
 
-// A family is a set of series sharing one attribute layout: the span family (calls and
-// duration together, the usual case), or calls and duration apart when calls_dimensions or
-// histogram.dimensions differ, and the events family. Each family has its own series table.
-type family struct {
-	index    uint8
-	calls    bool // its count is emitted as the calls sum
-	duration bool // it observes span durations
-	events   bool // keyed and counted per span event
-	dims     []dimension
-	// globs says which attribute keys the family's glob dimensions take (globdims.go),
-	// learning the answers as keys come (the plan's other mutable part, lock-free); nil
-	// without glob dimensions. The matches follow the named dimensions in the series key.
-	globs *dimglob.Answers
-}
-
-type dimension struct {
-	name   string
-	hasDef bool
-	defEnc []byte // encoded default value
-	// samplingMethod marks the sampling.method dimension (enable_metrics_sampling_method):
-	// its value is not looked up but comes from how the span was weighted.
-	samplingMethod bool
-}
-
-const maxFamilies = 3
-
-// layout is the part of the configuration that decides the attributes of a series.
-type layout struct {
-	withService, withName, withKind, withStatus bool
-	otelStatusCode                              bool
-	instanceID                                  string // "" unless the collector.instance.id gate is on
-	scopes                                      []string
-	families                                    []*family
-	callsFamily, durationFamily, eventsFamily   int // -1 when absent
-}
-
-func newLayout(cfg *Config, g gates, instanceID string) (layout, error) {
-	l := layout{
-		withService:    !slices.Contains(cfg.ExcludeDimensions, serviceNameKey),
-		withName:       !slices.Contains(cfg.ExcludeDimensions, spanNameKey),
-		withKind:       !slices.Contains(cfg.ExcludeDimensions, spanKindKey),
-		otelStatusCode: g.useOtelStatusCode,
-		scopes:         cfg.IncludeInstrumentationScope,
-		callsFamily:    -1, durationFamily: -1, eventsFamily: -1,
+func newLayout(cfg *Config, g followedGates, instanceID string) (series.Layout, error) {
+	l := series.Layout{
+		WithService:    !slices.Contains(cfg.ExcludeDimensions, series.ServiceNameKey),
+		WithName:       !slices.Contains(cfg.ExcludeDimensions, series.SpanNameKey),
+		WithKind:       !slices.Contains(cfg.ExcludeDimensions, series.SpanKindKey),
+		OtelStatusCode: g.useOtelStatusCode,
+		Scopes:         cfg.IncludeInstrumentationScope,
+		CallsFamily:    -1, DurationFamily: -1, EventsFamily: -1,
 	}
 	if g.useOtelStatusCode {
-		l.withStatus = !slices.Contains(cfg.ExcludeDimensions, otelStatusCodeKey)
+		l.WithStatus = !slices.Contains(cfg.ExcludeDimensions, series.OtelStatusCodeKey)
 	} else {
-		l.withStatus = !slices.Contains(cfg.ExcludeDimensions, statusCodeKey)
+		l.WithStatus = !slices.Contains(cfg.ExcludeDimensions, series.StatusCodeKey)
 	}
-	if g.includeCollectorInstanceID && !slices.Contains(cfg.ExcludeDimensions, collectorInstanceKey) {
-		l.instanceID = instanceID
+	if g.includeCollectorInstanceID && !slices.Contains(cfg.ExcludeDimensions, series.CollectorInstanceKey) {
+		l.InstanceID = instanceID
 	}
-	add := func(f *family) int {
-		f.index = uint8(len(l.families))
-		l.families = append(l.families, f)
-		return int(f.index)
+	add := func(f *series.Family) int {
+		f.Index = uint8(len(l.Families))
+		l.Families = append(l.Families, f)
+		return int(f.Index)
 	}
 	withDuration := !cfg.Histogram.Disable
 	if withDuration && (len(cfg.CallsDimensions) > 0 || len(cfg.Histogram.Dimensions) > 0) {
-		l.callsFamily = add(&family{calls: true, dims: newDimensions(cfg.Dimensions, cfg.CallsDimensions)})
-		l.durationFamily = add(&family{duration: true, dims: newDimensions(cfg.Dimensions, cfg.Histogram.Dimensions)})
+		l.CallsFamily = add(&series.Family{Calls: true, Dims: newDimensions(cfg.Dimensions, cfg.CallsDimensions)})
+		l.DurationFamily = add(&series.Family{Duration: true, Dims: newDimensions(cfg.Dimensions, cfg.Histogram.Dimensions)})
 	} else {
-		l.callsFamily = add(&family{calls: true, duration: withDuration, dims: newDimensions(cfg.Dimensions, cfg.CallsDimensions)})
+		l.CallsFamily = add(&series.Family{Calls: true, Duration: withDuration, Dims: newDimensions(cfg.Dimensions, cfg.CallsDimensions)})
 		if withDuration {
-			l.durationFamily = l.callsFamily
+			l.DurationFamily = l.CallsFamily
 		}
 	}
 	if cfg.Events.Enabled {
-		l.eventsFamily = add(&family{calls: true, events: true, dims: newDimensions(cfg.Dimensions, cfg.Events.Dimensions)})
+		l.EventsFamily = add(&series.Family{Calls: true, Events: true, Dims: newDimensions(cfg.Dimensions, cfg.Events.Dimensions)})
 	}
 	if cfg.EnableMetricsSamplingMethod {
-		for _, f := range l.families {
-			f.dims = append(f.dims, dimension{name: samplingMethodKey, samplingMethod: true})
+		for _, f := range l.Families {
+			f.Dims = append(f.Dims, series.Dimension{Name: series.SamplingMethodKey, SamplingMethod: true})
 		}
 	}
-	for _, f := range l.families {
+	for _, f := range l.Families {
 		lists := [][]Dimension{cfg.Dimensions}
 		switch {
-		case f.events:
+		case f.Events:
 			lists = append(lists, cfg.Events.Dimensions)
-		case f.calls:
+		case f.Calls:
 			lists = append(lists, cfg.CallsDimensions)
 		}
-		if f.duration && !f.calls {
+		if f.Duration && !f.Calls {
 			lists = append(lists, cfg.Histogram.Dimensions)
 		}
 		var err error
-		if f.globs, err = l.newGlobs(f, lists...); err != nil {
-			return layout{}, err
+		if f.Globs, err = newGlobs(&l, f, lists...); err != nil {
+			return series.Layout{}, err
 		}
 	}
 	return l, nil
 }
 
 // newDimensions returns the named dimensions of the lists, in order.
-func newDimensions(lists ...[]Dimension) []dimension {
-	var dims []dimension
+func newDimensions(lists ...[]Dimension) []series.Dimension {
+	var dims []series.Dimension
 	for _, list := range lists {
 		for _, d := range list {
 			if d.Name == "" {
 				continue // a glob: newGlobs
 			}
-			dim := dimension{name: d.Name}
+			dim := series.Dimension{Name: d.Name}
 			if d.Default != nil {
-				dim.hasDef = true
-				dim.defEnc = appendStrValue(nil, *d.Default)
+				dim.HasDef = true
+				dim.DefEnc = series.AppendStrValue(nil, *d.Default)
 			}
 			dims = append(dims, dim)
 		}
@@ -312,7 +210,7 @@ func newDimensions(lists ...[]Dimension) []dimension {
 // built-in attribute, or a name of their own list, when it validates; the keys it does not
 // check (a name of another list, otel.status_code, sampling.method, the scope attributes)
 // would give a data point the same attribute twice, and are left to their writer.
-func (l *layout) newGlobs(f *family, lists ...[]Dimension) (*dimglob.Answers, error) {
+func newGlobs(l *series.Layout, f *series.Family, lists ...[]Dimension) (*dimglob.Answers, error) {
 	var patterns []string
 	for _, list := range lists {
 		for _, d := range list {
@@ -325,21 +223,21 @@ func (l *layout) newGlobs(f *family, lists ...[]Dimension) (*dimglob.Answers, er
 		return nil, nil
 	}
 	var skip []string
-	for _, d := range f.dims {
-		skip = append(skip, d.name) // sampling.method included
+	for _, d := range f.Dims {
+		skip = append(skip, d.Name) // sampling.method included
 	}
 	for _, k := range []struct {
 		key     string
 		written bool
 	}{
-		{serviceNameKey, l.withService},
-		{spanNameKey, l.withName},
-		{spanKindKey, l.withKind},
-		{statusCodeKey, l.withStatus && !l.otelStatusCode},
-		{otelStatusCodeKey, l.withStatus && l.otelStatusCode},
-		{collectorInstanceKey, l.instanceID != ""},
-		{instrumentationScopeNameKey, len(l.scopes) > 0},
-		{instrumentationScopeVersionKey, len(l.scopes) > 0},
+		{series.ServiceNameKey, l.WithService},
+		{series.SpanNameKey, l.WithName},
+		{series.SpanKindKey, l.WithKind},
+		{series.StatusCodeKey, l.WithStatus && !l.OtelStatusCode},
+		{series.OtelStatusCodeKey, l.WithStatus && l.OtelStatusCode},
+		{series.CollectorInstanceKey, l.InstanceID != ""},
+		{series.ScopeNameKey, len(l.Scopes) > 0},
+		{series.ScopeVersionKey, len(l.Scopes) > 0},
 	} {
 		if k.written {
 			skip = append(skip, k.key)
@@ -352,13 +250,15 @@ func (l *layout) newGlobs(f *family, lists ...[]Dimension) (*dimglob.Answers, er
 	return dimglob.NewAnswers(set), nil
 }
 
-// spanFamilies returns the families keyed once per span.
-func (l *layout) spanFamilies() []*family {
-	var out []*family
-	for _, f := range l.families {
-		if !f.events {
-			out = append(out, f)
+// namerOf returns what renames span names under span_name; nil when nothing does.
+func namerOf(c SpanNameConfig) *reduce.Namer {
+	var rules []reduce.Rule
+	for _, r := range c.Rules {
+		nr, err := reduce.CompileRule(r.Service, r.Match, r.Replace)
+		if err != nil {
+			panic("BUG: tracemetrics: span_name.rules not validated: " + err.Error())
 		}
+		rules = append(rules, nr)
 	}
-	return out
+	return reduce.NewNamer(c.FromSemanticConventions, rules, c.Clustering.clusterer(), c.Clustering.DryRun)
 }

@@ -38,16 +38,16 @@ func withTraceState(input []ptrace.Traces, ts string) []ptrace.Traces {
 // BenchmarkSamplingWeights measures what weighting costs: the producer alone (reduce), and
 // ConsumeTraces with aggregation (1 producer), with and without tracestates, in the same run.
 func BenchmarkSamplingWeights(b *testing.B) {
-	for _, series := range []int{1_000, 100_000} {
+	for _, nSeries := range []int{1_000, 100_000} {
 		const batch = 1000
-		base := benchInput(series, batch)
+		base := benchInput(nSeries, batch)
 		for _, v := range samplingVariants {
 			input := withTraceState(base, v.traceState)
-			b.Run(fmt.Sprintf("reduce/series=%dk/%s", series/1000, v.name), func(b *testing.B) {
+			b.Run(fmt.Sprintf("reduce/series=%dk/%s", nSeries/1000, v.name), func(b *testing.B) {
 				r := startConnector(b, NewFactory(), variantConfig(v.name))
 				timeReduce(b, r.conn.(*connectorImp).reducer, input, batch, nil)
 			})
-			b.Run(fmt.Sprintf("consume/series=%dk/%s", series/1000, v.name), func(b *testing.B) {
+			b.Run(fmt.Sprintf("consume/series=%dk/%s", nSeries/1000, v.name), func(b *testing.B) {
 				measureConsume(b, startConnector(b, NewFactory(), variantConfig(v.name)), input, 1)
 			})
 		}

@@ -15,6 +15,8 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
+	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/series"
 )
 
 // selSpan is one span of the selection tests: what a series is keyed by, and its duration.
@@ -33,7 +35,7 @@ func selTraces(spans []selSpan) ptrace.Traces {
 		ss, ok := scopes[s.svc]
 		if !ok {
 			rs := td.ResourceSpans().AppendEmpty()
-			rs.Resource().Attributes().PutStr(serviceNameKey, s.svc)
+			rs.Resource().Attributes().PutStr(series.ServiceNameKey, s.svc)
 			ss = rs.ScopeSpans().AppendEmpty().Spans()
 			scopes[s.svc] = ss
 		}
@@ -151,10 +153,10 @@ func TestBusiestKeepTheirSeries(t *testing.T) {
 					var wantStatus map[[2]string]redCounts
 					if temporality == cumulative {
 						wantSvc = sentTotals(all, func(s selSpan) string { return s.svc })
-						wantStatus = sentTotals(all, func(s selSpan) [2]string { return [2]string{s.svc, statusName(statusByte(s.status))} })
+						wantStatus = sentTotals(all, func(s selSpan) [2]string { return [2]string{s.svc, series.StatusName(series.StatusByte(s.status))} })
 					} else {
 						wantSvc = sentTotals(spans, func(s selSpan) string { return s.svc })
-						wantStatus = sentTotals(spans, func(s selSpan) [2]string { return [2]string{s.svc, statusName(statusByte(s.status))} })
+						wantStatus = sentTotals(spans, func(s selSpan) [2]string { return [2]string{s.svc, series.StatusName(series.StatusByte(s.status))} })
 					}
 					requireSameTotals(t, wantSvc, selTotals(got, func(k redKey) string { return k.svc }), fmt.Sprintf("interval %d, per service", iv))
 					requireSameTotals(t, wantStatus, selTotals(got, func(k redKey) [2]string { return [2]string{k.svc, k.status} }), fmt.Sprintf("interval %d, per service and status", iv))
@@ -310,7 +312,7 @@ func TestSelectionKeepsTotalsExact(t *testing.T) {
 				}
 				requireSameTotals(t, sentTotals(want, func(s selSpan) string { return s.svc }),
 					selTotals(got, func(k redKey) string { return k.svc }), "per service")
-				requireSameTotals(t, sentTotals(want, func(s selSpan) [2]string { return [2]string{s.svc, statusName(statusByte(s.status))} }),
+				requireSameTotals(t, sentTotals(want, func(s selSpan) [2]string { return [2]string{s.svc, series.StatusName(series.StatusByte(s.status))} }),
 					selTotals(got, func(k redKey) [2]string { return [2]string{k.svc, k.status} }), "per service and status")
 				regular := map[string]int{}
 				total := 0
@@ -336,38 +338,6 @@ func TestSelectionKeepsTotalsExact(t *testing.T) {
 		})
 	}
 	require.Positive(t, demotions, "the random traffic re-ranked")
-}
-
-// A re-ranking reuses its scratch and sketches: once it has run at a size it allocates
-// nothing, while it promotes and demotes in every scope.
-func TestRerankAllocatesNothing(t *testing.T) {
-	if raceEnabled {
-		t.Skip("allocation counts are not meaningful under the race detector")
-	}
-	c, _, _, _ := startOurs(t, map[string]any{"max_series_per_service": 20, "max_series": 50}, true)
-	var spans []selSpan
-	for s := range 4 {
-		for i := range 100 {
-			spans = append(spans, selSpan{svc: fmt.Sprintf("svc-%d", s), name: fmt.Sprintf("n-%d", i), ms: 1})
-		}
-	}
-	require.NoError(t, c.ConsumeTraces(context.Background(), selTraces(spans)))
-	require.NoError(t, c.Shutdown(context.Background()))
-	a := c.agg // stopped: its state can be driven from here
-	tab := a.tables[0]
-	run := func() {
-		restoreDemoted(a, tab)
-		fillSketches(a, 30, 5)
-		a.epoch++ // as swap does: the empty active buffer is the interval that ended
-		a.sel.rerank(a, a.active)
-	}
-	a.epoch++
-	run()
-	run()
-	require.Zero(t, testing.AllocsPerRun(20, run))
-	// Read from the aggregator: the telemetry is unregistered once shut down.
-	require.Positive(t, a.tel.demotedSeries[serviceOverflow].Load(), "per-service scopes re-ranked")
-	require.Positive(t, a.tel.demotedSeries[globalOverflow].Load(), "the global scope re-ranked")
 }
 
 // With max_series alone (max_series_per_service's default, 0), one service's IDs fill the
@@ -419,28 +389,6 @@ func TestMaxSeriesAloneKeepsBusySeriesOfEveryService(t *testing.T) {
 				require.GreaterOrEqual(t, n, 2, "%s has its own series within two intervals", op)
 			}
 		})
-	}
-}
-
-// restoreDemoted counts every demoted series of tab against the caps again, as a promotion
-// would, so that the next re-ranking has as much to do as the last.
-func restoreDemoted(a *aggregator, tab *seriesTable) {
-	for id := range tab.meta {
-		if m := &tab.meta[id]; m.keyLen > 0 && m.epoch == demotedEpoch {
-			a.restore(tab, &a.resources[m.res], uint32(id))
-		}
-	}
-}
-
-// fillSketches counts n refused series of w spans each in every service's sketch of family
-// 0, and n others in the family's sketch, as refusals by the caps would.
-func fillSketches(a *aggregator, n int, w uint64) {
-	for svc := range a.svcRefs {
-		for i := range n {
-			h := uint64(svc*1000+i+1) * 0x9e3779b97f4a7c15
-			a.sel.count(0, uint32(svc), h, w, serviceOverflow)
-			a.sel.count(0, uint32(svc), h+1, w, globalOverflow)
-		}
 	}
 }
 

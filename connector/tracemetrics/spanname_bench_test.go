@@ -6,6 +6,8 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/series"
 )
 
 // spanNameInput returns Traces of 1000 HTTP server spans of 10 services named
@@ -19,7 +21,7 @@ func spanNameInput(distinct, calls int) []ptrace.Traces {
 		td := ptrace.NewTraces()
 		for svc := range 10 {
 			rs := td.ResourceSpans().AppendEmpty()
-			rs.Resource().Attributes().PutStr(serviceNameKey, fmt.Sprintf("service-%d", svc))
+			rs.Resource().Attributes().PutStr(series.ServiceNameKey, fmt.Sprintf("service-%d", svc))
 			spans := rs.ScopeSpans().AppendEmpty().Spans()
 			for range 100 {
 				sp := spans.AppendEmpty()

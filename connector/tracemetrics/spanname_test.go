@@ -3,13 +3,9 @@ package tracemetrics
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"path/filepath"
-	"regexp"
-	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
@@ -22,6 +18,8 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/metadata"
+	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/reduce"
+	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/series"
 )
 
 // spanNameCase is one span: its service, kind, name and attributes, and the span.name its
@@ -51,8 +49,8 @@ func callsByName(t *testing.T, r *running) map[string]int64 {
 				}
 				for d := 0; d < m.Sum().DataPoints().Len(); d++ {
 					dp := m.Sum().DataPoints().At(d)
-					svc, _ := dp.Attributes().Get(serviceNameKey)
-					name, _ := dp.Attributes().Get(spanNameKey)
+					svc, _ := dp.Attributes().Get(series.ServiceNameKey)
+					name, _ := dp.Attributes().Get(series.SpanNameKey)
 					out[svc.Str()+"|"+name.Str()] += dp.IntValue()
 				}
 			}
@@ -66,7 +64,7 @@ func tracesOf(t *testing.T, cases []spanNameCase) ptrace.Traces {
 	td := ptrace.NewTraces()
 	for _, c := range cases {
 		rs := td.ResourceSpans().AppendEmpty()
-		rs.Resource().Attributes().PutStr(serviceNameKey, c.service)
+		rs.Resource().Attributes().PutStr(series.ServiceNameKey, c.service)
 		sp := rs.ScopeSpans().AppendEmpty().Spans().AppendEmpty()
 		sp.SetName(c.name)
 		sp.SetKind(c.kind)
@@ -161,13 +159,13 @@ func TestSpanNamesFromSemanticConventions(t *testing.T) {
 				}
 				require.Equal(t, int64(1), got[c.service+"|"+want], "%s: want span.name %q, got %v", c.desc, want, got)
 			}
-			names := r.conn.(*connectorImp).plan.names
+			names := r.conn.(*connectorImp).names
 			if !on {
 				require.Nil(t, names, "nothing renames spans by default")
 				return
 			}
-			require.Equal(t, int64(renamed), names.renamed[renamedBySemconv].Load())
-			require.Zero(t, names.renamed[renamedByRule].Load())
+			require.Equal(t, int64(renamed), names.Renamed(reduce.RenamedBySemconv))
+			require.Zero(t, names.Renamed(reduce.RenamedByRule))
 		})
 	}
 }
@@ -215,9 +213,9 @@ func TestSpanNameRules(t *testing.T) {
 		}
 	}
 	require.Equal(t, want, callsByName(t, r))
-	names := r.conn.(*connectorImp).plan.names
-	require.Equal(t, int64(renamed), names.renamed[renamedByRule].Load())
-	require.Equal(t, int64(2), names.renamed[renamedBySemconv].Load())
+	names := r.conn.(*connectorImp).names
+	require.Equal(t, int64(renamed), names.Renamed(reduce.RenamedByRule))
+	require.Equal(t, int64(2), names.Renamed(reduce.RenamedBySemconv))
 }
 
 // A raw path in the span name makes a series per request; one rule makes it one series with
@@ -226,7 +224,7 @@ func TestSpanNameRuleCollapsesSeries(t *testing.T) {
 	orders := func() ptrace.Traces {
 		td := ptrace.NewTraces()
 		rs := td.ResourceSpans().AppendEmpty()
-		rs.Resource().Attributes().PutStr(serviceNameKey, "shop")
+		rs.Resource().Attributes().PutStr(series.ServiceNameKey, "shop")
 		spans := rs.ScopeSpans().AppendEmpty().Spans()
 		for i := range 1000 {
 			sp := spans.AppendEmpty()
@@ -266,7 +264,7 @@ func TestSpanNameRulesConcurrentProducers(t *testing.T) {
 			for c := range calls {
 				td := ptrace.NewTraces()
 				rs := td.ResourceSpans().AppendEmpty()
-				rs.Resource().Attributes().PutStr(serviceNameKey, "shop")
+				rs.Resource().Attributes().PutStr(series.ServiceNameKey, "shop")
 				spans := rs.ScopeSpans().AppendEmpty().Spans()
 				for i := range 100 {
 					spans.AppendEmpty().SetName(fmt.Sprintf("GET /orders/%d", 1+(p*calls*100+c*100+i)%5000))
@@ -296,7 +294,7 @@ func TestSpanNameWithSpanNameExcluded(t *testing.T) {
 	raw := rulesConfig(true, map[string]any{"match": `.`, "replace": "x"})
 	raw["exclude_dimensions"] = []any{"span.name"}
 	r := startConnector(t, NewFactory(), raw)
-	require.Nil(t, r.conn.(*connectorImp).plan.names)
+	require.Nil(t, r.conn.(*connectorImp).names)
 	r.consume(tracesOf(t, []spanNameCase{{service: "s", name: "a"}, {service: "s", name: "b"}}))
 	require.Equal(t, map[string]int64{"s|": 2}, callsByName(t, r))
 }
@@ -400,12 +398,12 @@ func TestSpanNameRulesBeyondTheCache(t *testing.T) {
 		map[string]any{"match": `^item-(\d)\d*7$`, "replace": "item $1…7"},
 		map[string]any{"match": `^item-(\d)`, "replace": "item $1…"}))
 	want := map[string]int64{}
-	const distinct = 3 * nameCacheSlots
+	const distinct = 3 * 8192 // three times the rule cache's slots (internal/reduce)
 	for range 2 {
 		for c := range distinct / 1000 {
 			td := ptrace.NewTraces()
 			rs := td.ResourceSpans().AppendEmpty()
-			rs.Resource().Attributes().PutStr(serviceNameKey, "s")
+			rs.Resource().Attributes().PutStr(series.ServiceNameKey, "s")
 			spans := rs.ScopeSpans().AppendEmpty().Spans()
 			for i := range 1000 {
 				n := 10 + c*1000 + i
@@ -424,170 +422,4 @@ func TestSpanNameRulesBeyondTheCache(t *testing.T) {
 		}
 	}
 	require.Equal(t, want, callsByName(t, r))
-}
-
-// A rule anchored at the start is skipped, without running its expression, for names without
-// its literal prefix; the rules' answers are those of the expressions alone.
-func TestAnchoredPrefix(t *testing.T) {
-	for expr, want := range map[string]string{
-		`^tenant-[0-9a-z]+ (.*)$`: "tenant-",
-		`^GET /orders/\d+$`:       "GET /orders/",
-		`tenant-x`:                "", // not anchored: matches anywhere
-		`(?m)^GET /x`:             "", // ^ at any line start
-		`(?i)^get /x`:             "", // case folded: no literal prefix
-		`^(GET|POST) /x`:          "",
-		`^`:                       "",
-	} {
-		re := regexp.MustCompile(expr)
-		require.Equal(t, want, anchoredPrefix(re), expr)
-		for _, name := range []string{"tenant-a1 GET /x", "GET /orders/12", "x tenant-x", "a\nGET /x", "get /x", "POST /x", ""} {
-			r := nameRule{re: re, prefix: anchoredPrefix(re)}
-			skipped := !strings.HasPrefix(name, r.prefix)
-			if skipped {
-				require.False(t, re.MatchString(name), "%s skipped %q, which it matches", expr, name)
-			}
-		}
-	}
-}
-
-// The last-name memo (lastName) answers a repeated span as the full path would: same names,
-// same counters, same names offered to clustering's learner. Two scratches of one namer see
-// the same spans in runs of repeats; the second forgets its memo before every span.
-func TestRepeatedSpanNamesAnswerAsTheFullPath(t *testing.T) {
-	rules := []SpanNameRule{
-		{Match: `^tenant-[0-9a-z]+ (.*)$`, Replace: "$1"},
-		{Service: "b", Match: `^GET /cart/\d+$`, Replace: "GET /cart/{id}"},
-		// For the names from_semantic_conventions gives: it rewrites the rules' buffer.
-		{Match: `^GET /r/(.*)$`, Replace: "GET /route/$1"},
-	}
-	names := []string{"GET /orders/12", "GET /orders/13", "tenant-7 GET /x/5", "GET /cart/9", "op",
-		"GET /users/wa", "GET /users/wb", "GET /users/wc", "GET /users/wd", "job 5f2a9c1e77"}
-	for _, c := range []struct {
-		name string
-		cfg  SpanNameConfig
-	}{
-		{"clustering", SpanNameConfig{Clustering: ClusteringConfig{Enabled: true, MaxChildren: 3, MaxTemplatesPerService: 5}}},
-		{"every layer", SpanNameConfig{FromSemanticConventions: true, Rules: rules,
-			Clustering: ClusteringConfig{Enabled: true, MaxChildren: 3, MaxTemplatesPerService: 5}}},
-		{"dry run", SpanNameConfig{FromSemanticConventions: true, Rules: rules,
-			Clustering: ClusteringConfig{Enabled: true, DryRun: true, MaxChildren: 3, MaxTemplatesPerService: 5}}},
-		{"rules", SpanNameConfig{FromSemanticConventions: true, Rules: rules}},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			n := newSpanNamer(c.cfg)
-			var sm, sf nameScratch
-			rnd := newRand(5)
-			now := testStart.UnixNano()
-			if len(c.cfg.Rules) > 0 && c.cfg.FromSemanticConventions {
-				// A span the rules rename, one from_semantic_conventions names (the rules
-				// rewrite the buffer the first's name is in: too long for the rule cache, it
-				// is built there), the first again.
-				long := "GET /" + strings.Repeat("x", nameCacheMaxLen)
-				a, b := ptrace.NewSpan(), ptrace.NewSpan()
-				a.SetName("tenant-7 " + long)
-				b.SetName("b")
-				b.SetKind(ptrace.SpanKindServer)
-				b.Attributes().PutStr("http.request.method", "GET")
-				b.Attributes().PutStr("http.route", "/r/{id}")
-				require.Equal(t, long, n.name(&sm, "a", a))
-				require.Equal(t, "GET /route/{id}", n.name(&sm, "a", b))
-				require.Equal(t, long, n.name(&sm, "a", a))
-				n.publish(&sm)
-			}
-			hits := 0
-			for i := range 4000 {
-				span := ptrace.NewSpan()
-				span.SetName(names[rnd.IntN(len(names))])
-				span.SetKind(ptrace.SpanKindServer)
-				if rnd.IntN(2) == 0 {
-					span.SetKind(ptrace.SpanKindClient)
-				}
-				switch rnd.IntN(4) {
-				case 0: // named by the semantic conventions (a server span)
-					span.Attributes().PutStr("http.request.method", "GET")
-					span.Attributes().PutStr("http.route", "/r/{id}")
-				case 1: // a route only: never clustered
-					span.Attributes().PutStr("http.route", "/r/{id}")
-				}
-				svc := string(rune('a' + rnd.IntN(3)))
-				for range 1 + rnd.IntN(4) {
-					hit := sm.last.valid && sm.last.name == span.Name() && sm.last.svc == svc
-					got := strings.Clone(n.name(&sm, svc, span))
-					sf.last.valid = false
-					want := n.name(&sf, svc, span)
-					require.Equal(t, want, got, "span %d", i)
-					require.Equal(t, sf.renamed, sm.renamed, "span %d", i)
-					require.Equal(t, sf.dryRun, sm.dryRun, "span %d", i)
-					require.Equal(t, sf.cluster.Pending(), sm.cluster.Pending(), "span %d", i)
-					if hit && sm.last.valid {
-						hits++
-					}
-				}
-				if rnd.IntN(8) == 0 { // the end of a request, and the aggregator after it
-					require.Equal(t, sf.renamed, sm.renamed)
-					n.publish(&sm)
-					sf = nameScratch{cluster: sf.cluster}
-					require.False(t, sm.last.valid)
-					if rnd.IntN(2) == 0 {
-						// Both offered the same names: learning them twice changes nothing.
-						now += int64(time.Second)
-						n.learnNames(&sm, now)
-						n.learnNames(&sf, now)
-						n.publishTemplates(false, now)
-					}
-				}
-			}
-			require.Greater(t, hits, 1000, "the memo answered")
-			if n.clusters != nil {
-				require.Positive(t, n.clusters.Templates())
-			}
-		})
-	}
-}
-
-// TestSemconvMayApplyIsConservative checks the key-only pre-check against the pass over the
-// values: wherever it lets appendSemconvName return at once, the values would not have
-// renamed the span nor found an http.route. Spans get random subsets of the keys, with
-// random value types (empty and non-empty strings, booleans, integers) and kinds.
-func TestSemconvMayApplyIsConservative(t *testing.T) {
-	keys := []string{attrHTTPRequestMethod, attrHTTPMethodOld, attrHTTPRoute, attrURLTemplate,
-		attrRPCService, attrRPCMethod, attrDBQuerySummary, attrDBOperationName,
-		attrDBCollectionName, attrDBStoredProcedureName, attrMessagingOperationName,
-		attrMessagingDestTemplate, attrMessagingDestName, attrMessagingDestTemporary,
-		attrMessagingDestAnonymous, "other.attribute"}
-	kinds := []ptrace.SpanKind{ptrace.SpanKindUnspecified, ptrace.SpanKindServer,
-		ptrace.SpanKindClient, ptrace.SpanKindProducer, ptrace.SpanKindConsumer, ptrace.SpanKindInternal}
-	r := rand.New(rand.NewPCG(1, 2))
-	skipped, renamed := 0, 0
-	for range 20000 {
-		span := ptrace.NewSpan()
-		span.SetKind(kinds[r.IntN(len(kinds))])
-		for _, k := range keys {
-			switch r.IntN(16) { // each key in one span of four
-			case 0:
-				span.Attributes().PutStr(k, "x")
-			case 1:
-				span.Attributes().PutStr(k, "")
-			case 2:
-				span.Attributes().PutBool(k, r.IntN(2) == 0)
-			case 3:
-				span.Attributes().PutInt(k, 1)
-			}
-		}
-		full, fullRenamed, fullRoute := appendSemconvNameFromValues(nil, span)
-		got, gotRenamed, gotRoute := appendSemconvName(nil, span)
-		require.Equal(t, string(full), string(got))
-		require.Equal(t, fullRenamed, gotRenamed)
-		require.Equal(t, fullRoute, gotRoute)
-		if !semconvMayApply(span) {
-			skipped++
-		}
-		if fullRenamed {
-			renamed++
-		}
-	}
-	// Both branches ran often enough to mean something.
-	t.Logf("skipped %d, renamed %d", skipped, renamed)
-	require.Greater(t, skipped, 1000)
-	require.Greater(t, renamed, 1000)
 }

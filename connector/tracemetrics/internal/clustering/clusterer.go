@@ -202,7 +202,7 @@ func (c *Clusterer) Publish() {
 	l := c.l
 	for _, sv := range l.dirty {
 		sv.dirty = false
-		sv.slot.snap.Store(l.buildSnapshot(c.seed, sv))
+		sv.slot.snap.Store(newSnapshot(l, c.seed, sv))
 	}
 	clear(l.dirty)
 	l.dirty = l.dirty[:0]

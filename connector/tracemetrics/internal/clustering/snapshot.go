@@ -54,8 +54,8 @@ type slot struct{ snap atomic.Pointer[snapshot] }
 // tableSize is a power of two at least twice n.
 func tableSize(n int) int { return 1 << bits.Len(uint(2*n+1)) }
 
-// buildSnapshot copies sv's tree into a new snapshot.
-func (l *learner) buildSnapshot(seed maphash.Seed, sv *service) *snapshot {
+// newSnapshot copies sv's tree, held by learner l, into a new snapshot.
+func newSnapshot(l *learner, seed maphash.Seed, sv *service) *snapshot {
 	size := tableSize(sv.count)
 	s := &snapshot{hashes: make([]uint64, size), seen: make([]atomic.Uint32, size), tmpls: make([]int32, size),
 		lastSeen: l.lastSeen}

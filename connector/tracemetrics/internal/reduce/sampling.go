@@ -1,0 +1,86 @@
+package reduce // import "github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/reduce"
+
+import (
+	"strconv"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/series"
+	"github.com/otelcol-red/otelcol-red/internal/sampling"
+)
+
+// Weighting is what the reducer needs of the sampling configuration: whether spans count by
+// their adjusted count, and the attribute that may hold their sampling probability.
+type Weighting struct {
+	on        bool
+	attribute string
+}
+
+// traceStateMemo is the last tracestate a producer parsed and what it said: the spans of a
+// request were mostly sampled alike.
+type traceStateMemo struct {
+	ts     string
+	count  float64
+	status sampling.Status
+}
+
+// NewWeighting weighs spans by their adjusted count when on, read from the tracestate, else
+// from attribute when not "".
+func NewWeighting(on bool, attribute string) Weighting {
+	return Weighting{on: on, attribute: attribute}
+}
+
+// weight returns the adjusted count of span, 1 when it has none or an invalid one (counted
+// in b.invalidWeights), and whether it has one (a valid threshold or probability: the span's
+// counts are extrapolated, sampling.method). Without a tracestate or the attribute this is a
+// length check.
+func (w *Weighting) weight(b *series.Batch, memo *traceStateMemo, span ptrace.Span) (float64, bool) {
+	if !w.on {
+		return 1, false
+	}
+	if ts := span.TraceState().AsRaw(); ts != "" {
+		// The spans of a request were mostly sampled alike: compare with the last one parsed.
+		if ts != memo.ts {
+			memo.ts = ts
+			memo.count, memo.status = sampling.FromTraceState(ts)
+		}
+		c, st := memo.count, memo.status
+		switch st {
+		case sampling.Valid:
+			return c, true
+		case sampling.Invalid:
+			b.InvalidWeights++
+			return 1, false
+		}
+	}
+	if w.attribute == "" {
+		return 1, false
+	}
+	v, ok := span.Attributes().Get(w.attribute)
+	if !ok {
+		return 1, false
+	}
+	var p float64
+	switch v.Type() {
+	case pcommon.ValueTypeDouble:
+		p = v.Double()
+	case pcommon.ValueTypeInt:
+		p = float64(v.Int())
+	case pcommon.ValueTypeStr:
+		var err error
+		if p, err = strconv.ParseFloat(v.Str(), 64); err != nil {
+			b.InvalidWeights++
+			return 1, false
+		}
+	default:
+		b.InvalidWeights++
+		return 1, false
+	}
+	c, st := sampling.FromProbability(p)
+	if st == sampling.Invalid {
+		b.InvalidWeights++
+		return c, false
+	}
+	return c, true
+}
