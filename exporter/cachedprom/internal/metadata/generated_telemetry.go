@@ -250,7 +250,7 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	errs = errors.Join(errs, err)
 	builder.ExporterCachedpromScrapesRefused, err = builder.meter.Int64ObservableCounter(
 		"otelcol_exporter_cachedprom_scrapes_refused",
-		metric.WithDescription("Scrapes answered 503 because max_concurrent_scrapes were in flight. [Alpha]"),
+		metric.WithDescription("Scrapes answered 503: over max_concurrent_scrapes, a second uncompressed scrape of a body too large to keep, or a scrape of an address that already has 4 waiting for their turn. [Alpha]"),
 		metric.WithUnit("{scrape}"),
 	)
 	errs = errors.Join(errs, err)

@@ -147,7 +147,7 @@ func AssertEqualExporterCachedpromScrapesPaced(t *testing.T, tt *componenttest.T
 func AssertEqualExporterCachedpromScrapesRefused(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_exporter_cachedprom_scrapes_refused",
-		Description: "Scrapes answered 503 because max_concurrent_scrapes were in flight. [Alpha]",
+		Description: "Scrapes answered 503: over max_concurrent_scrapes, a second uncompressed scrape of a body too large to keep, or a scrape of an address that already has 4 waiting for their turn. [Alpha]",
 		Unit:        "{scrape}",
 		Data: metricdata.Sum[int64]{
 			Temporality: metricdata.CumulativeTemporality,
