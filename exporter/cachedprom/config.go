@@ -166,7 +166,7 @@ func (cfg *Config) Validate() error {
 		errs = append(errs, errors.New("resource_constant_labels: enabled and exclude_service_attributes are not supported; use included and excluded"))
 	}
 	if !cfg.ResourceToTelemetrySettings.IsEmpty() {
-		if gateEnabled(disableResourceToTelemetryConversionGate, false) {
+		if readGates().noResourceToTelemetry {
 			errs = append(errs, errors.New("resource_to_telemetry_conversion is disabled by the "+
 				disableResourceToTelemetryConversionGate+" feature gate; use resource_constant_labels"))
 		} else if !cfg.ResourceConstantLabels.IsEmpty() {

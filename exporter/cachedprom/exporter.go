@@ -28,7 +28,7 @@ import (
 // published snapshot.
 type cachedExporter struct {
 	cfg       *Config
-	gates     gates // read once, when the exporter is built
+	gates     followedGates // read once, when the exporter is built
 	settings  component.TelemetrySettings
 	logger    *zap.Logger
 	store     *store.Store
@@ -116,13 +116,13 @@ func newExporter(cfg *Config, set exporter.Settings, clock clockwork.Clock) (*ca
 }
 
 // newNamer returns the namer of cfg, under the gates g.
-func newNamer(cfg *Config, g gates) *naming.Namer {
+func newNamer(cfg *Config, g followedGates) *naming.Namer {
 	withSuffixes, utf8Allowed := cfg.translation(g.ignoreAddMetricSuffixes)
 	return naming.New(naming.Options{WithSuffixes: withSuffixes, UTF8Allowed: utf8Allowed, Namespace: cfg.Namespace})
 }
 
 // newStore returns the store of cfg, under the gates g.
-func newStore(cfg *Config, g gates, logger *zap.Logger) *store.Store {
+func newStore(cfg *Config, g followedGates, logger *zap.Logger) *store.Store {
 	return store.New(store.Options{
 		Names:                        newNamer(cfg, g),
 		ConstLabels:                  cfg.ConstLabels,

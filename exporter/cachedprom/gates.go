@@ -2,16 +2,15 @@ package cachedprom // import "github.com/otelcol-red/otelcol-red/exporter/cached
 
 import (
 	prometheustranslator "github.com/open-telemetry/opentelemetry-collector-contrib/pkg/translator/prometheus"
-	"go.opentelemetry.io/collector/featuregate"
+
+	"github.com/otelcol-red/otelcol-red/internal/gates"
 )
 
 // The prometheus exporter (v0.165.1) changes its configuration and output
 // through feature gates. cachedprom follows them by the stock IDs, so
-// `--feature-gates=...` switches both exporters alike. The exporter's own
-// gates are registered by its package, which otelcol-red builds in;
-// registering the same IDs here would panic beside it, and IDs of our own
-// would be a second set of flags to learn. Unregistered (a binary without
-// the stock exporter), a gate reads as its stage's default in v0.165.1.
+// `--feature-gates=...` switches both exporters alike (internal/gates says
+// why they are not registered here). Unregistered (a binary without the
+// stock exporter), a gate reads as its stage's default in v0.165.1.
 const (
 	// disableAddMetricSuffixesGate (beta, on by default): add_metric_suffixes
 	// is ignored; without translation_strategy, names get suffixes.
@@ -22,21 +21,10 @@ const (
 	disableResourceToTelemetryConversionGate = "exporter.prometheus.DisableResourceToTelemetryConversion"
 )
 
-// gateEnabled reports whether the gate id is enabled; unregistered, it is
-// def, the gate's default in the stock exporter.
-func gateEnabled(id string, def bool) bool {
-	enabled := def
-	featuregate.GlobalRegistry().VisitAll(func(g *featuregate.Gate) {
-		if g.ID() == id {
-			enabled = g.IsEnabled()
-		}
-	})
-	return enabled
-}
-
-// gates is the value of every followed gate, read once when an exporter is
-// built: a gate changes only at startup, and ingest never looks it up.
-type gates struct {
+// followedGates is the value of every gate cachedprom follows, read once
+// when an exporter is built: a gate changes only at startup, and ingest
+// never looks it up.
+type followedGates struct {
 	// ignoreAddMetricSuffixes: add_metric_suffixes has no effect.
 	ignoreAddMetricSuffixes bool
 	// noResourceToTelemetry: resource_to_telemetry_conversion is refused
@@ -49,10 +37,10 @@ type gates struct {
 	keepIdentifyingResourceAttrs bool
 }
 
-func readGates() gates {
-	return gates{
-		ignoreAddMetricSuffixes:      gateEnabled(disableAddMetricSuffixesGate, true),
-		noResourceToTelemetry:        gateEnabled(disableResourceToTelemetryConversionGate, false),
+func readGates() followedGates {
+	return followedGates{
+		ignoreAddMetricSuffixes:      gates.Enabled(disableAddMetricSuffixesGate, true),
+		noResourceToTelemetry:        gates.Enabled(disableResourceToTelemetryConversionGate, false),
 		keepIdentifyingResourceAttrs: prometheustranslator.KeepIdentifyingResourceAttributesGate.IsEnabled(),
 	}
 }

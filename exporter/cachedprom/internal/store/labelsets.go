@@ -11,9 +11,9 @@ import "github.com/otelcol-red/otelcol-red/internal/hash"
 // four bytes a pair where its text took ~240 bytes. The renderer copies the
 // pairs' bytes in order (appendTo).
 type labelSets struct {
-	pairs interned[byte]   // `name="value"`, escaped as rendered
-	sets  interned[uint32] // pair ids, in label order
-	ids   []uint32         // scratch: the pair ids of the set being found
+	pairs sequenceIDs[byte]   // `name="value"`, escaped as rendered
+	sets  sequenceIDs[uint32] // pair ids, in label order
+	ids   []uint32            // scratch: the pair ids of the set being found
 
 	// byIdent caches the set of an OTLP identity (its scope, resource and
 	// attributes, not its metric's name: the calls counter and the duration
@@ -39,7 +39,7 @@ const (
 )
 
 func newLabelSets() *labelSets {
-	return &labelSets{pairs: newInterned[byte](labelPairChunk), sets: newInterned[uint32](labelSetChunk)}
+	return &labelSets{pairs: newSequenceIDs[byte](labelPairChunk), sets: newSequenceIDs[uint32](labelSetChunk)}
 }
 
 // live is the number of sets in use, the unit of max_series.
@@ -148,7 +148,7 @@ func (l *labelSets) unref(id uint32) {
 	l.forget(id)
 }
 
-// compact gives memory back after a cardinality burst (see interned.compact).
+// compact gives memory back after a cardinality burst (see sequenceIDs.compact).
 func (l *labelSets) compact() {
 	if l.sets.compact() {
 		l.ident = nil

@@ -9,13 +9,13 @@ import (
 	"github.com/otelcol-red/otelcol-red/internal/hash"
 )
 
-// interned stores distinct sequences of T once each, under small ids that
-// are reused once freed, counted by reference: the label pairs (their
-// bytes) and the label sets (their pairs' ids). The values live in large
-// append-only chunks off the Go heap and the per-id fields in flat slices,
-// so nothing here is a per-value Go object for the garbage collector to
-// scan. T must hold no pointers.
-type interned[T comparable] struct {
+// sequenceIDs gives each distinct sequence of T a small id and stores it
+// once; ids are counted by reference and reused once freed. It holds the
+// label pairs (their bytes) and the label sets (their pairs' ids). The
+// values live in large append-only chunks off the Go heap and the per-id
+// fields in flat slices, so nothing here is a per-value Go object for the
+// garbage collector to scan. T must hold no pointers.
+type sequenceIDs[T comparable] struct {
 	chunkLen int            // values per chunk (more for a longer sequence)
 	chunks   []mem.Chunk[T] // the arenas
 	used     int            // values used in the last chunk
@@ -34,25 +34,25 @@ type interned[T comparable] struct {
 	deadLen int // values of freed ids still in the chunks
 }
 
-func newInterned[T comparable](chunkLen int) interned[T] {
-	return interned[T]{chunkLen: chunkLen, seed: maphash.MakeSeed()}
+func newSequenceIDs[T comparable](chunkLen int) sequenceIDs[T] {
+	return sequenceIDs[T]{chunkLen: chunkLen, seed: maphash.MakeSeed()}
 }
 
 // values returns the stored sequence; valid until the next compact.
-func (x *interned[T]) values(id uint32) []T {
+func (x *sequenceIDs[T]) values(id uint32) []T {
 	o := x.off[id]
 	c := x.chunks[o>>32].Values
 	start := uint32(o)
 	return c[start : start+x.size[id] : start+x.size[id]]
 }
 
-func (x *interned[T]) hashOf(v []T) uint64 {
+func (x *sequenceIDs[T]) hashOf(v []T) uint64 {
 	var zero T
 	return maphash.Bytes(x.seed, unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(v))), len(v)*int(unsafe.Sizeof(zero))))
 }
 
 // find returns the id of v, if stored, and v's hash.
-func (x *interned[T]) find(v []T) (id uint32, h uint64, ok bool) {
+func (x *sequenceIDs[T]) find(v []T) (id uint32, h uint64, ok bool) {
 	h = x.hashOf(v)
 	p := x.byValue.Probe(h)
 	for id, ok := p.Next(); ok; id, ok = p.Next() {
@@ -65,7 +65,7 @@ func (x *interned[T]) find(v []T) (id uint32, h uint64, ok bool) {
 
 // add stores v (not yet stored, hash h) with no references and returns its
 // id; the bool is true when the id is new rather than reused.
-func (x *interned[T]) add(v []T, h uint64) (uint32, bool) {
+func (x *sequenceIDs[T]) add(v []T, h uint64) (uint32, bool) {
 	var id uint32
 	fresh := false
 	if n := len(x.free); n > 0 {
@@ -86,7 +86,7 @@ func (x *interned[T]) add(v []T, h uint64) (uint32, bool) {
 }
 
 // store appends v to the last chunk, or to a new one, and returns its place.
-func (x *interned[T]) store(v []T) uint64 {
+func (x *sequenceIDs[T]) store(v []T) uint64 {
 	n := len(x.chunks)
 	if n == 0 || x.used+len(v) > len(x.chunks[n-1].Values) {
 		x.chunks = append(x.chunks, mem.NewChunk[T](max(x.chunkLen, len(v))))
@@ -98,10 +98,10 @@ func (x *interned[T]) store(v []T) uint64 {
 	return uint64(n-1)<<32 | uint64(off)
 }
 
-func (x *interned[T]) ref(id uint32) { x.refs[id]++ }
+func (x *sequenceIDs[T]) ref(id uint32) { x.refs[id]++ }
 
 // unref drops one reference; the last one frees the id (true).
-func (x *interned[T]) unref(id uint32) bool {
+func (x *sequenceIDs[T]) unref(id uint32) bool {
 	x.refs[id]--
 	if x.refs[id] > 0 {
 		return false
@@ -119,7 +119,7 @@ func (x *interned[T]) unref(id uint32) bool {
 // the table shrinks when mostly empty; with nothing live, the per-id slices
 // go too (true: the caller drops its own per-id state). Each is linear in
 // what is live, and rare.
-func (x *interned[T]) compact() bool {
+func (x *sequenceIDs[T]) compact() bool {
 	if x.deadLen > x.chunkLen && x.deadLen > x.liveLen {
 		old := x.chunks
 		x.chunks, x.used = nil, 0
@@ -146,7 +146,7 @@ func (x *interned[T]) compact() bool {
 }
 
 // release gives the chunks back; the values must not be used afterwards.
-func (x *interned[T]) release() {
+func (x *sequenceIDs[T]) release() {
 	for i := range x.chunks {
 		x.chunks[i].Free()
 	}
@@ -154,7 +154,7 @@ func (x *interned[T]) release() {
 }
 
 // mappedBytes is what the chunks map.
-func (x *interned[T]) mappedBytes() int {
+func (x *sequenceIDs[T]) mappedBytes() int {
 	n := 0
 	for i := range x.chunks {
 		n += x.chunks[i].Mapped()

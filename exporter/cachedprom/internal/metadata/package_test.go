@@ -3,12 +3,8 @@ package metadata
 import (
 	"testing"
 
-	"github.com/stretchr/testify/assert"
 	"go.uber.org/goleak"
 )
 
+// mdatagen writes no TestMain for the packages it generates under internal/.
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-func TestType(t *testing.T) {
-	assert.Equal(t, "cachedprom", Type.String())
-}
