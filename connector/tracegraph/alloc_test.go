@@ -9,7 +9,7 @@ import (
 )
 
 // Once every series exists and the batch pool is warm, ConsumeTraces — and the aggregator work
-// it causes (pairing, expiring, evicting, recording) — allocates nothing: every goroutine's
+// it causes (pairing, expiring, evicting, recording, choosing exemplars) — allocates nothing: every goroutine's
 // allocations are counted over 2048 requests of ~200 spans at GOMAXPROCS 1.
 //
 // At GOMAXPROCS 1 the aggregator runs only when the producer is preempted or settles, so the
@@ -19,8 +19,18 @@ func TestConsumeTracesSteadyStateAllocatesNothing(t *testing.T) {
 	if raceEnabled {
 		t.Skip("allocation counts are not meaningful under the race detector")
 	}
-	for _, dims := range [][]string{nil, {"http.method", "region", "http.status_code"}} {
-		c, _ := startTracegraph(t, func(cfg *Config) { cfg.Dimensions = dims; cfg.Store.MaxItems = 1000 })
+	dims3 := []string{"http.method", "region", "http.status_code"}
+	for _, tc := range []struct {
+		dims      []string
+		exemplars bool // and the messaging histogram
+	}{{nil, false}, {dims3, false}, {dims3, true}} {
+		dims := tc.dims
+		c, _ := startTracegraph(t, func(cfg *Config) {
+			cfg.Dimensions = dims
+			cfg.Store.MaxItems = 1000
+			cfg.Exemplars.Enabled = tc.exemplars
+			cfg.EnableMessagingSystemLatencyHistogram = tc.exemplars
+		})
 		requests, _ := benchRequests(500, 200)
 		prev := runtime.GOMAXPROCS(1)
 		run := func(calls, settleEvery int) {
@@ -49,7 +59,7 @@ func TestConsumeTracesSteadyStateAllocatesNothing(t *testing.T) {
 			}
 		}
 		runtime.GOMAXPROCS(prev)
-		require.Zero(t, counts[len(counts)-1], "allocations in each window of 2048 requests %v, dimensions %v", counts, dims)
+		require.Zero(t, counts[len(counts)-1], "allocations in each window of 2048 requests %v, dimensions %v, exemplars %v", counts, dims, tc.exemplars)
 		require.Positive(t, c.tel.evictedEdges.Load(), "the measured calls went through eviction and virtual nodes too")
 	}
 }

@@ -34,6 +34,13 @@ type plan struct {
 	delta bool
 	// writer is the collector's service.instance.id, the resource of delta points.
 	writer string
+	// links: CONSUMER spans are paired through their span links.
+	links bool
+	// histograms is how many latency histograms a series has: server and client, and with
+	// enable_messaging_system_latency_histogram the messaging one (histMessaging).
+	histograms int
+	// exemplars is the most exemplars per histogram point and interval; 0: none.
+	exemplars int
 
 	flushInterval    time.Duration // 0: flush after every drained round
 	expireEvery      time.Duration
@@ -53,6 +60,8 @@ func newPlan(c *Config) *plan {
 		dbAttrs:          c.DatabaseNameAttributes,
 		weighted:         c.Sampling.Weighted,
 		delta:            c.AggregationTemporality == temporalityDelta,
+		links:            c.Links.Enabled,
+		histograms:       2,
 		flushInterval:    defaultFlushInterval,
 		expireEvery:      orDefault(c.StoreExpirationLoop, defaultStoreExpirationLoop),
 		cleanEvery:       orDefault(c.CacheLoop, defaultCacheLoop),
@@ -61,6 +70,12 @@ func newPlan(c *Config) *plan {
 		seriesExpiration: orDefault(c.SeriesExpiration, defaultSeriesExpiration),
 		tsOffset:         c.MetricsTimestampOffset,
 		ringSize:         c.RingSize,
+	}
+	if c.EnableMessagingSystemLatencyHistogram {
+		p.histograms = 3
+	}
+	if c.Exemplars.Enabled {
+		p.exemplars = c.Exemplars.MaxPerDataPoint
 	}
 	if c.MetricsFlushInterval != nil {
 		p.flushInterval = *c.MetricsFlushInterval
