@@ -244,9 +244,11 @@ func (a *aggregator) merge(e *edge, dims []uint32, b *halfBatch, h *half) {
 	if h.side == serverSide {
 		e.server, e.serverLatency = svc, h.latency
 		e.serverTrace, e.serverSpan, e.serverStart = h.ownTrace, h.own, h.start
+		e.serverStored = a.p.stored(h.failed, h.start, h.end)
 		return
 	}
 	e.client, e.clientLatency, e.clientEnd = svc, h.latency, h.end
+	e.clientStored = a.p.stored(h.failed, h.start, h.end)
 	if h.peer.n != absent {
 		e.peer = a.ids.of(b, h.peer)
 	}

@@ -137,6 +137,11 @@ type ExemplarsConfig struct {
 	// MaxPerDataPoint bounds the exemplars of one data point per flush interval. Default 5, at
 	// most 255; 0 with Enabled: none.
 	MaxPerDataPoint int `mapstructure:"max_per_data_point"`
+	// SlowThreshold (ours), when positive, lets exemplars name only spans that failed or lasted
+	// at least this long: the spans the Elasticsearch branch stores (configs/kafka-gateway.yaml
+	// and configs/es-store.yaml keep errors and spans of at least SLOW_THRESHOLD_NS), so that
+	// every exemplar opens a stored span. Set it to that threshold. Default 0: any span.
+	SlowThreshold time.Duration `mapstructure:"slow_threshold"`
 }
 
 // maxExemplars bounds exemplars.max_per_data_point: the count per point is a byte.
@@ -225,6 +230,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Exemplars.MaxPerDataPoint < 0 || c.Exemplars.MaxPerDataPoint > maxExemplars {
 		add("exemplars.max_per_data_point: must be between 0 and %d, got %d", maxExemplars, c.Exemplars.MaxPerDataPoint)
+	}
+	if c.Exemplars.SlowThreshold < 0 {
+		add("exemplars.slow_threshold: can not be negative")
 	}
 	if c.RingSize < 2 || c.RingSize > maxRingSize {
 		add("ring_size: must be between 2 and %d, got %d", maxRingSize, c.RingSize)

@@ -51,9 +51,10 @@ func TestLoadConfig(t *testing.T) {
 		{id: "messaging", expected: def(func(c *Config) {
 			c.Links.Enabled = false
 			c.EnableMessagingSystemLatencyHistogram = true
-			c.Exemplars = ExemplarsConfig{Enabled: true, MaxPerDataPoint: 3}
+			c.Exemplars = ExemplarsConfig{Enabled: true, MaxPerDataPoint: 3, SlowThreshold: 500 * time.Millisecond}
 		})},
 		{id: "bad_exemplars", errorMessage: "exemplars.max_per_data_point: must be between 0 and 255, got 256"},
+		{id: "bad_exemplars", errorMessage: "exemplars.slow_threshold: can not be negative"},
 		{id: "both_histograms", errorMessage: "latency_histogram_buckets: use either"},
 		{id: "unsorted_buckets", errorMessage: "latency_histogram_buckets[1]: 100ms is not greater"},
 		{id: "bad_store", errorMessage: "store.ttl: must be positive"},

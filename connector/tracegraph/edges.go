@@ -130,18 +130,24 @@ func (t *seriesTable) record(e *edge, dims []uint32, now int64) {
 		return
 	}
 	// Each histogram names the span it measured, or the other one where that side is not a
-	// span (a database or a virtual node; "user" for a root server span).
+	// span (a database or a virtual node; "user" for a root server span), and only a span the
+	// Elasticsearch branch stores where exemplars.slow_threshold says so.
 	server := exemplar{trace: e.serverTrace, span: e.serverSpan, value: e.serverLatency, failed: e.failed}
 	client := exemplar{trace: e.trace, span: e.span, value: e.clientLatency, failed: e.failed}
+	serverStored, clientStored := e.serverStored, e.clientStored
 	if server.span.IsEmpty() {
-		server.trace, server.span = client.trace, client.span
+		server.trace, server.span, serverStored = client.trace, client.span, clientStored
 	}
 	if client.span.IsEmpty() {
-		client.trace, client.span = server.trace, server.span
+		client.trace, client.span, clientStored = server.trace, server.span, serverStored
 	}
-	t.offer(id, histServer, &server)
-	t.offer(id, histClient, &client)
-	if messaging {
+	if serverStored {
+		t.offer(id, histServer, &server)
+	}
+	if clientStored {
+		t.offer(id, histClient, &client)
+	}
+	if messaging && serverStored {
 		server.value = float64(e.serverStart-e.clientEnd) / 1e9
 		t.offer(id, histMessaging, &server)
 	}

@@ -19,20 +19,24 @@ type edge struct {
 
 	client, server uint32 // interned service names; 0 ("") until that half arrived
 	peer           uint32 // the client's peer attribute value, noValue without one
-	clientLatency  float64
-	serverLatency  float64
-	// weight is the larger adjusted count of the two halves: under consistent sampling both
-	// spans were kept with the probability of the less likely one.
-	weight float64
+	// The one-byte fields fill the padding before the floats (TestWaitingEdgeSize).
 	conn   connection
 	failed bool
 	label  virtualLabel
 	// linked: a CONSUMER span's half waiting for the PRODUCER span it links to; several may wait
 	// for one producer (a message read by several consumers).
-	linked bool
+	linked        bool
+	clientLatency float64
+	serverLatency float64
+	// weight is the larger adjusted count of the two halves: under consistent sampling both
+	// spans were kept with the probability of the less likely one.
+	weight float64
 	// kept: a client half already paired through a link, kept until its ttl for the other
 	// consumers of the message; it then expires without being recorded.
 	kept bool
+	// clientStored and serverStored: the span of that side may be named by an exemplar
+	// (plan.stored).
+	clientStored, serverStored bool
 
 	// The server span's own IDs (the client's are the key), for exemplars.
 	serverTrace pcommon.TraceID

@@ -41,6 +41,9 @@ type plan struct {
 	histograms int
 	// exemplars is the most exemplars per histogram point and interval; 0: none.
 	exemplars int
+	// exemplarSlow (ns), when positive, makes only failed spans and spans at least this long
+	// eligible as exemplars: the ones the Elasticsearch branch stores.
+	exemplarSlow uint64
 
 	flushInterval    time.Duration // 0: flush after every drained round
 	expireEvery      time.Duration
@@ -76,6 +79,7 @@ func newPlan(c *Config) *plan {
 	}
 	if c.Exemplars.Enabled {
 		p.exemplars = c.Exemplars.MaxPerDataPoint
+		p.exemplarSlow = uint64(max(c.Exemplars.SlowThreshold, 0))
 	}
 	if c.MetricsFlushInterval != nil {
 		p.flushInterval = *c.MetricsFlushInterval
@@ -102,6 +106,13 @@ func newPlan(c *Config) *plan {
 		p.dbAttrs = defaultDatabaseNameAttributes
 	}
 	return p
+}
+
+// stored reports whether a span that failed or not and ran from start to end (unix ns) may be
+// named by an exemplar: with exemplars.slow_threshold, the Elasticsearch branch's rule (an
+// error, or end - start at least the threshold; a span ending before it starts is not slow).
+func (p *plan) stored(failed bool, start, end uint64) bool {
+	return p.exemplarSlow == 0 || failed || end >= start && end-start >= p.exemplarSlow
 }
 
 // latency converts a span's duration in nanoseconds to seconds, with servicegraph's formula
