@@ -1,4 +1,4 @@
-package tracemetrics
+package metadata
 
 import (
 	"testing"
@@ -6,4 +6,5 @@ import (
 	"go.uber.org/goleak"
 )
 
+// mdatagen writes no TestMain for the packages it generates under internal/.
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
