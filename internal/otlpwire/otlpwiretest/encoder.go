@@ -63,18 +63,41 @@ func Ascending(td ptrace.Traces) []byte { return ascending{}.traces(td) }
 // too (an encoder may write them).
 func AscendingWithZeros(td ptrace.Traces) []byte { return ascending{zeros: true}.traces(td) }
 
-type ascending struct{ zeros bool }
+type ascending struct{ zeros, unknown bool }
+
+// AscendingWithUnknownFields is Ascending with fields no OTLP message defines (numbers 90 to
+// 93, one of each wire type) at the start of every message, the request included: what a
+// newer producer's schema adds, and every reader must skip.
+func AscendingWithUnknownFields(td ptrace.Traces) []byte {
+	a := ascending{unknown: true}
+	return a.unknownFields(a.traces(td))
+}
+
+// msg is Msg, with the unknown fields first when a writes them.
+func (a ascending) msg(b []byte, field int, body func([]byte) []byte) []byte {
+	if !a.unknown {
+		return Msg(b, field, body)
+	}
+	return Msg(b, field, func(b []byte) []byte { return body(a.unknownFields(b)) })
+}
+
+func (a ascending) unknownFields(b []byte) []byte {
+	b = Uint(b, 90, 1<<40)
+	b = String(b, 91, "unknown")
+	b = Fixed32(b, 92, 7)
+	return Fixed64(b, 93, 9)
+}
 
 func (a ascending) traces(td ptrace.Traces) []byte {
 	var b []byte
 	for _, rs := range td.ResourceSpans().All() {
-		b = Msg(b, 1, func(b []byte) []byte {
-			b = Msg(b, 1, func(b []byte) []byte {
+		b = a.msg(b, 1, func(b []byte) []byte {
+			b = a.msg(b, 1, func(b []byte) []byte {
 				b = a.attrs(b, 1, rs.Resource().Attributes())
 				return a.uint(b, 2, uint64(rs.Resource().DroppedAttributesCount()))
 			})
 			for _, ss := range rs.ScopeSpans().All() {
-				b = Msg(b, 2, func(b []byte) []byte { return a.scopeSpans(b, ss) })
+				b = a.msg(b, 2, func(b []byte) []byte { return a.scopeSpans(b, ss) })
 			}
 			return a.str(b, 3, rs.SchemaUrl())
 		})
@@ -83,7 +106,7 @@ func (a ascending) traces(td ptrace.Traces) []byte {
 }
 
 func (a ascending) scopeSpans(b []byte, ss ptrace.ScopeSpans) []byte {
-	b = Msg(b, 1, func(b []byte) []byte {
+	b = a.msg(b, 1, func(b []byte) []byte {
 		sc := ss.Scope()
 		b = a.str(b, 1, sc.Name())
 		b = a.str(b, 2, sc.Version())
@@ -91,7 +114,7 @@ func (a ascending) scopeSpans(b []byte, ss ptrace.ScopeSpans) []byte {
 		return a.uint(b, 4, uint64(sc.DroppedAttributesCount()))
 	})
 	for _, sp := range ss.Spans().All() {
-		b = Msg(b, 2, func(b []byte) []byte { return a.span(b, sp) })
+		b = a.msg(b, 2, func(b []byte) []byte { return a.span(b, sp) })
 	}
 	return a.str(b, 3, ss.SchemaUrl())
 }
@@ -109,7 +132,7 @@ func (a ascending) span(b []byte, sp ptrace.Span) []byte {
 	b = a.attrs(b, 9, sp.Attributes())
 	b = a.uint(b, 10, uint64(sp.DroppedAttributesCount()))
 	for _, ev := range sp.Events().All() {
-		b = Msg(b, 11, func(b []byte) []byte {
+		b = a.msg(b, 11, func(b []byte) []byte {
 			b = a.fixed64(b, 1, uint64(ev.Timestamp()))
 			b = a.str(b, 2, ev.Name())
 			b = a.attrs(b, 3, ev.Attributes())
@@ -118,7 +141,7 @@ func (a ascending) span(b []byte, sp ptrace.Span) []byte {
 	}
 	b = a.uint(b, 12, uint64(sp.DroppedEventsCount()))
 	for _, l := range sp.Links().All() {
-		b = Msg(b, 13, func(b []byte) []byte {
+		b = a.msg(b, 13, func(b []byte) []byte {
 			ltid, lsid := l.TraceID(), l.SpanID()
 			b = a.id(b, 1, ltid[:], ltid.IsEmpty())
 			b = a.id(b, 2, lsid[:], lsid.IsEmpty())
@@ -131,7 +154,7 @@ func (a ascending) span(b []byte, sp ptrace.Span) []byte {
 	b = a.uint(b, 14, uint64(sp.DroppedLinksCount()))
 	st := sp.Status()
 	if a.zeros || st.Message() != "" || st.Code() != 0 {
-		b = Msg(b, 15, func(b []byte) []byte {
+		b = a.msg(b, 15, func(b []byte) []byte {
 			b = a.str(b, 2, st.Message())
 			return a.uint(b, 3, uint64(int64(st.Code())))
 		})
@@ -141,14 +164,14 @@ func (a ascending) span(b []byte, sp ptrace.Span) []byte {
 
 func (a ascending) attrs(b []byte, field int, m pcommon.Map) []byte {
 	for k, v := range m.All() {
-		b = Msg(b, field, func(b []byte) []byte { return a.keyValue(b, k, v) })
+		b = a.msg(b, field, func(b []byte) []byte { return a.keyValue(b, k, v) })
 	}
 	return b
 }
 
 func (a ascending) keyValue(b []byte, k string, v pcommon.Value) []byte {
 	b = a.str(b, 1, k)
-	return Msg(b, 2, func(b []byte) []byte { return a.anyValue(b, v) })
+	return a.msg(b, 2, func(b []byte) []byte { return a.anyValue(b, v) })
 }
 
 func (a ascending) anyValue(b []byte, v pcommon.Value) []byte {
@@ -166,16 +189,16 @@ func (a ascending) anyValue(b []byte, v pcommon.Value) []byte {
 	case pcommon.ValueTypeDouble:
 		return Fixed64(b, 4, math.Float64bits(v.Double()))
 	case pcommon.ValueTypeSlice:
-		return Msg(b, 5, func(b []byte) []byte {
+		return a.msg(b, 5, func(b []byte) []byte {
 			for _, e := range v.Slice().All() {
-				b = Msg(b, 1, func(b []byte) []byte { return a.anyValue(b, e) })
+				b = a.msg(b, 1, func(b []byte) []byte { return a.anyValue(b, e) })
 			}
 			return b
 		})
 	case pcommon.ValueTypeMap:
-		return Msg(b, 6, func(b []byte) []byte {
+		return a.msg(b, 6, func(b []byte) []byte {
 			for k, e := range v.Map().All() {
-				b = Msg(b, 1, func(b []byte) []byte { return a.keyValue(b, k, e) })
+				b = a.msg(b, 1, func(b []byte) []byte { return a.keyValue(b, k, e) })
 			}
 			return b
 		})

@@ -53,7 +53,7 @@ func TestAscendingReadsBackAsPdata(t *testing.T) {
 	l.SetSpanID(pcommon.SpanID{8})
 	l.SetFlags(1)
 	l.Attributes().PutInt("n", 3)
-	for name, enc := range map[string]func(ptrace.Traces) []byte{"Ascending": Ascending, "AscendingWithZeros": AscendingWithZeros} {
+	for name, enc := range map[string]func(ptrace.Traces) []byte{"Ascending": Ascending, "AscendingWithZeros": AscendingWithZeros, "AscendingWithUnknownFields": AscendingWithUnknownFields} {
 		req := ptraceotlp.NewExportRequest()
 		require.NoError(t, req.UnmarshalProto(enc(td)), name)
 		require.Equal(t, td, req.Traces(), name)

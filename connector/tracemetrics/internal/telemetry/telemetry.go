@@ -16,6 +16,7 @@ import (
 	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/metadata"
 	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/series"
 	"github.com/otelcol-red/otelcol-red/internal/intake"
+	"github.com/otelcol-red/otelcol-red/internal/pipeline"
 )
 
 // Telemetry is the connector's own Telemetry. The hot paths only touch atomics; the OTel
@@ -27,6 +28,9 @@ type Telemetry struct {
 	Flushes         atomic.Int64                       // added once per flush by the flusher
 	FlushesSkipped  atomic.Int64
 	RefusedSpans    atomic.Int64
+	// RefusedRequests counts wire traces refused whole because their request was refused,
+	// by reason (internal/pipeline).
+	RefusedRequests pipeline.Refusals
 	ExportErrors    atomic.Int64
 	InvalidWeights  atomic.Int64 // added per batch by the aggregator
 
@@ -97,6 +101,7 @@ func New(set component.TelemetrySettings, q Queue, p *series.Plan, renames *Rena
 	flushes := counter("otelcol_connector_tracemetrics_flushes", "Flushes completed: the metrics of an interval built and handed to the next consumer (Shutdown's final flush included).", "{flushes}")
 	skipped := counter("otelcol_connector_tracemetrics_flushes_skipped", "Flushes postponed because the previous one was still being sent.", "{flushes}")
 	refused := counter("otelcol_connector_tracemetrics_refused_spans", "Spans refused by ConsumeTraces (context done while the ring was full, or shut down).", "{spans}")
+	refusedReqs := counter("otelcol_connector_tracemetrics_refused_requests", "Wire traces refused by ConsumeTraces because the decoder (or pdata) refused their request's bytes, by reason (malformed, too_large, too_deep); nothing of them is counted, and they have no span count.", "{requests}")
 	exportErrs := counter("otelcol_connector_tracemetrics_export_errors", "Flushes the next consumer returned an error for.", "{flushes}")
 	renamed := counter("otelcol_connector_tracemetrics_renamed_spans", "Spans whose name span_name rewrote for the metrics, by layer (semantic_conventions, rule, clustering); a span renamed by both semantic_conventions and rule counts in both.", "{spans}")
 	dryRenamed := counter("otelcol_connector_tracemetrics_dry_run_renamed_spans", "Spans span_name.clustering would have renamed, had dry_run been off.", "{spans}")
@@ -129,6 +134,10 @@ func New(set component.TelemetrySettings, q Queue, p *series.Plan, renames *Rena
 			limitSets[k] = metric.WithAttributeSet(attribute.NewSet(attribute.String("limit", series.OverflowLimits[k])))
 		}
 	}
+	var reasonSets [pipeline.RefusalReasons]metric.ObserveOption
+	for i, name := range pipeline.RefusalReasonNames {
+		reasonSets[i] = metric.WithAttributeSet(attribute.NewSet(attribute.String("reason", name)))
+	}
 	// One series per configured layer, from 0, as for the limits.
 	var layerSets []metric.ObserveOption
 	if renames != nil {
@@ -159,6 +168,9 @@ func New(set component.TelemetrySettings, q Queue, p *series.Plan, renames *Rena
 		o.ObserveInt64(flushes, t.Flushes.Load())
 		o.ObserveInt64(skipped, t.FlushesSkipped.Load())
 		o.ObserveInt64(refused, t.RefusedSpans.Load())
+		for i, set := range reasonSets {
+			o.ObserveInt64(refusedReqs, t.RefusedRequests[i].Load(), set)
+		}
 		o.ObserveInt64(exportErrs, t.ExportErrors.Load())
 		for i, set := range layerSets {
 			o.ObserveInt64(renamed, renames.Layers[i].Renamed(), set)
@@ -171,7 +183,7 @@ func New(set component.TelemetrySettings, q Queue, p *series.Plan, renames *Rena
 		}
 		o.ObserveInt64(invalidW, t.InvalidWeights.Load())
 		return nil
-	}, liveSeries, depth, aggregated, overflow, demand, overflowSeries, promoted, demoted, fullWaits, heldBytes, bytesWaits, lost, flushes, skipped, refused, exportErrs, renamed, dryRenamed, templates, invalidW)
+	}, liveSeries, depth, aggregated, overflow, demand, overflowSeries, promoted, demoted, fullWaits, heldBytes, bytesWaits, lost, flushes, skipped, refused, refusedReqs, exportErrs, renamed, dryRenamed, templates, invalidW)
 	return t, err
 }
 
