@@ -7,10 +7,12 @@ import (
 	"time"
 
 	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/otelcol-red/otelcol-red/connector/tracegraph/internal/metadata"
 	"github.com/otelcol-red/otelcol-red/internal/intake"
+	"github.com/otelcol-red/otelcol-red/internal/pipeline"
 )
 
 // telemetry is the connector's own telemetry. The hot paths only touch atomics; the OTel
@@ -31,6 +33,9 @@ type telemetry struct {
 	flushes        atomic.Int64
 	flushesSkipped atomic.Int64
 	exportErrors   atomic.Int64
+	// refusedRequests counts wire traces refused whole because their bytes were refused, by
+	// reason (internal/pipeline).
+	refusedRequests pipeline.Refusals
 
 	flushDuration metric.Float64Histogram
 	reg           metric.Registration
@@ -77,7 +82,15 @@ func newTelemetry(set component.TelemetrySettings, q *intake.Queue[halfBatch]) (
 	counter("export_errors", "Flushes the next consumer returned an error for.", "{flushes}", t.exportErrors.Load)
 	gauge("ring_depth", "Batches waiting in the intake ring.", "{batches}", func() int64 { return int64(q.Len()) })
 	counter("ring_full_waits", "ConsumeTraces calls that found the intake ring full and waited.", "{calls}", func() int64 { return int64(q.Stats().FullWaits) })
-	var err error
+	refused, err := m.Int64ObservableCounter("otelcol_connector_tracegraph_refused_requests",
+		metric.WithDescription("Wire traces refused by ConsumeTraces because the decoder (or pdata) refused their request's bytes, by reason (malformed, too_large, too_deep); nothing of them is counted, and they have no span count."),
+		metric.WithUnit("{requests}"))
+	errs = append(errs, err)
+	observables = append(observables, refused)
+	var reasons [pipeline.RefusalReasons]metric.ObserveOption
+	for i, name := range pipeline.RefusalReasonNames {
+		reasons[i] = metric.WithAttributeSet(attribute.NewSet(attribute.String("reason", name)))
+	}
 	t.flushDuration, err = m.Float64Histogram("otelcol_connector_tracegraph_flush_duration",
 		metric.WithDescription("Time to build the metrics of one flush."), metric.WithUnit("s"))
 	errs = append(errs, err)
@@ -87,6 +100,9 @@ func newTelemetry(set component.TelemetrySettings, q *intake.Queue[halfBatch]) (
 	t.reg, err = m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 		for _, r := range readings {
 			o.ObserveInt64(r.o, r.v())
+		}
+		for i, set := range reasons {
+			o.ObserveInt64(refused, t.refusedRequests[i].Load(), set)
 		}
 		return nil
 	}, observables...)
