@@ -19,9 +19,18 @@ func TestConsumeTracesSteadyStateAllocatesNothing(t *testing.T) {
 	if raceEnabled {
 		t.Skip("allocation counts are not meaningful under the race detector")
 	}
-	for _, dims := range [][]string{nil, {"http.method", "region", "http.status_code"}} {
+	for _, tc := range []struct {
+		dims []string
+		wire bool // the otlpwire receiver's traces: the request's bytes, reduced from the decoder
+	}{{nil, false}, {[]string{"http.method", "region", "http.status_code"}, false}, {[]string{"http.method", "region", "http.status_code"}, true}} {
+		dims := tc.dims
 		c, _ := startTracegraph(t, func(cfg *Config) { cfg.Dimensions = dims; cfg.Store.MaxItems = 1000 })
 		requests, _ := benchRequests(500, 200)
+		if tc.wire {
+			for i, td := range requests {
+				requests[i] = wireEncodings[i%len(wireEncodings)](t, td)
+			}
+		}
 		prev := runtime.GOMAXPROCS(1)
 		run := func(calls, settleEvery int) {
 			for i := range calls {
@@ -49,7 +58,7 @@ func TestConsumeTracesSteadyStateAllocatesNothing(t *testing.T) {
 			}
 		}
 		runtime.GOMAXPROCS(prev)
-		require.Zero(t, counts[len(counts)-1], "allocations in each window of 2048 requests %v, dimensions %v", counts, dims)
+		require.Zero(t, counts[len(counts)-1], "allocations in each window of 2048 requests %v, dimensions %v, wire %v", counts, dims, tc.wire)
 		require.Positive(t, c.tel.evictedEdges.Load(), "the measured calls went through eviction and virtual nodes too")
 	}
 }

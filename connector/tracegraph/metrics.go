@@ -11,6 +11,7 @@ import (
 
 	"github.com/otelcol-red/otelcol-red/connector/tracegraph/internal/metadata"
 	"github.com/otelcol-red/otelcol-red/internal/intake"
+	"github.com/otelcol-red/otelcol-red/internal/pipeline"
 )
 
 // telemetry is the connector's own telemetry. The hot paths only touch atomics; the OTel
@@ -31,6 +32,9 @@ type telemetry struct {
 	flushes        atomic.Int64
 	flushesSkipped atomic.Int64
 	exportErrors   atomic.Int64
+	// refusedRequests counts wire traces refused whole because their bytes were refused, by
+	// reason (internal/pipeline).
+	refusedRequests pipeline.Refusals
 
 	// builder holds the instruments of metadata.yaml, generated into internal/metadata.
 	builder *metadata.TelemetryBuilder
@@ -65,6 +69,7 @@ func newTelemetry(set component.TelemetrySettings, q *intake.Queue[halfBatch]) (
 		tb.RegisterConnectorTracegraphExportErrorsCallback(observe(t.exportErrors.Load)),
 		tb.RegisterConnectorTracegraphRingDepthCallback(observe(func() int64 { return int64(q.Len()) })),
 		tb.RegisterConnectorTracegraphRingFullWaitsCallback(observe(func() int64 { return int64(q.Stats().FullWaits) })),
+		tb.RegisterConnectorTracegraphRefusedRequestsCallback(t.refusedRequests.Callback()),
 	)
 	if err != nil {
 		tb.Shutdown()

@@ -8,11 +8,13 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata/metricdatatest"
 
 	"github.com/otelcol-red/otelcol-red/connector/tracegraph/internal/metadatatest"
 	"github.com/otelcol-red/otelcol-red/internal/intake"
+	"github.com/otelcol-red/otelcol-red/internal/pipeline"
 )
 
 // The names users scrape (README, "Own telemetry"; configs/, deploy/ and testbed/e2e read them
@@ -35,6 +37,7 @@ var ownMetricNames = []string{
 	"otelcol_connector_tracegraph_ring_depth",
 	"otelcol_connector_tracegraph_ring_full_waits",
 	"otelcol_connector_tracegraph_flush_duration",
+	"otelcol_connector_tracegraph_refused_requests",
 }
 
 // TestOwnTelemetry gives every counter a value of its own and reads each instrument back by
@@ -59,6 +62,9 @@ func TestOwnTelemetry(t *testing.T) {
 	tel.flushes.Add(11)
 	tel.flushesSkipped.Add(12)
 	tel.exportErrors.Add(13)
+	for i := range tel.refusedRequests {
+		tel.refusedRequests[i].Add(int64(20 + i))
+	}
 	require.NoError(t, q.Put(context.Background(), &halfBatch{}))
 	tel.recordFlush(time.Millisecond)
 	tel.recordFlush(2 * time.Millisecond)
@@ -84,6 +90,13 @@ func TestOwnTelemetry(t *testing.T) {
 	metadatatest.AssertEqualConnectorTracegraphExportErrors(t, tt, point(13), ignore)
 	metadatatest.AssertEqualConnectorTracegraphRingDepth(t, tt, point(1), ignore)
 	metadatatest.AssertEqualConnectorTracegraphRingFullWaits(t, tt, point(0), ignore)
+	var refused []metricdata.DataPoint[int64]
+	for i, reason := range pipeline.RefusalReasonNames {
+		refused = append(refused, metricdata.DataPoint[int64]{
+			Attributes: attribute.NewSet(attribute.String("reason", reason)), Value: int64(20 + i),
+		})
+	}
+	metadatatest.AssertEqualConnectorTracegraphRefusedRequests(t, tt, refused, ignore)
 	// The durations are the machine's; their count is the flushes'.
 	metadatatest.AssertEqualConnectorTracegraphFlushDuration(t, tt, []metricdata.HistogramDataPoint[float64]{{}},
 		ignore, metricdatatest.IgnoreValue())

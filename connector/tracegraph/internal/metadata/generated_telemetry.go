@@ -39,6 +39,7 @@ type TelemetryBuilder struct {
 	ConnectorTracegraphInvalidSamplingWeights metric.Int64ObservableCounter
 	ConnectorTracegraphPendingEdges           metric.Int64ObservableGauge
 	ConnectorTracegraphReceivedSpans          metric.Int64ObservableCounter
+	ConnectorTracegraphRefusedRequests        metric.Int64ObservableCounter
 	ConnectorTracegraphRingDepth              metric.Int64ObservableGauge
 	ConnectorTracegraphRingFullWaits          metric.Int64ObservableCounter
 	ConnectorTracegraphSeries                 metric.Int64ObservableGauge
@@ -198,6 +199,21 @@ func (builder *TelemetryBuilder) RegisterConnectorTracegraphReceivedSpansCallbac
 		cb(ctx, &observerInt64{inst: builder.ConnectorTracegraphReceivedSpans, obs: o})
 		return nil
 	}, builder.ConnectorTracegraphReceivedSpans)
+	if err != nil {
+		return err
+	}
+	builder.mu.Lock()
+	defer builder.mu.Unlock()
+	builder.registrations = append(builder.registrations, reg)
+	return nil
+}
+
+// RegisterConnectorTracegraphRefusedRequestsCallback sets callback for observable ConnectorTracegraphRefusedRequests metric.
+func (builder *TelemetryBuilder) RegisterConnectorTracegraphRefusedRequestsCallback(cb metric.Int64Callback) error {
+	reg, err := builder.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		cb(ctx, &observerInt64{inst: builder.ConnectorTracegraphRefusedRequests, obs: o})
+		return nil
+	}, builder.ConnectorTracegraphRefusedRequests)
 	if err != nil {
 		return err
 	}
@@ -374,6 +390,12 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		"otelcol_connector_tracegraph_received_spans",
 		metric.WithDescription("Spans taken from the intake ring, edges or not. [Alpha]"),
 		metric.WithUnit("{spans}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ConnectorTracegraphRefusedRequests, err = builder.meter.Int64ObservableCounter(
+		"otelcol_connector_tracegraph_refused_requests",
+		metric.WithDescription("Wire traces refused by ConsumeTraces because the decoder (or pdata) refused their request's bytes, by reason (malformed, too_large, too_deep); nothing of them is counted, and they have no span count. [Alpha]"),
+		metric.WithUnit("{requests}"),
 	)
 	errs = errors.Join(errs, err)
 	builder.ConnectorTracegraphRingDepth, err = builder.meter.Int64ObservableGauge(

@@ -40,6 +40,7 @@ type TelemetryBuilder struct {
 	ConnectorTracemetricsOverflowSeries         metric.Int64ObservableGauge
 	ConnectorTracemetricsOverflowSpans          metric.Int64ObservableCounter
 	ConnectorTracemetricsPromotedSeries         metric.Int64ObservableCounter
+	ConnectorTracemetricsRefusedRequests        metric.Int64ObservableCounter
 	ConnectorTracemetricsRefusedSpans           metric.Int64ObservableCounter
 	ConnectorTracemetricsRenamedSpans           metric.Int64ObservableCounter
 	ConnectorTracemetricsRingDepth              metric.Int64ObservableGauge
@@ -204,6 +205,21 @@ func (builder *TelemetryBuilder) RegisterConnectorTracemetricsPromotedSeriesCall
 		cb(ctx, &observerInt64{inst: builder.ConnectorTracemetricsPromotedSeries, obs: o})
 		return nil
 	}, builder.ConnectorTracemetricsPromotedSeries)
+	if err != nil {
+		return err
+	}
+	builder.mu.Lock()
+	defer builder.mu.Unlock()
+	builder.registrations = append(builder.registrations, reg)
+	return nil
+}
+
+// RegisterConnectorTracemetricsRefusedRequestsCallback sets callback for observable ConnectorTracemetricsRefusedRequests metric.
+func (builder *TelemetryBuilder) RegisterConnectorTracemetricsRefusedRequestsCallback(cb metric.Int64Callback) error {
+	reg, err := builder.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		cb(ctx, &observerInt64{inst: builder.ConnectorTracemetricsRefusedRequests, obs: o})
+		return nil
+	}, builder.ConnectorTracemetricsRefusedRequests)
 	if err != nil {
 		return err
 	}
@@ -461,6 +477,12 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		"otelcol_connector_tracemetrics_promoted_series",
 		metric.WithDescription("Refused series promoted by a re-ranking (cap_selection by traffic) that took their reserved slot with their next span; by the limit. [Alpha]"),
 		metric.WithUnit("{series}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ConnectorTracemetricsRefusedRequests, err = builder.meter.Int64ObservableCounter(
+		"otelcol_connector_tracemetrics_refused_requests",
+		metric.WithDescription("Wire traces refused by ConsumeTraces because the decoder (or pdata) refused their request's bytes, by reason (malformed, too_large, too_deep); nothing of them is counted, and they have no span count. [Alpha]"),
+		metric.WithUnit("{requests}"),
 	)
 	errs = errors.Join(errs, err)
 	builder.ConnectorTracemetricsRefusedSpans, err = builder.meter.Int64ObservableCounter(

@@ -17,6 +17,7 @@ import (
 	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/metadata"
 	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/series"
 	"github.com/otelcol-red/otelcol-red/internal/intake"
+	"github.com/otelcol-red/otelcol-red/internal/pipeline"
 )
 
 // Telemetry is the connector's own Telemetry. The hot paths only touch atomics; the OTel
@@ -28,6 +29,9 @@ type Telemetry struct {
 	Flushes         atomic.Int64                       // added once per flush by the flusher
 	FlushesSkipped  atomic.Int64
 	RefusedSpans    atomic.Int64
+	// RefusedRequests counts wire traces refused whole because their request was refused,
+	// by reason (internal/pipeline).
+	RefusedRequests pipeline.Refusals
 	ExportErrors    atomic.Int64
 	InvalidWeights  atomic.Int64 // added per batch by the aggregator
 
@@ -131,6 +135,7 @@ func New(set component.TelemetrySettings, q Queue, p *series.Plan, renames *Rena
 		tb.RegisterConnectorTracemetricsFlushesCallback(observe(t.Flushes.Load)),
 		tb.RegisterConnectorTracemetricsFlushesSkippedCallback(observe(t.FlushesSkipped.Load)),
 		tb.RegisterConnectorTracemetricsRefusedSpansCallback(observe(t.RefusedSpans.Load)),
+		tb.RegisterConnectorTracemetricsRefusedRequestsCallback(t.RefusedRequests.Callback()),
 		tb.RegisterConnectorTracemetricsExportErrorsCallback(observe(t.ExportErrors.Load)),
 		tb.RegisterConnectorTracemetricsInvalidSamplingWeightsCallback(observe(t.InvalidWeights.Load)),
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/metadatatest"
 	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/series"
 	"github.com/otelcol-red/otelcol-red/internal/intake"
+	"github.com/otelcol-red/otelcol-red/internal/pipeline"
 )
 
 // Every configured limit and span_name layer has its series from the start, at 0; a limit
@@ -77,6 +78,7 @@ var ownMetricNames = []string{
 	"otelcol_connector_tracemetrics_invalid_sampling_weights",
 	"otelcol_connector_tracemetrics_flush_duration",
 	"otelcol_connector_tracemetrics_flush_data_points",
+	"otelcol_connector_tracemetrics_refused_requests",
 }
 
 // TestOwnTelemetry configures every limit and layer, gives every atomic a value of its own and
@@ -106,6 +108,9 @@ func TestOwnTelemetry(t *testing.T) {
 	tel.RefusedSpans.Add(5)
 	tel.ExportErrors.Add(6)
 	tel.InvalidWeights.Add(7)
+	for i := range tel.RefusedRequests {
+		tel.RefusedRequests[i].Add(int64(30 + i))
+	}
 	for k := range series.OverflowKinds {
 		tel.OverflowSpans[k].Add(100 + int64(k))
 		tel.SeriesDemand[k].Add(200 + int64(k))
@@ -148,6 +153,11 @@ func TestOwnTelemetry(t *testing.T) {
 	metadatatest.AssertEqualConnectorTracemetricsRingMemory(t, tt, point(q.HeldBytes()), ignore)
 	metadatatest.AssertEqualConnectorTracemetricsRingMemoryWaits(t, tt, point(0), ignore)
 	metadatatest.AssertEqualConnectorTracemetricsRingLostOffers(t, tt, point(0), ignore)
+	var refused []metricdata.DataPoint[int64]
+	for i, reason := range pipeline.RefusalReasonNames {
+		refused = append(refused, metricdata.DataPoint[int64]{Attributes: attr("reason", reason), Value: int64(30 + i)})
+	}
+	metadatatest.AssertEqualConnectorTracemetricsRefusedRequests(t, tt, refused, ignore)
 	metadatatest.AssertEqualConnectorTracemetricsOverflowSpans(t, tt, byLimit(100, false), ignore)
 	metadatatest.AssertEqualConnectorTracemetricsSeriesDemand(t, tt, byLimit(200, false), ignore)
 	metadatatest.AssertEqualConnectorTracemetricsOverflowSeries(t, tt, byLimit(300, false), ignore)
