@@ -22,8 +22,9 @@ func TestConsumeTracesSteadyStateAllocatesNothing(t *testing.T) {
 	dims3 := []string{"http.method", "region", "http.status_code"}
 	for _, tc := range []struct {
 		dims      []string
+		wire      bool // the otlpwire receiver's traces: the request's bytes, reduced from the decoder
 		exemplars bool // and the messaging histogram
-	}{{nil, false}, {dims3, false}, {dims3, true}} {
+	}{{nil, false, false}, {dims3, false, false}, {dims3, true, false}, {dims3, false, true}} {
 		dims := tc.dims
 		c, _ := startTracegraph(t, func(cfg *Config) {
 			cfg.Dimensions = dims
@@ -32,6 +33,11 @@ func TestConsumeTracesSteadyStateAllocatesNothing(t *testing.T) {
 			cfg.EnableMessagingSystemLatencyHistogram = tc.exemplars
 		})
 		requests, _ := benchRequests(500, 200)
+		if tc.wire {
+			for i, td := range requests {
+				requests[i] = wireEncodings[i%len(wireEncodings)](t, td)
+			}
+		}
 		prev := runtime.GOMAXPROCS(1)
 		run := func(calls, settleEvery int) {
 			for i := range calls {
@@ -59,7 +65,7 @@ func TestConsumeTracesSteadyStateAllocatesNothing(t *testing.T) {
 			}
 		}
 		runtime.GOMAXPROCS(prev)
-		require.Zero(t, counts[len(counts)-1], "allocations in each window of 2048 requests %v, dimensions %v, exemplars %v", counts, dims, tc.exemplars)
+		require.Zero(t, counts[len(counts)-1], "allocations in each window of 2048 requests %v, dimensions %v, wire %v, exemplars %v", counts, dims, tc.wire, tc.exemplars)
 		require.Positive(t, c.tel.evictedEdges.Load(), "the measured calls went through eviction and virtual nodes too")
 	}
 }

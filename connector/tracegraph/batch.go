@@ -1,12 +1,12 @@
 package tracegraph // import "github.com/otelcol-red/otelcol-red/connector/tracegraph"
 
 import (
-	"strconv"
 	"unsafe"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 
 	"github.com/otelcol-red/otelcol-red/internal/intake"
+	"github.com/otelcol-red/otelcol-red/internal/wiretraces/traceview"
 )
 
 // side says which end of a call a half edge describes.
@@ -149,29 +149,24 @@ func (b *halfBatch) measure(h *intake.SizeHints) {
 
 // lookup writes the string form of attribute key, from the resource or else the span
 // (servicegraph's order), into b; absent when neither has it.
-func (b *halfBatch) lookup(key string, res, attrs pcommon.Map) text {
-	if v, ok := res.Get(key); ok {
-		return b.appendValue(v)
+func lookup[S traceview.Source](b *halfBatch, key string, res, attrs traceview.Attrs[S]) text {
+	if t, ok := appendAttr(b, res, key); ok {
+		return t
 	}
-	if v, ok := attrs.Get(key); ok {
-		return b.appendValue(v)
+	if t, ok := appendAttr(b, attrs, key); ok {
+		return t
 	}
 	return text{n: absent}
 }
 
-// appendValue writes v's string form (pcommon's AsString) into the arena; strings, ints and
-// bools without allocating, the rarer types through AsString.
-func (b *halfBatch) appendValue(v pcommon.Value) text {
+// appendAttr writes the string form (pcommon's AsString) of the value of attribute key into
+// the arena, from either source: scalars without allocating (traceview.Value.AppendString).
+func appendAttr[S traceview.Source](b *halfBatch, attrs traceview.Attrs[S], key string) (text, bool) {
 	off := uint32(len(b.arena))
-	switch v.Type() {
-	case pcommon.ValueTypeStr:
-		return b.appendText(v.Str())
-	case pcommon.ValueTypeInt:
-		b.arena = strconv.AppendInt(b.arena, v.Int(), 10)
-	case pcommon.ValueTypeBool:
-		b.arena = strconv.AppendBool(b.arena, v.Bool())
-	default:
-		return b.appendText(v.AsString())
+	var ok bool
+	b.arena, ok = attrs.AppendString(b.arena, key)
+	if !ok {
+		return text{n: absent}, false
 	}
-	return text{off: off, n: uint32(len(b.arena)) - off}
+	return text{off: off, n: uint32(len(b.arena)) - off}, true
 }

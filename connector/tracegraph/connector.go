@@ -54,9 +54,11 @@ func newConnector(set component.TelemetrySettings, cfg *Config, next consumer.Me
 	hints := intake.NewSizeHints(numHints, maxHint)
 	agg := newAggregator(p, clock, tel, hints, pipe.Queue.Cap())
 	c := &connectorImp{pipe: pipe, hints: hints, agg: agg, tel: tel}
+	red := reducer{p: p, hints: hints}
 	c.Stage = pipeline.New(pipeline.Settings[halfBatch, *snapshot]{
 		Pipe:          pipe,
-		Reduce:        reducer{p: p, hints: hints}.reduce,
+		Reduce:        red.reduce,
+		ReduceWire:    red.reduceWire,
 		Consumer:      agg,
 		Flusher:       newFlusher(p, next, set.Logger, tel),
 		Spare:         new(snapshot),
@@ -66,10 +68,11 @@ func newConnector(set component.TelemetrySettings, cfg *Config, next consumer.Me
 			{Every: p.expireEvery, Run: func(now int64) { agg.expireBefore(now, now) }},
 			{Every: p.cleanEvery, Run: agg.clean},
 		},
-		ErrShutdown: errShutdown,
-		Refused:     &tel.droppedSpans,
-		Postponed:   &tel.flushesSkipped,
-		Closed:      tel.shutdown,
+		ErrShutdown:     errShutdown,
+		Refused:         &tel.droppedSpans,
+		RefusedRequests: &tel.refusedRequests,
+		Postponed:       &tel.flushesSkipped,
+		Closed:          tel.shutdown,
 	})
 	return c, nil
 }

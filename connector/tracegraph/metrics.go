@@ -11,10 +11,11 @@ import (
 
 	"github.com/otelcol-red/otelcol-red/connector/tracegraph/internal/metadata"
 	"github.com/otelcol-red/otelcol-red/internal/intake"
+	"github.com/otelcol-red/otelcol-red/internal/pipeline"
 )
 
 // telemetry is the connector's own telemetry. The hot paths only touch atomics; the OTel
-// metric API is called from an observable callback at collection time and from the flush.
+// metric API is called from the observable callbacks at collection time and from the flush.
 type telemetry struct {
 	// servicegraph's three, under our prefix.
 	totalEdges   atomic.Int64 // edges created: a first half stored, or a database call
@@ -31,77 +32,57 @@ type telemetry struct {
 	flushes        atomic.Int64
 	flushesSkipped atomic.Int64
 	exportErrors   atomic.Int64
+	// refusedRequests counts wire traces refused whole because their bytes were refused, by
+	// reason (internal/pipeline).
+	refusedRequests pipeline.Refusals
 
-	flushDuration metric.Float64Histogram
-	reg           metric.Registration
+	// builder holds the instruments of metadata.yaml, generated into internal/metadata.
+	builder *metadata.TelemetryBuilder
 }
 
 func newTelemetry(set component.TelemetrySettings, q *intake.Queue[halfBatch]) (*telemetry, error) {
-	t := &telemetry{}
-	if set.MeterProvider == nil {
-		return t, nil
-	}
-	m := set.MeterProvider.Meter(metadata.ScopeName)
-	var errs []error
-	var observables []metric.Observable
-	type reading struct {
-		o metric.Int64Observable
-		v func() int64
-	}
-	var readings []reading
-	add := func(o metric.Int64Observable, err error, v func() int64) {
-		errs = append(errs, err)
-		observables = append(observables, o)
-		readings = append(readings, reading{o, v})
-	}
-	counter := func(name, desc, unit string, v func() int64) {
-		c, err := m.Int64ObservableCounter("otelcol_connector_tracegraph_"+name, metric.WithDescription(desc), metric.WithUnit(unit))
-		add(c, err, v)
-	}
-	gauge := func(name, desc, unit string, v func() int64) {
-		g, err := m.Int64ObservableGauge("otelcol_connector_tracegraph_"+name, metric.WithDescription(desc), metric.WithUnit(unit))
-		add(g, err, v)
-	}
-	counter("total_edges", "Edges created: a first half stored to wait for its pair, or a database call (servicegraph's total_edges).", "{edges}", t.totalEdges.Load)
-	counter("expired_edges", "Half edges whose other span did not come within store.ttl, or that store.max_items evicted (servicegraph's expired_edges).", "{edges}", t.expiredEdges.Load)
-	counter("dropped_spans", "Spans refused by ConsumeTraces: context done while the intake ring was full, or shut down.", "{spans}", t.droppedSpans.Load)
-	counter("evicted_edges", "Half edges expired before their ttl to make room under store.max_items.", "{edges}", t.evictedEdges.Load)
-	gauge("pending_edges", "Half edges waiting for their other span.", "{edges}", t.pending.Load)
-	gauge("series", "Edge series held.", "{series}", t.series.Load)
-	counter("received_spans", "Spans taken from the intake ring, edges or not.", "{spans}", t.receivedSpans.Load)
-	counter("spans_without_service", "Spans of resources without service.name, which cannot name a node of the graph (skipped, as servicegraph skips them).", "{spans}", t.noService.Load)
-	counter("backwards_spans", "Edge spans that end before they start; their latency counts 0.", "{spans}", t.backwards.Load)
-	counter("invalid_sampling_weights", "Spans whose tracestate threshold (ot=th) was invalid and which counted 1.", "{spans}", t.invalidWeights.Load)
-	counter("flushes", "Flushes handed to the next consumer (Shutdown's final flush included).", "{flushes}", t.flushes.Load)
-	counter("flushes_skipped", "Flush ticks postponed because the previous flush was still being sent.", "{flushes}", t.flushesSkipped.Load)
-	counter("export_errors", "Flushes the next consumer returned an error for.", "{flushes}", t.exportErrors.Load)
-	gauge("ring_depth", "Batches waiting in the intake ring.", "{batches}", func() int64 { return int64(q.Len()) })
-	counter("ring_full_waits", "ConsumeTraces calls that found the intake ring full and waited.", "{calls}", func() int64 { return int64(q.Stats().FullWaits) })
-	var err error
-	t.flushDuration, err = m.Float64Histogram("otelcol_connector_tracegraph_flush_duration",
-		metric.WithDescription("Time to build the metrics of one flush."), metric.WithUnit("s"))
-	errs = append(errs, err)
-	if err := errors.Join(errs...); err != nil {
+	tb, err := metadata.NewTelemetryBuilder(set)
+	if err != nil {
 		return nil, err
 	}
-	t.reg, err = m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
-		for _, r := range readings {
-			o.ObserveInt64(r.o, r.v())
+	t := &telemetry{builder: tb}
+	// observe reads one value when the collector's own metrics are read.
+	observe := func(v func() int64) metric.Int64Callback {
+		return func(_ context.Context, o metric.Int64Observer) error {
+			o.Observe(v())
+			return nil
 		}
-		return nil
-	}, observables...)
-	return t, err
+	}
+	err = errors.Join(
+		tb.RegisterConnectorTracegraphTotalEdgesCallback(observe(t.totalEdges.Load)),
+		tb.RegisterConnectorTracegraphExpiredEdgesCallback(observe(t.expiredEdges.Load)),
+		tb.RegisterConnectorTracegraphDroppedSpansCallback(observe(t.droppedSpans.Load)),
+		tb.RegisterConnectorTracegraphEvictedEdgesCallback(observe(t.evictedEdges.Load)),
+		tb.RegisterConnectorTracegraphPendingEdgesCallback(observe(t.pending.Load)),
+		tb.RegisterConnectorTracegraphSeriesCallback(observe(t.series.Load)),
+		tb.RegisterConnectorTracegraphReceivedSpansCallback(observe(t.receivedSpans.Load)),
+		tb.RegisterConnectorTracegraphSpansWithoutServiceCallback(observe(t.noService.Load)),
+		tb.RegisterConnectorTracegraphBackwardsSpansCallback(observe(t.backwards.Load)),
+		tb.RegisterConnectorTracegraphInvalidSamplingWeightsCallback(observe(t.invalidWeights.Load)),
+		tb.RegisterConnectorTracegraphFlushesCallback(observe(t.flushes.Load)),
+		tb.RegisterConnectorTracegraphFlushesSkippedCallback(observe(t.flushesSkipped.Load)),
+		tb.RegisterConnectorTracegraphExportErrorsCallback(observe(t.exportErrors.Load)),
+		tb.RegisterConnectorTracegraphRingDepthCallback(observe(func() int64 { return int64(q.Len()) })),
+		tb.RegisterConnectorTracegraphRingFullWaitsCallback(observe(func() int64 { return int64(q.Stats().FullWaits) })),
+		tb.RegisterConnectorTracegraphRefusedRequestsCallback(t.refusedRequests.Callback()),
+	)
+	if err != nil {
+		tb.Shutdown()
+		return nil, err
+	}
+	return t, nil
 }
 
 func (t *telemetry) recordFlush(d time.Duration) {
-	if t.flushDuration != nil {
-		t.flushDuration.Record(context.Background(), d.Seconds())
-	}
+	t.builder.ConnectorTracegraphFlushDuration.Record(context.Background(), d.Seconds())
 }
 
-// shutdown unregisters the callback (once: the stage's Shutdown runs it once).
+// shutdown unregisters the callbacks (once: the stage's Shutdown runs it once).
 func (t *telemetry) shutdown() {
-	if t.reg != nil {
-		_ = t.reg.Unregister()
-	}
+	t.builder.Shutdown()
 }

@@ -1,11 +1,12 @@
 package tracegraph // import "github.com/otelcol-red/otelcol-red/connector/tracegraph"
 
 import (
-	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/otelcol-red/otelcol-red/internal/intake"
+	"github.com/otelcol-red/otelcol-red/internal/otlpwire"
 	"github.com/otelcol-red/otelcol-red/internal/sampling"
+	"github.com/otelcol-red/otelcol-red/internal/wiretraces/traceview"
 )
 
 // reducer turns spans into half edges. It is immutable, but for its size hints (atomics), and
@@ -19,34 +20,49 @@ type reducer struct {
 // reduce appends one half per CLIENT, SERVER, PRODUCER or CONSUMER span of td to b. Spans of
 // resources without service.name are skipped, as servicegraph skips them, and counted.
 func (r reducer) reduce(b *halfBatch, td ptrace.Traces) {
+	reduceRequest(r, b, traceview.FromPdata(td))
+}
+
+// reduceWire is reduce for the request d decoded (wire traces): the same halves from the same
+// spans (TestWireSameMetrics), without pdata.
+func (r reducer) reduceWire(b *halfBatch, d *otlpwire.Decoder) {
+	reduceRequest(r, b, traceview.FromWire(d))
+}
+
+// reduceRequest is reduce and reduceWire, written once over traceview and compiled for each
+// source.
+func reduceRequest[S traceview.Source](r reducer, b *halfBatch, req traceview.Request[S]) {
 	b.reserve(r.hints)
-	rss := td.ResourceSpans()
-	for i := 0; i < rss.Len(); i++ {
-		rs := rss.At(i)
-		sss := rs.ScopeSpans()
-		for j := 0; j < sss.Len(); j++ {
-			b.spans += sss.At(j).Spans().Len()
+	var rs traceview.Resource[S]
+	var sc traceview.Scope[S]
+	var span traceview.Span[S]
+	for i := range req.NumResources() {
+		req.ReadResource(i, &rs)
+		n := 0
+		for j := range rs.NumScopes() {
+			rs.ReadScope(j, &sc)
+			n += sc.NumSpans()
 		}
-		res := rs.Resource().Attributes()
-		sv, ok := res.Get("service.name")
+		b.spans += n
+		res := rs.Attributes()
+		service, ok := appendAttr(b, res, "service.name")
 		if !ok {
-			for j := 0; j < sss.Len(); j++ {
-				b.noService += sss.At(j).Spans().Len()
-			}
+			b.noService += n
 			continue
 		}
-		service := b.appendValue(sv)
-		for j := 0; j < sss.Len(); j++ {
-			spans := sss.At(j).Spans()
-			for k := 0; k < spans.Len(); k++ {
-				r.reduceSpan(b, spans.At(k), service, res)
+		for j := range rs.NumScopes() {
+			rs.ReadScope(j, &sc)
+			for k := range sc.NumSpans() {
+				sc.ReadSpan(k, &span)
+				reduceSpan(r, b, &span, service, res)
 			}
 		}
 	}
 	b.measure(r.hints)
+	b.lastTS = "" // it points into the request, which a pooled batch must not keep alive
 }
 
-func (r reducer) reduceSpan(b *halfBatch, span ptrace.Span, service text, res pcommon.Map) {
+func reduceSpan[S traceview.Source](r reducer, b *halfBatch, span *traceview.Span[S], service text, res traceview.Attrs[S]) {
 	h := half{service: service, peer: text{n: absent}, db: text{n: absent}}
 	switch span.Kind() {
 	case ptrace.SpanKindProducer:
@@ -64,30 +80,30 @@ func (r reducer) reduceSpan(b *halfBatch, span ptrace.Span, service text, res pc
 	}
 	attrs := span.Attributes()
 	h.trace = span.TraceID()
-	h.failed = span.Status().Code() == ptrace.StatusCodeError
+	h.failed = span.StatusCode() == ptrace.StatusCodeError
 	// An end before the start is a broken clock, not a 584-year call: servicegraph's uint64
 	// difference wraps to that; the latency counts 0 here (as spanmetrics does for durations),
 	// and the span is counted.
 	if end, start := span.EndTimestamp(), span.StartTimestamp(); end >= start {
-		h.latency = r.p.latency(uint64(end - start))
+		h.latency = r.p.latency(end - start)
 	} else {
 		b.backwards++
 	}
-	h.weight = r.weight(b, span)
+	h.weight = r.weight(b, span.TraceState())
 	h.dims = uint32(len(b.dims))
 	for _, d := range r.p.dims {
-		b.dims = append(b.dims, b.lookup(d, res, attrs))
+		b.dims = append(b.dims, lookup(b, d, res, attrs))
 	}
 	if h.side == clientSide {
 		for _, a := range r.p.peerAttrs {
-			if v, ok := attrs.Get(a); ok {
-				h.peer = b.appendValue(v)
+			if t, ok := appendAttr(b, attrs, a); ok {
+				h.peer = t
 				break
 			}
 		}
 		// A database is not traced: the client span alone is the edge.
 		for _, a := range r.p.dbAttrs {
-			if t := b.lookup(a, res, attrs); t.n != absent {
+			if t := lookup(b, a, res, attrs); t.n != absent {
 				h.db, h.conn = t, connDatabase
 				break
 			}
@@ -96,12 +112,11 @@ func (r reducer) reduceSpan(b *halfBatch, span ptrace.Span, service text, res pc
 	b.halves = append(b.halves, h)
 }
 
-// weight returns span's adjusted count from its tracestate, 1 without one.
-func (r reducer) weight(b *halfBatch, span ptrace.Span) float64 {
+// weight returns a span's adjusted count from its tracestate ts, 1 without one.
+func (r reducer) weight(b *halfBatch, ts string) float64 {
 	if !r.p.weighted {
 		return 1
 	}
-	ts := span.TraceState().AsRaw()
 	if ts == "" {
 		return 1
 	}

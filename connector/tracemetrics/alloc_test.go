@@ -12,7 +12,8 @@ import (
 )
 
 // Once every series exists and the pools are warm, ConsumeTraces — and the aggregator work it
-// causes — allocates nothing, measured over 2048 calls of 200 spans (AllocsPerRun counts every
+// causes — allocates nothing, for pdata and for wire traces (the otlpwire receiver's, decoded
+// into a pooled decoder and reduced from it), measured over 2048 calls of 200 spans (AllocsPerRun counts every
 // goroutine, at GOMAXPROCS 1). Batches circulate through the free list in turn; before
 // sizeHints each one grew by doubling until it had met the largest request itself, which
 // showed here as 1–2 allocations per call on a loaded machine.
@@ -70,35 +71,42 @@ func TestConsumeTracesSteadyStateAllocatesNothing(t *testing.T) {
 			"events":                  map[string]any{"enabled": true, "dimensions": dims("exception.type")},
 		}},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			r := startConnector(t, NewFactory(), tc.raw)
-			c := r.conn.(*connectorImp)
-			rnd := newRand(3)
-			var batches []ptrace.Traces
-			for i := 0; i < 64; i++ {
-				batches = append(batches, genTraces(rnd, 200, genOptions{services: 3, names: 5, events: true, mixed: true, globs: true}))
-			}
-			i := 0
-			call := func() {
-				require.NoError(t, c.ConsumeTraces(context.Background(), batches[i%len(batches)]))
-				i++
-				if i%256 == 0 {
-					c.settle(t)
+		for _, source := range []string{"pdata", "wire"} {
+			t.Run(tc.name+"/"+source, func(t *testing.T) {
+				r := startConnector(t, NewFactory(), tc.raw)
+				c := r.conn.(*connectorImp)
+				rnd := newRand(3)
+				var batches []ptrace.Traces
+				for i := 0; i < 64; i++ {
+					td := genTraces(rnd, 200, genOptions{services: 3, names: 5, events: true, mixed: true, globs: true})
+					if source == "wire" {
+						// The otlpwire receiver's traces: the request's bytes, reduced from the decoder.
+						td = wireEncodings[i%len(wireEncodings)].enc(t, td)
+					}
+					batches = append(batches, td)
 				}
-			}
-			// Warm up with the same pattern (AllocsPerRun runs at GOMAXPROCS 1): every
-			// series exists, and as many batches circulate as the pattern keeps in flight.
-			testing.AllocsPerRun(2048, call)
-			allocs := testing.AllocsPerRun(2048, call)
-			require.LessOrEqual(t, allocs, float64(maxAllocsPerCall), "allocations per 200-span call")
-			if _, ok := tc.raw["span_name"]; ok {
-				require.Positive(t, c.names.Renamed(reduce.RenamedByRule), "the measured calls renamed spans")
-			}
-			if _, ok := tc.raw["max_series"]; ok {
-				require.Positive(t, c.tel.OverflowSpans[series.GlobalOverflow].Load(), "the measured calls went to overflow series")
-			} else if _, ok := tc.raw["max_series_per_service"]; ok {
-				require.Positive(t, c.tel.OverflowSpans[series.ServiceOverflow].Load(), "the measured calls went to overflow series")
-			}
-		})
+				i := 0
+				call := func() {
+					require.NoError(t, c.ConsumeTraces(context.Background(), batches[i%len(batches)]))
+					i++
+					if i%256 == 0 {
+						c.settle(t)
+					}
+				}
+				// Warm up with the same pattern (AllocsPerRun runs at GOMAXPROCS 1): every
+				// series exists, and as many batches circulate as the pattern keeps in flight.
+				testing.AllocsPerRun(2048, call)
+				allocs := testing.AllocsPerRun(2048, call)
+				require.LessOrEqual(t, allocs, float64(maxAllocsPerCall), "allocations per 200-span call")
+				if _, ok := tc.raw["span_name"]; ok {
+					require.Positive(t, c.names.Renamed(reduce.RenamedByRule), "the measured calls renamed spans")
+				}
+				if _, ok := tc.raw["max_series"]; ok {
+					require.Positive(t, c.tel.OverflowSpans[series.GlobalOverflow].Load(), "the measured calls went to overflow series")
+				} else if _, ok := tc.raw["max_series_per_service"]; ok {
+					require.Positive(t, c.tel.OverflowSpans[series.ServiceOverflow].Load(), "the measured calls went to overflow series")
+				}
+			})
+		}
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/series"
 	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/telemetry"
 	"github.com/otelcol-red/otelcol-red/internal/intake"
+	"github.com/otelcol-red/otelcol-red/internal/otlpwire"
 	"github.com/otelcol-red/otelcol-red/internal/pipeline"
 )
 
@@ -23,7 +24,8 @@ var errShutdown = errors.New("tracemetrics connector is shut down")
 // connectorImp is the tracemetrics connector. It runs on the pipeline stage both trace
 // connectors share (internal/pipeline); its data path, top to bottom, one package a stage:
 //
-//	ConsumeTraces (any number of goroutines, the stage's)
+//	ConsumeTraces (any number of goroutines, the stage's; pdata, or wire traces decoded by
+//	internal/otlpwire, reduced alike)
 //	  internal/reduce: spans → one series.Batch of per-series deltas, each series under its
 //	  key (internal/series); one pointer into the intake ring (internal/intake), which waits
 //	  if it is full
@@ -88,15 +90,20 @@ func newConnector(set component.TelemetrySettings, cfg *Config, next consumer.Me
 			b.TS = clock.Now().UnixNano()
 			red.Reduce(b, td)
 		},
-		Consumer:      c.agg,
-		Flusher:       c.fl,
-		Spare:         series.NewDeltaBuffer(len(p.Families)),
-		Clock:         clock,
-		FlushInterval: p.FlushInterval,
-		ErrShutdown:   errShutdown,
-		Refused:       &tel.RefusedSpans,
-		Postponed:     &tel.FlushesSkipped,
-		Closed:        tel.Shutdown,
+		ReduceWire: func(b *series.Batch, d *otlpwire.Decoder) {
+			b.TS = clock.Now().UnixNano()
+			red.ReduceWire(b, d)
+		},
+		Consumer:        c.agg,
+		Flusher:         c.fl,
+		Spare:           series.NewDeltaBuffer(len(p.Families)),
+		Clock:           clock,
+		FlushInterval:   p.FlushInterval,
+		ErrShutdown:     errShutdown,
+		Refused:         &tel.RefusedSpans,
+		RefusedRequests: &tel.RefusedRequests,
+		Postponed:       &tel.FlushesSkipped,
+		Closed:          tel.Shutdown,
 	})
 	if cfg.DimensionsCacheSize != 0 {
 		set.Logger.Warn("dimensions_cache_size is deprecated and ignored; use aggregation_cardinality_limit or max_series")

@@ -58,7 +58,7 @@ func histogramConfig(kind string) map[string]any {
 }
 
 // logUniformDurations gives every span of input a duration drawn log-uniformly from 100 µs to
-// 1 s (the testbed's loadtest.fillSpan), deterministically.
+// 1 s (as fillSpan in testbed/loadtest/harness draws them), deterministically.
 func logUniformDurations(input []ptrace.Traces) []ptrace.Traces {
 	r := rand.New(rand.NewPCG(7, 11))
 	seen := map[ptrace.Traces]bool{}

@@ -16,6 +16,8 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/series"
+	"github.com/otelcol-red/otelcol-red/internal/wiretraces/traceview"
+	"github.com/otelcol-red/otelcol-red/internal/wiretraces/traceview/traceviewtest"
 )
 
 // capOverflowAttributes are the attributes of a cap overflow series, sorted, with nothing
@@ -460,16 +462,17 @@ func TestCapOverflowKeys(t *testing.T) {
 			l, err := newLayout(cfg, tc.gates, "instance-1")
 			require.NoError(t, err)
 			f := l.Families[l.CallsFamily]
-			res := pcommon.NewMap()
+			spanAttrs := pcommon.NewMap()
+			spanAttrs.PutStr("http.method", "GET")
+			dims := series.Dims[traceview.Pdata]{
+				Span:     traceviewtest.Attrs[traceview.Pdata](t, spanAttrs),
+				Resource: make([]series.DimValue, len(f.Dims)),
+			}
 			labelsOf, slotOf := map[int]string{}, map[string]int{}
 			for _, kind := range trafficKinds {
 				for _, status := range trafficStatuses {
-					span := ptrace.NewSpan()
-					span.SetName("GET /users/" + fmt.Sprint(kind, status))
-					span.SetKind(kind)
-					span.Status().SetCode(status)
-					span.Attributes().PutStr("http.method", "GET")
-					key := l.AppendKey(nil, f, 42, "checkout", span.Name(), span, pcommon.NewInstrumentationScope(), false, res, nil, false, nil)
+					h := series.KeyHead{ResHash: 42, Service: "checkout", Name: "GET /users/" + fmt.Sprint(kind, status), Kind: kind, Status: status}
+					key := series.AppendKey(&l, nil, f, &h, &dims, nil)
 					okey := l.AppendCapOverflowKey(nil, key)
 					require.True(t, series.IsOverflowKey(okey))
 					require.Equal(t, l.HasCapOverflow(), series.IsCapOverflowKey(okey))

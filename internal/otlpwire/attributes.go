@@ -30,6 +30,18 @@ func (a Attributes) Get(key string) (Value, bool) {
 	return Value{}, false
 }
 
+// Index returns the position of the first attribute whose key is key (At reads it), or -1.
+// It allocates nothing.
+func (a Attributes) Index(key string) int {
+	for i := range a.kvs {
+		kv := &a.kvs[i]
+		if int(kv.key.n) == len(key) && string(a.buf[kv.key.off:kv.key.off+kv.key.n]) == key {
+			return i
+		}
+	}
+	return -1
+}
+
 // GetBytes is Get for a key held as bytes.
 func (a Attributes) GetBytes(key []byte) (Value, bool) {
 	for i := range a.kvs {

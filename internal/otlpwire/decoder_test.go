@@ -170,8 +170,19 @@ func TestValueAccessors(t *testing.T) {
 	}
 	_, ok := attrs.Get("absent")
 	assert.False(t, ok)
+	assert.Equal(t, -1, attrs.Index("absent"))
 	_, ok = attrs.GetBytes([]byte("str"))
 	assert.True(t, ok)
+	// Index finds what Get finds, the first of a repeated key included.
+	for i := range attrs.Len() {
+		k, _ := attrs.At(i)
+		j := attrs.Index(string(k))
+		require.LessOrEqual(t, j, i)
+		kj, vj := attrs.At(j)
+		v, _ := attrs.Get(string(k))
+		assert.Equal(t, string(k), string(kj))
+		assert.Equal(t, v, vj)
+	}
 
 	m := get("map").Map()
 	assert.Equal(t, 5, m.Len())

@@ -3,8 +3,9 @@
 // reduced to a batch, how batches are applied, and how a flush is built; the stage supplies the
 // rest, once:
 //
-//	ConsumeTraces (any number of goroutines)  Take a pooled batch (refused once shut down),
-//	                                          Reduce the request into it, Submit it to the ring
+//	ConsumeTraces (any number of goroutines)  wire traces decoded (wire.go), Take a pooled batch
+//	                                          (refused once shut down), Reduce the request into
+//	                                          it, Submit it to the ring
 //	the consumer goroutine (run, drain)       sleeps until enough batches are queued, a tick or
 //	                                          Shutdown; drains, Applies, and at each flush tick
 //	                                          Swaps its buffer for the spare
@@ -28,6 +29,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/otelcol-red/otelcol-red/internal/intake"
+	"github.com/otelcol-red/otelcol-red/internal/otlpwire"
 )
 
 // Consumer is a connector's part of the consumer goroutine: the one goroutine that owns the
@@ -78,6 +80,10 @@ type Settings[B, F any] struct {
 	// Reduce adds a request's spans to a batch taken from the pipe. Any number of producers
 	// call it at once, each with its own batch: it must not lock or write shared state.
 	Reduce func(b *B, td ptrace.Traces)
+	// ReduceWire is Reduce for wire traces (package wiretraces): it adds the spans of the
+	// request d decoded, as Reduce adds those of the same request unmarshalled by pdata. d is
+	// the producer's own until ReduceWire returns.
+	ReduceWire func(b *B, d *otlpwire.Decoder)
 	// Consumer applies the batches and swaps the buffers; it may implement Starter.
 	Consumer Consumer[B, F]
 	// Flusher flushes a filled buffer.
@@ -97,6 +103,10 @@ type Settings[B, F any] struct {
 	// Refused counts the spans ConsumeTraces refused: shut down, or the context done while the ring
 	// was full.
 	Refused *atomic.Int64
+	// RefusedRequests counts, by reason, the requests ConsumeTraces refused because their bytes
+	// were refused: wire traces whose request the decoder, or pdata, refuses (wire.go). They
+	// have no span count.
+	RefusedRequests *Refusals
 	// Postponed counts the flush ticks that found the flush goroutine still busy with the
 	// previous buffer.
 	Postponed *atomic.Int64
@@ -110,6 +120,10 @@ type Settings[B, F any] struct {
 // idempotent.
 type Stage[B, F any] struct {
 	set Settings[B, F]
+
+	// decoders holds otlpwire.Decoders for the producers' wire traces, one per ConsumeTraces
+	// call in flight (wire.go).
+	decoders sync.Pool
 
 	// The two buffers change hands through these: toFlush takes the filled one to the flush
 	// goroutine, returned brings it back as the spare. Each has room for one, and there is
@@ -147,6 +161,10 @@ func New[B, F any](set Settings[B, F]) *Stage[B, F] {
 		flushed:  make(chan struct{}),
 		drainBuf: set.Pipe.Queue.DrainBuffer(),
 	}
+	s.decoders.New = newDecoder
+	if s.set.RefusedRequests == nil { // a connector that does not report them still counts them
+		s.set.RefusedRequests = new(Refusals)
+	}
 	s.returned <- set.Spare
 	if len(set.Duties) > maxDuties {
 		panic("BUG: pipeline: more duties than the consumer's select has cases for")
@@ -156,18 +174,38 @@ func New[B, F any](set Settings[B, F]) *Stage[B, F] {
 
 var _ consumer.Traces = (*Stage[int, int])(nil)
 
-// ConsumeTraces reduces td to one batch and queues it for the consumer: Take, Reduce, Submit.
-// It holds no lock and, once the batch pool is warm, allocates nothing. When the ring is full
-// it waits for room until ctx is done, and then returns the context's error with nothing taken.
+// ConsumeTraces reduces td to one batch and queues it for the consumer: Take, Reduce (or
+// ReduceWire, for wire traces), Submit. It holds no lock and, once the batch pool is warm,
+// allocates nothing. When the ring is full it waits for room until ctx is done, and then
+// returns the context's error with nothing taken. Wire traces whose request is refused are a
+// permanent error, counted in RefusedRequests (wire.go).
 func (s *Stage[B, F]) ConsumeTraces(ctx context.Context, td ptrace.Traces) error {
+	d, td, err := s.decode(td)
+	if err != nil {
+		return err
+	}
 	b, ok := s.set.Pipe.Take()
 	if !ok {
-		s.set.Refused.Add(int64(td.SpanCount()))
+		s.set.Refused.Add(s.spans(d, td))
+		s.release(d)
 		return s.set.ErrShutdown
 	}
-	s.set.Reduce(b, td)
+	if d != nil {
+		s.set.ReduceWire(b, d)
+	} else {
+		s.set.Reduce(b, td)
+	}
+	// The span count of wire traces is the decoder's: read it before the decoder goes back.
+	spans := int64(-1)
+	if d != nil {
+		spans = int64(d.NumSpans())
+	}
+	s.release(d)
 	if err := s.set.Pipe.Submit(ctx, b); err != nil {
-		s.set.Refused.Add(int64(td.SpanCount()))
+		if spans < 0 {
+			spans = int64(td.SpanCount())
+		}
+		s.set.Refused.Add(spans)
 		return err
 	}
 	return nil

@@ -21,9 +21,9 @@
 // # The contract
 //
 // Only components that recognise the reserved keys may consume wire traces. In this
-// repository that is the hotspotfilter connector, which materialises pdata first. tracemetrics
-// and tracegraph do not recognise them yet: a pipeline of wire traces into them counts
-// nothing.
+// repository those are the tracemetrics and tracegraph connectors, which reduce Wrap's form
+// straight from the decoder (internal/pipeline, internal/wiretraces/traceview) and materialise
+// any other form, and the hotspotfilter connector, which materialises pdata first.
 //
 // A stock component sees what the traces hold: one resource with one large bytes attribute
 // and zero spans. SpanCount is 0, so processors that work on spans change nothing, the batch

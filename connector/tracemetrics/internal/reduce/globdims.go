@@ -4,9 +4,8 @@ import (
 	"slices"
 	"unsafe"
 
-	"go.opentelemetry.io/collector/pdata/pcommon"
-
 	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/series"
+	"github.com/otelcol-red/otelcol-red/internal/wiretraces/traceview"
 )
 
 // Glob dimensions (`dimensions: [{glob: "k8s.*.name"}]`) label a series with every attribute
@@ -62,9 +61,9 @@ func (g *globScratch) taken(f *series.Family, k string) bool {
 	return taken
 }
 
-// setResource finds the matches of resAttrs for every family with globs: once per
-// ResourceSpans, not per span.
-func (g *globScratch) setResource(fams []*series.Family, resAttrs pcommon.Map) {
+// setResourceGlobs finds the matches of resAttrs for every family with globs: once per
+// ResourceSpans, not per span. Bytes, maps and slices are encoded into *enc.
+func setResourceGlobs[S traceview.Source](g *globScratch, fams []*series.Family, resAttrs traceview.Attrs[S], enc *[]byte) {
 	for _, f := range fams {
 		if f.Globs == nil {
 			continue
@@ -72,18 +71,18 @@ func (g *globScratch) setResource(fams []*series.Family, resAttrs pcommon.Map) {
 		m := g.res[f.Index][:0]
 		for k, v := range resAttrs.All() {
 			if g.taken(f, k) {
-				m = append(m, series.GlobMatch{Key: k, Value: v})
+				m = appendMatch(m, k, v, enc)
 			}
 		}
 		g.res[f.Index] = m
 	}
 }
 
-// collect returns the matches of family f for a span (and, in the events family, one of its
-// events), sorted by key, each key once with its value from the span, else the event, else
-// the resource (setResource); within one map the first of a repeated key, as Map.Get finds
-// it. The slice is valid until the next call.
-func (g *globScratch) collect(f *series.Family, spanAttrs pcommon.Map, evAttrs *pcommon.Map) []series.GlobMatch {
+// collectGlobs returns the matches of family f for a span (and, in the events family, one of
+// its events), sorted by key, each key once with its value from the span, else the event, else
+// the resource (setResourceGlobs); within one map the first of a repeated key, as Map.Get
+// finds it. The slice is valid until the next call.
+func collectGlobs[S traceview.Source](g *globScratch, f *series.Family, spanAttrs traceview.Attrs[S], evAttrs *traceview.Attrs[S], enc *[]byte) []series.GlobMatch {
 	m := g.cur[:0]
 	memo, i := g.memo[f.Index], 0
 	for k, v := range spanAttrs.All() {
@@ -100,14 +99,14 @@ func (g *globScratch) collect(f *series.Family, spanAttrs pcommon.Map, evAttrs *
 		}
 		i++
 		if taken {
-			m = append(m, series.GlobMatch{Key: k, Value: v})
+			m = appendMatch(m, k, v, enc)
 		}
 	}
 	g.memo[f.Index] = memo
 	if evAttrs != nil {
 		for k, v := range evAttrs.All() {
 			if g.taken(f, k) {
-				m = append(m, series.GlobMatch{Key: k, Value: v})
+				m = appendMatch(m, k, v, enc)
 			}
 		}
 	}
@@ -127,6 +126,14 @@ func (g *globScratch) collect(f *series.Family, spanAttrs pcommon.Map, evAttrs *
 	}
 	g.cur = m
 	return out
+}
+
+// appendMatch appends the match of key k and value v, written into its slot field by field
+// (lookupDims says why).
+func appendMatch[S traceview.Source](m []series.GlobMatch, k string, v traceview.Value[S], enc *[]byte) []series.GlobMatch {
+	m = append(m, series.GlobMatch{Key: k})
+	m[len(m)-1].Value = v.Val(enc)
+	return m
 }
 
 // release publishes the answers learnt (copying their keys) and drops the request's

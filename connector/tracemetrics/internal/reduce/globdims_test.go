@@ -6,17 +6,23 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/pcommon"
-	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/dimglob"
 	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/series"
+	"github.com/otelcol-red/otelcol-red/internal/wiretraces/traceview"
+	"github.com/otelcol-red/otelcol-red/internal/wiretraces/traceview/traceviewtest"
 )
 
 // A series key of a family with named and glob dimensions decodes back to the attributes it
 // was built from, with more named dimensions than appendKey keeps type tags for on its stack,
 // glob values of every type, and none; the identity leaves out the types and the trailing
-// count, so values with one string form share it.
+// count, so values with one string form share it. From either source.
 func TestGlobKeysRoundTrip(t *testing.T) {
+	t.Run("pdata", testGlobKeysRoundTrip[traceview.Pdata])
+	t.Run("wire", testGlobKeysRoundTrip[traceview.Wire])
+}
+
+func testGlobKeysRoundTrip[S traceview.Source](t *testing.T) {
 	// The layout of `dimensions: [d00 … d17, {glob: g.*}]` with spanmetrics' built-ins.
 	f := &series.Family{Calls: true, Duration: true}
 	skip := []string{series.ServiceNameKey, series.SpanNameKey, series.SpanKindKey, series.StatusCodeKey}
@@ -29,16 +35,20 @@ func TestGlobKeysRoundTrip(t *testing.T) {
 	f.Globs = dimglob.NewAnswers(set)
 	l := series.Layout{WithService: true, WithName: true, WithKind: true, WithStatus: true,
 		Families: []*series.Family{f}, CallsFamily: 0, DurationFamily: 0, EventsFamily: -1}
-	var scratch globScratch
+	var sc producerScratch
+	scratch := &sc.globs
 	res := pcommon.NewMap()
 	res.PutStr("g.res", "r")
-	scratch.setResource(l.Families, res)
+	resAttrs := traceviewtest.Attrs[S](t, res)
+	setResourceGlobs(scratch, l.Families, resAttrs, &sc.enc)
+	setResourceDims(l.Families, &sc, resAttrs)
 	keyOf := func(attrs map[string]any) ([]byte, pcommon.Map) {
-		span := ptrace.NewSpan()
-		span.SetName("op")
-		require.NoError(t, span.Attributes().FromRaw(attrs))
-		globs := scratch.collect(f, span.Attributes(), nil)
-		key := l.AppendKey(nil, f, 1, "svc", "op", span, pcommon.NewInstrumentationScope(), false, res, nil, false, globs)
+		m := pcommon.NewMap()
+		require.NoError(t, m.FromRaw(attrs))
+		spanAttrs := traceviewtest.Attrs[S](t, m)
+		globs := collectGlobs(scratch, f, spanAttrs, nil, &sc.enc)
+		dims := series.Dims[S]{Span: spanAttrs, Resource: sc.resDims[f.Index], Enc: &sc.enc}
+		key := series.AppendKey(&l, nil, f, &series.KeyHead{ResHash: 1, Service: "svc", Name: "op"}, &dims, globs)
 		out := pcommon.NewMap()
 		l.PutAttributes(key, out, nil)
 		return key, out
@@ -69,7 +79,7 @@ func TestGlobKeysRoundTrip(t *testing.T) {
 	k3, _ := keyOf(map[string]any{"d17": int64(5), "g.y": int64(200)})
 	require.NotEqual(t, series.Identity(k1, f), series.Identity(k3, f), "another key, another series")
 
-	scratch.setResource(l.Families, pcommon.NewMap())
+	setResourceGlobs(scratch, l.Families, traceviewtest.Attrs[S](t, pcommon.NewMap()), &sc.enc)
 	_, none := keyOf(map[string]any{})
 	require.Equal(t, 4, none.Len(), "no dimension, no glob match: the built-ins alone")
 	require.Zero(t, f.Globs.Len())

@@ -3,10 +3,9 @@ package reduce // import "github.com/otelcol-red/otelcol-red/connector/tracemetr
 import (
 	"sync/atomic"
 
-	"go.opentelemetry.io/collector/pdata/ptrace"
-
 	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/clustering"
 	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/telemetry"
+	"github.com/otelcol-red/otelcol-red/internal/wiretraces/traceview"
 )
 
 // Layers of renaming, as counted in renamed_spans.
@@ -80,9 +79,9 @@ type lastName struct {
 	rule, clustered, dry bool // the counters the first span added to
 }
 
-// name returns the name span's series are keyed by. The result may point into s and is valid
-// until the next call with s: the caller copies it into the key.
-func (n *Namer) name(s *nameScratch, svc string, span ptrace.Span) string {
+// nameOf returns the name span's series are keyed by. The result may point into s and is
+// valid until the next call with s: the caller copies it into the key.
+func nameOf[S traceview.Source](n *Namer, s *nameScratch, svc string, span *traceview.Span[S]) string {
 	name := span.Name()
 	// route: the span has an http.route, whose name clustering leaves to the layers above;
 	// from_semantic_conventions reads it in the same pass as its own attributes.
@@ -101,7 +100,7 @@ func (n *Namer) name(s *nameScratch, svc string, span ptrace.Span) string {
 		routeRead = true
 	}
 	if n.clusters != nil && !routeRead {
-		route = hasRoute(span)
+		route = hasRoute(span.Attributes())
 	}
 	if l := &s.last; l.valid && l.route == route && l.name == name && l.svc == svc {
 		l.count(s)

@@ -11,6 +11,8 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/clustering"
+	"github.com/otelcol-red/otelcol-red/internal/wiretraces/traceview"
+	"github.com/otelcol-red/otelcol-red/internal/wiretraces/traceview/traceviewtest"
 )
 
 // A rule anchored at the start is skipped, without running its expression, for names without
@@ -74,9 +76,9 @@ func TestRepeatedSpanNamesAnswerAsTheFullPath(t *testing.T) {
 				b.SetKind(ptrace.SpanKindServer)
 				b.Attributes().PutStr("http.request.method", "GET")
 				b.Attributes().PutStr("http.route", "/r/{id}")
-				require.Equal(t, long, n.name(&sm, "a", a))
-				require.Equal(t, "GET /route/{id}", n.name(&sm, "a", b))
-				require.Equal(t, long, n.name(&sm, "a", a))
+				require.Equal(t, long, nameOf(n, &sm, "a", viewOf(t, a)))
+				require.Equal(t, "GET /route/{id}", nameOf(n, &sm, "a", viewOf(t, b)))
+				require.Equal(t, long, nameOf(n, &sm, "a", viewOf(t, a)))
 				n.publish(&sm)
 			}
 			hits := 0
@@ -97,9 +99,9 @@ func TestRepeatedSpanNamesAnswerAsTheFullPath(t *testing.T) {
 				svc := string(rune('a' + rnd.IntN(3)))
 				for range 1 + rnd.IntN(4) {
 					hit := sm.last.valid && sm.last.name == span.Name() && sm.last.svc == svc
-					got := strings.Clone(n.name(&sm, svc, span))
+					got := strings.Clone(nameOf(n, &sm, svc, viewOf(t, span)))
 					sf.last.valid = false
-					want := n.name(&sf, svc, span)
+					want := nameOf(n, &sf, svc, viewOf(t, span))
 					require.Equal(t, want, got, "span %d", i)
 					require.Equal(t, sf.renamed, sm.renamed, "span %d", i)
 					require.Equal(t, sf.dryRun, sm.dryRun, "span %d", i)
@@ -158,12 +160,13 @@ func TestSemconvMayApplyIsConservative(t *testing.T) {
 				span.Attributes().PutInt(k, 1)
 			}
 		}
-		full, fullRenamed, fullRoute := appendSemconvNameFromValues(nil, span)
-		got, gotRenamed, gotRoute := appendSemconvName(nil, span)
+		v := viewOf(t, span)
+		full, fullRenamed, fullRoute := appendSemconvNameFromValues(nil, v.Attributes(), v.Kind())
+		got, gotRenamed, gotRoute := appendSemconvName(nil, v)
 		require.Equal(t, string(full), string(got))
 		require.Equal(t, fullRenamed, gotRenamed)
 		require.Equal(t, fullRoute, gotRoute)
-		if !semconvMayApply(span) {
+		if !semconvMayApply(v.Attributes(), v.Kind()) {
 			skipped++
 		}
 		if fullRenamed {
@@ -174,6 +177,11 @@ func TestSemconvMayApplyIsConservative(t *testing.T) {
 	t.Logf("skipped %d, renamed %d", skipped, renamed)
 	require.Greater(t, skipped, 1000)
 	require.Greater(t, renamed, 1000)
+}
+
+// viewOf reads sp as the reducer reads a pdata span.
+func viewOf(t testing.TB, sp ptrace.Span) *traceview.Span[traceview.Pdata] {
+	return traceviewtest.Span[traceview.Pdata](t, sp)
 }
 
 // namerOf is the namer of span_name configuration cfg.

@@ -2,22 +2,27 @@
 // reduces its request to one series.Batch of per-series deltas, without locks and, once the
 // batch pool is warm, without allocating: series keys (series.Layout.AppendKey), span names
 // (Namer: semantic conventions, rules, clustering templates), glob dimensions and sampling
-// weights. The Reducer and the Namer are shared by every producer; each call writes only into
+// weights. A request is ptrace.Traces or the bytes of one, decoded by internal/otlpwire (wire
+// traces): the code is written once over internal/wiretraces/traceview and compiled for each,
+// so both give the same batch. The Reducer and the Namer are shared by every producer; each call writes only into
 // its own batch and the scratch kept with it.
 package reduce // import "github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/reduce"
 
 import (
 	"bytes"
 	"slices"
+	"unsafe"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/series"
 	"github.com/otelcol-red/otelcol-red/internal/intake"
+	"github.com/otelcol-red/otelcol-red/internal/otlpwire"
+	"github.com/otelcol-red/otelcol-red/internal/wiretraces/traceview"
 )
 
-// Reducer turns ptrace.Traces into a series.Batch. It is shared by all producers and, but for
+// Reducer turns a request, ptrace.Traces or decoded by otlpwire, into a series.Batch. It is shared by all producers and, but for
 // its size hints (atomics), immutable after construction; everything else mutable lives in the
 // batch.
 type Reducer struct {
@@ -48,16 +53,58 @@ func New(p *series.Plan, keyHash func([]byte) uint64, names *Namer, weights Weig
 }
 
 // producerScratch is what a producer needs while it reduces a request, kept with its batch
-// (deltaBatch.scratch) so that it is pooled with it.
+// (series.Batch.Scratch) so that it is pooled with it. Nothing in it outlives the request: what
+// points into the request (names, values) is cleared when the request is reduced, so a pooled
+// batch never keeps a request alive.
 type producerScratch struct {
 	names   nameScratch    // span names built by span_name (names.go)
 	globs   globScratch    // glob dimensions' answers and matches (globdims.go)
 	weights traceStateMemo // the last tracestate parsed (Weighting)
+	// resDims is the resource's value of every named dimension of each family, read once
+	// per resource.
+	resDims [series.MaxFamilies][]series.DimValue
+	// enc holds the tagged encodings of the bytes, map and slice values read for the request
+	// (traceview.Val); reset per request.
+	enc []byte
+	// The walks over a request, one per source. They live here rather than on the stack: the
+	// compiler lets pointers into them (a cursor's attributes) escape through the generic
+	// calls, which would allocate them per request.
+	pdata walk[traceview.Pdata]
+	wire  walk[traceview.Wire]
+}
+
+// walk is a producer's walk over one request: the traceview cursors on the resource, scope,
+// span and event being reduced, and what their series keys share.
+type walk[S traceview.Source] struct {
+	r        *Reducer
+	b        *series.Batch
+	sc       *producerScratch
+	rs       traceview.Resource[S]
+	scope    traceview.Scope[S]
+	span     traceview.Span[S]
+	ev       traceview.Event[S]
+	evAttrs  traceview.Attrs[S]
+	res      uint32 // the resource's index in the batch
+	resAttrs traceview.Attrs[S]
+	head     series.KeyHead // the resource's and the scope's part; the span's is set per span
+}
+
+// walkOf returns sc's walk for source S.
+func walkOf[S traceview.Source](sc *producerScratch) *walk[S] {
+	if traceview.IsWire[S]() {
+		return any(&sc.wire).(*walk[S])
+	}
+	return any(&sc.pdata).(*walk[S])
 }
 
 // Footprint is the scratch's heap in bytes.
 func (s *producerScratch) Footprint() int64 {
-	return int64(cap(s.names.semconv)+cap(s.names.rule.out)) + s.globs.footprint()
+	n := 0
+	for i := range s.resDims {
+		n += cap(s.resDims[i])
+	}
+	return int64(cap(s.names.semconv)+cap(s.names.rule.out)+cap(s.enc)) + s.globs.footprint() +
+		int64(n)*int64(unsafe.Sizeof(series.DimValue{}))
 }
 
 // scratchOf returns b's producer scratch, made on the batch's first request.
@@ -71,41 +118,63 @@ func scratchOf(b *series.Batch) *producerScratch {
 	return s
 }
 
+// release forgets what points into the request.
+func (s *producerScratch) release() {
+	s.pdata, s.wire = walk[traceview.Pdata]{}, walk[traceview.Wire]{}
+	for i := range s.resDims {
+		clear(s.resDims[i][:cap(s.resDims[i])])
+	}
+	s.enc = s.enc[:0]
+	s.weights = traceStateMemo{}
+}
+
 // Reduce adds the spans of td to b. Resources without service.name are skipped, as
 // spanmetrics skips them.
 func (r *Reducer) Reduce(b *series.Batch, td ptrace.Traces) {
+	reduce(r, b, traceview.FromPdata(td))
+}
+
+// ReduceWire adds to b the spans of the request d decoded, as Reduce adds those of its pdata:
+// the same series, keys and values (TestWireSameMetrics).
+func (r *Reducer) ReduceWire(b *series.Batch, d *otlpwire.Decoder) {
+	reduce(r, b, traceview.FromWire(d))
+}
+
+// reduce is Reduce and ReduceWire, compiled once for each source (traceview).
+func reduce[S traceview.Source](r *Reducer, b *series.Batch, req traceview.Request[S]) {
 	sc := scratchOf(b)
-	rss := td.ResourceSpans()
+	w := walkOf[S](sc)
+	w.r, w.b, w.sc = r, b, sc
 	// The table starts small and doubles as series arrive (upsert): counting the spans first
 	// would walk every resource and scope once more, cold, for nothing else.
 	b.Reserve(r.hints)
 	b.PrepareTable(0, int(r.hints.Get(series.HintTable)))
-	for i := 0; i < rss.Len(); i++ {
-		rs := rss.At(i)
-		resAttrs := rs.Resource().Attributes()
-		svc, ok := resAttrs.Get(series.ServiceNameKey)
+	for i := range req.NumResources() {
+		req.ReadResource(i, &w.rs)
+		w.resAttrs = w.rs.Attributes()
+		svc, ok := w.resAttrs.GetVal(series.ServiceNameKey, nil)
 		if !ok {
 			continue
 		}
-		svcName := svc.Str()
-		res := r.addResource(b, resAttrs, svcName)
+		w.head.Service = svc.Str()
+		w.res = addResource(r, b, w.resAttrs, w.head.Service, &sc.enc)
+		w.head.ResHash = b.Resources[w.res].Hash
+		setResourceDims(r.Families, sc, w.resAttrs)
 		if r.withGlobs {
-			sc.globs.setResource(r.Families, resAttrs)
+			setResourceGlobs(&sc.globs, r.Families, w.resAttrs, &sc.enc)
 		}
-		resHash := b.Resources[res].Hash
-		sss := rs.ScopeSpans()
-		for j := 0; j < sss.Len(); j++ {
-			ss := sss.At(j)
-			scope := ss.Scope()
-			withScope := scope.Name() != "" && slices.Contains(r.Scopes, scope.Name())
-			spans := ss.Spans()
-			b.Spans += int64(spans.Len())
-			for k := 0; k < spans.Len(); k++ {
-				if k%touchAhead == 0 && spans.Len()-k >= minTouch {
-					end := min(k+touchAhead, spans.Len())
-					b.Touch ^= touchSpans(spans, k, end)
+		for j := range w.rs.NumScopes() {
+			w.rs.ReadScope(j, &w.scope)
+			w.head.WithScope = w.scope.Name != "" && slices.Contains(r.Scopes, w.scope.Name)
+			w.head.ScopeName, w.head.ScopeVersion = w.scope.Name, w.scope.Version
+			n := w.scope.NumSpans()
+			b.Spans += int64(n)
+			for l := range n {
+				if !traceview.IsWire[S]() && l%touchAhead == 0 && n-l >= minTouch {
+					b.Touch ^= touchSpans(w.scope.PdataSpans(), l, min(l+touchAhead, n))
 				}
-				r.reduceSpan(b, sc, res, resHash, svcName, resAttrs, scope, withScope, spans.At(k))
+				w.scope.ReadSpan(l, &w.span)
+				w.reduceSpan()
 			}
 		}
 	}
@@ -116,7 +185,7 @@ func (r *Reducer) Reduce(b *series.Batch, td ptrace.Traces) {
 	if r.names != nil {
 		r.names.publish(&sc.names)
 	}
-	sc.weights = traceStateMemo{} // do not keep the request's memory alive
+	sc.release()
 }
 
 // touchAhead is how many spans touchSpans reads ahead of reduceSpan; minTouch the fewest
@@ -132,7 +201,9 @@ const (
 // overlap one span's cache misses with the next one's, while this loop is short enough for
 // many spans' misses to be in flight at once. reduceSpan then finds them cached: at 100k
 // series and 1000 spans per batch this costs less than it saves (BenchmarkReduce, README.md).
-// The result only keeps the compiler from dropping the reads.
+// The result only keeps the compiler from dropping the reads. It is about pdata's memory: a
+// pointer per span and per value. A decoded request is a few flat tables and the request's
+// bytes, which the decoder has just read.
 func touchSpans(spans ptrace.SpanSlice, from, to int) byte {
 	var t byte
 	for k := from; k < to; k++ {
@@ -153,9 +224,11 @@ func touchSpans(spans ptrace.SpanSlice, from, to int) byte {
 	return t
 }
 
-func (r *Reducer) addResource(b *series.Batch, attrs pcommon.Map, svc string) uint32 {
+// addResource adds the resource (its sorted key attributes and the full ones, hashed) to b,
+// or finds it there, and returns its index.
+func addResource[S traceview.Source](r *Reducer, b *series.Batch, attrs traceview.Attrs[S], svc string, enc *[]byte) uint32 {
 	keyOff := len(b.Arena)
-	b.Arena = b.Sorter.AppendSorted(b.Arena, attrs, r.KeyAttrs)
+	b.Arena = series.AppendSorted(&b.Sorter, b.Arena, attrs, r.KeyAttrs, enc)
 	key := series.Ref{Off: uint32(keyOff), N: uint32(len(b.Arena) - keyOff)}
 	b.ArenaPeak = max(b.ArenaPeak, len(b.Arena))
 	h := r.keyHash(b.Bytes(key))
@@ -169,7 +242,7 @@ func (r *Reducer) addResource(b *series.Batch, attrs pcommon.Map, svc string) ui
 	full := key
 	if r.KeyAttrs != nil {
 		off := len(b.Arena)
-		b.Arena = b.Sorter.AppendSorted(b.Arena, attrs, nil)
+		b.Arena = series.AppendSorted(&b.Sorter, b.Arena, attrs, nil, enc)
 		full = series.Ref{Off: uint32(off), N: uint32(len(b.Arena) - off)}
 	}
 	off := len(b.Arena)
@@ -178,7 +251,24 @@ func (r *Reducer) addResource(b *series.Batch, attrs pcommon.Map, svc string) ui
 	return uint32(len(b.Resources) - 1)
 }
 
-func (r *Reducer) reduceSpan(b *series.Batch, sc *producerScratch, res uint32, resHash uint64, svc string, resAttrs pcommon.Map, scope pcommon.InstrumentationScope, withScope bool, span ptrace.Span) {
+// setResourceDims reads the resource's value of every named dimension, once per resource:
+// spans without the attribute, and their events, take it from here.
+func setResourceDims[S traceview.Source](fams []*series.Family, sc *producerScratch, attrs traceview.Attrs[S]) {
+	for _, f := range fams {
+		rd := slices.Grow(sc.resDims[f.Index][:0], len(f.Dims))[:len(f.Dims)]
+		for i := range f.Dims {
+			rd[i] = series.DimValue{}
+			if !f.Dims[i].SamplingMethod {
+				rd[i].Value, rd[i].Found = attrs.GetVal(f.Dims[i].Name, &sc.enc)
+			}
+		}
+		sc.resDims[f.Index] = rd
+	}
+}
+
+// reduceSpan keys the span under the cursor into the batch, in every family.
+func (k *walk[S]) reduceSpan() {
+	r, b, sc, span := k.r, k.b, k.sc, &k.span
 	// Protect against end timestamps before start timestamps: assume 0 duration (spanmetrics).
 	value := 0.0
 	if start, end := span.StartTimestamp(), span.EndTimestamp(); end > start {
@@ -192,25 +282,29 @@ func (r *Reducer) reduceSpan(b *series.Batch, sc *producerScratch, res uint32, r
 			code = series.ExpoIndex20(value)
 		}
 	}
-	name := span.Name()
+	k.head.Name = span.Name()
 	if r.names != nil {
-		name = r.names.name(&sc.names, svc, span)
+		k.head.Name = nameOf(r.names, &sc.names, k.head.Service, span)
 	}
+	k.head.Kind, k.head.Status = span.Kind(), span.StatusCode()
 	withExemplar := r.Exemplars > 0 && !span.TraceID().IsEmpty()
-	isError := span.Status().Code() == ptrace.StatusCodeError
-	w, extrapolated := r.weights.weight(b, &sc.weights, span)
+	isError := k.head.Status == ptrace.StatusCodeError
+	w, extrapolated := weightOf(&r.weights, b, &sc.weights, span)
 	if w != 1 && !b.Weighted {
 		b.StartWeights()
 	}
+	spanAttrs := span.Attributes()
+	dims := series.Dims[S]{Span: spanAttrs, Enc: &sc.enc, Extrapolated: extrapolated}
 
 	for _, f := range r.spanFams {
 		var globs []series.GlobMatch
 		if f.Globs != nil {
-			globs = sc.globs.collect(f, span.Attributes(), nil)
+			globs = collectGlobs(&sc.globs, f, spanAttrs, nil, &sc.enc)
 		}
+		dims.Resource = sc.resDims[f.Index]
 		off := len(b.Arena)
-		b.Arena = r.AppendKey(b.Arena, f, resHash, svc, name, span, scope, withScope, resAttrs, nil, extrapolated, globs)
-		idx := b.Upsert(res, f, off, r.keyHash(series.Identity(b.Arena[off:], f)))
+		b.Arena = series.AppendKey(&r.Layout, b.Arena, f, &k.head, &dims, globs)
+		idx := b.Upsert(k.res, f, off, r.keyHash(series.Identity(b.Arena[off:], f)))
 		s := &b.Series[idx]
 		s.Count++
 		if f.Duration {
@@ -229,16 +323,17 @@ func (r *Reducer) reduceSpan(b *series.Batch, sc *producerScratch, res uint32, r
 	if r.eventsFam == nil {
 		return
 	}
-	events := span.Events()
-	for l := 0; l < events.Len(); l++ {
-		evAttrs := events.At(l).Attributes()
+	for l := range span.NumEvents() {
+		span.ReadEvent(l, &k.ev)
+		k.evAttrs = k.ev.Attributes()
 		var globs []series.GlobMatch
 		if r.eventsFam.Globs != nil {
-			globs = sc.globs.collect(r.eventsFam, span.Attributes(), &evAttrs)
+			globs = collectGlobs(&sc.globs, r.eventsFam, spanAttrs, &k.evAttrs, &sc.enc)
 		}
+		dims.Event, dims.Resource = &k.evAttrs, sc.resDims[r.eventsFam.Index]
 		off := len(b.Arena)
-		b.Arena = r.AppendKey(b.Arena, r.eventsFam, resHash, svc, name, span, scope, withScope, resAttrs, &evAttrs, extrapolated, globs)
-		idx := b.Upsert(res, r.eventsFam, off, r.keyHash(series.Identity(b.Arena[off:], r.eventsFam)))
+		b.Arena = series.AppendKey(&r.Layout, b.Arena, r.eventsFam, &k.head, &dims, globs)
+		idx := b.Upsert(k.res, r.eventsFam, off, r.keyHash(series.Identity(b.Arena[off:], r.eventsFam)))
 		s := &b.Series[idx]
 		s.Count++
 		if b.Weighted {

@@ -4,10 +4,10 @@ import (
 	"strconv"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
-	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/series"
 	"github.com/otelcol-red/otelcol-red/internal/sampling"
+	"github.com/otelcol-red/otelcol-red/internal/wiretraces/traceview"
 )
 
 // Weighting is what the reducer needs of the sampling configuration: whether spans count by
@@ -31,15 +31,15 @@ func NewWeighting(on bool, attribute string) Weighting {
 	return Weighting{on: on, attribute: attribute}
 }
 
-// weight returns the adjusted count of span, 1 when it has none or an invalid one (counted
+// weightOf returns the adjusted count of span, 1 when it has none or an invalid one (counted
 // in b.invalidWeights), and whether it has one (a valid threshold or probability: the span's
 // counts are extrapolated, sampling.method). Without a tracestate or the attribute this is a
 // length check.
-func (w *Weighting) weight(b *series.Batch, memo *traceStateMemo, span ptrace.Span) (float64, bool) {
+func weightOf[S traceview.Source](w *Weighting, b *series.Batch, memo *traceStateMemo, span *traceview.Span[S]) (float64, bool) {
 	if !w.on {
 		return 1, false
 	}
-	if ts := span.TraceState().AsRaw(); ts != "" {
+	if ts := span.TraceState(); ts != "" {
 		// The spans of a request were mostly sampled alike: compare with the last one parsed.
 		if ts != memo.ts {
 			memo.ts = ts
@@ -57,7 +57,7 @@ func (w *Weighting) weight(b *series.Batch, memo *traceStateMemo, span ptrace.Sp
 	if w.attribute == "" {
 		return 1, false
 	}
-	v, ok := span.Attributes().Get(w.attribute)
+	v, ok := span.Attributes().GetVal(w.attribute, nil)
 	if !ok {
 		return 1, false
 	}

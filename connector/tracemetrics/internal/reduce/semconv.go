@@ -3,6 +3,8 @@ package reduce // import "github.com/otelcol-red/otelcol-red/connector/tracemetr
 import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/otelcol-red/otelcol-red/internal/wiretraces/traceview"
 )
 
 // Attributes the semantic conventions name spans after: the stable ones, and the HTTP ones of
@@ -53,18 +55,23 @@ type semconvAttrs struct {
 //     "{messaging.operation.name} {destination}".
 //
 // The attribute values are used as they are (a route is never rewritten further here).
-func appendSemconvName(dst []byte, span ptrace.Span) (out []byte, renamed, route bool) {
-	if !semconvMayApply(span) {
+func appendSemconvName[S traceview.Source](dst []byte, span *traceview.Span[S]) (out []byte, renamed, route bool) {
+	attrs := span.Attributes()
+	if !semconvMayApply(attrs, span.Kind()) {
 		return dst, false, false
 	}
-	return appendSemconvNameFromValues(dst, span)
+	return appendSemconvNameFromValues(dst, attrs, span.Kind())
 }
 
 // appendSemconvNameFromValues is appendSemconvName after semconvMayApply: the pass over the
 // values that decides.
-func appendSemconvNameFromValues(dst []byte, span ptrace.Span) (out []byte, renamed, route bool) {
+func appendSemconvNameFromValues[S traceview.Source](dst []byte, attrs traceview.Attrs[S], kind ptrace.SpanKind) (out []byte, renamed, route bool) {
 	var a semconvAttrs
-	for k, v := range span.Attributes().All() {
+	for k, val := range attrs.All() {
+		if !isSemconvKey(k) {
+			continue
+		}
+		v := val.Val(nil)
 		if v.Type() == pcommon.ValueTypeBool {
 			if (k == attrMessagingDestTemporary || k == attrMessagingDestAnonymous) && v.Bool() {
 				a.msgUnnamed = true
@@ -109,7 +116,7 @@ func appendSemconvNameFromValues(dst []byte, span ptrace.Span) (out []byte, rena
 	}
 	if method != "" {
 		var target string
-		switch span.Kind() {
+		switch kind {
 		case ptrace.SpanKindServer:
 			target = a.route
 		case ptrace.SpanKindClient:
@@ -168,9 +175,9 @@ const (
 // (a method without a route, say) and for them it replaces reading each attribute's value,
 // the 200-byte record of values and the decision (BenchmarkLayers/series=100k/reduce/semconv).
 // A true answer is only a maybe: the values decide, as before.
-func semconvMayApply(span ptrace.Span) bool {
+func semconvMayApply[S traceview.Source](attrs traceview.Attrs[S], kind ptrace.SpanKind) bool {
 	var has uint16
-	for k := range span.Attributes().All() {
+	for k := range attrs.All() {
 		switch k {
 		case attrHTTPRequestMethod, attrHTTPMethodOld:
 			has |= keyMethod
@@ -195,7 +202,7 @@ func semconvMayApply(span ptrace.Span) bool {
 		}
 	}
 	all := func(bits uint16) bool { return has&bits == bits }
-	return all(keyMethod|keyURLTemplate) && span.Kind() == ptrace.SpanKindClient ||
+	return all(keyMethod|keyURLTemplate) && kind == ptrace.SpanKindClient ||
 		all(keyRPCService|keyRPCMethod) ||
 		all(keyDBSummary) ||
 		all(keyDBOperation|keyDBTarget) ||
@@ -206,7 +213,20 @@ func semconvMayApply(span ptrace.Span) bool {
 // appendSemconvName reads it: its name is for from_semantic_conventions (and rules) to
 // give, never clustered, whether or not that layer is on. With that layer on, its pass over
 // the attributes tells, and this is not called.
-func hasRoute(span ptrace.Span) bool {
-	v, ok := span.Attributes().Get(attrHTTPRoute)
-	return ok && v.Type() == pcommon.ValueTypeStr && v.Str() != ""
+func hasRoute[S traceview.Source](attrs traceview.Attrs[S]) bool {
+	v, ok := attrs.GetVal(attrHTTPRoute, nil)
+	return ok && v.Str() != ""
+}
+
+// isSemconvKey reports whether appendSemconvNameFromValues reads the value of key k: the
+// values of the others are not read at all.
+func isSemconvKey(k string) bool {
+	switch k {
+	case attrHTTPRequestMethod, attrHTTPMethodOld, attrHTTPRoute, attrURLTemplate, attrRPCService,
+		attrRPCMethod, attrDBQuerySummary, attrDBOperationName, attrDBCollectionName,
+		attrDBStoredProcedureName, attrMessagingOperationName, attrMessagingDestTemplate,
+		attrMessagingDestName, attrMessagingDestTemporary, attrMessagingDestAnonymous:
+		return true
+	}
+	return false
 }

@@ -4,7 +4,7 @@ import (
 	"encoding/binary"
 	"unsafe"
 
-	"go.opentelemetry.io/collector/pdata/pcommon"
+	"github.com/otelcol-red/otelcol-red/internal/wiretraces/traceview"
 )
 
 // Resource identity: the (optionally filtered) resource attributes sorted by key, so that
@@ -13,7 +13,7 @@ import (
 
 type attr struct {
 	k string
-	v pcommon.Value
+	v traceview.Val
 }
 
 // AttrSorter puts map attributes in key order for appendSorted. It remembers the key order of
@@ -34,8 +34,9 @@ func (as *AttrSorter) footprint() int64 {
 	return int64(cap(as.attrs))*int64(unsafe.Sizeof(attr{})) + int64(cap(as.perm)+cap(as.memoLens))*4 + int64(cap(as.memoKeys))
 }
 
-// AppendSorted appends m's attributes accepted by keep (nil keeps all), sorted by key.
-func (as *AttrSorter) AppendSorted(dst []byte, m pcommon.Map, keep map[string]struct{}) []byte {
+// AppendSorted appends the attributes of m accepted by keep (nil keeps all), sorted by key,
+// with as's memo. Bytes, maps and slices are encoded into *enc on the way (Value.Val).
+func AppendSorted[S traceview.Source](as *AttrSorter, dst []byte, m traceview.Attrs[S], keep map[string]struct{}, enc *[]byte) []byte {
 	s := as.attrs[:0]
 	for k, v := range m.All() {
 		if keep != nil {
@@ -43,8 +44,14 @@ func (as *AttrSorter) AppendSorted(dst []byte, m pcommon.Map, keep map[string]st
 				continue
 			}
 		}
-		s = append(s, attr{k: k, v: v})
+		s = append(s, attr{k: k})
+		s[len(s)-1].v = v.Val(enc) // in place: see the reducer's lookupDims
 	}
+	return as.appendSorted(dst, s)
+}
+
+// appendSorted appends s, the attributes AppendSorted collected, sorted by key.
+func (as *AttrSorter) appendSorted(dst []byte, s []attr) []byte {
 	if !as.memoMatches(s) {
 		// Stable insertion sort of positions: resources have tens of attributes, and this runs
 		// once per resource per batch, not per span.
@@ -68,7 +75,7 @@ func (as *AttrSorter) AppendSorted(dst []byte, m pcommon.Map, keep map[string]st
 	dst = binary.AppendUvarint(dst, uint64(len(s)))
 	for _, i := range as.perm {
 		dst = appendStr(dst, s[i].k)
-		dst = appendValue(dst, s[i].v)
+		dst = traceview.AppendTagged(dst, s[i].v)
 	}
 	clear(s) // do not keep the caller's attributes reachable from a pooled batch
 	as.attrs = s[:0]

@@ -7,6 +7,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/dimglob"
+	"github.com/otelcol-red/otelcol-red/internal/wiretraces/traceview"
 )
 
 // Attribute names, as spanmetrics v0.165.1 writes them.
@@ -23,12 +24,6 @@ const (
 	SamplingMethodKey    = "sampling.method"
 )
 
-// The values of sampling.method, encoded as string dimension values.
-var (
-	extrapolatedEnc = AppendStrValue(nil, "extrapolated")
-	countedEnc      = AppendStrValue(nil, "counted")
-)
-
 // A series key is the canonical, exact identity of a series:
 //
 //	resource key hash (8 bytes) | family index (1 byte) | built-in attributes | dimensions
@@ -43,7 +38,7 @@ var (
 // include_instrumentation_scope is set, a presence byte and the scope name and version.
 // Each dimension is tagAbsent or its value's identity: scalars (strings, ints, doubles,
 // bools, empty) as tagStr and their string form (pcommon.Value.AsString), bytes, maps and
-// slices as their tagged encoding. spanmetrics keys a series by the string form of each value,
+// slices as their tagged encoding (traceview). spanmetrics keys a series by the string form of each value,
 // so an int 200 and a string "200" are one series there and must be one here; the type tags
 // after the identity only remember the first span's types, which the output attributes keep
 // (as spanmetrics keeps the first span's attributes).
@@ -120,36 +115,88 @@ func (l *Layout) SpanFamilies() []*Family {
 	return out
 }
 
-// GlobMatch is an attribute taken by a glob dimension.
+// GlobMatch is an attribute taken by a glob dimension: its key, and its value read with a
+// buffer (a bytes, map or slice value carries its encoding).
 type GlobMatch struct {
 	Key   string
-	Value pcommon.Value
+	Value traceview.Val
 }
 
-// AppendKey appends the series key of span in family f (the layout above), under span name
-// name (span.Name(), or as span_name renamed it). Dimensions are looked up on the span, then
-// the event (events family), then the resource, then the default; sampling.method says whether
-// the span was weighted by an adjusted count (extrapolated); globs are the matches of the
-// family's glob dimensions (globScratch.collect), nil in a family without.
-func (l *Layout) AppendKey(dst []byte, f *Family, resHash uint64, svc, name string, span ptrace.Span, scope pcommon.InstrumentationScope, withScope bool, resAttrs pcommon.Map, evAttrs *pcommon.Map, extrapolated bool, globs []GlobMatch) []byte {
-	dst = appendKeyHeader(dst, resHash, f.Index)
+// KeyHead is what a span's series keys are made of besides their dimensions: the span's
+// resource, service, name (as span_name renamed it), kind and status, and its scope.
+type KeyHead struct {
+	ResHash      uint64
+	Service      string
+	Name         string
+	Kind         ptrace.SpanKind
+	Status       ptrace.StatusCode
+	WithScope    bool // the scope is one of include_instrumentation_scope's
+	ScopeName    string
+	ScopeVersion string
+}
+
+// DimValue is a named dimension's value: Found is false when there is none. Value is read
+// with a buffer (see GlobMatch).
+type DimValue struct {
+	Value traceview.Val
+	Found bool
+}
+
+// Dims is where a span's named dimensions are looked up, in this order: the span's attributes,
+// the event's (events family), the resource's values (read once per resource, one per named
+// dimension of the family), the dimension's default. Bytes, maps and slices are encoded into
+// *Enc. A sampling.method dimension's value says whether the span was weighted by an adjusted
+// count (Extrapolated).
+type Dims[S traceview.Source] struct {
+	Span         traceview.Attrs[S]
+	Event        *traceview.Attrs[S] // nil outside the events family
+	Resource     []DimValue
+	Enc          *[]byte
+	Extrapolated bool
+}
+
+// lookup returns the value of the i-th named dimension d of a family.
+func (ds *Dims[S]) lookup(i int, d *Dimension) (traceview.Val, bool) {
+	if d.SamplingMethod {
+		if ds.Extrapolated {
+			return Extrapolated, true
+		}
+		return Counted, true
+	}
+	v, ok := ds.Span.GetVal(d.Name, ds.Enc)
+	if !ok && ds.Event != nil {
+		v, ok = ds.Event.GetVal(d.Name, ds.Enc)
+	}
+	if !ok {
+		r := &ds.Resource[i]
+		v, ok = r.Value, r.Found
+	}
+	return v, ok
+}
+
+// AppendKey appends the series key of a span in family f (the layout above): the built-ins of
+// h, the values of f's named dimensions looked up in ds, and globs, the matches of the family's
+// glob dimensions (sorted by key, each key once), nil in a family without. It is written for
+// either source, and compiled for each (traceview).
+func AppendKey[S traceview.Source](l *Layout, dst []byte, f *Family, h *KeyHead, ds *Dims[S], globs []GlobMatch) []byte {
+	dst = appendKeyHeader(dst, h.ResHash, f.Index)
 	if l.WithService {
-		dst = appendStr(dst, svc)
+		dst = appendStr(dst, h.Service)
 	}
 	if l.WithName {
-		dst = appendStr(dst, name)
+		dst = appendStr(dst, h.Name)
 	}
 	if l.WithKind {
-		dst = append(dst, KindByte(span.Kind()))
+		dst = append(dst, KindByte(h.Kind))
 	}
 	if l.WithStatus {
-		dst = append(dst, StatusByte(span.Status().Code()))
+		dst = append(dst, StatusByte(h.Status))
 	}
 	if len(l.Scopes) > 0 {
-		if withScope {
+		if h.WithScope {
 			dst = append(dst, 1)
-			dst = appendStr(dst, scope.Name())
-			dst = appendStr(dst, scope.Version())
+			dst = appendStr(dst, h.ScopeName)
+			dst = appendStr(dst, h.ScopeVersion)
 		} else {
 			dst = append(dst, 0)
 		}
@@ -157,25 +204,15 @@ func (l *Layout) AppendKey(dst []byte, f *Family, resHash uint64, svc, name stri
 	if len(f.Dims) == 0 && f.Globs == nil {
 		return dst
 	}
-	spanAttrs := span.Attributes()
-	// The type tags follow the identity (see the layout above); the first ones are kept on the stack,
-	// the rest, if ever, looked up again.
+	// The type tags follow the identity (see the layout above); the first ones are kept on
+	// the stack, the rest, if ever, looked up again.
 	var types [16]byte
 	for i := range f.Dims {
-		if f.Dims[i].SamplingMethod {
-			enc := countedEnc
-			if extrapolated {
-				enc = extrapolatedEnc
-			}
-			dst = append(dst, enc...)
-			if i < len(types) {
-				types[i] = tagStr
-			}
-			continue
-		}
-		v, ok := dimensionValue(&f.Dims[i], spanAttrs, evAttrs, resAttrs)
 		typ := tagAbsent
+		v, ok := ds.lookup(i, &f.Dims[i])
 		switch {
+		case ok && v.Type() == pcommon.ValueTypeStr: // the usual value, inline
+			dst, typ = AppendStrValue(dst, v.Str()), tagStr
 		case ok:
 			dst, typ = appendIdentity(dst, v)
 		case f.Dims[i].HasDef:
@@ -187,8 +224,7 @@ func (l *Layout) AppendKey(dst []byte, f *Family, resHash uint64, svc, name stri
 			types[i] = typ
 		}
 	}
-	// The glob matches' types, as the named dimensions' (Value.Type is a type switch: it is
-	// not asked twice).
+	// The glob matches' types, as the named dimensions'.
 	var globTypes [16]byte
 	if f.Globs != nil {
 		dst = binary.AppendUvarint(dst, uint64(len(globs)))
@@ -203,10 +239,8 @@ func (l *Layout) AppendKey(dst []byte, f *Family, resHash uint64, svc, name stri
 	}
 	dst = append(dst, types[:min(len(f.Dims), len(types))]...)
 	for i := len(types); i < len(f.Dims); i++ {
-		v, ok := dimensionValue(&f.Dims[i], spanAttrs, evAttrs, resAttrs)
+		v, ok := ds.lookup(i, &f.Dims[i])
 		switch {
-		case f.Dims[i].SamplingMethod:
-			dst = append(dst, tagStr)
 		case ok:
 			dst = append(dst, typeTag(v))
 		case f.Dims[i].HasDef:
@@ -225,18 +259,12 @@ func (l *Layout) AppendKey(dst []byte, f *Family, resHash uint64, svc, name stri
 	return dst
 }
 
-// dimensionValue looks dimension d up on the span, then the event (events family), then the
-// resource.
-func dimensionValue(d *Dimension, spanAttrs pcommon.Map, evAttrs *pcommon.Map, resAttrs pcommon.Map) (pcommon.Value, bool) {
-	v, ok := spanAttrs.Get(d.Name)
-	if !ok && evAttrs != nil {
-		v, ok = evAttrs.Get(d.Name)
-	}
-	if !ok {
-		v, ok = resAttrs.Get(d.Name)
-	}
-	return v, ok
-}
+// Extrapolated and Counted are the values of the sampling.method dimension
+// (enable_metrics_sampling_method): whether a span was weighted by an adjusted count.
+var (
+	Extrapolated = traceview.StrVal("extrapolated")
+	Counted      = traceview.StrVal("counted")
+)
 
 // AppendOverflowKey appends the key of the overflow series of family fam of the resource whose
 // key hashes to resHash: the header alone, with overflowFlag set.

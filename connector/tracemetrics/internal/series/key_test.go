@@ -9,9 +9,12 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/pcommon"
+
+	"github.com/otelcol-red/otelcol-red/internal/wiretraces/traceview"
+	"github.com/otelcol-red/otelcol-red/internal/wiretraces/traceview/traceviewtest"
 )
 
-// attrSorter.appendSorted equals a plain stable sort by key, whether or not its memo of the
+// AppendSorted equals a plain stable sort by key, whether or not its memo of the
 // previous key order applies: maps come with repeated key orders (memo hits), new orders, other
 // key sets and lengths, and a key filter.
 func TestAttrSorterMatchesStableSort(t *testing.T) {
@@ -54,7 +57,7 @@ func TestAttrSorterMatchesStableSort(t *testing.T) {
 		for _, p := range kept {
 			want = AppendStrValue(appendStr(want, p.k), p.v)
 		}
-		got := sorter.AppendSorted([]byte("prefix"), m, keep)
+		got := AppendSorted(&sorter, []byte("prefix"), traceviewtest.Attrs[traceview.Pdata](t, m), keep, nil)
 		require.Equal(t, want, got[len("prefix"):], "step %d, order %q", step, order)
 	}
 }

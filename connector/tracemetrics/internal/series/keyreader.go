@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"math"
 	"strconv"
-	"strings"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 )
@@ -113,7 +112,7 @@ func (r *keyReader) stringForm(tag byte, dst pcommon.Value) {
 		}
 		dst.SetInt(v)
 	case tagDouble:
-		v, err := strconv.ParseFloat(strings.TrimPrefix(s, floatPrefix), 64)
+		v, err := strconv.ParseFloat(s, 64) // NaN, Infinity and -Infinity included
 		if err != nil {
 			panic("BUG: tracemetrics: malformed double in series key")
 		}
@@ -145,7 +144,7 @@ func StatusName(b byte) string {
 	return ""
 }
 
-// DecodeMap decodes an attrSorter.appendSorted encoding into dst.
+// DecodeMap decodes an AttrSorter encoding into dst.
 func DecodeMap(b []byte, dst pcommon.Map) {
 	r := keyReader{b: b}
 	n := r.uvarint()

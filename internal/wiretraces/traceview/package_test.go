@@ -1,4 +1,4 @@
-package tracegraph
+package traceview_test
 
 import (
 	"testing"

@@ -1,4 +1,4 @@
-package tracemetrics
+package otlpwiretest
 
 import (
 	"testing"
