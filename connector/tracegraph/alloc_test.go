@@ -23,8 +23,8 @@ func TestConsumeTracesSteadyStateAllocatesNothing(t *testing.T) {
 	for _, tc := range []struct {
 		dims      []string
 		wire      bool // the otlpwire receiver's traces: the request's bytes, reduced from the decoder
-		exemplars bool // and the messaging histogram
-	}{{nil, false, false}, {dims3, false, false}, {dims3, true, false}, {dims3, false, true}} {
+		exemplars bool // and the messaging histogram, and messages paired through links
+	}{{nil, false, false}, {dims3, false, false}, {dims3, true, false}, {dims3, false, true}, {dims3, true, true}} {
 		dims := tc.dims
 		c, _ := startTracegraph(t, func(cfg *Config) {
 			cfg.Dimensions = dims
@@ -33,6 +33,9 @@ func TestConsumeTracesSteadyStateAllocatesNothing(t *testing.T) {
 			cfg.EnableMessagingSystemLatencyHistogram = tc.exemplars
 		})
 		requests, _ := benchRequests(500, 200)
+		if tc.exemplars {
+			requests = append(requests, linkedRequests(64, 50)...)
+		}
 		if tc.wire {
 			for i, td := range requests {
 				requests[i] = wireEncodings[i%len(wireEncodings)](t, td)
