@@ -35,8 +35,8 @@ func msgSpan(svc string, kind ptrace.SpanKind, trace, id byte, start, end time.D
 	return td
 }
 
-// finish expires every waiting half, as Shutdown does, and returns the final flush.
-func (e *engine) finish() pmetric.Metrics {
+// finish expires every waiting half of e, as Shutdown does, and returns the final flush.
+func finish(e *engine) pmetric.Metrics {
 	s := e.agg.Swap(e.spare, true)
 	md, _ := e.build(s)
 	return md
@@ -66,7 +66,7 @@ func TestLinkedConsumersPairWithTheirProducer(t *testing.T) {
 				consumers++
 				e.consume(consumer(consumers))
 			}
-			require.Equal(t, map[string]int64{ordersToBilling: int64(consumers)}, requestTotals(e.finish()))
+			require.Equal(t, map[string]int64{ordersToBilling: int64(consumers)}, requestTotals(finish(e)))
 			require.Zero(t, e.tel.expiredEdges.Load())
 			require.Zero(t, e.agg.pairs.n, "nothing left waiting")
 			require.Zero(t, e.agg.pairs.linked)
@@ -87,7 +87,7 @@ func TestBatchConsumerIsOneEdgePerLink(t *testing.T) {
 	require.Equal(t, map[string]int64{
 		ordersToBilling: 2,
 		"{client=refunds,connection_type=messaging_system,failed=false,server=billing}": 1,
-	}, requestTotals(e.finish()))
+	}, requestTotals(finish(e)))
 	require.EqualValues(t, 1, e.tel.expiredEdges.Load(), "the link to a producer that never came")
 }
 
@@ -105,7 +105,7 @@ func TestLinksDisabledCountNoLinkedEdges(t *testing.T) {
 	require.Equal(t, map[string]int64{
 		"{client=orders,connection_type=virtual_node,failed=false,server=unknown}": 1,
 		"{client=user,connection_type=virtual_node,failed=false,server=billing}":   1,
-	}, requestTotals(e.finish()))
+	}, requestTotals(finish(e)))
 }
 
 // With enable_messaging_system_latency_histogram a messaging edge of which both spans came adds
