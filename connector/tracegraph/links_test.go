@@ -323,3 +323,17 @@ func TestWireSameLinkedEdgesAndExemplars(t *testing.T) {
 	require.NotEmpty(t, exemplarsOf(want)[metricMessaging])
 	require.Equal(t, exemplarsOf(want), exemplarsOf(got))
 }
+
+// A link without a span ID points at nothing to pair with: a CONSUMER span whose links are all
+// such pairs through its parent, as without links.
+func TestLinkWithoutSpanIDIsSkipped(t *testing.T) {
+	e := newEngine(newPlan(createDefaultConfig().(*Config)))
+	e.consume(
+		oneSpan("orders", ptrace.SpanKindProducer, 0xa, 1, 0, nil),
+		oneSpan("billing", ptrace.SpanKindConsumer, 0xa, 2, 1, func(s ptrace.Span) {
+			s.Links().AppendEmpty().SetTraceID(pcommon.TraceID{0xb})
+		}),
+	)
+	require.Equal(t, map[string]int64{ordersToBilling: 1}, requestTotals(finish(e)))
+	require.Zero(t, e.tel.expiredEdges.Load())
+}

@@ -111,22 +111,27 @@ func reduceSpan[S traceview.Source](r reducer, b *halfBatch, span *traceview.Spa
 			}
 		}
 	}
-	if h.conn == connMessaging && h.side == serverSide && r.p.links && span.NumLinks() > 0 {
-		appendLinked(b, &h, span)
+	if h.conn == connMessaging && h.side == serverSide && r.p.links && span.NumLinks() > 0 && appendLinked(b, h, span) {
 		return
 	}
 	b.halves = append(b.halves, h)
 }
 
 // appendLinked appends consumer half h once per link of span, keyed by the span it links to (the
-// message's PRODUCER span): a CONSUMER span with links is paired through them, not through its
-// parent (links.enabled).
-func appendLinked[S traceview.Source](b *halfBatch, h *half, span *traceview.Span[S]) {
+// message's PRODUCER span), and reports whether there was any: a CONSUMER span with links is
+// paired through them, not through its parent (links.enabled). A link without a span ID points
+// at nothing to pair with and is skipped; a span with no other pairs through its parent.
+func appendLinked[S traceview.Source](b *halfBatch, h half, span *traceview.Span[S]) bool {
 	h.linked = true
+	n := 0
 	for l := range span.NumLinks() {
-		h.trace, h.span = span.LinkIDs(l)
-		b.halves = append(b.halves, *h)
+		if h.trace, h.span = span.LinkIDs(l); h.span.IsEmpty() {
+			continue
+		}
+		b.halves = append(b.halves, h)
+		n++
 	}
+	return n > 0
 }
 
 // weight returns a span's adjusted count from its tracestate ts, 1 without one.

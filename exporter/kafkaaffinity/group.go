@@ -142,8 +142,7 @@ func (g *grouping) splitByTrace(grp *recordGroup, rs ptrace.ResourceSpans) {
 		spans := ss.Spans()
 		for i := 0; i < spans.Len(); i++ {
 			span := spans.At(i)
-			if g.followLinks && span.Kind() == ptrace.SpanKindConsumer && span.Links().Len() > 0 {
-				splitByLinks(span, fanout, to)
+			if g.followLinks && span.Kind() == ptrace.SpanKindConsumer && span.Links().Len() > 0 && splitByLinks(span, fanout, to) {
 				continue
 			}
 			span.CopyTo(to(subKey(span.TraceID(), fanout)).AppendEmpty())
@@ -152,11 +151,18 @@ func (g *grouping) splitByTrace(grp *recordGroup, rs ptrace.ResourceSpans) {
 }
 
 // splitByLinks copies a CONSUMER span into the sub-key of each trace it
-// links to, keeping in each copy the links to that sub-key.
-func splitByLinks(span ptrace.Span, fanout int, to func(int) ptrace.SpanSlice) {
+// links to, keeping in each copy the links to that sub-key, and reports
+// whether it did. Links without a span ID point at nothing tracegraph pairs
+// with (it skips them too): they are ignored, and a span with no other goes
+// by its own trace ID, its links untouched.
+func splitByLinks(span ptrace.Span, fanout int, to func(int) ptrace.SpanSlice) bool {
 	var seen [maxFanout / 64]uint64
 	links := span.Links()
+	copied := false
 	for i := 0; i < links.Len(); i++ {
+		if links.At(i).SpanID().IsEmpty() {
+			continue
+		}
 		k := subKey(links.At(i).TraceID(), fanout)
 		if seen[k/64]&(1<<(k%64)) != 0 {
 			continue
@@ -164,8 +170,10 @@ func splitByLinks(span ptrace.Span, fanout int, to func(int) ptrace.SpanSlice) {
 		seen[k/64] |= 1 << (k % 64)
 		c := to(k).AppendEmpty()
 		span.CopyTo(c)
-		c.Links().RemoveIf(func(l ptrace.SpanLink) bool { return subKey(l.TraceID(), fanout) != k })
+		c.Links().RemoveIf(func(l ptrace.SpanLink) bool { return l.SpanID().IsEmpty() || subKey(l.TraceID(), fanout) != k })
+		copied = true
 	}
+	return copied
 }
 
 // subKey picks a hot key's sub-key from the trace ID, so all spans of a trace

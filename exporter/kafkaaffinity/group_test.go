@@ -91,15 +91,20 @@ func TestGroupingFansOutDetectedKey(t *testing.T) {
 
 // TestGroupingFollowsLinks: under key_by: trace_id a CONSUMER span with links
 // goes to the sub-key of each trace it links to, with the links to that
-// sub-key; other spans (a SERVER span with links too) and, with follow_links
-// off, every span go to their own trace's sub-key, links untouched.
+// sub-key; other spans (a SERVER span with links too, a CONSUMER span whose
+// only link has no span ID) and, with follow_links off, every span go to
+// their own trace's sub-key, links untouched.
 func TestGroupingFollowsLinks(t *testing.T) {
 	span := func(ss ptrace.SpanSlice, kind ptrace.SpanKind, trace uint64, links ...uint64) {
 		s := ss.AppendEmpty()
 		s.SetKind(kind)
 		s.SetTraceID(traceID(trace))
 		for _, l := range links {
-			s.Links().AppendEmpty().SetTraceID(traceID(l))
+			sl := s.Links().AppendEmpty()
+			sl.SetTraceID(traceID(l))
+			if l != 0 {
+				sl.SetSpanID(pcommon.SpanID{1})
+			}
 		}
 	}
 	for _, follow := range []bool{true, false} {
@@ -113,6 +118,7 @@ func TestGroupingFollowsLinks(t *testing.T) {
 		span(ss, ptrace.SpanKindConsumer, 12, 1, 9, 2, 3) // sub-keys 4; 1, 1, 2, 3
 		span(ss, ptrace.SpanKindConsumer, 12)
 		span(ss, ptrace.SpanKindServer, 12, 1)
+		span(ss, ptrace.SpanKindConsumer, 13, 0) // trace 0's link without a span ID
 		before := ptrace.NewTraces()
 		td.CopyTo(before)
 		g.add(td)
@@ -141,9 +147,10 @@ func TestGroupingFollowsLinks(t *testing.T) {
 			2: {"Consumer:2"},
 			3: {"Consumer:3"},
 			4: {"Consumer:", "Server:1"},
+			5: {"Consumer:0"},
 		}
 		if !follow {
-			want = map[int][]string{4: {"Consumer:1923", "Consumer:", "Server:1"}}
+			want = map[int][]string{4: {"Consumer:1923", "Consumer:", "Server:1"}, 5: {"Consumer:0"}}
 		}
 		assert.Equal(t, want, got, "follow_links %v", follow)
 	}
