@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/collector/connector/connectortest"
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/otelcol-red/otelcol-red/connector/tracegraph"
@@ -27,7 +28,8 @@ import (
 // spans tracegraph chose: with two exemplars per point, the two slowest of
 // three calls that succeeded, and the failed call (its own series, failed is
 // a label), server spans on the server histogram and client spans on the
-// client one.
+// client one; and, with exponential histograms, on the native histograms of
+// the protobuf body.
 func TestTracegraphExemplarsServed(t *testing.T) {
 	td := ptrace.NewTraces()
 	clients := td.ResourceSpans().AppendEmpty()
@@ -60,21 +62,11 @@ func TestTracegraphExemplarsServed(t *testing.T) {
 		span(servers.ScopeSpans().AppendEmpty().Spans(), ptrace.SpanKindServer, serverSpan(i), clientSpan(i))
 	}
 
-	f := tracegraph.NewFactory()
-	cfg := f.CreateDefaultConfig()
-	require.NoError(t, confmap.NewFromStringMap(map[string]any{
+	out := tracegraphOutput(t, td, map[string]any{
 		"exemplars": map[string]any{"enabled": true, "max_per_data_point": 2},
-	}).Unmarshal(cfg))
-	sink := &consumertest.MetricsSink{}
-	conn, err := f.CreateTracesToMetrics(context.Background(), connectortest.NewNopSettings(f.Type()), cfg, sink)
-	require.NoError(t, err)
-	require.NoError(t, conn.Start(context.Background(), componenttest.NewNopHost()))
-	require.NoError(t, conn.ConsumeTraces(context.Background(), td))
-	require.NoError(t, conn.Shutdown(context.Background())) // the final flush
-	require.NotEmpty(t, sink.AllMetrics())
-
+	})
 	e, url := startOurs(t, func(c *Config) { c.EnableOpenMetrics = true })
-	for _, md := range sink.AllMetrics() {
+	for _, md := range out {
 		require.NoError(t, e.ConsumeMetrics(context.Background(), md))
 	}
 	hexOf := func(b []byte) string { return hex.EncodeToString(b) }
@@ -140,6 +132,56 @@ func TestTracegraphExemplarsServed(t *testing.T) {
 		}
 		assert.Equal(t, want, got)
 	})
+
+	t.Run("native histograms", func(t *testing.T) {
+		out := tracegraphOutput(t, td, map[string]any{
+			"exponential_histogram_max_size": 20,
+			"exemplars":                      map[string]any{"enabled": true, "max_per_data_point": 2},
+		})
+		e, url := startOurs(t, nil)
+		for _, md := range out {
+			require.NoError(t, e.ConsumeMetrics(context.Background(), md))
+		}
+		e.renderNow()
+		promtest.Scrape(t, url, acceptProm3Native, true)
+		e.renderNow()
+		body, _ := promtest.Scrape(t, url, acceptProm3Native, true)
+		got := map[string][]string{}
+		for _, mf := range promtest.DecodeProto(t, body) {
+			if _, ok := want[mf.GetName()]; !ok {
+				continue
+			}
+			for _, m := range mf.Metric {
+				require.NotNil(t, m.GetHistogram().Schema, "a native histogram")
+				for _, x := range m.GetHistogram().GetExemplars() {
+					l := map[string]string{}
+					for _, lp := range x.GetLabel() {
+						l[lp.GetName()] = lp.GetValue()
+					}
+					got[mf.GetName()] = append(got[mf.GetName()], l["trace_id"]+"/"+l["span_id"])
+				}
+			}
+			sort.Strings(got[mf.GetName()])
+		}
+		assert.Equal(t, want, got)
+	})
+}
+
+// tracegraphOutput runs a tracegraph connector configured by conf over td and returns what it
+// sent, its final flush (at shutdown) included.
+func tracegraphOutput(t *testing.T, td ptrace.Traces, conf map[string]any) []pmetric.Metrics {
+	t.Helper()
+	f := tracegraph.NewFactory()
+	cfg := f.CreateDefaultConfig()
+	require.NoError(t, confmap.NewFromStringMap(conf).Unmarshal(cfg))
+	sink := &consumertest.MetricsSink{}
+	conn, err := f.CreateTracesToMetrics(context.Background(), connectortest.NewNopSettings(f.Type()), cfg, sink)
+	require.NoError(t, err)
+	require.NoError(t, conn.Start(context.Background(), componenttest.NewNopHost()))
+	require.NoError(t, conn.ConsumeTraces(context.Background(), td))
+	require.NoError(t, conn.Shutdown(context.Background()))
+	require.NotEmpty(t, sink.AllMetrics())
+	return sink.AllMetrics()
 }
 
 func clientSpan(i int) pcommon.SpanID { return pcommon.SpanID{0xc, byte(i + 1)} }
