@@ -186,3 +186,44 @@ func tracegraphOutput(t *testing.T, td ptrace.Traces, conf map[string]any) []pme
 
 func clientSpan(i int) pcommon.SpanID { return pcommon.SpanID{0xc, byte(i + 1)} }
 func serverSpan(i int) pcommon.SpanID { return pcommon.SpanID{0x5, byte(i + 1)} }
+
+// TestTracegraphMessagingHistogramName: tracegraph's messaging latency histogram is served under
+// Tempo's name, traces_service_graph_request_messaging_system_seconds (the name dashboards built
+// for Tempo's metrics-generator query), with the consumer span as its exemplar.
+func TestTracegraphMessagingHistogramName(t *testing.T) {
+	td := ptrace.NewTraces()
+	start := time.Unix(1_700_000_000, 0)
+	producer := td.ResourceSpans().AppendEmpty()
+	producer.Resource().Attributes().PutStr("service.name", "orders")
+	p := producer.ScopeSpans().AppendEmpty().Spans().AppendEmpty()
+	p.SetKind(ptrace.SpanKindProducer)
+	p.SetTraceID(pcommon.TraceID{0xa})
+	p.SetSpanID(pcommon.SpanID{0xa})
+	p.SetStartTimestamp(pcommon.NewTimestampFromTime(start))
+	p.SetEndTimestamp(pcommon.NewTimestampFromTime(start.Add(10 * time.Millisecond)))
+	consumer := td.ResourceSpans().AppendEmpty()
+	consumer.Resource().Attributes().PutStr("service.name", "billing")
+	c := consumer.ScopeSpans().AppendEmpty().Spans().AppendEmpty()
+	c.SetKind(ptrace.SpanKindConsumer)
+	c.SetTraceID(pcommon.TraceID{0xb})
+	c.SetSpanID(pcommon.SpanID{0xb})
+	c.SetStartTimestamp(pcommon.NewTimestampFromTime(start.Add(260 * time.Millisecond)))
+	c.SetEndTimestamp(pcommon.NewTimestampFromTime(start.Add(300 * time.Millisecond)))
+	l := c.Links().AppendEmpty()
+	l.SetTraceID(pcommon.TraceID{0xa})
+	l.SetSpanID(pcommon.SpanID{0xa})
+
+	out := tracegraphOutput(t, td, map[string]any{
+		"enable_messaging_system_latency_histogram": true,
+		"exemplars": map[string]any{"enabled": true},
+	})
+	e, url := startOurs(t, func(c *Config) { c.EnableOpenMetrics = true })
+	for _, md := range out {
+		require.NoError(t, e.ConsumeMetrics(context.Background(), md))
+	}
+	e.renderNow()
+	body, _ := promtest.Scrape(t, url, acceptProm3, false)
+	want := `traces_service_graph_request_messaging_system_seconds_bucket{client="orders",connection_type="messaging_system",failed="false",otel_scope_name="traces_service_graph",otel_scope_schema_url="",otel_scope_version="",server="billing",le="0.4"} 1 # {span_id="0b00000000000000",trace_id="0b000000000000000000000000000000"} 0.25 `
+	assert.Contains(t, string(body), want)
+	assert.Contains(t, string(body), `traces_service_graph_request_messaging_system_seconds_sum{client="orders",connection_type="messaging_system",failed="false",otel_scope_name="traces_service_graph",otel_scope_schema_url="",otel_scope_version="",server="billing"} 0.25`)
+}
