@@ -96,6 +96,7 @@ func (a *aggregator) Swap(spare *snapshot, final bool) *snapshot {
 	}
 	ts := pcommon.NewTimestampFromTime(now.Add(-a.p.tsOffset))
 	spare.take(a.series, a.ids, a.start, ts)
+	a.series.forgetExemplars()
 	if a.p.delta {
 		a.start = ts
 		a.series.restart()
@@ -107,35 +108,68 @@ func (a *aggregator) Swap(spare *snapshot, final bool) *snapshot {
 
 // apply merges half h into the edge it belongs to, servicegraph's UpsertEdge: an edge is
 // recorded once, when its second half arrives (or its only one, for a database), whether the
-// halves came in one batch or in batches flushes apart.
+// halves came in one batch or in batches flushes apart. Through span links (applyLinked) a
+// message's PRODUCER span is paired with each CONSUMER span that links to it.
 func (a *aggregator) apply(b *halfBatch, h *half, now int64) {
 	hh := a.pairs.hashOf(h.trace, h.span)
-	id := a.pairs.find(hh, h.trace, h.span)
+	if h.linked {
+		a.applyLinked(b, h, hh, now)
+		return
+	}
+	linked := h.side == clientSide && a.pairs.linked > 0 && a.pairWaitingLinks(b, h, hh, now)
+	id := a.pairs.find(hh, h.trace, h.span, false)
+	if id >= 0 && a.pairs.edges[id].kept {
+		// The client span of a message already paired through a link: a server half pairs with
+		// it as a linked consumer does; a second copy of the client span adds nothing.
+		if h.side == serverSide {
+			a.pairKept(id, b, h, now)
+		}
+		return
+	}
 	var e *edge
 	var dims []uint32
 	if id >= 0 {
 		e, dims = &a.pairs.edges[id], a.pairs.dimsOf(id)
 	} else {
-		a.scratch = edge{trace: h.trace, span: h.span, hash: hh, peer: noValue}
-		e, dims = &a.scratch, a.scratchDims
-		for i := range dims {
-			dims[i] = noValue
-		}
+		e, dims = a.fresh(h, hh)
 	}
 	a.merge(e, dims, b, h)
 	if e.complete() {
 		a.series.record(e, dims, now)
 		if id >= 0 {
 			a.pairs.remove(id)
+			if linked {
+				// Other consumers of the message may still link to its client span.
+				e, dims = a.fresh(h, hh)
+				a.merge(e, dims, b, h)
+				e.kept = true
+				a.wait(e, dims, now)
+			}
 		} else {
 			a.tel.totalEdges.Add(1)
 		}
 		return
 	}
 	if id >= 0 {
+		a.pairs.edges[id].kept = a.pairs.edges[id].kept || linked
 		return
 	}
 	a.tel.totalEdges.Add(1)
+	e.kept = linked
+	a.wait(e, dims, now)
+}
+
+// fresh returns the scratch edge, empty, for the key of h.
+func (a *aggregator) fresh(h *half, hh uint64) (*edge, []uint32) {
+	a.scratch = edge{trace: h.trace, span: h.span, hash: hh, peer: noValue}
+	for i := range a.scratchDims {
+		a.scratchDims[i] = noValue
+	}
+	return &a.scratch, a.scratchDims
+}
+
+// wait stores e as the newest waiting edge, for the ttl.
+func (a *aggregator) wait(e *edge, dims []uint32, now int64) {
 	if a.pairs.n >= a.p.maxItems {
 		// Full: the oldest waiting half is the likeliest never to be paired; it goes the way
 		// of an expired one (servicegraph drops the new half instead).
@@ -144,6 +178,51 @@ func (a *aggregator) apply(b *halfBatch, h *half, now int64) {
 	}
 	e.expires = now + int64(a.p.ttl)
 	a.pairs.insert(e, dims)
+}
+
+// applyLinked pairs h, a CONSUMER span's half keyed by one of its links, with the waiting
+// client half of the linked span, which stays (kept) for the message's other consumers; without
+// one, h waits beside the other consumers' halves waiting for it. A message read by several
+// consumers is one edge each, whatever the order the spans arrive in.
+func (a *aggregator) applyLinked(b *halfBatch, h *half, hh uint64, now int64) {
+	if id := a.pairs.find(hh, h.trace, h.span, false); id >= 0 && a.pairs.edges[id].client != 0 {
+		a.pairKept(id, b, h, now)
+		return
+	}
+	e, dims := a.fresh(h, hh)
+	e.linked = true
+	a.merge(e, dims, b, h)
+	a.tel.totalEdges.Add(1)
+	a.wait(e, dims, now)
+}
+
+// pairKept records the edge of waiting client half id and server half h, and keeps the client
+// half waiting (kept: its expiry records nothing) for the message's other consumers.
+func (a *aggregator) pairKept(id int32, b *halfBatch, h *half, now int64) {
+	client := &a.pairs.edges[id]
+	client.kept = true
+	a.scratch = *client
+	copy(a.scratchDims, a.pairs.dimsOf(id))
+	a.merge(&a.scratch, a.scratchDims, b, h)
+	a.series.record(&a.scratch, a.scratchDims, now)
+	a.tel.totalEdges.Add(1)
+}
+
+// pairWaitingLinks records an edge for each linked consumer's half waiting for client half h,
+// and reports whether there was any. A database call is not a message.
+func (a *aggregator) pairWaitingLinks(b *halfBatch, h *half, hh uint64, now int64) bool {
+	if h.db.n != absent {
+		return false
+	}
+	paired := false
+	for id := a.pairs.find(hh, h.trace, h.span, true); id >= 0; id = a.pairs.find(hh, h.trace, h.span, true) {
+		e, dims := &a.pairs.edges[id], a.pairs.dimsOf(id)
+		a.merge(e, dims, b, h)
+		a.series.record(e, dims, now)
+		a.pairs.remove(id)
+		paired = true
+	}
+	return paired
 }
 
 // merge writes half h into e, as servicegraph's update callbacks do.
@@ -164,9 +243,12 @@ func (a *aggregator) merge(e *edge, dims []uint32, b *halfBatch, h *half) {
 	}
 	if h.side == serverSide {
 		e.server, e.serverLatency = svc, h.latency
+		e.serverTrace, e.serverSpan, e.serverStart = h.ownTrace, h.own, h.start
+		e.serverStored = a.p.stored(h.failed, h.start, h.end)
 		return
 	}
-	e.client, e.clientLatency = svc, h.latency
+	e.client, e.clientLatency, e.clientEnd = svc, h.latency, h.end
+	e.clientStored = a.p.stored(h.failed, h.start, h.end)
 	if h.peer.n != absent {
 		e.peer = a.ids.of(b, h.peer)
 	}
@@ -190,6 +272,11 @@ func (a *aggregator) expireBefore(deadline, now int64) {
 // virtual node its peer attribute names ("unknown" without one).
 func (a *aggregator) expireEdge(id int32, now int64) {
 	e, dims := &a.pairs.edges[id], a.pairs.dimsOf(id)
+	if e.kept {
+		// Paired already: it only waited for the message's other consumers.
+		a.pairs.remove(id)
+		return
+	}
 	a.tel.expiredEdges.Add(1)
 	if a.p.peerAttrs != nil {
 		e.conn = connVirtual

@@ -9,7 +9,7 @@ import (
 )
 
 // Once every series exists and the batch pool is warm, ConsumeTraces — and the aggregator work
-// it causes (pairing, expiring, evicting, recording) — allocates nothing: every goroutine's
+// it causes (pairing, expiring, evicting, recording, choosing exemplars) — allocates nothing: every goroutine's
 // allocations are counted over 2048 requests of ~200 spans at GOMAXPROCS 1.
 //
 // At GOMAXPROCS 1 the aggregator runs only when the producer is preempted or settles, so the
@@ -19,13 +19,23 @@ func TestConsumeTracesSteadyStateAllocatesNothing(t *testing.T) {
 	if raceEnabled {
 		t.Skip("allocation counts are not meaningful under the race detector")
 	}
+	dims3 := []string{"http.method", "region", "http.status_code"}
 	for _, tc := range []struct {
-		dims []string
-		wire bool // the otlpwire receiver's traces: the request's bytes, reduced from the decoder
-	}{{nil, false}, {[]string{"http.method", "region", "http.status_code"}, false}, {[]string{"http.method", "region", "http.status_code"}, true}} {
+		dims      []string
+		wire      bool // the otlpwire receiver's traces: the request's bytes, reduced from the decoder
+		exemplars bool // and the messaging histogram, and messages paired through links
+	}{{nil, false, false}, {dims3, false, false}, {dims3, true, false}, {dims3, false, true}, {dims3, true, true}} {
 		dims := tc.dims
-		c, _ := startTracegraph(t, func(cfg *Config) { cfg.Dimensions = dims; cfg.Store.MaxItems = 1000 })
+		c, _ := startTracegraph(t, func(cfg *Config) {
+			cfg.Dimensions = dims
+			cfg.Store.MaxItems = 1000
+			cfg.Exemplars.Enabled = tc.exemplars
+			cfg.EnableMessagingSystemLatencyHistogram = tc.exemplars
+		})
 		requests, _ := benchRequests(500, 200)
+		if tc.exemplars {
+			requests = append(requests, linkedRequests(64, 50)...)
+		}
 		if tc.wire {
 			for i, td := range requests {
 				requests[i] = wireEncodings[i%len(wireEncodings)](t, td)
@@ -58,7 +68,7 @@ func TestConsumeTracesSteadyStateAllocatesNothing(t *testing.T) {
 			}
 		}
 		runtime.GOMAXPROCS(prev)
-		require.Zero(t, counts[len(counts)-1], "allocations in each window of 2048 requests %v, dimensions %v, wire %v", counts, dims, tc.wire)
+		require.Zero(t, counts[len(counts)-1], "allocations in each window of 2048 requests %v, dimensions %v, wire %v, exemplars %v", counts, dims, tc.wire, tc.exemplars)
 		require.Positive(t, c.tel.evictedEdges.Load(), "the measured calls went through eviction and virtual nodes too")
 	}
 }

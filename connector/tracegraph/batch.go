@@ -48,6 +48,14 @@ type half struct {
 	peer    text // client only: the first virtual_node_peer_attributes value found
 	db      text // client only: the database name that makes it a database edge
 	dims    uint32
+	// linked: a CONSUMER span's half paired through one of its links; trace and span are the
+	// link's (the PRODUCER span's), ownTrace the consumer's own trace.
+	linked   bool
+	ownTrace pcommon.TraceID
+	own      pcommon.SpanID // the span's own ID, named by exemplars
+	// start and end are the span's times (unix ns): the messaging latency is the time from the
+	// producer's end to the consumer's start.
+	start, end uint64
 }
 
 // halfBatch is what one ConsumeTraces call hands to the aggregator. Its slices keep their

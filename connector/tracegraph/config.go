@@ -23,6 +23,8 @@ const (
 	defaultStoreMaxItems    = 100_000
 	defaultSeriesExpiration = 15 * time.Minute
 	defaultRingSize         = 1024
+	// defaultMaxExemplars is tracemetrics' (and spanmetrics') exemplars.max_per_data_point.
+	defaultMaxExemplars = 5
 )
 
 // defaultPeerAttributes name a virtual node when virtual_node_peer_attributes is unset.
@@ -101,7 +103,49 @@ type Config struct {
 	// service.instance.id as their resource: the writer that keeps one gateway's deltas of an
 	// edge apart from another's.
 	AggregationTemporality string `mapstructure:"aggregation_temporality"`
+
+	// Messaging edges through span links, their latency histogram, exemplars: kept together.
+
+	// Links (ours; contrib's servicegraph pairs through links since contrib #48782) pairs a
+	// CONSUMER span with each PRODUCER span it links to, one messaging_system edge per link, as
+	// the messaging semantic conventions correlate them: a CONSUMER span with links is paired
+	// through its links only, one without through its parent as before. Default on.
+	Links LinksConfig `mapstructure:"links"`
+
+	// EnableMessagingSystemLatencyHistogram (Tempo's key) adds the
+	// traces_service_graph_request_messaging_system histogram: the time from the producer's end
+	// to the consumer's start, for messaging_system edges of which both spans came. Default false.
+	EnableMessagingSystemLatencyHistogram bool `mapstructure:"enable_messaging_system_latency_histogram"`
+
+	// Exemplars (tracemetrics' keys) attaches exemplars to the latency histograms.
+	Exemplars ExemplarsConfig `mapstructure:"exemplars"`
 }
+
+// LinksConfig configures pairing through span links.
+type LinksConfig struct {
+	// Enabled pairs CONSUMER spans with the PRODUCER spans they link to. Default true; false
+	// pairs every span through its parent only, as servicegraph v0.159.0 does.
+	Enabled bool `mapstructure:"enabled"`
+}
+
+// ExemplarsConfig configures the exemplars of the latency histograms, with tracemetrics' keys.
+type ExemplarsConfig struct {
+	// Enabled attaches to each latency histogram point the trace and span IDs of up to
+	// MaxPerDataPoint of the interval's requests: failed ones first, then the slowest. Default
+	// false.
+	Enabled bool `mapstructure:"enabled"`
+	// MaxPerDataPoint bounds the exemplars of one data point per flush interval. Default 5, at
+	// most 255; 0 with Enabled: none.
+	MaxPerDataPoint int `mapstructure:"max_per_data_point"`
+	// SlowThreshold (ours), when positive, lets exemplars name only spans that failed or lasted
+	// at least this long: the spans the Elasticsearch branch stores (configs/kafka-gateway.yaml
+	// and configs/es-store.yaml keep errors and spans of at least SLOW_THRESHOLD_NS), so that
+	// every exemplar opens a stored span. Set it to that threshold. Default 0: any span.
+	SlowThreshold time.Duration `mapstructure:"slow_threshold"`
+}
+
+// maxExemplars bounds exemplars.max_per_data_point: the count per point is a byte.
+const maxExemplars = 255
 
 // The values of aggregation_temporality, spelled as in spanmetrics.
 const (
@@ -183,6 +227,12 @@ func (c *Config) Validate() error {
 	case "", temporalityCumulative, temporalityDelta:
 	default:
 		add("aggregation_temporality: must be %s or %s, got %q", temporalityCumulative, temporalityDelta, c.AggregationTemporality)
+	}
+	if c.Exemplars.MaxPerDataPoint < 0 || c.Exemplars.MaxPerDataPoint > maxExemplars {
+		add("exemplars.max_per_data_point: must be between 0 and %d, got %d", maxExemplars, c.Exemplars.MaxPerDataPoint)
+	}
+	if c.Exemplars.SlowThreshold < 0 {
+		add("exemplars.slow_threshold: can not be negative")
 	}
 	if c.RingSize < 2 || c.RingSize > maxRingSize {
 		add("ring_size: must be between 2 and %d, got %d", maxRingSize, c.RingSize)

@@ -48,6 +48,13 @@ func TestLoadConfig(t *testing.T) {
 			c.Sampling.Weighted = false
 			c.AggregationTemporality = temporalityDelta
 		})},
+		{id: "messaging", expected: def(func(c *Config) {
+			c.Links.Enabled = false
+			c.EnableMessagingSystemLatencyHistogram = true
+			c.Exemplars = ExemplarsConfig{Enabled: true, MaxPerDataPoint: 3, SlowThreshold: 500 * time.Millisecond}
+		})},
+		{id: "bad_exemplars", errorMessage: "exemplars.max_per_data_point: must be between 0 and 255, got 256"},
+		{id: "bad_exemplars", errorMessage: "exemplars.slow_threshold: can not be negative"},
 		{id: "both_histograms", errorMessage: "latency_histogram_buckets: use either"},
 		{id: "unsorted_buckets", errorMessage: "latency_histogram_buckets[1]: 100ms is not greater"},
 		{id: "bad_store", errorMessage: "store.ttl: must be positive"},
@@ -89,4 +96,13 @@ func TestPlanFollowsServicegraphDefaults(t *testing.T) {
 	require.Nil(t, p.peerAttrs, "an empty list turns virtual nodes off")
 	require.Zero(t, p.flushInterval)
 	require.Equal(t, []float64{0.0015, 1}, p.bounds)
+
+	require.True(t, p.links, "links are followed by default")
+	require.Equal(t, 2, p.histograms, "no messaging histogram by default")
+	require.Zero(t, p.exemplars, "no exemplars by default")
+	c.EnableMessagingSystemLatencyHistogram = true
+	c.Exemplars.Enabled = true
+	p = newPlan(c)
+	require.Equal(t, 3, p.histograms)
+	require.Equal(t, defaultMaxExemplars, p.exemplars)
 }

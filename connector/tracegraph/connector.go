@@ -13,7 +13,9 @@ import (
 
 var errShutdown = errors.New("tracegraph connector is shut down")
 
-// ringMemory bounds the bytes of the batches queued and pooled: a batch is ~100 bytes per span.
+// ringMemory bounds the bytes of the batches queued and pooled: a batch holds a 120-byte half
+// per edge span (unsafe.Sizeof; 80 before halves carried their span's own IDs and times, for
+// exemplars and the messaging latency), its dimensions and its strings.
 const ringMemory = 64 << 20
 
 // connectorImp is the tracegraph connector. It runs on the pipeline stage both trace
@@ -21,11 +23,12 @@ const ringMemory = 64 << 20
 //
 //	ConsumeTraces (any number of goroutines), the stage's
 //	  reducer.reduce (reducer.go): CLIENT/SERVER/PRODUCER/CONSUMER spans → one halfBatch
-//	  (batch.go) of half edges, no lock, no allocation once the pool is warm; one pointer
-//	  into the intake ring (internal/intake), which waits if it is full
+//	  (batch.go) of half edges (a CONSUMER span with links: one per link), no lock, no
+//	  allocation once the pool is warm; one pointer into the intake ring (internal/intake),
+//	  which waits if it is full
 //	the consumer goroutine: aggregator.go
-//	  pairs halves in the pair table (pairs.go), records complete edges in the series table
-//	  (edges.go), expires waiting halves into virtual nodes and idle series on their own
+//	  pairs halves in the pair table (pairs.go), records complete edges, with their
+//	  exemplars, in the series table (edges.go), expires waiting halves into virtual nodes and idle series on their own
 //	  tickers, and at each flush tick copies the series into a snapshot (snapshot.go)
 //	the flush goroutine: flusher.go
 //	  builds the metrics of a snapshot and hands them to the next consumer

@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/lightstep/go-expohisto/structure"
+	"go.opentelemetry.io/collector/pdata/pcommon"
 
 	"github.com/otelcol-red/otelcol-red/internal/hash"
 )
@@ -27,7 +28,7 @@ type series struct {
 	lastAt  int64   // unix ns of the last request recorded
 	count   uint64  // requests (request_total; request_failed_total when the key is failed)
 	carry   float64 // fraction of weighted requests not yet counted
-	latency [2]histogramState
+	latency [maxHistograms]histogramState
 }
 
 // histogramState is one latency histogram's count and sum; its buckets are in seriesTable.
@@ -36,11 +37,32 @@ type histogramState struct {
 	sum   float64
 }
 
-// Indexes of latency.
+// Indexes of latency: the messaging histogram only with
+// enable_messaging_system_latency_histogram (plan.histograms).
 const (
-	histServer = 0
-	histClient = 1
+	histServer    = 0
+	histClient    = 1
+	histMessaging = 2
+	maxHistograms = 3
 )
+
+// exemplar is a request named by a latency histogram's point: the IDs of the span it measured
+// and the value it added.
+type exemplar struct {
+	trace  pcommon.TraceID
+	span   pcommon.SpanID
+	value  float64
+	failed bool
+}
+
+// stronger reports whether x should displace y: failed requests first, then the slowest, as
+// tracemetrics chooses.
+func (x *exemplar) stronger(y *exemplar) bool {
+	if x.failed != y.failed {
+		return x.failed
+	}
+	return x.value > y.value
+}
 
 // seriesTable holds the edge series, keyed by their interned key, cumulative since start.
 // Owned by the aggregator; a flush reads a copy (snapshot.go).
@@ -50,19 +72,24 @@ type seriesTable struct {
 	series  []series
 	keys    []uint32 // keyLen ids per series
 	keyLen  int
-	buckets []uint64 // 2 × (len(bounds)+1) per series: server, then client
+	buckets []uint64 // nh × (len(bounds)+1) per series: server, client, messaging
 	nb      int
-	expo    [][2]*structure.Histogram[float64] // per series, exponential mode only
-	free    []uint32
-	live    int
-	scratch []uint32
-	hashBuf []byte
-	keyHash func([]byte) uint64
+	nh      int                                            // histograms per series (plan.histograms)
+	expo    [][maxHistograms]*structure.Histogram[float64] // per series, exponential mode only
+	// exemplars holds nh × plan.exemplars slots per series, exemplarN how many of each
+	// histogram's are filled in the interval; empty without exemplars.
+	exemplars []exemplar
+	exemplarN []uint8
+	free      []uint32
+	live      int
+	scratch   []uint32
+	hashBuf   []byte
+	keyHash   func([]byte) uint64
 }
 
 func newSeriesTable(p *plan) *seriesTable {
 	kl := keyDims + 2*len(p.dims)
-	t := &seriesTable{p: p, keyLen: kl, scratch: make([]uint32, kl), keyHash: hash.Sum64}
+	t := &seriesTable{p: p, keyLen: kl, nh: p.histograms, scratch: make([]uint32, kl), keyHash: hash.Sum64}
 	if p.bounds != nil {
 		t.nb = len(p.bounds) + 1
 	}
@@ -88,16 +115,72 @@ func (t *seriesTable) record(e *edge, dims []uint32, now int64) {
 	s.carry += w - inc
 	n := uint64(inc)
 	s.count += n
+	if n == 0 {
+		return
+	}
 	t.observe(id, histServer, e.serverLatency, n)
 	t.observe(id, histClient, e.clientLatency, n)
+	// Tempo's messaging latency: only for messaging edges of which both spans came, and not
+	// when the consumer started before the producer ended (clocks apart).
+	messaging := t.nh > histMessaging && e.conn == connMessaging && e.serverStart >= e.clientEnd
+	if messaging {
+		t.observe(id, histMessaging, float64(e.serverStart-e.clientEnd)/1e9, n)
+	}
+	if t.p.exemplars == 0 {
+		return
+	}
+	// Each histogram names the span it measured, or the other one where that side is not a
+	// span (a database or a virtual node; "user" for a root server span), and only a span the
+	// Elasticsearch branch stores where exemplars.slow_threshold says so.
+	server := exemplar{trace: e.serverTrace, span: e.serverSpan, value: e.serverLatency, failed: e.failed}
+	client := exemplar{trace: e.trace, span: e.span, value: e.clientLatency, failed: e.failed}
+	serverStored, clientStored := e.serverStored, e.clientStored
+	if server.span.IsEmpty() {
+		server.trace, server.span, serverStored = client.trace, client.span, clientStored
+	}
+	if client.span.IsEmpty() {
+		client.trace, client.span, clientStored = server.trace, server.span, serverStored
+	}
+	if serverStored {
+		t.offer(id, histServer, &server)
+	}
+	if clientStored {
+		t.offer(id, histClient, &client)
+	}
+	if messaging && serverStored {
+		server.value = float64(e.serverStart-e.clientEnd) / 1e9
+		t.offer(id, histMessaging, &server)
+	}
 }
+
+// offer keeps x among the exemplars of histogram which of series id, if it is among the
+// plan.exemplars strongest of the interval.
+func (t *seriesTable) offer(id uint32, which int, x *exemplar) {
+	limit := t.p.exemplars
+	at := int(id)*t.nh + which
+	slots := t.exemplars[at*limit : (at+1)*limit]
+	if n := int(t.exemplarN[at]); n < limit {
+		slots[n] = *x
+		t.exemplarN[at]++
+		return
+	}
+	weakest := 0
+	for i := 1; i < limit; i++ {
+		if slots[weakest].stronger(&slots[i]) {
+			weakest = i
+		}
+	}
+	if x.stronger(&slots[weakest]) {
+		slots[weakest] = *x
+	}
+}
+
+// forgetExemplars starts the next interval's exemplars, once a flush copied them.
+func (t *seriesTable) forgetExemplars() { clear(t.exemplarN) }
 
 // observe adds n requests of latency v to histogram which of series id; the sum grows by
 // v × n, so that count and sum describe the same requests.
 func (t *seriesTable) observe(id uint32, which int, v float64, n uint64) {
-	if n == 0 {
-		return
-	}
 	s := &t.series[id]
 	h := &s.latency[which]
 	h.count += n
@@ -113,7 +196,7 @@ func (t *seriesTable) observe(id uint32, which int, v float64, n uint64) {
 		return
 	}
 	// servicegraph's bucket search (the first bound >= v), in constant time.
-	t.buckets[int(id)*2*t.nb+which*t.nb+t.p.explicit.Index(v)] += n
+	t.buckets[int(id)*t.nh*t.nb+which*t.nb+t.p.explicit.Index(v)] += n
 }
 
 // lookup returns the id of the series of key k, created if new.
@@ -133,17 +216,24 @@ func (t *seriesTable) lookup(k []uint32) uint32 {
 	if n := len(t.free); n > 0 {
 		id = t.free[n-1]
 		t.free = t.free[:n-1]
-		clear(t.buckets[int(id)*2*t.nb : int(id+1)*2*t.nb])
+		clear(t.buckets[int(id)*t.nh*t.nb : int(id+1)*t.nh*t.nb])
 		if t.expo != nil {
-			t.expo[id] = [2]*structure.Histogram[float64]{}
+			t.expo[id] = [maxHistograms]*structure.Histogram[float64]{}
+		}
+		if t.p.exemplars > 0 {
+			clear(t.exemplarN[int(id)*t.nh : int(id+1)*t.nh])
 		}
 	} else {
 		id = uint32(len(t.series))
 		t.series = append(t.series, series{})
 		t.keys = append(t.keys, make([]uint32, t.keyLen)...)
-		t.buckets = append(t.buckets, make([]uint64, 2*t.nb)...)
+		t.buckets = append(t.buckets, make([]uint64, t.nh*t.nb)...)
 		if t.p.bounds == nil {
-			t.expo = append(t.expo, [2]*structure.Histogram[float64]{})
+			t.expo = append(t.expo, [maxHistograms]*structure.Histogram[float64]{})
+		}
+		if t.p.exemplars > 0 {
+			t.exemplars = append(t.exemplars, make([]exemplar, t.nh*t.p.exemplars)...)
+			t.exemplarN = append(t.exemplarN, make([]uint8, t.nh)...)
 		}
 	}
 	t.series[id] = series{hash: h, live: true}
@@ -159,7 +249,7 @@ func (t *seriesTable) key(id uint32) []uint32 {
 
 // bucketCounts returns the explicit bucket counts of series id's histogram which.
 func (t *seriesTable) bucketCounts(id uint32, which int) []uint64 {
-	at := int(id)*2*t.nb + which*t.nb
+	at := int(id)*t.nh*t.nb + which*t.nb
 	return t.buckets[at : at+t.nb]
 }
 
@@ -184,8 +274,8 @@ func (t *seriesTable) restart() {
 			t.remove(uint32(id))
 		default:
 			s.count = 0
-			s.latency = [2]histogramState{}
-			clear(t.buckets[id*2*t.nb : (id+1)*2*t.nb])
+			s.latency = [maxHistograms]histogramState{}
+			clear(t.buckets[id*t.nh*t.nb : (id+1)*t.nh*t.nb])
 			if t.expo != nil {
 				for _, x := range t.expo[id] {
 					if x != nil {

@@ -31,6 +31,8 @@ func createDefaultConfig() component.Config {
 		SeriesExpiration:    defaultSeriesExpiration,
 		RingSize:            defaultRingSize,
 		Sampling:            SamplingConfig{Weighted: true},
+		Links:               LinksConfig{Enabled: true},
+		Exemplars:           ExemplarsConfig{MaxPerDataPoint: defaultMaxExemplars},
 	}
 }
 

@@ -20,7 +20,10 @@ const (
 	metricFailed = "traces_service_graph_request_failed_total"
 	metricServer = "traces_service_graph_request_server"
 	metricClient = "traces_service_graph_request_client"
-	latencyUnit  = "s"
+	// metricMessaging is Tempo's traces_service_graph_request_messaging_system_seconds once
+	// through Prometheus.
+	metricMessaging = "traces_service_graph_request_messaging_system"
+	latencyUnit     = "s"
 )
 
 // flusher is the pipeline's flush goroutine (internal/pipeline): it builds the metrics of the
@@ -101,7 +104,13 @@ func (f *flusher) build(t *snapshot) (pmetric.Metrics, int) {
 	client := ms.AppendEmpty()
 	client.SetName(metricClient)
 	client.SetUnit(latencyUnit)
-	hists := [2]pmetric.Metric{histServer: server, histClient: client}
+	hists := []pmetric.Metric{histServer: server, histClient: client}
+	if t.nh > histMessaging {
+		messaging := ms.AppendEmpty()
+		messaging.SetName(metricMessaging)
+		messaging.SetUnit(latencyUnit)
+		hists = append(hists, messaging)
+	}
 	for _, m := range hists {
 		if f.p.bounds == nil {
 			m.SetEmptyExponentialHistogram().SetAggregationTemporality(temporality)
@@ -132,11 +141,18 @@ func (f *flusher) build(t *snapshot) (pmetric.Metrics, int) {
 		}
 		for which, m := range hists {
 			h := s.latency[which]
+			if which == histMessaging && h.count == 0 {
+				// Only messaging edges of which both spans came have this one (Tempo: the
+				// same).
+				continue
+			}
+			var exemplars pmetric.ExemplarSlice
 			if f.p.bounds == nil {
 				dp := m.ExponentialHistogram().DataPoints().AppendEmpty()
 				stamp(dp, t)
 				attrs.CopyTo(dp.Attributes())
 				expoPoint(t.expo[id][which], dp)
+				exemplars = dp.Exemplars()
 			} else {
 				dp := m.Histogram().DataPoints().AppendEmpty()
 				stamp(dp, t)
@@ -145,9 +161,15 @@ func (f *flusher) build(t *snapshot) (pmetric.Metrics, int) {
 				dp.SetSum(h.sum)
 				dp.ExplicitBounds().FromRaw(f.p.bounds)
 				dp.BucketCounts().FromRaw(t.bucketCounts(uint32(id), which))
+				exemplars = dp.Exemplars()
 			}
+			putExemplars(exemplars, t.exemplarsOf(uint32(id), which), t.now)
 			points++
 		}
+	}
+	if len(hists) > histMessaging {
+		// No empty metric while there is no messaging edge.
+		ms.RemoveIf(func(m pmetric.Metric) bool { return m.Name() == metricMessaging && dataPoints(m) == 0 })
 	}
 	return md, points
 }
@@ -183,6 +205,29 @@ func (f *flusher) attributes(in *snapshot, k []uint32, m pcommon.Map) {
 	}
 	if f.p.virtualNodeLabel {
 		m.PutStr("virtual_node", virtualLabelNames[k[keyLabel]])
+	}
+}
+
+// dataPoints returns the points of histogram m, explicit or exponential.
+func dataPoints(m pmetric.Metric) int {
+	if m.Type() == pmetric.MetricTypeExponentialHistogram {
+		return m.ExponentialHistogram().DataPoints().Len()
+	}
+	return m.Histogram().DataPoints().Len()
+}
+
+// putExemplars writes xs into dst, stamped with the flush time as tracemetrics stamps its own.
+func putExemplars(dst pmetric.ExemplarSlice, xs []exemplar, ts pcommon.Timestamp) {
+	if len(xs) == 0 {
+		return
+	}
+	dst.EnsureCapacity(len(xs))
+	for i := range xs {
+		x := dst.AppendEmpty()
+		x.SetTimestamp(ts)
+		x.SetTraceID(xs[i].trace)
+		x.SetSpanID(xs[i].span)
+		x.SetDoubleValue(xs[i].value)
 	}
 }
 

@@ -30,14 +30,15 @@ var update = flag.Bool("update", false, "rewrite testdata/golden/*/metrics.yaml 
 
 // TestGolden feeds testdata/golden/traces.yaml (calls paired within the request, a failed one,
 // a database, a queue, an untraced peer, a root server span, a client span without a peer, an
-// internal span, a resource without service.name) to a connector configured by each case's
+// internal span, a resource without service.name, producers whose consumers link to them from
+// other traces: a batch receive and a second consumer group) to a connector configured by each case's
 // config.yaml over the defaults, shuts it down (the halves still waiting expire, into virtual
 // nodes) and compares the final flush with the case's metrics.yaml, timestamps included (the
 // clock is a fake one).
 func TestGolden(t *testing.T) {
 	input, err := golden.ReadTraces(filepath.Join("testdata", "golden", "traces.yaml"))
 	require.NoError(t, err)
-	for _, name := range []string{"default", "virtual-node-label", "dimensions", "exponential", "delta"} {
+	for _, name := range []string{"default", "virtual-node-label", "dimensions", "exponential", "delta", "messaging", "no-links"} {
 		t.Run(name, func(t *testing.T) {
 			dir := filepath.Join("testdata", "golden", name)
 			conf, err := confmaptest.LoadConf(filepath.Join(dir, "config.yaml"))

@@ -19,14 +19,30 @@ type edge struct {
 
 	client, server uint32 // interned service names; 0 ("") until that half arrived
 	peer           uint32 // the client's peer attribute value, noValue without one
-	clientLatency  float64
-	serverLatency  float64
-	// weight is the larger adjusted count of the two halves: under consistent sampling both
-	// spans were kept with the probability of the less likely one.
-	weight float64
+	// The one-byte fields fill the padding before the floats (TestWaitingEdgeSize).
 	conn   connection
 	failed bool
 	label  virtualLabel
+	// linked: a CONSUMER span's half waiting for the PRODUCER span it links to; several may wait
+	// for one producer (a message read by several consumers).
+	linked        bool
+	clientLatency float64
+	serverLatency float64
+	// weight is the larger adjusted count of the two halves: under consistent sampling both
+	// spans were kept with the probability of the less likely one.
+	weight float64
+	// kept: a client half already paired through a link, kept until its ttl for the other
+	// consumers of the message; it then expires without being recorded.
+	kept bool
+	// clientStored and serverStored: the span of that side may be named by an exemplar
+	// (plan.stored).
+	clientStored, serverStored bool
+
+	// The server span's own IDs (the client's are the key), for exemplars.
+	serverTrace pcommon.TraceID
+	serverSpan  pcommon.SpanID
+	// clientEnd and serverStart (unix ns) give the messaging latency.
+	clientEnd, serverStart uint64
 }
 
 // virtualLabel is the virtual_node label of an edge.
@@ -60,6 +76,9 @@ type pairTable struct {
 	newest  int32
 	keyBuf  [24]byte
 	keyHash func([]byte) uint64
+	// linked counts the linked consumers' halves waiting: none, and a client half need not
+	// look for them.
+	linked int
 }
 
 func newPairTable(dims int) *pairTable {
@@ -73,11 +92,12 @@ func (t *pairTable) hashOf(trace pcommon.TraceID, span pcommon.SpanID) uint64 {
 	return t.keyHash(t.keyBuf[:])
 }
 
-// find returns the id of the waiting edge of (trace, span), -1 if none.
-func (t *pairTable) find(h uint64, trace pcommon.TraceID, span pcommon.SpanID) int32 {
+// find returns the id of the waiting edge of (trace, span) that is, or is not, a linked
+// consumer's half; -1 if none. There is at most one waiting edge of a key that is not linked.
+func (t *pairTable) find(h uint64, trace pcommon.TraceID, span pcommon.SpanID, linked bool) int32 {
 	p := t.index.Probe(h)
 	for id, ok := p.Next(); ok; id, ok = p.Next() {
-		if e := &t.edges[id]; e.trace == trace && e.span == span {
+		if e := &t.edges[id]; e.trace == trace && e.span == span && e.linked == linked {
 			return int32(id)
 		}
 	}
@@ -112,6 +132,9 @@ func (t *pairTable) insert(e *edge, dims []uint32) int32 {
 	t.newest = id
 	t.index.Insert(e.hash, uint32(id))
 	t.n++
+	if e.linked {
+		t.linked++
+	}
 	return id
 }
 
@@ -131,6 +154,9 @@ func (t *pairTable) remove(id int32) {
 	t.index.Delete(e.hash, uint32(id))
 	t.free = append(t.free, id)
 	t.n--
+	if e.linked {
+		t.linked--
+	}
 }
 
 // markStrings marks every string a waiting edge refers to.

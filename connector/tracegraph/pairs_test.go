@@ -11,7 +11,7 @@ import (
 
 func TestWaitingEdgeSize(t *testing.T) {
 	// README.md and configs/tracegraph.yaml quote this size.
-	require.EqualValues(t, 96, unsafe.Sizeof(edge{}))
+	require.EqualValues(t, 136, unsafe.Sizeof(edge{}))
 }
 
 func TestPairTableFindInsertRemove(t *testing.T) {
@@ -27,7 +27,7 @@ func TestPairTableFindInsertRemove(t *testing.T) {
 	// Remove every other one; the rest are found with their dimensions, in arrival order.
 	for i := 0; i < 100; i += 2 {
 		tr, sp := key(i)
-		id := pt.find(pt.hashOf(tr, sp), tr, sp)
+		id := pt.find(pt.hashOf(tr, sp), tr, sp, false)
 		require.GreaterOrEqual(t, id, int32(0))
 		pt.remove(id)
 	}
@@ -39,7 +39,7 @@ func TestPairTableFindInsertRemove(t *testing.T) {
 		want += 2
 	}
 	tr, sp := key(0)
-	require.Equal(t, int32(-1), pt.find(pt.hashOf(tr, sp), tr, sp))
+	require.Equal(t, int32(-1), pt.find(pt.hashOf(tr, sp), tr, sp, false))
 }
 
 // BenchmarkPendingBytes reports the heap held per waiting half edge in a table of 100,000 (the

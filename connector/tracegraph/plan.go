@@ -34,6 +34,16 @@ type plan struct {
 	delta bool
 	// writer is the collector's service.instance.id, the resource of delta points.
 	writer string
+	// links: CONSUMER spans are paired through their span links.
+	links bool
+	// histograms is how many latency histograms a series has: server and client, and with
+	// enable_messaging_system_latency_histogram the messaging one (histMessaging).
+	histograms int
+	// exemplars is the most exemplars per histogram point and interval; 0: none.
+	exemplars int
+	// exemplarSlow (ns), when positive, makes only failed spans and spans at least this long
+	// eligible as exemplars: the ones the Elasticsearch branch stores.
+	exemplarSlow uint64
 
 	flushInterval    time.Duration // 0: flush after every drained round
 	expireEvery      time.Duration
@@ -53,6 +63,8 @@ func newPlan(c *Config) *plan {
 		dbAttrs:          c.DatabaseNameAttributes,
 		weighted:         c.Sampling.Weighted,
 		delta:            c.AggregationTemporality == temporalityDelta,
+		links:            c.Links.Enabled,
+		histograms:       2,
 		flushInterval:    defaultFlushInterval,
 		expireEvery:      orDefault(c.StoreExpirationLoop, defaultStoreExpirationLoop),
 		cleanEvery:       orDefault(c.CacheLoop, defaultCacheLoop),
@@ -61,6 +73,13 @@ func newPlan(c *Config) *plan {
 		seriesExpiration: orDefault(c.SeriesExpiration, defaultSeriesExpiration),
 		tsOffset:         c.MetricsTimestampOffset,
 		ringSize:         c.RingSize,
+	}
+	if c.EnableMessagingSystemLatencyHistogram {
+		p.histograms = 3
+	}
+	if c.Exemplars.Enabled {
+		p.exemplars = c.Exemplars.MaxPerDataPoint
+		p.exemplarSlow = uint64(max(c.Exemplars.SlowThreshold, 0))
 	}
 	if c.MetricsFlushInterval != nil {
 		p.flushInterval = *c.MetricsFlushInterval
@@ -87,6 +106,13 @@ func newPlan(c *Config) *plan {
 		p.dbAttrs = defaultDatabaseNameAttributes
 	}
 	return p
+}
+
+// stored reports whether a span that failed or not and ran from start to end (unix ns) may be
+// named by an exemplar: with exemplars.slow_threshold, the Elasticsearch branch's rule (an
+// error, or end - start at least the threshold; a span ending before it starts is not slow).
+func (p *plan) stored(failed bool, start, end uint64) bool {
+	return p.exemplarSlow == 0 || failed || end >= start && end-start >= p.exemplarSlow
 }
 
 // latency converts a span's duration in nanoseconds to seconds, with servicegraph's formula

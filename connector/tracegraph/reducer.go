@@ -80,11 +80,13 @@ func reduceSpan[S traceview.Source](r reducer, b *halfBatch, span *traceview.Spa
 	}
 	attrs := span.Attributes()
 	h.trace = span.TraceID()
+	h.ownTrace, h.own = h.trace, span.SpanID()
 	h.failed = span.StatusCode() == ptrace.StatusCodeError
+	h.start, h.end = span.StartTimestamp(), span.EndTimestamp()
 	// An end before the start is a broken clock, not a 584-year call: servicegraph's uint64
 	// difference wraps to that; the latency counts 0 here (as spanmetrics does for durations),
 	// and the span is counted.
-	if end, start := span.EndTimestamp(), span.StartTimestamp(); end >= start {
+	if end, start := h.end, h.start; end >= start {
 		h.latency = r.p.latency(end - start)
 	} else {
 		b.backwards++
@@ -109,7 +111,27 @@ func reduceSpan[S traceview.Source](r reducer, b *halfBatch, span *traceview.Spa
 			}
 		}
 	}
+	if h.conn == connMessaging && h.side == serverSide && r.p.links && span.NumLinks() > 0 && appendLinked(b, h, span) {
+		return
+	}
 	b.halves = append(b.halves, h)
+}
+
+// appendLinked appends consumer half h once per link of span, keyed by the span it links to (the
+// message's PRODUCER span), and reports whether there was any: a CONSUMER span with links is
+// paired through them, not through its parent (links.enabled). A link without a span ID points
+// at nothing to pair with and is skipped; a span with no other pairs through its parent.
+func appendLinked[S traceview.Source](b *halfBatch, h half, span *traceview.Span[S]) bool {
+	h.linked = true
+	n := 0
+	for l := range span.NumLinks() {
+		if h.trace, h.span = span.LinkIDs(l); h.span.IsEmpty() {
+			continue
+		}
+		b.halves = append(b.halves, h)
+		n++
+	}
+	return n > 0
 }
 
 // weight returns a span's adjusted count from its tracestate ts, 1 without one.

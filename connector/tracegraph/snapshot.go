@@ -20,10 +20,14 @@ type snapshot struct {
 	series     []series
 	keys       []uint32 // keyLen ids per series
 	keyLen     int
-	buckets    []uint64 // 2 × nb per series: server, then client
-	nb         int
+	buckets    []uint64 // nh × nb per series: server, client, messaging
+	nb, nh     int
 	// expo holds copies of the exponential histograms, per series; nil in explicit mode.
-	expo [][2]*structure.Histogram[float64]
+	expo [][maxHistograms]*structure.Histogram[float64]
+	// exemplars and exemplarN are the interval's exemplars (seriesTable has their layout).
+	exemplars []exemplar
+	exemplarN []uint8
+	limit     int // exemplar slots per histogram
 	// strs are the interned strings by id, as of the copy.
 	strs []string
 }
@@ -34,8 +38,11 @@ func (s *snapshot) take(t *seriesTable, ids *stringIDs, start, now pcommon.Times
 	s.start, s.now, s.live = start, now, t.live
 	s.series = append(s.series[:0], t.series...)
 	s.keys = append(s.keys[:0], t.keys...)
-	s.keyLen, s.nb = t.keyLen, t.nb
+	s.keyLen, s.nb, s.nh = t.keyLen, t.nb, t.nh
 	s.buckets = append(s.buckets[:0], t.buckets...)
+	s.exemplars = append(s.exemplars[:0], t.exemplars...)
+	s.exemplarN = append(s.exemplarN[:0], t.exemplarN...)
+	s.limit = t.p.exemplars
 	s.strs = append(s.strs[:0], ids.strs...)
 	if t.expo == nil {
 		return
@@ -72,8 +79,17 @@ func (s *snapshot) key(id uint32) []uint32 {
 
 // bucketCounts returns the explicit bucket counts of series id's histogram which.
 func (s *snapshot) bucketCounts(id uint32, which int) []uint64 {
-	at := int(id)*2*s.nb + which*s.nb
+	at := int(id)*s.nh*s.nb + which*s.nb
 	return s.buckets[at : at+s.nb]
+}
+
+// exemplarsOf returns the interval's exemplars of series id's histogram which.
+func (s *snapshot) exemplarsOf(id uint32, which int) []exemplar {
+	if s.limit == 0 {
+		return nil
+	}
+	at := int(id)*s.nh + which
+	return s.exemplars[at*s.limit : at*s.limit+int(s.exemplarN[at])]
 }
 
 // str returns the string of id.

@@ -82,6 +82,13 @@ type Config struct {
 	// Default 16, from 2 to 256: set it to the topic's partition count (or
 	// a multiple of it) so every partition gets an even share.
 	TraceIDBuckets int `mapstructure:"trace_id_buckets"`
+	// FollowLinks is, with key_by: trace_id, where a CONSUMER span with span
+	// links goes: true (default), to the bucket of each trace it links to,
+	// each copy carrying the links to that bucket, since a service graph
+	// gateway pairs such a span with the producers it links to
+	// (connector/tracegraph's links.enabled, which must agree); false, to the
+	// bucket of its own trace, as every other span.
+	FollowLinks bool `mapstructure:"follow_links"`
 
 	// unsupported are the unsupportedKeys the configuration held, in table
 	// order: Unmarshal takes them out so that Validate can say what to write

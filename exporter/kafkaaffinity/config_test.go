@@ -54,6 +54,7 @@ func TestLoadConfig(t *testing.T) {
 	graph.Topic = "otlp_graph_spans"
 	graph.KeyBy = keyByTraceID
 	graph.TraceIDBuckets = 24
+	graph.FollowLinks = false
 
 	tests := []struct {
 		id           component.ID

@@ -141,6 +141,82 @@ func TestExporterKeysByTraceID(t *testing.T) {
 	}
 }
 
+// TestExporterSendsLinkedConsumersToTheirProducers: with key_by: trace_id, a
+// CONSUMER span whose producer is in another trace (joined by a span link, as
+// the messaging conventions do) reaches the partition of the producer's
+// trace, whichever agent sends it, and each link is carried to exactly one
+// partition: the graph gateway reading the producer's partition pairs the
+// two, and no other gateway counts the link.
+func TestExporterSendsLinkedConsumersToTheirProducers(t *testing.T) {
+	c := fakeCluster(t)
+	cfg := testConfig()
+	cfg.Brokers = c.ListenAddrs()
+	cfg.KeyBy = keyByTraceID
+	cfg.TraceIDBuckets = testPartitions
+	exp, err := newExporter(cfg, exportertest.NewNopSettings(NewFactory().Type()), clockwork.NewRealClock())
+	require.NoError(t, err)
+	require.NoError(t, exp.Start(context.Background(), componenttest.NewNopHost()))
+	defer func() { require.NoError(t, exp.Shutdown(context.Background())) }()
+
+	// One agent: 60 PRODUCER spans, each the root of its own trace 0..59.
+	// Another: 20 CONSUMER spans in traces 100..119, each linking to the
+	// producers of three messages (a batch receive).
+	producers, consumers := ptrace.NewTraces(), ptrace.NewTraces()
+	ps := producers.ResourceSpans().AppendEmpty().ScopeSpans().AppendEmpty().Spans()
+	for i := range 60 {
+		p := ps.AppendEmpty()
+		p.SetKind(ptrace.SpanKindProducer)
+		p.SetTraceID(traceID(uint64(i)))
+		p.SetSpanID(pcommon.SpanID{1, byte(i)})
+	}
+	cs := consumers.ResourceSpans().AppendEmpty().ScopeSpans().AppendEmpty().Spans()
+	for i := range 20 {
+		s := cs.AppendEmpty()
+		s.SetKind(ptrace.SpanKindConsumer)
+		s.SetTraceID(traceID(uint64(100 + i)))
+		s.SetSpanID(pcommon.SpanID{2, byte(i)})
+		for j := range 3 {
+			l := s.Links().AppendEmpty()
+			l.SetTraceID(traceID(uint64(3*i + j)))
+			l.SetSpanID(pcommon.SpanID{1, byte(3*i + j)})
+		}
+	}
+	require.NoError(t, exp.ConsumeTraces(context.Background(), producers))
+	require.NoError(t, exp.ConsumeTraces(context.Background(), consumers))
+
+	// Up to three copies of each consumer: one per partition its links reach.
+	copies := 0
+	for i := range 20 {
+		parts := map[int]bool{}
+		for j := range 3 {
+			parts[subKey(traceID(uint64(3*i+j)), testPartitions)] = true
+		}
+		copies += len(parts)
+	}
+	recs := readAll(t, cfg.Brokers, producers.SpanCount()+copies)
+	producerAt := map[pcommon.SpanID]int32{}
+	linkAt := map[pcommon.SpanID][]int32{}
+	for _, r := range recs {
+		spans := r.traces.ResourceSpans().At(0).ScopeSpans().At(0).Spans()
+		for j := 0; j < spans.Len(); j++ {
+			s := spans.At(j)
+			if s.Kind() == ptrace.SpanKindProducer {
+				producerAt[s.SpanID()] = r.partition
+				continue
+			}
+			for k := 0; k < s.Links().Len(); k++ {
+				l := s.Links().At(k)
+				linkAt[l.SpanID()] = append(linkAt[l.SpanID()], r.partition)
+			}
+		}
+	}
+	require.Len(t, producerAt, 60)
+	require.Len(t, linkAt, 60, "every link carried")
+	for id, at := range producerAt {
+		assert.Equal(t, []int32{at}, linkAt[id], "the link to producer %v: on its partition, once", id)
+	}
+}
+
 func TestExporterJSON(t *testing.T) {
 	c := fakeCluster(t)
 	cfg := testConfig()

@@ -69,6 +69,7 @@ func createDefaultConfig() component.Config {
 		MaxKeyBytes:      defaultMaxKeyBytes,
 		KeyBy:            keyByResource,
 		TraceIDBuckets:   defaultTraceIDBuckets,
+		FollowLinks:      true,
 		HotKeys: HotKeysConfig{
 			Interval:       defaultHotInterval,
 			Fanout:         defaultHotFanout,

@@ -24,8 +24,11 @@ type grouping struct {
 	// traceBuckets, when not 0, is key_by: trace_id: every span goes to
 	// sub-key traceID mod traceBuckets of one key, traceIDKey.
 	traceBuckets int
-	index        map[string]int
-	groups       []recordGroup
+	// followLinks is follow_links under key_by: trace_id: a CONSUMER span with
+	// span links goes to the bucket of each trace it links to.
+	followLinks bool
+	index       map[string]int
+	groups      []recordGroup
 	// counts for telemetry
 	fallbackSpans int
 	cutKeys       int
@@ -40,6 +43,7 @@ func newGrouping(cfg *Config, h *hotKeys) *grouping {
 	g := &grouping{keyer: newKeyer(cfg), hot: h, index: map[string]int{}}
 	if cfg.KeyBy == keyByTraceID {
 		g.traceBuckets = cfg.TraceIDBuckets
+		g.followLinks = cfg.FollowLinks
 	}
 	return g
 }
@@ -104,7 +108,12 @@ func (grp *recordGroup) sub(i int) ptrace.Traces {
 }
 
 // splitByTrace copies each span of rs into the sub-key its trace ID picks,
-// under a copy of its resource and scope.
+// under a copy of its resource and scope. Under key_by: trace_id with
+// follow_links, a CONSUMER span with links goes instead to the sub-key of
+// each trace it links to, each copy with the links to that sub-key only: a
+// service graph gateway pairs a consumer with the producers it links to
+// (connector/tracegraph, links), so the consumer must reach the gateway that
+// reads each producer's trace, and count each link there once.
 func (g *grouping) splitByTrace(grp *recordGroup, rs ptrace.ResourceSpans) {
 	fanout := len(grp.subs)
 	var dstRS [maxFanout]ptrace.ResourceSpans
@@ -114,10 +123,7 @@ func (g *grouping) splitByTrace(grp *recordGroup, rs ptrace.ResourceSpans) {
 		ss := sss.At(si)
 		var dstSS [maxFanout]ptrace.ScopeSpans
 		var haveSS [maxFanout]bool
-		spans := ss.Spans()
-		for i := 0; i < spans.Len(); i++ {
-			span := spans.At(i)
-			k := subKey(span.TraceID(), fanout)
+		to := func(k int) ptrace.SpanSlice {
 			if !haveRS[k] {
 				dstRS[k] = grp.sub(k).ResourceSpans().AppendEmpty()
 				rs.Resource().CopyTo(dstRS[k].Resource())
@@ -130,10 +136,44 @@ func (g *grouping) splitByTrace(grp *recordGroup, rs ptrace.ResourceSpans) {
 				dstSS[k].SetSchemaUrl(ss.SchemaUrl())
 				haveSS[k] = true
 			}
-			span.CopyTo(dstSS[k].Spans().AppendEmpty())
 			grp.spans[k]++
+			return dstSS[k].Spans()
+		}
+		spans := ss.Spans()
+		for i := 0; i < spans.Len(); i++ {
+			span := spans.At(i)
+			if g.followLinks && span.Kind() == ptrace.SpanKindConsumer && span.Links().Len() > 0 && splitByLinks(span, fanout, to) {
+				continue
+			}
+			span.CopyTo(to(subKey(span.TraceID(), fanout)).AppendEmpty())
 		}
 	}
+}
+
+// splitByLinks copies a CONSUMER span into the sub-key of each trace it
+// links to, keeping in each copy the links to that sub-key, and reports
+// whether it did. Links without a span ID point at nothing tracegraph pairs
+// with (it skips them too): they are ignored, and a span with no other goes
+// by its own trace ID, its links untouched.
+func splitByLinks(span ptrace.Span, fanout int, to func(int) ptrace.SpanSlice) bool {
+	var seen [maxFanout / 64]uint64
+	links := span.Links()
+	copied := false
+	for i := 0; i < links.Len(); i++ {
+		if links.At(i).SpanID().IsEmpty() {
+			continue
+		}
+		k := subKey(links.At(i).TraceID(), fanout)
+		if seen[k/64]&(1<<(k%64)) != 0 {
+			continue
+		}
+		seen[k/64] |= 1 << (k % 64)
+		c := to(k).AppendEmpty()
+		span.CopyTo(c)
+		c.Links().RemoveIf(func(l ptrace.SpanLink) bool { return l.SpanID().IsEmpty() || subKey(l.TraceID(), fanout) != k })
+		copied = true
+	}
+	return copied
 }
 
 // subKey picks a hot key's sub-key from the trace ID, so all spans of a trace

@@ -49,7 +49,7 @@ func randValue(rnd *rand.Rand, v pcommon.Value, depth int) {
 }
 
 // randTraces returns a request of random spans: every field traceview reads, attributes of
-// every type, nested, events.
+// every type, nested, events, links.
 func randTraces(rnd *rand.Rand) ptrace.Traces {
 	td := ptrace.NewTraces()
 	for range 1 + rnd.IntN(2) {
@@ -82,6 +82,14 @@ func randTraces(rnd *rand.Rand) ptrace.Traces {
 				for range rnd.IntN(3) {
 					ev := sp.Events().AppendEmpty()
 					randValue(rnd, ev.Attributes().PutEmpty("e"), 1)
+				}
+				for range rnd.IntN(3) {
+					l := sp.Links().AppendEmpty()
+					if rnd.IntN(4) != 0 {
+						l.SetTraceID(pcommon.TraceID{byte(rnd.Uint32()), 4})
+						l.SetSpanID(pcommon.SpanID{byte(rnd.Uint32()), 5})
+					}
+					randValue(rnd, l.Attributes().PutEmpty("l"), 1)
 				}
 			}
 		}
@@ -135,6 +143,13 @@ func readAll[S traceview.Source](req traceview.Request[S]) string {
 					sp.ReadEvent(l, &ev)
 					attrs(ev.Attributes())
 				}
+				out.WriteString("links ")
+				out.Write(appendInt(nil, sp.NumLinks()))
+				for l := range sp.NumLinks() {
+					ltid, lsid := sp.LinkIDs(l)
+					out.WriteString(" " + ltid.String() + "/" + lsid.String())
+				}
+				out.WriteString("\n")
 			}
 		}
 	}

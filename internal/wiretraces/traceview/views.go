@@ -249,6 +249,26 @@ func (s *Span[S]) ReadEvent(l int, dst *Event[S]) {
 	dst.pd = s.pd.Events().At(l)
 }
 
+// NumLinks returns the number of span links.
+func (s *Span[S]) NumLinks() int {
+	if IsWire[S]() {
+		return s.w.NumLinks()
+	}
+	return s.pd.Links().Len()
+}
+
+// LinkIDs returns the trace and span IDs of the l-th link, the span context it points at (all
+// zero when absent). A link's other fields are not read by the connectors, so there is no link
+// cursor.
+func (s *Span[S]) LinkIDs(l int) (pcommon.TraceID, pcommon.SpanID) {
+	if IsWire[S]() {
+		k := s.w.Link(l)
+		return k.TraceID(), k.SpanID()
+	}
+	k := s.pd.Links().At(l)
+	return k.TraceID(), k.SpanID()
+}
+
 // Event is a cursor on one span event (Span.ReadEvent).
 type Event[S Source] struct {
 	pd     ptrace.SpanEvent
