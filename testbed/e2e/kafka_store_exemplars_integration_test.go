@@ -116,7 +116,8 @@ func scrapeExemplars(url string, protobuf bool) ([]exemplarRef, error) {
 // span stored in Elasticsearch. The spans (esSpanBatch) mix fast errors, slow successes, spans
 // of exactly the threshold and 1 ns under it among fast ones, in the same series, so an
 // exemplar of a span the store branch drops would have been chosen without
-// exemplars.slow_threshold (the slowest of a series of fast successes).
+// exemplars.slow_threshold: run with it at 0 (an overlay), the test finds exemplars of 5–40 ms
+// successes missing from Elasticsearch.
 func TestKafkaGatewayExemplarsOpenStoredSpans(t *testing.T) {
 	broker := startKafka(t)
 	esAddr, ix := startESIndex(t)
@@ -249,7 +250,7 @@ func TestKafkaGatewayExemplarsOpenStoredSpans(t *testing.T) {
 		if !stored[ref] {
 			missing = append(missing, fmt.Sprintf("%s/%s (%s; ours %v, errored %v, %v)", ref.traceID, ref.spanID, source, ours, s.errored, s.duration))
 		}
-		if ours && !s.errored {
+		if ours && !s.errored && s.duration >= esSlowThreshold {
 			slowSuccesses++
 		}
 	}
