@@ -113,7 +113,9 @@ func scrapeExemplars(url string, protobuf bool) ([]exemplarRef, error) {
 // (EXEMPLARS_ENABLED) against real Kafka and Elasticsearch, scrapes /metrics in OpenMetrics
 // text and in protobuf while spans flow, SIGKILLs the gateway midway and starts another in the
 // same group on the same queue directory, and then looks up every exemplar seen: each names a
-// span stored in Elasticsearch. The spans (esSpanBatch) mix fast errors, slow successes, spans
+// span stored in Elasticsearch. A graph gateway (configs/graph-gateway.yaml, exemplars on, the
+// same threshold) reads the same spans from a topic of its own, and every exemplar of its
+// service graph histograms is found there too. The spans (esSpanBatch) mix fast errors, slow successes, spans
 // of exactly the threshold and 1 ns under it among fast ones, in the same series, so an
 // exemplar of a span the store branch drops would have been chosen without
 // exemplars.slow_threshold: run with it at 0 (an overlay), the test finds exemplars of 5–40 ms
@@ -147,7 +149,18 @@ func TestKafkaGatewayExemplarsOpenStoredSpans(t *testing.T) {
 		}
 	}
 
-	// The scraper reads whichever gateway runs, in both formats, until stopped.
+	// The service graph's gateway reads the same spans from a topic of its own (as the agents'
+	// graph topic carries them) and names in its exemplars the spans that the store gateway
+	// stores: the same rule, on the same threshold.
+	graphTopic := topic + "-graph"
+	createTopic(t, graphTopic, 4)
+	graph := startGraphGateway(t, broker, graphTopic, graphTopic, map[string]string{
+		"EXEMPLARS_ENABLED": "true",
+		"SLOW_THRESHOLD_NS": strconv.FormatInt(int64(esSlowThreshold), 10),
+	})
+
+	// The scraper reads whichever store gateway runs and the graph gateway, in both formats,
+	// until stopped.
 	var mu sync.Mutex
 	current, generation := start(), "first"
 	bySource := map[string]map[exemplarRef]bool{} // "first/text" … "second/protobuf" → spans named
@@ -162,25 +175,27 @@ func TestKafkaGatewayExemplarsOpenStoredSpans(t *testing.T) {
 			case <-time.After(300 * time.Millisecond):
 			}
 			mu.Lock()
-			g, gen := current, generation
+			targets := map[string]string{generation: current.metricsURL, "graph": graph.metricsURL}
 			mu.Unlock()
-			for _, protobuf := range []bool{false, true} {
-				refs, err := scrapeExemplars(g.metricsURL, protobuf)
-				if err != nil {
-					continue // the gateway is down or restarting
+			for gen, url := range targets {
+				for _, protobuf := range []bool{false, true} {
+					refs, err := scrapeExemplars(url, protobuf)
+					if err != nil {
+						continue // the gateway is down or restarting
+					}
+					source := gen + "/text"
+					if protobuf {
+						source = gen + "/protobuf"
+					}
+					mu.Lock()
+					if bySource[source] == nil {
+						bySource[source] = map[exemplarRef]bool{}
+					}
+					for _, r := range refs {
+						bySource[source][r] = true
+					}
+					mu.Unlock()
 				}
-				source := gen + "/text"
-				if protobuf {
-					source = gen + "/protobuf"
-				}
-				mu.Lock()
-				if bySource[source] == nil {
-					bySource[source] = map[exemplarRef]bool{}
-				}
-				for _, r := range refs {
-					bySource[source][r] = true
-				}
-				mu.Unlock()
 			}
 		}
 	}()
@@ -188,6 +203,9 @@ func TestKafkaGatewayExemplarsOpenStoredSpans(t *testing.T) {
 	producer, err := datasenders.NewKafkaProducer([]string{broker}, topic)
 	require.NoError(t, err)
 	defer producer.Close()
+	graphProducer, err := datasenders.NewKafkaProducer([]string{broker}, graphTopic)
+	require.NoError(t, err)
+	defer graphProducer.Close()
 	run := newRunID(t)
 	const batches, perBatch = 120, 100
 	sent := map[exemplarRef]esSpan{}
@@ -197,6 +215,7 @@ func TestKafkaGatewayExemplarsOpenStoredSpans(t *testing.T) {
 	for b := range batches {
 		td, spans := esSpanBatch(run, b*perBatch, perBatch)
 		require.NoError(t, producer.SendTraces(ctx, td))
+		require.NoError(t, graphProducer.SendTraces(ctx, td))
 		for _, s := range spans {
 			sent[exemplarRef{traceID: s.traceID, spanID: s.spanID}] = s
 		}
@@ -218,6 +237,7 @@ func TestKafkaGatewayExemplarsOpenStoredSpans(t *testing.T) {
 		time.Sleep(80 * time.Millisecond)
 	}
 	require.NoError(t, producer.Flush(ctx))
+	require.NoError(t, graphProducer.Flush(ctx))
 	killedAfter := time.Since(killedAt)
 
 	var spans []esSpan
@@ -256,7 +276,7 @@ func TestKafkaGatewayExemplarsOpenStoredSpans(t *testing.T) {
 	}
 	t.Logf("%d spans sent, %d documents stored (%d to keep), the load ran %v after the kill; %d spans named by exemplars, per scrape %v, %d of them slow successes",
 		len(sent), len(docs), kept, killedAfter.Round(time.Second), len(seen), perSource, slowSuccesses)
-	for _, source := range []string{"first/text", "first/protobuf", "second/text", "second/protobuf"} {
+	for _, source := range []string{"first/text", "first/protobuf", "second/text", "second/protobuf", "graph/text", "graph/protobuf"} {
 		assert.Positive(t, perSource[source], "no exemplar scraped from %s", source)
 	}
 	assert.Positive(t, slowSuccesses, "no exemplar of a slow successful span: the threshold was not exercised")
