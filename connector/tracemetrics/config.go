@@ -20,8 +20,9 @@ import (
 
 // The keys below mirror spanmetrics v0.165.1 one for one (same names, same meaning, same
 // defaults but for series_expiration's), so renaming `span_metrics:` (or `spanmetrics:`) to
-// `tracemetrics:` in a configuration is enough. MaxSeries, MaxSeriesPerService, CapSelection,
-// RingSize, RingMemoryMiB, SpanName and Sampling are ours; README.md lists what differs.
+// `tracemetrics:` in a configuration is enough. MaxSeries, MaxSeriesPerService,
+// MaxCardinalityPerLabel, CapSelection, RingSize, RingMemoryMiB, SpanName and Sampling are
+// ours; README.md lists what differs.
 
 // Defaults and bounds, one source of truth: createDefaultConfig (factory.go) and the plan
 // (plan.go, for keys left 0) read them, Validate names them. spanmetrics' defaults are kept as
@@ -43,10 +44,10 @@ const (
 	maxRingSize             = 1 << 20
 	defaultRingMemoryMiB    = 64
 	maxRingMemoryMiB        = 1 << 16
-	// defaultSketchSize is cap_selection.sketch_size when 0: README.md ("Which series a cap
+	// defaultSelectionMiB is cap_selection.memory_mib when 0: README.md ("Which series a cap
 	// keeps") has the measurements.
-	defaultSketchSize = 128
-	maxSketchSize     = 1 << 16
+	defaultSelectionMiB = 16
+	maxSelectionMiB     = 1 << 16
 	// deltaIdleIntervals is how many idle flush intervals a delta series is kept when
 	// series_expiration is 0.
 	deltaIdleIntervals = 5
@@ -167,6 +168,15 @@ type Config struct {
 	// others keep getting new series. 0 (the default) means no limit.
 	MaxSeriesPerService int `mapstructure:"max_series_per_service"`
 
+	// MaxCardinalityPerLabel caps the distinct values each named dimension (a label) has per
+	// service.name: a new series with a value beyond them is counted in the series with that
+	// value replaced by __cardinality_overflow__, which keeps every other attribute (service,
+	// span name, kind, status, the other dimensions). Values of series that exist keep theirs;
+	// after a label refused a value it admits no new one for series_expiration (at least 5
+	// flush intervals). sampling.method and glob dimensions are not limited. 0 (the default)
+	// means no limit.
+	MaxCardinalityPerLabel int `mapstructure:"max_cardinality_per_label"`
+
 	// SeriesExpiration drops a single series that has seen no span for this long (unlike
 	// metrics_expiration, which works on whole resources), after exporting it one last time,
 	// as spanmetrics does, so that the memory of a cardinality burst comes back. 0 means:
@@ -211,9 +221,13 @@ type CapSelectionConfig struct {
 	// many), so the busiest keep their own series; or "arrival": the first series keep their
 	// place until they expire, as before.
 	By string `mapstructure:"by"`
-	// SketchSize is how many refused series are counted per scope (each service at its
-	// max_series_per_service, each family at max_series), in a Space-Saving sketch of about
-	// 48 bytes an entry; it bounds the promotions per scope and interval. Default 128.
+	// MemoryMiB bounds, in MiB, the tables that count the spans of refused series, exactly,
+	// for the selection (40 bytes a slot, at most 3/4 full: 16 MiB count ~300,000 refused
+	// series at once), all families together. Beyond it, a refused series seen once makes
+	// room for another one, and busier ones keep being counted. 0 means the default, 16.
+	MemoryMiB int `mapstructure:"memory_mib"`
+	// SketchSize is accepted and ignored (the size of the Space-Saving sketch the selection
+	// used before it counted refused series exactly; memory_mib bounds that count).
 	SketchSize int `mapstructure:"sketch_size"`
 	// prevent unkeyed literal initialization
 	_ struct{}
@@ -229,8 +243,8 @@ func (c *CapSelectionConfig) validate() error {
 	if c.By != "" && c.By != selectByTraffic && c.By != selectByArrival {
 		errs = append(errs, fmt.Errorf("cap_selection.by: %q, use %q or %q", c.By, selectByTraffic, selectByArrival))
 	}
-	if c.SketchSize < 0 || c.SketchSize > maxSketchSize {
-		errs = append(errs, fmt.Errorf("cap_selection.sketch_size: %v is out of range, use 0 (default %d) or 1..%d", c.SketchSize, defaultSketchSize, maxSketchSize))
+	if c.MemoryMiB < 0 || c.MemoryMiB > maxSelectionMiB {
+		errs = append(errs, fmt.Errorf("cap_selection.memory_mib: %v is out of range, use 0 (default %d) or 1..%d", c.MemoryMiB, defaultSelectionMiB, maxSelectionMiB))
 	}
 	return errors.Join(errs...)
 }
@@ -533,6 +547,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxSeriesPerService < 0 {
 		errs = append(errs, fmt.Errorf("max_series_per_service: %v, the value should be positive or 0 (no limit)", c.MaxSeriesPerService))
+	}
+	if c.MaxCardinalityPerLabel < 0 {
+		errs = append(errs, fmt.Errorf("max_cardinality_per_label: %v, the value should be positive or 0 (no limit)", c.MaxCardinalityPerLabel))
 	}
 	if c.SeriesExpiration < 0 {
 		errs = append(errs, fmt.Errorf("series_expiration: %v, the duration should be positive", c.SeriesExpiration))

@@ -105,7 +105,7 @@ func TestBusiestKeepTheirSeries(t *testing.T) {
 	const (
 		budget    = 100 // max_series_per_service
 		ops       = 50
-		perOp     = 10 // spans per operation and interval: above (all refused spans)/sketch_size
+		perOp     = 10 // spans per operation and interval
 		idsPerInt = 300
 		intervals = 6
 	)
@@ -260,7 +260,7 @@ func TestSelectionKeepsTotalsExact(t *testing.T) {
 				"series_expiration":       expiration,
 				"max_series_per_service":  budget,
 				"max_series":              global,
-				"cap_selection":           map[string]any{"sketch_size": 8 + r.IntN(64)},
+				"cap_selection":           map[string]any{"memory_mib": 1 + r.IntN(4)},
 			}
 			// The span-name layers in front of the caps, in every mix: they rename, the caps
 			// select, and the totals must not move either way.

@@ -37,6 +37,14 @@ type Telemetry struct {
 	DemotedSeries  [series.OverflowKinds]atomic.Int64
 	SeriesDemand   [series.OverflowKinds]atomic.Int64
 	OverflowSeries [series.OverflowKinds]atomic.Int64
+	SelectionBytes atomic.Int64 // cap_selection's refused tables and idle lists, at each swap
+
+	// max_cardinality_per_label, written by the aggregator: spans counted in a series whose
+	// value of some label was replaced, added per batch, and per label (the plan's
+	// LimitedLabels) the demand estimates published at each swap. Empty when off.
+	LabelOverflowSpans  atomic.Int64
+	LabelDemand         []atomic.Int64
+	LabelOverflowValues []atomic.Int64
 
 	flushDuration metric.Float64Histogram
 	flushPoints   metric.Int64Histogram
@@ -71,6 +79,12 @@ type Layer struct {
 // when span_name is off.
 func New(set component.TelemetrySettings, q Queue, p *series.Plan, renames *Renames) (*Telemetry, error) {
 	t := &Telemetry{}
+	var labels []string
+	if p.MaxPerLabel > 0 {
+		labels = p.LimitedLabels()
+		t.LabelDemand = make([]atomic.Int64, len(labels))
+		t.LabelOverflowValues = make([]atomic.Int64, len(labels))
+	}
 	if set.MeterProvider == nil {
 		return t, nil
 	}
@@ -105,6 +119,9 @@ func New(set component.TelemetrySettings, q Queue, p *series.Plan, renames *Rena
 	overflowSeries := gauge("otelcol_connector_tracemetrics_overflow_series", "Distinct series a limit refused (their spans went to an overflow series) over about the last series_expiration, estimated; by the limit.", "{series}")
 	promoted := counter("otelcol_connector_tracemetrics_promoted_series", "Refused series promoted by a re-ranking (cap_selection by traffic) that took their reserved slot with their next span; by the limit.", "{series}")
 	demoted := counter("otelcol_connector_tracemetrics_demoted_series", "Series that gave up their place to a busier refused series at a flush (cap_selection by traffic); their later spans go to the overflow series; by the limit.", "{series}")
+	selMemory := gauge("otelcol_connector_tracemetrics_selection_memory", "Bytes cap_selection by traffic holds to count refused series and list idle ones (bounded by cap_selection.memory_mib, and 8 bytes per idle series).", "By")
+	labelDemand := gauge("otelcol_connector_tracemetrics_label_demand", "Distinct values offered for a label limited by max_cardinality_per_label over about the last series_expiration, all services together, estimated; by label.", "{values}")
+	labelOverflow := gauge("otelcol_connector_tracemetrics_label_overflow_values", "Distinct values max_cardinality_per_label replaced by __cardinality_overflow__ over about the last series_expiration, all services together, estimated; by label.", "{values}")
 	invalidW := counter("otelcol_connector_tracemetrics_invalid_sampling_weights", "Spans whose tracestate threshold (ot=th) or sampling probability attribute was invalid, or inconsistent with ot=rv, and which were counted 1.", "{spans}")
 	var err error
 	t.flushDuration, err = m.Float64Histogram("otelcol_connector_tracemetrics_flush_duration",
@@ -127,6 +144,14 @@ func New(set component.TelemetrySettings, q Queue, p *series.Plan, renames *Rena
 	for k, on := range configured {
 		if on {
 			limitSets[k] = metric.WithAttributeSet(attribute.NewSet(attribute.String("limit", series.OverflowLimits[k])))
+		}
+	}
+	var perLabelSet metric.ObserveOption
+	var labelSets []metric.ObserveOption
+	if p.MaxPerLabel > 0 {
+		perLabelSet = metric.WithAttributeSet(attribute.NewSet(attribute.String("limit", series.LabelLimit)))
+		for _, l := range labels {
+			labelSets = append(labelSets, metric.WithAttributeSet(attribute.NewSet(attribute.String("label", l))))
 		}
 	}
 	// One series per configured layer, from 0, as for the limits.
@@ -152,6 +177,16 @@ func New(set component.TelemetrySettings, q Queue, p *series.Plan, renames *Rena
 				}
 			}
 		}
+		if perLabelSet != nil {
+			o.ObserveInt64(overflow, t.LabelOverflowSpans.Load(), perLabelSet)
+		}
+		for i, set := range labelSets {
+			o.ObserveInt64(labelDemand, t.LabelDemand[i].Load(), set)
+			o.ObserveInt64(labelOverflow, t.LabelOverflowValues[i].Load(), set)
+		}
+		if p.ByTraffic && (p.MaxSeries > 0 || p.MaxService > 0) {
+			o.ObserveInt64(selMemory, t.SelectionBytes.Load())
+		}
 		o.ObserveInt64(fullWaits, int64(st.FullWaits))
 		o.ObserveInt64(heldBytes, q.HeldBytes())
 		o.ObserveInt64(bytesWaits, int64(st.BytesWaits))
@@ -171,7 +206,7 @@ func New(set component.TelemetrySettings, q Queue, p *series.Plan, renames *Rena
 		}
 		o.ObserveInt64(invalidW, t.InvalidWeights.Load())
 		return nil
-	}, liveSeries, depth, aggregated, overflow, demand, overflowSeries, promoted, demoted, fullWaits, heldBytes, bytesWaits, lost, flushes, skipped, refused, exportErrs, renamed, dryRenamed, templates, invalidW)
+	}, liveSeries, depth, aggregated, overflow, demand, overflowSeries, promoted, demoted, selMemory, labelDemand, labelOverflow, fullWaits, heldBytes, bytesWaits, lost, flushes, skipped, refused, exportErrs, renamed, dryRenamed, templates, invalidW)
 	return t, err
 }
 
