@@ -31,6 +31,10 @@ type telemetry struct {
 	flushes        atomic.Int64
 	flushesSkipped atomic.Int64
 	exportErrors   atomic.Int64
+	// Requests counted with a dimension's value replaced by __cardinality_overflow__, by the
+	// limit that replaced it (limits.go).
+	labelOverflowRequests atomic.Int64
+	edgeOverflowRequests  atomic.Int64
 
 	flushDuration metric.Float64Histogram
 	reg           metric.Registration
@@ -75,6 +79,8 @@ func newTelemetry(set component.TelemetrySettings, q *intake.Queue[halfBatch]) (
 	counter("flushes", "Flushes handed to the next consumer (Shutdown's final flush included).", "{flushes}", t.flushes.Load)
 	counter("flushes_skipped", "Flush ticks postponed because the previous flush was still being sent.", "{flushes}", t.flushesSkipped.Load)
 	counter("export_errors", "Flushes the next consumer returned an error for.", "{flushes}", t.exportErrors.Load)
+	counter("label_overflow_requests", "Requests counted with a client_<dim> or server_<dim> value replaced by __cardinality_overflow__: the label had max_cardinality_per_label values for that service.", "{requests}", t.labelOverflowRequests.Load)
+	counter("edge_overflow_requests", "Requests counted in an edge's overflow series (every dimension __cardinality_overflow__): the client → server pair had max_series_per_edge series.", "{requests}", t.edgeOverflowRequests.Load)
 	gauge("ring_depth", "Batches waiting in the intake ring.", "{batches}", func() int64 { return int64(q.Len()) })
 	counter("ring_full_waits", "ConsumeTraces calls that found the intake ring full and waited.", "{calls}", func() int64 { return int64(q.Stats().FullWaits) })
 	var err error

@@ -43,6 +43,9 @@ type plan struct {
 	seriesExpiration time.Duration
 	tsOffset         time.Duration
 	ringSize         int
+	// maxSeriesPerEdge and maxCardinalityPerLabel bound the series dims add (limits.go).
+	maxSeriesPerEdge       int
+	maxCardinalityPerLabel int
 }
 
 func newPlan(c *Config) *plan {
@@ -61,6 +64,9 @@ func newPlan(c *Config) *plan {
 		seriesExpiration: orDefault(c.SeriesExpiration, defaultSeriesExpiration),
 		tsOffset:         c.MetricsTimestampOffset,
 		ringSize:         c.RingSize,
+
+		maxSeriesPerEdge:       c.MaxSeriesPerEdge,
+		maxCardinalityPerLabel: c.MaxCardinalityPerLabel,
 	}
 	if c.MetricsFlushInterval != nil {
 		p.flushInterval = *c.MetricsFlushInterval
