@@ -222,8 +222,9 @@ type CapSelectionConfig struct {
 	// place until they expire, as before.
 	By string `mapstructure:"by"`
 	// MemoryMiB bounds, in MiB, the tables that count the spans of refused series, exactly,
-	// for the selection (40 bytes a slot, at most 3/4 full: 16 MiB count ~300,000 refused
-	// series at once), all families together. Beyond it, a refused series seen once makes
+	// for the selection, all families together: 40 bytes a slot, tables of a power of two
+	// slots, at most 3/4 full once they may not grow (16 MiB: 262,144 slots, ~196,000 refused
+	// series at once). Beyond it, a refused series seen once makes
 	// room for another one, and busier ones keep being counted. 0 means the default, 16.
 	MemoryMiB int `mapstructure:"memory_mib"`
 	// SketchSize is accepted and ignored (the size of the Space-Saving sketch the selection

@@ -92,9 +92,6 @@ func TestSteadySeriesAreNeverStarved(t *testing.T) {
 					}
 					requireSameTotals(t, sentTotals(want, func(s selSpan) string { return s.svc }),
 						selTotals(got, func(k redKey) string { return k.svc }), fmt.Sprintf("interval %d, per service", iv))
-					if iv < 2 {
-						continue
-					}
 					for name, n := range sent {
 						var calls int64
 						for k, p := range got {
@@ -105,7 +102,9 @@ func TestSteadySeriesAreNeverStarved(t *testing.T) {
 						if temporality == cumulative {
 							calls, own[name] = calls-own[name], calls
 						}
-						require.Equal(t, n, calls, "%s (%d spans an interval) in interval %d: every span in its own series", name, n, iv)
+						if iv >= 2 {
+							require.Equal(t, n, calls, "%s (%d spans an interval) in interval %d: every span in its own series", name, n, iv)
+						}
 					}
 				}
 			})
@@ -341,3 +340,50 @@ func TestRandomMixesNeverStarve(t *testing.T) {
 		})
 	}
 }
+
+// A burst of IDs fills the cap within one interval; the operations arrive in the next one,
+// right behind it. Each has its own series from its third span, in that interval: the IDs that
+// received one span in the interval that ended are victims at once (their counts are read at
+// the swap). Before, a series that received any span in the last interval was never a victim,
+// so right after a burst no ID was, and every operation waited for the next flush.
+func TestOperationsBehindABurstGetTheirSeriesAtOnce(t *testing.T) {
+	const maxSeries, ops, perOp = 5000, 100, 10
+	for _, temporality := range []string{delta, cumulative} {
+		t.Run(temporality, func(t *testing.T) {
+			c, sink, clock, _ := startOurs(t, map[string]any{
+				"aggregation_temporality": temporality,
+				"metrics_flush_interval":  time.Second,
+				"series_expiration":       time.Hour,
+				"max_series":              maxSeries,
+			}, true)
+			r := rand.New(rand.NewPCG(1, 2))
+			var spans []selSpan
+			for range 3 * maxSeries {
+				spans = append(spans, selSpan{svc: "ids", name: fmt.Sprintf("GET /orders/%d", r.IntN(6*maxSeries)), ms: 1})
+			}
+			for i := 0; i < len(spans); i += 500 {
+				require.NoError(t, c.ConsumeTraces(context.Background(), selTraces(spans[i:i+500])))
+			}
+			flushOnce(t, c, sink, clock, time.Second)
+			spans = spans[:0]
+			for range perOp {
+				for op := range ops {
+					spans = append(spans, selSpan{svc: "shop", name: fmt.Sprintf("op-%d", op), ms: 1})
+				}
+			}
+			for i := 0; i < len(spans); i += ops {
+				require.NoError(t, c.ConsumeTraces(context.Background(), selTraces(spans[i:i+ops])))
+			}
+			got := selPoints(t, flushOnce(t, c, sink, clock, time.Second))
+			for op := range ops {
+				k := redKey{svc: "shop", name: fmt.Sprintf("op-%d", op), kind: "SPAN_KIND_SERVER", status: "STATUS_CODE_UNSET"}
+				require.NotNil(t, got[k], "%s has its own series in the interval it arrived in", k.name)
+				require.EqualValues(t, perOp-minPromoteSpans+1, got[k].calls, "%s: every span from its third", k.name)
+			}
+		})
+	}
+}
+
+// minPromoteSpans is the aggregator's minPromote: the span of a refused series' chain that
+// takes a place.
+const minPromoteSpans = 3

@@ -18,8 +18,9 @@ package aggregate // import "github.com/otelcol-red/otelcol-red/connector/tracem
 // table that cannot grow makes room in the newcomer's probe run: it replaces the entry with
 // the shortest chain there, the oldest first, if that chain is no longer than the
 // newcomer's weight, so IDs seen once push each other out while series that keep coming
-// stay counted. Up to the budget (16 MiB by default: ~400,000 series at 40 bytes a slot,
-// half full) every refused series is counted exactly; the README has the figures.
+// stay counted. Up to the budget (16 MiB by default: a table of 262,144 slots, 10 MiB, the
+// largest power of two that fits; ~196,000 series at 3/4 load) every refused series is counted
+// exactly; the README has the figures.
 //
 // Open addressing with linear probing, an empty slot marked by chain 0, backward-shift
 // deletion (no tombstones), no pointers for the garbage collector to scan.

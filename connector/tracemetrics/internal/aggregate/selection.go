@@ -25,9 +25,10 @@ import (
 //   - at each swap (rerank), in each full scope, the refused series that received the most
 //     spans in the interval are matched with the series of the scope that received the
 //     fewest, heaviest against lightest; a refused series that received more than twice as
-//     many spans (hysteresis: a pair of similar series never trades places back and forth)
-//     and at least minPromote is promoted, the other gives up its place. This is the path
-//     for caps held by series that are all busy;
+//     many spans in the interval (hysteresis: a pair of similar series never trades places
+//     back and forth), and whose chain has at least minPromote, is promoted, the other gives
+//     up its place. This is the path for caps held by series that are all busy, and for
+//     rare series (a span a few seconds) whose interval count alone is small;
 //   - a series promoted at a swap gets a reservation: the slot its rival gave up is kept for
 //     it (other new series still find the scope full) until its next span creates it. A
 //     reservation not taken by the next swap is given back. A series promoted either way is
@@ -112,10 +113,13 @@ type weakSeries struct {
 // would take 2^32 flushes), so the series never has an active row.
 const demotedEpoch = ^uint32(0)
 
-// minPromote is the fewest spans a refused series must have received to be promoted: in its
-// chain for a promotion at once, in the interval at a swap. Three, so that an ID seen once or
-// twice (IDs drawn at random repeat) never is: with two, a burst of a million IDs drawn from
-// two million promoted ~180,000 of them that came twice, each a new series downstream.
+// minPromote is the fewest spans a refused series must have received, in its chain, to be
+// promoted, at once or at a swap. Three, so that an ID seen once or twice (IDs drawn at random
+// repeat) never is: with two, a burst of a million IDs drawn from two million promoted
+// ~180,000 of them that came twice, each a new series downstream. At a swap it is the chain
+// that counts, not the interval's spans: an error variant at one span a second sent 2 spans
+// in some 5 s intervals, and stayed refused for 18 s of a minute when the interval's count
+// had to reach 3.
 const minPromote = 3
 
 // promoteFactor is the hysteresis: a refused series takes a slot only from a series that
@@ -194,7 +198,7 @@ func (s *selector) victim(f int, t *seriesTable, res *resourceTable, svc uint32,
 	v := &s.idle[f]
 	if !v.builtIn(epoch) {
 		s.markSkipped(res, f, t)
-		v.build(t, res, epoch, now, s.interval, s.skip)
+		v.build(t, res, epoch, now, s.interval, s.skip, nil)
 	}
 	return v.pop(t, res, svc, k == series.GlobalOverflow, e.first, epoch)
 }
@@ -260,16 +264,22 @@ func (s *selector) rerank(tables []*seriesTable, res *resourceTable, epoch uint3
 	}
 	for f, t := range tables {
 		s.rerankFamily(res, f, t, epoch, now, full)
+		if s.refused[f].n > 0 {
+			// Refused series are coming: list the idle series now, while the counts of the
+			// interval that ended can be read (victims.go).
+			s.markSkipped(res, f, t)
+			s.idle[f].build(t, res, epoch, now, s.interval, s.skip, &full.Fams[f].Rows)
+		}
 		s.fresh[f] = s.fresh[f][:0]
 	}
 }
 
 func (s *selector) rerankFamily(res *resourceTable, f int, t *seriesTable, epoch uint32, now int64, full *series.DeltaBuffer) {
-	// The candidates: the refused series of the interval with at least minPromote spans, by
-	// scope, heaviest first.
+	// The candidates: the refused series that received spans in the interval, with a chain of
+	// at least minPromote spans, by scope, heaviest (in the interval) first.
 	s.cands = s.cands[:0]
 	s.refused[f].sweep(now, s.window, func(e *refusedEntry) {
-		if e.count >= minPromote {
+		if e.chain >= minPromote {
 			s.cands = append(s.cands, candidate{hash: e.hash, count: e.count, scope: e.scope})
 		}
 	})

@@ -1,16 +1,25 @@
 package aggregate // import "github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/aggregate"
 
+import "github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/series"
+
 // victims lists the idle series of a family, the longest idle first: the series a refused
 // series that keeps coming may replace while an interval fills (selection.go). An idle series
-// received no span in the last whole interval nor in this one so far; a candidate replaces
-// one only if it received none since the candidate's chain began either, so the candidate's
-// spans (at least minPromote) are more than twice the idle series' (none) over the same
-// time: the re-ranking's rule, applied at once instead of at the next flush. A series that
-// received a span in the last interval is never taken at once: over the few spans of a new
-// chain, a series that is busy but between two spans would look idle; the re-ranking weighs
-// it with a whole interval's count.
+// received no span in this interval so far, and at most one in the last whole interval; a
+// candidate replaces one only if it received none since the candidate's chain began either, so
+// the candidate's spans (at least minPromote) are more than twice the idle series' (at most
+// one) over about the same time: the re-ranking's rule, applied at once instead of at the next
+// flush. A series that received two spans or more in the last interval is never taken at
+// once: over the few spans of a new chain, a series that is busy but between two spans would
+// look idle; the re-ranking weighs it with a whole interval's count.
 //
-// It is built at most once per interval, when a refused series first needs a place: one pass
+// The last interval's counts are in the buffer the swap hands to the flusher, readable only
+// during the swap: so the lists are built at each swap where a family has refused series
+// (rerank), and otherwise when a refused series first needs a place in an interval, without
+// those counts (then a series that received any span in the last interval is left out: right
+// after a burst of IDs, all of them). Built at the swap, the IDs of a burst that has just
+// ended are victims at once for the operations that arrive behind it.
+//
+// Either way it is built at most once per interval: one pass
 // over the family's series, a counting sort by age (in flush intervals, 64 buckets, so that
 // the series idle the longest go first: after a burst of IDs, the first IDs before the last
 // ones) and by service. Two lists of ids, 8 bytes per idle series: by service for
@@ -38,10 +47,11 @@ const victimTries = 8
 // builtIn reports whether the lists were built in epoch.
 func (v *victims) builtIn(epoch uint32) bool { return v.epoch == epoch }
 
-// build lists the idle series of t as of epoch and now (interval ns a flush interval), for
-// services services; skip has the bits of the series never to take (overflow series, series
-// promoted since the last re-ranking).
-func (v *victims) build(t *seriesTable, res *resourceTable, epoch uint32, now, interval int64, skip []uint64) {
+// build lists the idle series of t as of epoch and now (interval ns a flush interval); skip
+// has the bits of the series never to take (overflow series, series promoted since the last
+// re-ranking); last, when not nil, is the rows of the interval that ended (epoch-1), by which
+// a series that received one span in it is idle too.
+func (v *victims) build(t *seriesTable, res *resourceTable, epoch uint32, now, interval int64, skip []uint64, last *series.Chunked[series.DeltaRow]) {
 	v.epoch = epoch
 	services := len(res.svcRefs)
 	bucketOf := func(m *seriesMeta) int {
@@ -50,8 +60,11 @@ func (v *victims) build(t *seriesTable, res *resourceTable, epoch uint32, now, i
 	}
 	idle := func(id int) (*seriesMeta, bool) {
 		m := &t.meta[id]
-		if m.keyLen == 0 || m.epoch == demotedEpoch || m.epoch == epoch || m.epoch == epoch-1 ||
+		if m.keyLen == 0 || m.epoch == demotedEpoch || m.epoch == epoch ||
 			id/64 < len(skip) && skip[id/64]&(1<<(id%64)) != 0 {
+			return nil, false
+		}
+		if m.epoch == epoch-1 && (last == nil || last.At(int(m.row)).Count > 1) {
 			return nil, false
 		}
 		return m, true
