@@ -122,7 +122,7 @@ test-burst-full: build
 ## test-cardinality-full: the long form of the cardinality scenario (make test runs the short one):
 ## a million spans named by ID fill the shipped max_series, then 20 services × 20 operations (and
 ## 5,000 real series at once) at 20,000 spans/s for 60 s, 5 s flushes, one core; and a dimension
-## with a new value on every span. Every real series must hold ≥ 70% of its spans, ~12 min
+## with a new value on every span. Every real series must hold ≥ 70% of its spans, ~7 min
 test-cardinality-full: build
 	cd testbed && OTELCOL_RED_CARDINALITY=full $(GO) test -tags integration -count=1 -timeout 40m -v \
 	  -run '^TestCardinalityScenario' ./e2e/
