@@ -15,7 +15,7 @@ export GONOSUMDB := github.com/open-telemetry/opentelemetry-collector-contrib
 # Integration tests run one package at a time so no two packages share a service at once.
 INTEGRATION := -tags integration -p 1 -count=1 -timeout 40m
 
-.PHONY: all bump check-pins check-mdatagen mdatagen build stock-twin run test rules prometheus3 unit integration e2e test-faults-full test-graph-churn-full test-name-churn-full test-burst-full test-fuzz-full check-generated generate bench testbed testbed-short testbed-memory testbed-scaling testbed-graph testbed-native testbed-bundle lint image clean tools
+.PHONY: all bump check-pins check-mdatagen mdatagen build stock-twin run test rules prometheus3 unit integration e2e test-faults-full test-graph-churn-full test-name-churn-full test-burst-full test-cardinality-full test-fuzz-full check-generated generate bench testbed testbed-short testbed-memory testbed-scaling testbed-graph testbed-native testbed-bundle lint image clean tools
 
 all: build
 
@@ -123,6 +123,14 @@ test-fuzz-full:
 test-burst-full: build
 	cd testbed && OTELCOL_RED_BURST_SERIES=1390000 $(GO) test -tags integration -count=1 -timeout 20m -v \
 	  -run '^TestBurstOfNewSeriesIsNeverHollow$$' ./e2e/
+
+## test-cardinality-full: the long form of the cardinality scenario (make test runs the short one):
+## a million spans named by ID fill the shipped max_series, then 20 services × 20 operations (and
+## 5,000 real series at once) at 20,000 spans/s for 60 s, 5 s flushes, one core; and a dimension
+## with a new value on every span. Every real series must hold ≥ 70% of its spans, ~7 min
+test-cardinality-full: build
+	cd testbed && OTELCOL_RED_CARDINALITY=full $(GO) test -tags integration -count=1 -timeout 40m -v \
+	  -run '^TestCardinalityScenario' ./e2e/
 
 ## check-generated: fail when cmd/otelcol-red drifts from builder-config.yaml
 check-generated: $(BUILDER)

@@ -31,8 +31,9 @@ type aggregator struct {
 	// scratch is a new edge being assembled before it is known whether it waits.
 	scratch     edge
 	scratchDims []uint32
-	// userID and unknownID are the interned names of servicegraph's virtual nodes.
-	userID, unknownID uint32
+	// userID and unknownID are the interned names of servicegraph's virtual nodes;
+	// overflowID the value a dimension limit writes (limits.go).
+	userID, unknownID, overflowID uint32
 	// start is when the interval being filled began: Start, then each delta flush.
 	start pcommon.Timestamp
 	// spans counts the spans of the round being applied.
@@ -57,6 +58,8 @@ func newAggregator(p *plan, clock clockwork.Clock, tel *telemetry, hints *intake
 		a.wakeItems = 1 // flush after each batch, as servicegraph after each ConsumeTraces
 	}
 	a.userID, a.unknownID = a.ids.idString("user"), a.ids.idString("unknown")
+	a.overflowID = a.ids.idString(labelOverflowValue)
+	a.series.limits = newSeriesLimits(p, a.overflowID, tel)
 	return a
 }
 
@@ -308,6 +311,6 @@ func (a *aggregator) clean(now int64) {
 	a.ids.startMark()
 	a.pairs.markStrings(a.ids)
 	a.series.markStrings(a.ids)
-	a.ids.sweep(a.userID, a.unknownID)
+	a.ids.sweep(a.userID, a.unknownID, a.overflowID)
 	a.tel.series.Store(int64(a.series.live))
 }

@@ -119,6 +119,20 @@ type Config struct {
 
 	// Exemplars (tracemetrics' keys) attaches exemplars to the latency histograms.
 	Exemplars ExemplarsConfig `mapstructure:"exemplars"`
+
+	// MaxSeriesPerEdge (ours) caps the series of one client → server pair: the combinations
+	// of connection_type, failed, virtual_node and dimension values it may hold. A new series
+	// beyond them is counted in the pair's overflow series, whose every dimension is
+	// __cardinality_overflow__ (client, server, connection_type and failed stay, so requests
+	// and failures per edge stay exact). Only with dimensions. 0 (the default) means no limit.
+	MaxSeriesPerEdge int `mapstructure:"max_series_per_edge"`
+
+	// MaxCardinalityPerLabel (ours, Tempo's name) caps the distinct values each client_<dim>
+	// label holds per client service and each server_<dim> label per server service: a new
+	// series with a value beyond them is counted with that value replaced by
+	// __cardinality_overflow__, every other label kept. A value is held while a series has it.
+	// 0 (the default) means no limit.
+	MaxCardinalityPerLabel int `mapstructure:"max_cardinality_per_label"`
 }
 
 // LinksConfig configures pairing through span links.
@@ -233,6 +247,12 @@ func (c *Config) Validate() error {
 	}
 	if c.Exemplars.SlowThreshold < 0 {
 		add("exemplars.slow_threshold: can not be negative")
+	}
+	if c.MaxSeriesPerEdge < 0 {
+		add("max_series_per_edge: %d, the value should be positive or 0 (no limit)", c.MaxSeriesPerEdge)
+	}
+	if c.MaxCardinalityPerLabel < 0 {
+		add("max_cardinality_per_label: %d, the value should be positive or 0 (no limit)", c.MaxCardinalityPerLabel)
 	}
 	if c.RingSize < 2 || c.RingSize > maxRingSize {
 		add("ring_size: must be between 2 and %d, got %d", maxRingSize, c.RingSize)

@@ -47,6 +47,8 @@ func TestLoadConfig(t *testing.T) {
 			c.RingSize = 4096
 			c.Sampling.Weighted = false
 			c.AggregationTemporality = temporalityDelta
+			c.MaxSeriesPerEdge = 200
+			c.MaxCardinalityPerLabel = 100
 		})},
 		{id: "messaging", expected: def(func(c *Config) {
 			c.Links.Enabled = false
@@ -62,6 +64,8 @@ func TestLoadConfig(t *testing.T) {
 		{id: "negative_interval", errorMessage: "metrics_flush_interval: can not be negative"},
 		{id: "duplicate_dimension", errorMessage: `dimensions[1]: "a" is listed twice`},
 		{id: "bad_ring", errorMessage: "ring_size: must be between 2"},
+		{id: "bad_limits", errorMessage: "max_series_per_edge: -1, the value should be positive or 0 (no limit)"},
+		{id: "bad_limits", errorMessage: "max_cardinality_per_label: -2, the value should be positive or 0 (no limit)"},
 		{id: "bad_temporality", errorMessage: `aggregation_temporality: must be AGGREGATION_TEMPORALITY_CUMULATIVE or AGGREGATION_TEMPORALITY_DELTA, got "delta"`},
 	}
 	for _, tt := range tests {

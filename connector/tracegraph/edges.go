@@ -85,6 +85,7 @@ type seriesTable struct {
 	scratch   []uint32
 	hashBuf   []byte
 	keyHash   func([]byte) uint64
+	limits    *seriesLimits // max_series_per_edge, max_cardinality_per_label; nil when off
 }
 
 func newSeriesTable(p *plan) *seriesTable {
@@ -105,6 +106,9 @@ func (t *seriesTable) record(e *edge, dims []uint32, now int64) {
 		k[keyFailed] = 1
 	}
 	copy(k[keyDims:], dims)
+	if t.limits != nil && !t.has(k) {
+		t.limits.admit(k, t.has) // limits.go: may replace dimension values in k
+	}
 	id := t.lookup(k)
 	s := &t.series[id]
 	s.lastAt = now
@@ -240,7 +244,25 @@ func (t *seriesTable) lookup(k []uint32) uint32 {
 	copy(t.key(id), k)
 	t.index.Insert(h, id)
 	t.live++
+	if t.limits != nil {
+		t.limits.created(k)
+	}
 	return id
+}
+
+// has reports whether key k has a series.
+func (t *seriesTable) has(k []uint32) bool {
+	t.hashBuf = t.hashBuf[:0]
+	for _, v := range k {
+		t.hashBuf = binary.LittleEndian.AppendUint32(t.hashBuf, v)
+	}
+	p := t.index.Probe(t.keyHash(t.hashBuf))
+	for id, ok := p.Next(); ok; id, ok = p.Next() {
+		if equalIDs(t.key(id), k) {
+			return true
+		}
+	}
+	return false
 }
 
 func (t *seriesTable) key(id uint32) []uint32 {
@@ -288,6 +310,9 @@ func (t *seriesTable) restart() {
 }
 
 func (t *seriesTable) remove(id uint32) {
+	if t.limits != nil {
+		t.limits.removed(t.key(id))
+	}
 	s := &t.series[id]
 	t.index.Delete(s.hash, id)
 	s.live = false

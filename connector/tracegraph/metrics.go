@@ -35,6 +35,10 @@ type telemetry struct {
 	// refusedRequests counts wire traces refused whole because their bytes were refused, by
 	// reason (internal/pipeline).
 	refusedRequests pipeline.Refusals
+	// Requests counted with a dimension's value replaced by __cardinality_overflow__, by the
+	// limit that replaced it (limits.go).
+	labelOverflowRequests atomic.Int64
+	edgeOverflowRequests  atomic.Int64
 
 	// builder holds the instruments of metadata.yaml, generated into internal/metadata.
 	builder *metadata.TelemetryBuilder
@@ -70,6 +74,8 @@ func newTelemetry(set component.TelemetrySettings, q *intake.Queue[halfBatch]) (
 		tb.RegisterConnectorTracegraphRingDepthCallback(observe(func() int64 { return int64(q.Len()) })),
 		tb.RegisterConnectorTracegraphRingFullWaitsCallback(observe(func() int64 { return int64(q.Stats().FullWaits) })),
 		tb.RegisterConnectorTracegraphRefusedRequestsCallback(t.refusedRequests.Callback()),
+		tb.RegisterConnectorTracegraphLabelOverflowRequestsCallback(observe(t.labelOverflowRequests.Load)),
+		tb.RegisterConnectorTracegraphEdgeOverflowRequestsCallback(observe(t.edgeOverflowRequests.Load)),
 	)
 	if err != nil {
 		tb.Shutdown()

@@ -38,6 +38,8 @@ var ownMetricNames = []string{
 	"otelcol_connector_tracegraph_ring_full_waits",
 	"otelcol_connector_tracegraph_flush_duration",
 	"otelcol_connector_tracegraph_refused_requests",
+	"otelcol_connector_tracegraph_label_overflow_requests",
+	"otelcol_connector_tracegraph_edge_overflow_requests",
 }
 
 // TestOwnTelemetry gives every counter a value of its own and reads each instrument back by
@@ -62,6 +64,8 @@ func TestOwnTelemetry(t *testing.T) {
 	tel.flushes.Add(11)
 	tel.flushesSkipped.Add(12)
 	tel.exportErrors.Add(13)
+	tel.labelOverflowRequests.Add(14)
+	tel.edgeOverflowRequests.Add(15)
 	for i := range tel.refusedRequests {
 		tel.refusedRequests[i].Add(int64(20 + i))
 	}
@@ -88,6 +92,8 @@ func TestOwnTelemetry(t *testing.T) {
 	metadatatest.AssertEqualConnectorTracegraphFlushes(t, tt, point(11), ignore)
 	metadatatest.AssertEqualConnectorTracegraphFlushesSkipped(t, tt, point(12), ignore)
 	metadatatest.AssertEqualConnectorTracegraphExportErrors(t, tt, point(13), ignore)
+	metadatatest.AssertEqualConnectorTracegraphLabelOverflowRequests(t, tt, point(14), ignore)
+	metadatatest.AssertEqualConnectorTracegraphEdgeOverflowRequests(t, tt, point(15), ignore)
 	metadatatest.AssertEqualConnectorTracegraphRingDepth(t, tt, point(1), ignore)
 	metadatatest.AssertEqualConnectorTracegraphRingFullWaits(t, tt, point(0), ignore)
 	var refused []metricdata.DataPoint[int64]

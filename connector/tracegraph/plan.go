@@ -53,6 +53,9 @@ type plan struct {
 	seriesExpiration time.Duration
 	tsOffset         time.Duration
 	ringSize         int
+	// maxSeriesPerEdge and maxCardinalityPerLabel bound the series dims add (limits.go).
+	maxSeriesPerEdge       int
+	maxCardinalityPerLabel int
 }
 
 func newPlan(c *Config) *plan {
@@ -73,6 +76,9 @@ func newPlan(c *Config) *plan {
 		seriesExpiration: orDefault(c.SeriesExpiration, defaultSeriesExpiration),
 		tsOffset:         c.MetricsTimestampOffset,
 		ringSize:         c.RingSize,
+
+		maxSeriesPerEdge:       c.MaxSeriesPerEdge,
+		maxCardinalityPerLabel: c.MaxCardinalityPerLabel,
 	}
 	if c.EnableMessagingSystemLatencyHistogram {
 		p.histograms = 3

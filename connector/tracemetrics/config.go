@@ -12,16 +12,15 @@ import (
 	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 
-	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/clustering"
 	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/dimglob"
-	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/reduce"
 	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/series"
 )
 
 // The keys below mirror spanmetrics v0.165.1 one for one (same names, same meaning, same
 // defaults but for series_expiration's), so renaming `span_metrics:` (or `spanmetrics:`) to
-// `tracemetrics:` in a configuration is enough. MaxSeries, MaxSeriesPerService, CapSelection,
-// RingSize, RingMemoryMiB, SpanName and Sampling are ours; README.md lists what differs.
+// `tracemetrics:` in a configuration is enough. MaxSeries, MaxSeriesPerService,
+// MaxCardinalityPerLabel, CapSelection, RingSize, RingMemoryMiB, SpanName and Sampling are
+// ours; README.md lists what differs.
 
 // Defaults and bounds, one source of truth: createDefaultConfig (factory.go) and the plan
 // (plan.go, for keys left 0) read them, Validate names them. spanmetrics' defaults are kept as
@@ -43,10 +42,10 @@ const (
 	maxRingSize             = 1 << 20
 	defaultRingMemoryMiB    = 64
 	maxRingMemoryMiB        = 1 << 16
-	// defaultSketchSize is cap_selection.sketch_size when 0: README.md ("Which series a cap
+	// defaultSelectionMiB is cap_selection.memory_mib when 0: README.md ("Which series a cap
 	// keeps") has the measurements.
-	defaultSketchSize = 128
-	maxSketchSize     = 1 << 16
+	defaultSelectionMiB = 16
+	maxSelectionMiB     = 1 << 16
 	// deltaIdleIntervals is how many idle flush intervals a delta series is kept when
 	// series_expiration is 0.
 	deltaIdleIntervals = 5
@@ -167,6 +166,15 @@ type Config struct {
 	// others keep getting new series. 0 (the default) means no limit.
 	MaxSeriesPerService int `mapstructure:"max_series_per_service"`
 
+	// MaxCardinalityPerLabel caps the distinct values each named dimension (a label) has per
+	// service.name: a new series with a value beyond them is counted in the series with that
+	// value replaced by __cardinality_overflow__, which keeps every other attribute (service,
+	// span name, kind, status, the other dimensions). Values of series that exist keep theirs;
+	// after a label refused a value it admits no new one for series_expiration (at least 5
+	// flush intervals). sampling.method and glob dimensions are not limited. 0 (the default)
+	// means no limit.
+	MaxCardinalityPerLabel int `mapstructure:"max_cardinality_per_label"`
+
 	// SeriesExpiration drops a single series that has seen no span for this long (unlike
 	// metrics_expiration, which works on whole resources), after exporting it one last time,
 	// as spanmetrics does, so that the memory of a cardinality burst comes back. 0 means:
@@ -211,9 +219,14 @@ type CapSelectionConfig struct {
 	// many), so the busiest keep their own series; or "arrival": the first series keep their
 	// place until they expire, as before.
 	By string `mapstructure:"by"`
-	// SketchSize is how many refused series are counted per scope (each service at its
-	// max_series_per_service, each family at max_series), in a Space-Saving sketch of about
-	// 48 bytes an entry; it bounds the promotions per scope and interval. Default 128.
+	// MemoryMiB bounds, in MiB, the tables that count the spans of refused series, exactly,
+	// for the selection, all families together: 40 bytes a slot, tables of a power of two
+	// slots, at most 3/4 full once they may not grow (16 MiB: 262,144 slots, ~196,000 refused
+	// series at once). Beyond it, a refused series seen once makes
+	// room for another one, and busier ones keep being counted. 0 means the default, 16.
+	MemoryMiB int `mapstructure:"memory_mib"`
+	// SketchSize is accepted and ignored (the size of the Space-Saving sketch the selection
+	// used before it counted refused series exactly; memory_mib bounds that count).
 	SketchSize int `mapstructure:"sketch_size"`
 	// prevent unkeyed literal initialization
 	_ struct{}
@@ -229,8 +242,8 @@ func (c *CapSelectionConfig) validate() error {
 	if c.By != "" && c.By != selectByTraffic && c.By != selectByArrival {
 		errs = append(errs, fmt.Errorf("cap_selection.by: %q, use %q or %q", c.By, selectByTraffic, selectByArrival))
 	}
-	if c.SketchSize < 0 || c.SketchSize > maxSketchSize {
-		errs = append(errs, fmt.Errorf("cap_selection.sketch_size: %v is out of range, use 0 (default %d) or 1..%d", c.SketchSize, defaultSketchSize, maxSketchSize))
+	if c.MemoryMiB < 0 || c.MemoryMiB > maxSelectionMiB {
+		errs = append(errs, fmt.Errorf("cap_selection.memory_mib: %v is out of range, use 0 (default %d) or 1..%d", c.MemoryMiB, defaultSelectionMiB, maxSelectionMiB))
 	}
 	return errors.Join(errs...)
 }
@@ -291,120 +304,6 @@ type EventsConfig struct {
 	Dimensions []Dimension `mapstructure:"dimensions"`
 	// prevent unkeyed literal initialization
 	_ struct{}
-}
-
-// SpanNameConfig rewrites the span name the metrics are keyed by (the span.name attribute), so
-// that instrumentation that put a raw URL path or an ID in the span name does not make a series
-// per request. All three layers are off by default: the metrics then carry span names exactly
-// as spanmetrics does.
-type SpanNameConfig struct {
-	// FromSemanticConventions names spans as the OpenTelemetry semantic conventions do when
-	// the span carries the low-cardinality attributes they name spans after (see README.md,
-	// "Span names"); other spans keep their name. Default false.
-	FromSemanticConventions bool `mapstructure:"from_semantic_conventions"`
-	// Rules rename spans by regular expression, after from_semantic_conventions; the first
-	// rule that applies to the span's service and matches its name wins. Default: none.
-	Rules []SpanNameRule `mapstructure:"rules"`
-	// Clustering learns templates for the names neither layer renamed (ClusteringConfig).
-	// Default: off.
-	Clustering ClusteringConfig `mapstructure:"clustering"`
-	// prevent unkeyed literal initialization
-	_ struct{}
-}
-
-// SpanNameRule replaces a span name that Match matches (anywhere in the name, unless
-// anchored) with Replace, expanded as regexp.Regexp.Expand does: $1 or ${1} is the first
-// capture group, ${name} a named one, $$ a dollar sign. The whole name is replaced, not just the
-// matched part.
-type SpanNameRule struct {
-	// Service restricts the rule to spans of this service.name (exact); empty means all.
-	Service string `mapstructure:"service"`
-	// Match is an RE2 regular expression (Go regexp syntax).
-	Match string `mapstructure:"match"`
-	// Replace is the new span name.
-	Replace string `mapstructure:"replace"`
-	// prevent unkeyed literal initialization
-	_ struct{}
-}
-
-// validate compiles the rules; every error names the key and the rule index.
-func (c *SpanNameConfig) validate() error {
-	var errs []error
-	for i, r := range c.Rules {
-		if _, err := reduce.CompileRule(r.Service, r.Match, r.Replace); err != nil {
-			errs = append(errs, fmt.Errorf("span_name.rules[%d].%w", i, err))
-		}
-	}
-	if err := c.Clustering.validate(); err != nil {
-		errs = append(errs, err)
-	}
-	return errors.Join(errs...)
-}
-
-// ClusteringConfig learns span-name templates from the names each service sends, after
-// from_semantic_conventions and rules, for the spans neither renamed (internal/clustering):
-// words that look like IDs become {id}, and a position of the name that shows more than
-// MaxChildren distinct words becomes {*}. Off by default.
-type ClusteringConfig struct {
-	// Enabled turns clustering on. Default false.
-	Enabled bool `mapstructure:"enabled"`
-	// DryRun, with Enabled, learns and counts the spans clustering would rename
-	// (dry_run_renamed_spans) but keys series by the names as they are; without Enabled
-	// nothing runs. Default false.
-	DryRun bool `mapstructure:"dry_run"`
-	// MaxChildren is how many distinct words one position of a service's names keeps before
-	// they are merged into {*} (the first word, the operation, is never merged). Default 50.
-	MaxChildren int `mapstructure:"max_children"`
-	// MaxTemplatesPerService bounds the templates learned per service; beyond it the least
-	// recently learned template not seen since goes. Default 500.
-	MaxTemplatesPerService int `mapstructure:"max_templates_per_service"`
-	// TemplateExpiration forgets a template not seen for this long; 0 means never (the
-	// bound above still holds). Default 1h.
-	TemplateExpiration time.Duration `mapstructure:"template_expiration"`
-	// prevent unkeyed literal initialization
-	_ struct{}
-}
-
-const (
-	defaultClusteringMaxChildren  = 50
-	defaultClusteringMaxTemplates = 500
-	defaultTemplateExpiration     = time.Hour
-	maxClusteringChildren         = 10_000
-	maxClusteringTemplates        = 100_000
-)
-
-func defaultClusteringConfig() ClusteringConfig {
-	return ClusteringConfig{
-		MaxChildren:            defaultClusteringMaxChildren,
-		MaxTemplatesPerService: defaultClusteringMaxTemplates,
-		TemplateExpiration:     defaultTemplateExpiration,
-	}
-}
-
-// validate names the key at fault.
-func (c *ClusteringConfig) validate() error {
-	var errs []error
-	if c.MaxChildren < 1 || c.MaxChildren > maxClusteringChildren {
-		errs = append(errs, fmt.Errorf("span_name.clustering.max_children: %d, must be 1..%d", c.MaxChildren, maxClusteringChildren))
-	}
-	if c.MaxTemplatesPerService < 1 || c.MaxTemplatesPerService > maxClusteringTemplates {
-		errs = append(errs, fmt.Errorf("span_name.clustering.max_templates_per_service: %d, must be 1..%d", c.MaxTemplatesPerService, maxClusteringTemplates))
-	}
-	if c.TemplateExpiration < 0 {
-		errs = append(errs, fmt.Errorf("span_name.clustering.template_expiration: %v, must be positive or 0 (never)", c.TemplateExpiration))
-	}
-	return errors.Join(errs...)
-}
-
-func (c *ClusteringConfig) clusterer() *clustering.Clusterer {
-	if !c.Enabled {
-		return nil
-	}
-	return clustering.New(clustering.Config{
-		MaxChildren:            c.MaxChildren,
-		MaxTemplatesPerService: c.MaxTemplatesPerService,
-		TemplateExpiration:     c.TemplateExpiration,
-	})
 }
 
 // SamplingConfig configures sampling weights: a span kept by a probabilistic sampler stands
@@ -541,6 +440,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxSeriesPerService < 0 {
 		errs = append(errs, fmt.Errorf("max_series_per_service: %v, the value should be positive or 0 (no limit)", c.MaxSeriesPerService))
+	}
+	if c.MaxCardinalityPerLabel < 0 {
+		errs = append(errs, fmt.Errorf("max_cardinality_per_label: %v, the value should be positive or 0 (no limit)", c.MaxCardinalityPerLabel))
 	}
 	if c.SeriesExpiration < 0 {
 		errs = append(errs, fmt.Errorf("series_expiration: %v, the duration should be positive", c.SeriesExpiration))

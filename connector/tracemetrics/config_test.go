@@ -58,7 +58,8 @@ func TestLoadConfig(t *testing.T) {
 		{id: "ours", expected: def(func(c *Config) {
 			c.MaxSeries = 50000
 			c.MaxSeriesPerService = 5000
-			c.CapSelection = CapSelectionConfig{By: selectByArrival, SketchSize: 64}
+			c.MaxCardinalityPerLabel = 100
+			c.CapSelection = CapSelectionConfig{By: selectByArrival, MemoryMiB: 32, SketchSize: 64}
 			c.SeriesExpiration = 10 * time.Minute
 			c.RingSize = 4096
 			c.RingMemoryMiB = 256
@@ -95,7 +96,8 @@ func TestLoadConfig(t *testing.T) {
 		{id: "ring_size_one", errorMessage: "ring_size: 1 is out of range, use 0 (default 1024) or 2..1048576"},
 		{id: "negative_ring_memory", errorMessage: "ring_memory_mib: -1 is out of range, use 0 (default 64) or 1..65536"},
 		{id: "unknown_cap_selection", errorMessage: `cap_selection.by: "random", use "traffic" or "arrival"`},
-		{id: "negative_sketch_size", errorMessage: "cap_selection.sketch_size: -1 is out of range, use 0 (default 128) or 1..65536"},
+		{id: "negative_selection_memory", errorMessage: "cap_selection.memory_mib: -1 is out of range, use 0 (default 16) or 1..65536"},
+		{id: "negative_max_cardinality_per_label", errorMessage: "max_cardinality_per_label: -1, the value should be positive or 0 (no limit)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.id, func(t *testing.T) {

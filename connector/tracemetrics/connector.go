@@ -105,6 +105,9 @@ func newConnector(set component.TelemetrySettings, cfg *Config, next consumer.Me
 		Postponed:       &tel.FlushesSkipped,
 		Closed:          tel.Shutdown,
 	})
+	if cfg.CapSelection.SketchSize != 0 {
+		set.Logger.Warn("cap_selection.sketch_size is ignored: refused series are counted exactly, within cap_selection.memory_mib")
+	}
 	if cfg.DimensionsCacheSize != 0 {
 		set.Logger.Warn("dimensions_cache_size is deprecated and ignored; use aggregation_cardinality_limit or max_series")
 	}

@@ -45,7 +45,7 @@ func createDefaultConfig() component.Config {
 		RingMemoryMiB:            defaultRingMemoryMiB,
 		Sampling:                 SamplingConfig{Weighted: true},
 		SpanName:                 SpanNameConfig{Clustering: defaultClusteringConfig()},
-		CapSelection:             CapSelectionConfig{By: selectByTraffic, SketchSize: defaultSketchSize},
+		CapSelection:             CapSelectionConfig{By: selectByTraffic, MemoryMiB: defaultSelectionMiB},
 	}
 }
 

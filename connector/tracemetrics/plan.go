@@ -26,6 +26,7 @@ func newPlan(cfg *Config, g followedGates, instanceID string) (*series.Plan, err
 		CardLimit:         int32(cfg.AggregationCardinalityLimit),
 		MaxSeries:         cfg.MaxSeries,
 		MaxService:        int32(cfg.MaxSeriesPerService),
+		MaxPerLabel:       cfg.MaxCardinalityPerLabel,
 		ResourceIdle:      int64(cfg.MetricsExpiration),
 		ResourceCacheSize: cfg.ResourceMetricsCacheSize,
 		RingSize:          cfg.RingSize,
@@ -36,9 +37,9 @@ func newPlan(cfg *Config, g followedGates, instanceID string) (*series.Plan, err
 	}
 	p.SeriesIdle = seriesIdleTime(cfg, p.IsDelta)
 	p.ByTraffic = cfg.CapSelection.By != selectByArrival
-	p.SketchSize = cfg.CapSelection.SketchSize
-	if p.SketchSize == 0 {
-		p.SketchSize = defaultSketchSize
+	p.SelectionBytes = cfg.CapSelection.MemoryMiB << 20
+	if p.SelectionBytes == 0 {
+		p.SelectionBytes = defaultSelectionMiB << 20
 	}
 	switch {
 	case cfg.Histogram.Disable:

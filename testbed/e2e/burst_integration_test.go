@@ -49,7 +49,7 @@ func TestBurstOfNewSeriesIsNeverHollow(t *testing.T) {
 			}
 			if shape.full {
 				env["METRICS_FLUSH_INTERVAL"] = "15s"
-				overlays = append(overlays, overlayFiles(t, "connectors:\n  tracemetrics:\n    max_series: 0\n"+
+				overlays = append(overlays, overlayFiles(t, "connectors:\n  tracemetrics:\n    max_series: 0\n    max_series_per_service: 0\n"+
 					"exporters:\n  cachedprom:\n    max_series: 0\n")...)
 			}
 			StartCollector(t, configPath("default.yaml"), env, overlays...)

@@ -72,7 +72,7 @@ func TestCachedpromCapKeepsTotals(t *testing.T) {
 	)
 	env, metricsURL := defaultEnv(t)
 	StartCollector(t, configPath("default.yaml"), env, overlayFiles(t, fmt.Sprintf(
-		"connectors:\n  tracemetrics:\n    max_series: %d\nexporters:\n  cachedprom:\n    max_series: %d\n", 2*total, promCap))...)
+		"connectors:\n  tracemetrics:\n    max_series: %d\n    max_series_per_service: 0\nexporters:\n  cachedprom:\n    max_series: %d\n", 2*total, promCap))...)
 
 	sendUniqueSpanNames(t, env["OTLP_GRPC_ENDPOINT"], requests, perReq)
 

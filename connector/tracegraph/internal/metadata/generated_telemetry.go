@@ -30,6 +30,7 @@ type TelemetryBuilder struct {
 	registrations                             []metric.Registration
 	ConnectorTracegraphBackwardsSpans         metric.Int64ObservableCounter
 	ConnectorTracegraphDroppedSpans           metric.Int64ObservableCounter
+	ConnectorTracegraphEdgeOverflowRequests   metric.Int64ObservableCounter
 	ConnectorTracegraphEvictedEdges           metric.Int64ObservableCounter
 	ConnectorTracegraphExpiredEdges           metric.Int64ObservableCounter
 	ConnectorTracegraphExportErrors           metric.Int64ObservableCounter
@@ -37,6 +38,7 @@ type TelemetryBuilder struct {
 	ConnectorTracegraphFlushes                metric.Int64ObservableCounter
 	ConnectorTracegraphFlushesSkipped         metric.Int64ObservableCounter
 	ConnectorTracegraphInvalidSamplingWeights metric.Int64ObservableCounter
+	ConnectorTracegraphLabelOverflowRequests  metric.Int64ObservableCounter
 	ConnectorTracegraphPendingEdges           metric.Int64ObservableGauge
 	ConnectorTracegraphReceivedSpans          metric.Int64ObservableCounter
 	ConnectorTracegraphRefusedRequests        metric.Int64ObservableCounter
@@ -79,6 +81,21 @@ func (builder *TelemetryBuilder) RegisterConnectorTracegraphDroppedSpansCallback
 		cb(ctx, &observerInt64{inst: builder.ConnectorTracegraphDroppedSpans, obs: o})
 		return nil
 	}, builder.ConnectorTracegraphDroppedSpans)
+	if err != nil {
+		return err
+	}
+	builder.mu.Lock()
+	defer builder.mu.Unlock()
+	builder.registrations = append(builder.registrations, reg)
+	return nil
+}
+
+// RegisterConnectorTracegraphEdgeOverflowRequestsCallback sets callback for observable ConnectorTracegraphEdgeOverflowRequests metric.
+func (builder *TelemetryBuilder) RegisterConnectorTracegraphEdgeOverflowRequestsCallback(cb metric.Int64Callback) error {
+	reg, err := builder.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		cb(ctx, &observerInt64{inst: builder.ConnectorTracegraphEdgeOverflowRequests, obs: o})
+		return nil
+	}, builder.ConnectorTracegraphEdgeOverflowRequests)
 	if err != nil {
 		return err
 	}
@@ -169,6 +186,21 @@ func (builder *TelemetryBuilder) RegisterConnectorTracegraphInvalidSamplingWeigh
 		cb(ctx, &observerInt64{inst: builder.ConnectorTracegraphInvalidSamplingWeights, obs: o})
 		return nil
 	}, builder.ConnectorTracegraphInvalidSamplingWeights)
+	if err != nil {
+		return err
+	}
+	builder.mu.Lock()
+	defer builder.mu.Unlock()
+	builder.registrations = append(builder.registrations, reg)
+	return nil
+}
+
+// RegisterConnectorTracegraphLabelOverflowRequestsCallback sets callback for observable ConnectorTracegraphLabelOverflowRequests metric.
+func (builder *TelemetryBuilder) RegisterConnectorTracegraphLabelOverflowRequestsCallback(cb metric.Int64Callback) error {
+	reg, err := builder.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		cb(ctx, &observerInt64{inst: builder.ConnectorTracegraphLabelOverflowRequests, obs: o})
+		return nil
+	}, builder.ConnectorTracegraphLabelOverflowRequests)
 	if err != nil {
 		return err
 	}
@@ -338,6 +370,12 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		metric.WithUnit("{spans}"),
 	)
 	errs = errors.Join(errs, err)
+	builder.ConnectorTracegraphEdgeOverflowRequests, err = builder.meter.Int64ObservableCounter(
+		"otelcol_connector_tracegraph_edge_overflow_requests",
+		metric.WithDescription("Requests counted in an edge's overflow series (every dimension __cardinality_overflow__): the client → server pair had max_series_per_edge series. [Alpha]"),
+		metric.WithUnit("{requests}"),
+	)
+	errs = errors.Join(errs, err)
 	builder.ConnectorTracegraphEvictedEdges, err = builder.meter.Int64ObservableCounter(
 		"otelcol_connector_tracegraph_evicted_edges",
 		metric.WithDescription("Half edges expired before their ttl to make room under store.max_items. [Alpha]"),
@@ -378,6 +416,12 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		"otelcol_connector_tracegraph_invalid_sampling_weights",
 		metric.WithDescription("Spans whose tracestate threshold (ot=th) was invalid and which counted 1. [Alpha]"),
 		metric.WithUnit("{spans}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ConnectorTracegraphLabelOverflowRequests, err = builder.meter.Int64ObservableCounter(
+		"otelcol_connector_tracegraph_label_overflow_requests",
+		metric.WithDescription("Requests counted with a client_<dim> or server_<dim> value replaced by __cardinality_overflow__: the label had max_cardinality_per_label values for that service. [Alpha]"),
+		metric.WithUnit("{requests}"),
 	)
 	errs = errors.Join(errs, err)
 	builder.ConnectorTracegraphPendingEdges, err = builder.meter.Int64ObservableGauge(

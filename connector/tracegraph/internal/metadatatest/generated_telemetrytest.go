@@ -53,6 +53,22 @@ func AssertEqualConnectorTracegraphDroppedSpans(t *testing.T, tt *componenttest.
 	metricdatatest.AssertEqual(t, want, got, opts...)
 }
 
+func AssertEqualConnectorTracegraphEdgeOverflowRequests(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
+	want := metricdata.Metrics{
+		Name:        "otelcol_connector_tracegraph_edge_overflow_requests",
+		Description: "Requests counted in an edge's overflow series (every dimension __cardinality_overflow__): the client → server pair had max_series_per_edge series. [Alpha]",
+		Unit:        "{requests}",
+		Data: metricdata.Sum[int64]{
+			Temporality: metricdata.CumulativeTemporality,
+			IsMonotonic: true,
+			DataPoints:  dps,
+		},
+	}
+	got, err := tt.GetMetric("otelcol_connector_tracegraph_edge_overflow_requests")
+	require.NoError(t, err)
+	metricdatatest.AssertEqual(t, want, got, opts...)
+}
+
 func AssertEqualConnectorTracegraphEvictedEdges(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_connector_tracegraph_evicted_edges",
@@ -160,6 +176,22 @@ func AssertEqualConnectorTracegraphInvalidSamplingWeights(t *testing.T, tt *comp
 		},
 	}
 	got, err := tt.GetMetric("otelcol_connector_tracegraph_invalid_sampling_weights")
+	require.NoError(t, err)
+	metricdatatest.AssertEqual(t, want, got, opts...)
+}
+
+func AssertEqualConnectorTracegraphLabelOverflowRequests(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
+	want := metricdata.Metrics{
+		Name:        "otelcol_connector_tracegraph_label_overflow_requests",
+		Description: "Requests counted with a client_<dim> or server_<dim> value replaced by __cardinality_overflow__: the label had max_cardinality_per_label values for that service. [Alpha]",
+		Unit:        "{requests}",
+		Data: metricdata.Sum[int64]{
+			Temporality: metricdata.CumulativeTemporality,
+			IsMonotonic: true,
+			DataPoints:  dps,
+		},
+	}
+	got, err := tt.GetMetric("otelcol_connector_tracegraph_label_overflow_requests")
 	require.NoError(t, err)
 	metricdatatest.AssertEqual(t, want, got, opts...)
 }

@@ -62,7 +62,10 @@ func New(p *series.Plan, keyHash func([]byte) uint64, clock clockwork.Clock, hin
 		demand:    newDemand(p, clock.Now().UnixNano()),
 		clusters:  clusters,
 	}
-	a.limits = &limits{Plan: p, res: a.res, sel: a.sel, tel: tel}
+	a.limits = &limits{Plan: p, res: a.res, sel: a.sel, labels: newLabelLimits(p, clock.Now().UnixNano()), tel: tel}
+	if a.sel != nil {
+		a.sel.drop = a.limits.evict
+	}
 	for _, f := range p.Families {
 		a.tables = append(a.tables, &seriesTable{fam: f, keyHash: keyHash})
 	}
@@ -137,6 +140,8 @@ func (a *Aggregator) apply(b *series.Batch) {
 	}
 	a.rows = a.rows[:0]
 	var overflowSpans [series.OverflowKinds]int64
+	var relabeledSpans int64
+	labels := a.limits.labels
 	ahead := a.liveSeries() >= touchMinSeries
 	for i := range b.Series {
 		if ahead && i%touchAhead == 0 && len(b.Series)-i >= minTouch {
@@ -150,15 +155,21 @@ func (a *Aggregator) apply(b *series.Batch) {
 		if b.Weighted {
 			w = max(w, uint64(b.SeriesW[i]))
 		}
-		id, overflow := a.limits.seriesOf(t, d, rid, b.Bytes(s.Key), s.Hash, b.TS, w, a.epoch)
+		id, overflow, h, relabeled := a.limits.seriesOf(t, d, rid, b.Bytes(s.Key), s.Hash, b.TS, w, a.epoch)
 		overflowSpans[overflow] += int64(s.Count)
+		if relabeled {
+			relabeledSpans += int64(s.Count)
+		}
 		if a.demand != nil {
 			switch {
 			case overflow != series.NoOverflow:
-				a.demand.refused(s.Hash, overflow)
+				a.demand.refused(h, overflow)
 			case t.meta[id].epoch != a.epoch:
-				a.demand.admitted(s.Hash) // once per series and interval
+				a.demand.admitted(h) // once per series and interval
 			}
+		}
+		if labels != nil && overflow == series.NoOverflow && t.meta[id].epoch != a.epoch {
+			labels.offer(&a.Layout, t.fam, t.key(id)) // once per series and interval
 		}
 		row := a.activeRow(t, d, id, b.TS)
 		r := d.Rows.At(int(row))
@@ -216,6 +227,9 @@ func (a *Aggregator) apply(b *series.Batch) {
 		if overflowSpans[k] > 0 {
 			a.tel.OverflowSpans[k].Add(overflowSpans[k])
 		}
+	}
+	if relabeledSpans > 0 {
+		a.tel.LabelOverflowSpans.Add(relabeledSpans)
 	}
 	if b.InvalidWeights > 0 {
 		a.tel.InvalidWeights.Add(b.InvalidWeights)
@@ -280,9 +294,15 @@ func (a *Aggregator) Swap(spare *series.DeltaBuffer, final bool) *series.DeltaBu
 		t.index.Fit()
 	}
 	if a.sel != nil && !final {
-		a.sel.rerank(a.tables, a.res, a.epoch, full)
+		a.sel.rerank(a.tables, a.res, a.epoch, now, full)
 	}
 	a.demand.publish(now, a.tel)
+	if a.limits.labels != nil {
+		a.limits.labels.publish(now, a.tel)
+	}
+	if a.sel != nil {
+		a.tel.SelectionBytes.Store(int64(a.sel.bytes()))
+	}
 	if a.clusters != nil {
 		a.clusters.Expire(now) // template_expiration
 	}
@@ -328,8 +348,13 @@ func (a *Aggregator) expire(now int64, full *series.DeltaBuffer) {
 		full.Fams[f].Expired = expired
 	}
 	for _, rid := range dead {
-		if svc, freed := a.res.release(rid); freed && a.sel != nil {
-			a.sel.forget(svc)
+		if svc, freed := a.res.release(rid); freed {
+			if a.sel != nil {
+				a.sel.forget(svc)
+			}
+			if a.limits.labels != nil {
+				a.limits.labels.forget(svc)
+			}
 		}
 		full.ExpiredRes = append(full.ExpiredRes, rid)
 	}

@@ -12,9 +12,9 @@ import (
 
 // BenchmarkRerank measures one re-ranking of cap_selection by traffic, the aggregator's work
 // at a swap: series in 10 services, each at its max_series_per_service and the family at
-// max_series, every scope's sketch full of candidates (sketch_size 128) that beat the
-// series of the interval (none received a span), so each re-ranking scans every series and
-// promotes 128 per scope. The series demoted are put back between runs, off the clock.
+// max_series, 128 candidates per scope in the refused table that beat the series of the
+// interval (none received a span), so each re-ranking scans every series and promotes 128
+// per scope. The series demoted are put back between runs, off the clock.
 func BenchmarkRerank(b *testing.B) {
 	for _, nSeries := range []int{100_000, 500_000} {
 		b.Run(fmt.Sprintf("series=%dk", nSeries/1000), func(b *testing.B) {
@@ -30,11 +30,11 @@ func BenchmarkRerank(b *testing.B) {
 			for b.Loop() {
 				b.StopTimer()
 				restoreDemoted(a, tab)
-				fillSketches(a, 128, 10)
+				fillRefused(a, 128, 10)
 				a.epoch++
 				start := time.Now()
 				b.StartTimer()
-				a.sel.rerank(a.tables, a.res, a.epoch, spare)
+				a.sel.rerank(a.tables, a.res, a.epoch, testStart.UnixNano(), spare)
 				b.StopTimer()
 				took += time.Since(start)
 				runs++

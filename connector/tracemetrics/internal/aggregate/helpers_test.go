@@ -42,7 +42,7 @@ func testPlan(mod func(*series.Plan)) *series.Plan {
 		Layout: series.Layout{WithService: true, WithName: true, WithKind: true, WithStatus: true,
 			Families: []*series.Family{f}, CallsFamily: 0, DurationFamily: 0, EventsFamily: -1},
 		UnitNanos: 1e6, Bounds: bounds, Explicit: buckets.NewExplicit(bounds), NB: len(bounds) + 1,
-		ResourceCacheSize: 1000, ByTraffic: true, SketchSize: 128,
+		ResourceCacheSize: 1000, ByTraffic: true, SelectionBytes: 16 << 20,
 		RingSize: 1024, RingBytes: 64 << 20, FlushInterval: time.Minute,
 		CallsName: callsName, DurationName: "traces.span.metrics.duration", EventsName: "traces.span.metrics.events",
 		Unit: "ms", CopyResource: true,

@@ -24,13 +24,24 @@ func TestRerankAllocatesNothing(t *testing.T) {
 	require.NoError(t, e.Shutdown(t.Context()))
 	a := e.agg // stopped: its state can be driven from here
 	tab := a.tables[0]
+	full := series.NewDeltaBuffer(len(a.tables))
 	run := func() {
 		restoreDemoted(a, tab)
-		fillSketches(a, 30, 5)
-		a.epoch++ // as swap does: the empty active buffer is the interval that ended
-		a.sel.rerank(a.tables, a.res, a.epoch, a.active)
+		// Every series received one span in the interval that ends: the candidates (5 spans)
+		// beat them, and each gives up its place demoted (it received spans), so that the
+		// next run can restore it.
+		full.Reset()
+		a.epoch++
+		for id := range tab.meta {
+			if m := &tab.meta[id]; m.keyLen > 0 {
+				m.epoch, m.row = a.epoch, full.Fams[0].NewRow(uint32(id), 0, a.NB, false)
+				full.Fams[0].Rows.At(int(m.row)).Count = 1
+			}
+		}
+		fillRefused(a, 30, 5)
+		a.epoch++ // as swap does
+		a.sel.rerank(a.tables, a.res, a.epoch, testStart.UnixNano(), full)
 	}
-	a.epoch++
 	run()
 	run()
 	require.Zero(t, testing.AllocsPerRun(20, run))
@@ -49,14 +60,15 @@ func restoreDemoted(a *Aggregator, tab *seriesTable) {
 	}
 }
 
-// fillSketches counts n refused series of w spans each in every service's sketch of family
-// 0, and n others in the family's sketch, as refusals by the caps would.
-func fillSketches(a *Aggregator, n int, w uint64) {
+// fillRefused counts n refused series of w spans each in every service's scope of family 0,
+// and n others in the family's scope, as refusals by the caps would.
+func fillRefused(a *Aggregator, n int, w uint64) {
+	ts := testStart.UnixNano()
 	for svc := range a.res.svcRefs {
 		for i := range n {
 			h := uint64(svc*1000+i+1) * 0x9e3779b97f4a7c15
-			a.sel.count(0, uint32(svc), h, w, series.ServiceOverflow)
-			a.sel.count(0, uint32(svc), h+1, w, series.GlobalOverflow)
+			a.sel.count(0, uint32(svc), h, w, ts, series.ServiceOverflow)
+			a.sel.count(0, uint32(svc), h+1, w, ts, series.GlobalOverflow)
 		}
 	}
 }

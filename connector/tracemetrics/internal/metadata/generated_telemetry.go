@@ -37,6 +37,8 @@ type TelemetryBuilder struct {
 	ConnectorTracemetricsFlushes                metric.Int64ObservableCounter
 	ConnectorTracemetricsFlushesSkipped         metric.Int64ObservableCounter
 	ConnectorTracemetricsInvalidSamplingWeights metric.Int64ObservableCounter
+	ConnectorTracemetricsLabelDemand            metric.Int64ObservableGauge
+	ConnectorTracemetricsLabelOverflowValues    metric.Int64ObservableGauge
 	ConnectorTracemetricsOverflowSeries         metric.Int64ObservableGauge
 	ConnectorTracemetricsOverflowSpans          metric.Int64ObservableCounter
 	ConnectorTracemetricsPromotedSeries         metric.Int64ObservableCounter
@@ -48,6 +50,7 @@ type TelemetryBuilder struct {
 	ConnectorTracemetricsRingLostOffers         metric.Int64ObservableCounter
 	ConnectorTracemetricsRingMemory             metric.Int64ObservableGauge
 	ConnectorTracemetricsRingMemoryWaits        metric.Int64ObservableCounter
+	ConnectorTracemetricsSelectionMemory        metric.Int64ObservableGauge
 	ConnectorTracemetricsSeries                 metric.Int64ObservableGauge
 	ConnectorTracemetricsSeriesDemand           metric.Int64ObservableGauge
 	ConnectorTracemetricsSpanNameTemplates      metric.Int64ObservableGauge
@@ -160,6 +163,36 @@ func (builder *TelemetryBuilder) RegisterConnectorTracemetricsInvalidSamplingWei
 		cb(ctx, &observerInt64{inst: builder.ConnectorTracemetricsInvalidSamplingWeights, obs: o})
 		return nil
 	}, builder.ConnectorTracemetricsInvalidSamplingWeights)
+	if err != nil {
+		return err
+	}
+	builder.mu.Lock()
+	defer builder.mu.Unlock()
+	builder.registrations = append(builder.registrations, reg)
+	return nil
+}
+
+// RegisterConnectorTracemetricsLabelDemandCallback sets callback for observable ConnectorTracemetricsLabelDemand metric.
+func (builder *TelemetryBuilder) RegisterConnectorTracemetricsLabelDemandCallback(cb metric.Int64Callback) error {
+	reg, err := builder.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		cb(ctx, &observerInt64{inst: builder.ConnectorTracemetricsLabelDemand, obs: o})
+		return nil
+	}, builder.ConnectorTracemetricsLabelDemand)
+	if err != nil {
+		return err
+	}
+	builder.mu.Lock()
+	defer builder.mu.Unlock()
+	builder.registrations = append(builder.registrations, reg)
+	return nil
+}
+
+// RegisterConnectorTracemetricsLabelOverflowValuesCallback sets callback for observable ConnectorTracemetricsLabelOverflowValues metric.
+func (builder *TelemetryBuilder) RegisterConnectorTracemetricsLabelOverflowValuesCallback(cb metric.Int64Callback) error {
+	reg, err := builder.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		cb(ctx, &observerInt64{inst: builder.ConnectorTracemetricsLabelOverflowValues, obs: o})
+		return nil
+	}, builder.ConnectorTracemetricsLabelOverflowValues)
 	if err != nil {
 		return err
 	}
@@ -334,6 +367,21 @@ func (builder *TelemetryBuilder) RegisterConnectorTracemetricsRingMemoryWaitsCal
 	return nil
 }
 
+// RegisterConnectorTracemetricsSelectionMemoryCallback sets callback for observable ConnectorTracemetricsSelectionMemory metric.
+func (builder *TelemetryBuilder) RegisterConnectorTracemetricsSelectionMemoryCallback(cb metric.Int64Callback) error {
+	reg, err := builder.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		cb(ctx, &observerInt64{inst: builder.ConnectorTracemetricsSelectionMemory, obs: o})
+		return nil
+	}, builder.ConnectorTracemetricsSelectionMemory)
+	if err != nil {
+		return err
+	}
+	builder.mu.Lock()
+	defer builder.mu.Unlock()
+	builder.registrations = append(builder.registrations, reg)
+	return nil
+}
+
 // RegisterConnectorTracemetricsSeriesCallback sets callback for observable ConnectorTracemetricsSeries metric.
 func (builder *TelemetryBuilder) RegisterConnectorTracemetricsSeriesCallback(cb metric.Int64Callback) error {
 	reg, err := builder.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
@@ -461,6 +509,18 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		metric.WithUnit("{spans}"),
 	)
 	errs = errors.Join(errs, err)
+	builder.ConnectorTracemetricsLabelDemand, err = builder.meter.Int64ObservableGauge(
+		"otelcol_connector_tracemetrics_label_demand",
+		metric.WithDescription("Distinct values offered for a label limited by max_cardinality_per_label over about the last series_expiration, all services together, estimated; by label. [Alpha]"),
+		metric.WithUnit("{values}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ConnectorTracemetricsLabelOverflowValues, err = builder.meter.Int64ObservableGauge(
+		"otelcol_connector_tracemetrics_label_overflow_values",
+		metric.WithDescription("Distinct values max_cardinality_per_label replaced by __cardinality_overflow__ over about the last series_expiration, all services together, estimated; by label. [Alpha]"),
+		metric.WithUnit("{values}"),
+	)
+	errs = errors.Join(errs, err)
 	builder.ConnectorTracemetricsOverflowSeries, err = builder.meter.Int64ObservableGauge(
 		"otelcol_connector_tracemetrics_overflow_series",
 		metric.WithDescription("Distinct series a limit refused (their spans went to an overflow series) over about the last series_expiration, estimated; by the limit. [Alpha]"),
@@ -525,6 +585,12 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		"otelcol_connector_tracemetrics_ring_memory_waits",
 		metric.WithDescription("ConsumeTraces calls whose batch would have passed ring_memory_mib and waited. [Alpha]"),
 		metric.WithUnit("{calls}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ConnectorTracemetricsSelectionMemory, err = builder.meter.Int64ObservableGauge(
+		"otelcol_connector_tracemetrics_selection_memory",
+		metric.WithDescription("Bytes cap_selection by traffic holds to count refused series and list idle ones (bounded by cap_selection.memory_mib, and 8 bytes per idle series). [Alpha]"),
+		metric.WithUnit("By"),
 	)
 	errs = errors.Join(errs, err)
 	builder.ConnectorTracemetricsSeries, err = builder.meter.Int64ObservableGauge(

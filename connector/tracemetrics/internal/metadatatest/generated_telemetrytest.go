@@ -163,6 +163,34 @@ func AssertEqualConnectorTracemetricsInvalidSamplingWeights(t *testing.T, tt *co
 	metricdatatest.AssertEqual(t, want, got, opts...)
 }
 
+func AssertEqualConnectorTracemetricsLabelDemand(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
+	want := metricdata.Metrics{
+		Name:        "otelcol_connector_tracemetrics_label_demand",
+		Description: "Distinct values offered for a label limited by max_cardinality_per_label over about the last series_expiration, all services together, estimated; by label. [Alpha]",
+		Unit:        "{values}",
+		Data: metricdata.Gauge[int64]{
+			DataPoints: dps,
+		},
+	}
+	got, err := tt.GetMetric("otelcol_connector_tracemetrics_label_demand")
+	require.NoError(t, err)
+	metricdatatest.AssertEqual(t, want, got, opts...)
+}
+
+func AssertEqualConnectorTracemetricsLabelOverflowValues(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
+	want := metricdata.Metrics{
+		Name:        "otelcol_connector_tracemetrics_label_overflow_values",
+		Description: "Distinct values max_cardinality_per_label replaced by __cardinality_overflow__ over about the last series_expiration, all services together, estimated; by label. [Alpha]",
+		Unit:        "{values}",
+		Data: metricdata.Gauge[int64]{
+			DataPoints: dps,
+		},
+	}
+	got, err := tt.GetMetric("otelcol_connector_tracemetrics_label_overflow_values")
+	require.NoError(t, err)
+	metricdatatest.AssertEqual(t, want, got, opts...)
+}
+
 func AssertEqualConnectorTracemetricsOverflowSeries(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_connector_tracemetrics_overflow_series",
@@ -329,6 +357,20 @@ func AssertEqualConnectorTracemetricsRingMemoryWaits(t *testing.T, tt *component
 		},
 	}
 	got, err := tt.GetMetric("otelcol_connector_tracemetrics_ring_memory_waits")
+	require.NoError(t, err)
+	metricdatatest.AssertEqual(t, want, got, opts...)
+}
+
+func AssertEqualConnectorTracemetricsSelectionMemory(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
+	want := metricdata.Metrics{
+		Name:        "otelcol_connector_tracemetrics_selection_memory",
+		Description: "Bytes cap_selection by traffic holds to count refused series and list idle ones (bounded by cap_selection.memory_mib, and 8 bytes per idle series). [Alpha]",
+		Unit:        "By",
+		Data: metricdata.Gauge[int64]{
+			DataPoints: dps,
+		},
+	}
+	got, err := tt.GetMetric("otelcol_connector_tracemetrics_selection_memory")
 	require.NoError(t, err)
 	metricdatatest.AssertEqual(t, want, got, opts...)
 }

@@ -18,3 +18,7 @@ var OverflowLimits = [OverflowKinds]string{
 	ServiceOverflow: "max_series_per_service",
 	GlobalOverflow:  "max_series",
 }
+
+// LabelLimit is the YAML key of the per-label limit, the limit attribute of the overflow_spans
+// it counts: spans counted in a series with a label's value replaced (not an overflow series).
+const LabelLimit = "max_cardinality_per_label"

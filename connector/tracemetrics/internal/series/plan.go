@@ -38,11 +38,12 @@ type Plan struct {
 	CardLimit         int32 // aggregation_cardinality_limit; 0: none
 	MaxSeries         int   // max_series; 0: none
 	MaxService        int32 // max_series_per_service; 0: none
+	MaxPerLabel       int   // max_cardinality_per_label; 0: none
 	SeriesIdle        int64 // ns a series may stay idle before it expires; 0: never
 	ResourceIdle      int64 // metrics_expiration in ns; 0: never
 	ResourceCacheSize int   // resource_metrics_cache_size
 	ByTraffic         bool  // cap_selection.by is traffic (internal/aggregate)
-	SketchSize        int   // cap_selection.sketch_size, the default when 0
+	SelectionBytes    int   // cap_selection.memory_mib in bytes, the default when 0
 
 	RingSize      int           // ring_size, the default when 0
 	RingBytes     int64         // ring_memory_mib in bytes, the default when 0

@@ -42,6 +42,14 @@ type Telemetry struct {
 	DemotedSeries  [series.OverflowKinds]atomic.Int64
 	SeriesDemand   [series.OverflowKinds]atomic.Int64
 	OverflowSeries [series.OverflowKinds]atomic.Int64
+	SelectionBytes atomic.Int64 // cap_selection's refused tables and idle lists, at each swap
+
+	// max_cardinality_per_label, written by the aggregator: spans counted in a series whose
+	// value of some label was replaced, added per batch, and per label (the plan's
+	// LimitedLabels) the demand estimates published at each swap. Empty when off.
+	LabelOverflowSpans  atomic.Int64
+	LabelDemand         []atomic.Int64
+	LabelOverflowValues []atomic.Int64
 
 	// builder holds the instruments of metadata.yaml, generated into internal/metadata.
 	builder *metadata.TelemetryBuilder
@@ -79,6 +87,12 @@ func New(set component.TelemetrySettings, q Queue, p *series.Plan, renames *Rena
 		return nil, err
 	}
 	t := &Telemetry{builder: tb}
+	var labels []string
+	if p.MaxPerLabel > 0 {
+		labels = p.LimitedLabels()
+		t.LabelDemand = make([]atomic.Int64, len(labels))
+		t.LabelOverflowValues = make([]atomic.Int64, len(labels))
+	}
 	// One series per configured limit, from 0: a rate() over a series that appears at its
 	// first overflow would miss that first increase.
 	configured := [series.OverflowKinds]bool{
@@ -90,6 +104,14 @@ func New(set component.TelemetrySettings, q Queue, p *series.Plan, renames *Rena
 	for k, on := range configured {
 		if on {
 			limitSets[k] = metric.WithAttributeSet(attribute.NewSet(attribute.String("limit", series.OverflowLimits[k])))
+		}
+	}
+	var perLabelSet metric.ObserveOption
+	var labelSets []metric.ObserveOption
+	if p.MaxPerLabel > 0 {
+		perLabelSet = metric.WithAttributeSet(attribute.NewSet(attribute.String("limit", series.LabelLimit)))
+		for _, l := range labels {
+			labelSets = append(labelSets, metric.WithAttributeSet(attribute.NewSet(attribute.String("label", l))))
 		}
 	}
 	// One series per configured layer, from 0, as for the limits.
@@ -123,7 +145,12 @@ func New(set component.TelemetrySettings, q Queue, p *series.Plan, renames *Rena
 		tb.RegisterConnectorTracemetricsSeriesCallback(observe(t.SeriesLive.Load)),
 		tb.RegisterConnectorTracemetricsRingDepthCallback(observe(func() int64 { return int64(q.Len()) })),
 		tb.RegisterConnectorTracemetricsAggregatedSpansCallback(observe(t.AggregatedSpans.Load)),
-		tb.RegisterConnectorTracemetricsOverflowSpansCallback(byLimit(&t.OverflowSpans, false)),
+		tb.RegisterConnectorTracemetricsOverflowSpansCallback(func(ctx context.Context, o metric.Int64Observer) error {
+			if perLabelSet != nil {
+				o.Observe(t.LabelOverflowSpans.Load(), perLabelSet)
+			}
+			return byLimit(&t.OverflowSpans, false)(ctx, o)
+		}),
 		tb.RegisterConnectorTracemetricsSeriesDemandCallback(byLimit(&t.SeriesDemand, false)),
 		tb.RegisterConnectorTracemetricsOverflowSeriesCallback(byLimit(&t.OverflowSeries, false)),
 		tb.RegisterConnectorTracemetricsPromotedSeriesCallback(byLimit(&t.PromotedSeries, true)),
@@ -138,6 +165,23 @@ func New(set component.TelemetrySettings, q Queue, p *series.Plan, renames *Rena
 		tb.RegisterConnectorTracemetricsRefusedRequestsCallback(t.RefusedRequests.Callback()),
 		tb.RegisterConnectorTracemetricsExportErrorsCallback(observe(t.ExportErrors.Load)),
 		tb.RegisterConnectorTracemetricsInvalidSamplingWeightsCallback(observe(t.InvalidWeights.Load)),
+	}
+	if p.ByTraffic && (p.MaxSeries > 0 || p.MaxService > 0) {
+		errs = append(errs, tb.RegisterConnectorTracemetricsSelectionMemoryCallback(observe(t.SelectionBytes.Load)))
+	}
+	if len(labelSets) > 0 {
+		// byLabel reads one atomic per limited label.
+		byLabel := func(v []atomic.Int64) metric.Int64Callback {
+			return func(_ context.Context, o metric.Int64Observer) error {
+				for i, set := range labelSets {
+					o.Observe(v[i].Load(), set)
+				}
+				return nil
+			}
+		}
+		errs = append(errs,
+			tb.RegisterConnectorTracemetricsLabelDemandCallback(byLabel(t.LabelDemand)),
+			tb.RegisterConnectorTracemetricsLabelOverflowValuesCallback(byLabel(t.LabelOverflowValues)))
 	}
 	if renames != nil {
 		errs = append(errs, tb.RegisterConnectorTracemetricsRenamedSpansCallback(func(_ context.Context, o metric.Int64Observer) error {

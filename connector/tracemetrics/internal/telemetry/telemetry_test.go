@@ -79,6 +79,9 @@ var ownMetricNames = []string{
 	"otelcol_connector_tracemetrics_flush_duration",
 	"otelcol_connector_tracemetrics_flush_data_points",
 	"otelcol_connector_tracemetrics_refused_requests",
+	"otelcol_connector_tracemetrics_selection_memory",
+	"otelcol_connector_tracemetrics_label_demand",
+	"otelcol_connector_tracemetrics_label_overflow_values",
 }
 
 // TestOwnTelemetry configures every limit and layer, gives every atomic a value of its own and
@@ -90,7 +93,10 @@ func TestOwnTelemetry(t *testing.T) {
 	q := intake.New[series.Batch](4)
 	layer := func(v int64) func() int64 { return func() int64 { return v } }
 	tel, err := New(metadatatest.NewSettings(tt).TelemetrySettings, q,
-		&series.Plan{CardLimit: 5, MaxService: 10, MaxSeries: 20, ByTraffic: true},
+		&series.Plan{
+			CardLimit: 5, MaxService: 10, MaxSeries: 20, ByTraffic: true, MaxPerLabel: 3,
+			Layout: series.Layout{Families: []*series.Family{{Dims: []series.Dimension{{Name: "a"}, {Name: "b"}}}}},
+		},
 		&Renames{
 			Layers: []Layer{
 				{Name: "semantic_conventions", Renamed: layer(21)},
@@ -110,6 +116,13 @@ func TestOwnTelemetry(t *testing.T) {
 	tel.InvalidWeights.Add(7)
 	for i := range tel.RefusedRequests {
 		tel.RefusedRequests[i].Add(int64(30 + i))
+	}
+	tel.SelectionBytes.Add(40)
+	tel.LabelOverflowSpans.Add(41)
+	require.Len(t, tel.LabelDemand, 2, "labels a and b")
+	for i := range tel.LabelDemand {
+		tel.LabelDemand[i].Add(int64(50 + i))
+		tel.LabelOverflowValues[i].Add(int64(60 + i))
 	}
 	for k := range series.OverflowKinds {
 		tel.OverflowSpans[k].Add(100 + int64(k))
@@ -158,7 +171,17 @@ func TestOwnTelemetry(t *testing.T) {
 		refused = append(refused, metricdata.DataPoint[int64]{Attributes: attr("reason", reason), Value: int64(30 + i)})
 	}
 	metadatatest.AssertEqualConnectorTracemetricsRefusedRequests(t, tt, refused, ignore)
-	metadatatest.AssertEqualConnectorTracemetricsOverflowSpans(t, tt, byLimit(100, false), ignore)
+	metadatatest.AssertEqualConnectorTracemetricsOverflowSpans(t, tt, append(byLimit(100, false),
+		metricdata.DataPoint[int64]{Attributes: attr("limit", "max_cardinality_per_label"), Value: 41}), ignore)
+	metadatatest.AssertEqualConnectorTracemetricsSelectionMemory(t, tt, point(40), ignore)
+	byLabel := func(base int64) []metricdata.DataPoint[int64] {
+		return []metricdata.DataPoint[int64]{
+			{Attributes: attr("label", "a"), Value: base},
+			{Attributes: attr("label", "b"), Value: base + 1},
+		}
+	}
+	metadatatest.AssertEqualConnectorTracemetricsLabelDemand(t, tt, byLabel(50), ignore)
+	metadatatest.AssertEqualConnectorTracemetricsLabelOverflowValues(t, tt, byLabel(60), ignore)
 	metadatatest.AssertEqualConnectorTracemetricsSeriesDemand(t, tt, byLimit(200, false), ignore)
 	metadatatest.AssertEqualConnectorTracemetricsOverflowSeries(t, tt, byLimit(300, false), ignore)
 	metadatatest.AssertEqualConnectorTracemetricsPromotedSeries(t, tt, byLimit(400, true), ignore)
