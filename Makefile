@@ -84,8 +84,8 @@ integration: build stock-twin prometheus3
 ## (Kafka, Elasticsearch, Prometheus, Redis) is held by one test at a time whatever its process,
 ## the other waiting for it (internal/testservice). The first runs the tests of Kafka and of
 ## Prometheus 2 (and, by name, three others), the second those of Elasticsearch and the rest; the
-## one test that needs Kafka and Elasticsearch runs last of the first, by when the second has
-## usually finished with Elasticsearch (kafka_store_crash_integration_test.go); if not, it waits.
+## two tests that need Kafka and Elasticsearch run last of the first, by when the second has
+## usually finished with Elasticsearch (kafka_store_*_integration_test.go); if not, they wait.
 E2E_FIRST := ^Test(Kafka|Dashboard|EdgeTier|GraphTier|Awkward|UniqueNameChurnStaysBoundedWithLayers)
 e2e: build stock-twin prometheus3 image
 	cd testbed && $(GO) test -tags integration -count=1 -run '^$$' ./e2e/ >/dev/null

@@ -33,6 +33,11 @@ func TestConsumeTracesSteadyStateAllocatesNothing(t *testing.T) {
 			"histogram":  map[string]any{"exponential": map[string]any{"max_size": 40}},
 			"exemplars":  map[string]any{"enabled": true},
 		}},
+		{"exemplars of stored spans", map[string]any{
+			// About half the generated spans (~30 ms) pass exemplars.slow_threshold.
+			"dimensions": dims("http.method"),
+			"exemplars":  map[string]any{"enabled": true, "slow_threshold": "30ms"},
+		}},
 		{"overflow", map[string]any{
 			// Most spans go to overflow series split by span kind and status code, and are
 			// counted for cap_selection by traffic (the default).

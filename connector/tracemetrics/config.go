@@ -270,6 +270,11 @@ type ExemplarsConfig struct {
 	Enabled bool `mapstructure:"enabled"`
 	// MaxPerDataPoint bounds the exemplars of one data point per flush interval. Default 5.
 	MaxPerDataPoint int `mapstructure:"max_per_data_point"`
+	// SlowThreshold (ours, tracegraph's key), when positive, lets exemplars name only spans that
+	// failed or lasted at least this long: the spans the Elasticsearch branch stores
+	// (configs/kafka-gateway.yaml keeps errors and spans of at least SLOW_THRESHOLD_NS), so that
+	// every exemplar opens a stored span. Set it to that threshold. Default 0: any span.
+	SlowThreshold time.Duration `mapstructure:"slow_threshold"`
 	// prevent unkeyed literal initialization
 	_ struct{}
 }
@@ -423,6 +428,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Exemplars.Enabled && c.Exemplars.MaxPerDataPoint < 0 {
 		errs = append(errs, fmt.Errorf("exemplars.max_per_data_point: %v, the value should be positive", c.Exemplars.MaxPerDataPoint))
+	}
+	if c.Exemplars.SlowThreshold < 0 {
+		errs = append(errs, fmt.Errorf("exemplars.slow_threshold: %v, the duration should not be negative", c.Exemplars.SlowThreshold))
 	}
 	if c.ResourceMetricsCacheSize <= 0 {
 		errs = append(errs, fmt.Errorf("resource_metrics_cache_size: %v, the value should be positive", c.ResourceMetricsCacheSize))

@@ -87,6 +87,7 @@ func TestLoadConfig(t *testing.T) {
 		{id: "negative_expiration", errorMessage: "metrics_expiration: -1s, the duration should be positive"},
 		{id: "negative_cardinality_limit", errorMessage: "aggregation_cardinality_limit: -1, the limit should be positive"},
 		{id: "negative_exemplars", errorMessage: "exemplars.max_per_data_point: -1, the value should be positive"},
+		{id: "negative_exemplar_slow_threshold", errorMessage: "exemplars.slow_threshold: -1ms, the duration should not be negative"},
 		{id: "zero_timestamp_cache_delta", errorMessage: "metric_timestamp_cache_size: 0, the maximum number of the items in the cache should be positive"},
 		{id: "zero_resource_cache", errorMessage: "resource_metrics_cache_size: 0, the value should be positive"},
 		{id: "negative_max_series", errorMessage: "max_series: -1, the value should be positive or 0 (no limit)"},

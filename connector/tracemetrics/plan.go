@@ -64,6 +64,7 @@ func newPlan(cfg *Config, g followedGates, instanceID string) (*series.Plan, err
 	}
 	if cfg.Exemplars.Enabled && cfg.Exemplars.MaxPerDataPoint > 0 {
 		p.Exemplars = cfg.Exemplars.MaxPerDataPoint
+		p.ExemplarSlow = uint64(max(cfg.Exemplars.SlowThreshold, 0))
 	}
 	if len(cfg.ResourceMetricsKeyAttributes) > 0 {
 		p.KeyAttrs = make(map[string]struct{}, len(cfg.ResourceMetricsKeyAttributes))

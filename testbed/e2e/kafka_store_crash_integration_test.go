@@ -14,9 +14,10 @@ import (
 )
 
 // The Kafka gateway's store crash: it needs both Kafka and Elasticsearch. It sits in a file of
-// its own, last of the Kafka tests in file order, because make e2e runs the Kafka tests in one
-// process while the other runs the Elasticsearch ones (Makefile, E2E_FIRST): here it comes after
-// them, rather than wait for Elasticsearch while that process holds it.
+// its own, last of the Kafka tests in file order but for kafka_store_exemplars (which needs both
+// too), because make e2e runs the Kafka tests in one process while the other runs the
+// Elasticsearch ones (Makefile, E2E_FIRST): here it comes after them, rather than wait for
+// Elasticsearch while that process holds it.
 
 // TestKafkaGatewayStoreCrashKeepsCommittedSpans runs the store branch of
 // configs/kafka-gateway.yaml (real Kafka, real Elasticsearch), SIGKILLs the gateway mid-stream

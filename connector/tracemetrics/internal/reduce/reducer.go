@@ -128,6 +128,15 @@ func (s *producerScratch) release() {
 	s.weights = traceStateMemo{}
 }
 
+// mayNameInExemplar reports whether a span that failed or not and ran from start to end (unix
+// ns) may be an exemplar: with exemplars.slow_threshold only the spans the Elasticsearch branch
+// keeps (an error, or end - start at least the threshold, its filter's condition; a span ending
+// before it starts is not slow), so that every exemplar opens a stored span. tracegraph applies
+// the same rule to the span its exemplar names.
+func (r *Reducer) mayNameInExemplar(failed bool, start, end uint64) bool {
+	return r.ExemplarSlow == 0 || failed || end >= start && end-start >= r.ExemplarSlow
+}
+
 // Reduce adds the spans of td to b. Resources without service.name are skipped, as
 // spanmetrics skips them.
 func (r *Reducer) Reduce(b *series.Batch, td ptrace.Traces) {
@@ -271,7 +280,8 @@ func (k *walk[S]) reduceSpan() {
 	r, b, sc, span := k.r, k.b, k.sc, &k.span
 	// Protect against end timestamps before start timestamps: assume 0 duration (spanmetrics).
 	value := 0.0
-	if start, end := span.StartTimestamp(), span.EndTimestamp(); end > start {
+	start, end := span.StartTimestamp(), span.EndTimestamp()
+	if end > start {
 		value = float64(end-start) / r.UnitNanos
 	}
 	var code int32
@@ -287,8 +297,8 @@ func (k *walk[S]) reduceSpan() {
 		k.head.Name = nameOf(r.names, &sc.names, k.head.Service, span)
 	}
 	k.head.Kind, k.head.Status = span.Kind(), span.StatusCode()
-	withExemplar := r.Exemplars > 0 && !span.TraceID().IsEmpty()
 	isError := k.head.Status == ptrace.StatusCodeError
+	withExemplar := r.Exemplars > 0 && !span.TraceID().IsEmpty() && r.mayNameInExemplar(isError, uint64(start), uint64(end))
 	w, extrapolated := weightOf(&r.weights, b, &sc.weights, span)
 	if w != 1 && !b.Weighted {
 		b.StartWeights()

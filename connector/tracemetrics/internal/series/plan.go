@@ -30,8 +30,9 @@ type Plan struct {
 	NB        int               // explicit buckets per histogram, len(bounds)+1; 0 when exponential or disabled
 	ExpoSize  int32             // exponential max_size as go-expohisto clamps it; 0 when explicit or disabled
 
-	Exemplars int                 // exemplars per data point per interval; 0: off
-	KeyAttrs  map[string]struct{} // resource_metrics_key_attributes; nil: every attribute
+	Exemplars    int                 // exemplars per data point per interval; 0: off
+	ExemplarSlow uint64              // exemplars.slow_threshold in ns: only failed spans or spans this long; 0: any
+	KeyAttrs     map[string]struct{} // resource_metrics_key_attributes; nil: every attribute
 
 	// Limits and expiry.
 	CardLimit         int32 // aggregation_cardinality_limit; 0: none
