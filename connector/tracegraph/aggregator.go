@@ -72,6 +72,7 @@ func (a *aggregator) Apply(b *halfBatch, now int64) {
 		a.apply(b, &b.halves[j], now)
 	}
 	a.spans += b.spans
+	a.tel.addLate(&b.late)
 	a.tel.invalidWeights.Add(int64(b.invalidWeights))
 	a.tel.noService.Add(int64(b.noService))
 	a.tel.backwards.Add(int64(b.backwards))
@@ -124,7 +125,7 @@ func (a *aggregator) apply(b *halfBatch, h *half, now int64) {
 	}
 	a.merge(e, dims, b, h)
 	if e.complete() {
-		a.series.record(e, dims, now)
+		a.record(e, dims, now)
 		if id >= 0 {
 			a.pairs.remove(id)
 		} else {
@@ -146,10 +147,23 @@ func (a *aggregator) apply(b *halfBatch, h *half, now int64) {
 	a.pairs.insert(e, dims)
 }
 
+// record counts one request of e, unless late_spans drops it: an edge with a late half is
+// counted as now, left out (counted in late_edges), or counted in its late="true" series.
+func (a *aggregator) record(e *edge, dims []uint32, now int64) {
+	if e.late {
+		a.tel.lateEdges.Add(1)
+		if a.p.late.mode == lateModeDrop {
+			return
+		}
+	}
+	a.series.record(e, dims, now)
+}
+
 // merge writes half h into e, as servicegraph's update callbacks do.
 func (a *aggregator) merge(e *edge, dims []uint32, b *halfBatch, h *half) {
 	svc := a.ids.of(b, h.service)
 	e.failed = e.failed || h.failed
+	e.late = e.late || h.late
 	e.weight = max(e.weight, h.weight)
 	// database > messaging > unknown, whichever half came first (servicegraph: the last one).
 	e.conn = max(e.conn, h.conn)
@@ -198,7 +212,7 @@ func (a *aggregator) expireEdge(id int32, now int64) {
 			if a.p.virtualNodeLabel {
 				e.label = labelClient
 			}
-			a.series.record(e, dims, now)
+			a.record(e, dims, now)
 		}
 		if e.server == 0 {
 			e.server = a.unknownID
@@ -208,7 +222,7 @@ func (a *aggregator) expireEdge(id int32, now int64) {
 			if a.p.virtualNodeLabel {
 				e.label = labelServer
 			}
-			a.series.record(e, dims, now)
+			a.record(e, dims, now)
 		}
 	}
 	a.pairs.remove(id)

@@ -19,12 +19,19 @@ func TestConsumeTracesSteadyStateAllocatesNothing(t *testing.T) {
 	if raceEnabled {
 		t.Skip("allocation counts are not meaningful under the race detector")
 	}
+	full := []string{"http.method", "region", "http.status_code"}
 	for _, tc := range []struct {
 		dims []string
 		wire bool // the otlpwire receiver's traces: the request's bytes, reduced from the decoder
-	}{{nil, false}, {[]string{"http.method", "region", "http.status_code"}, false}, {[]string{"http.method", "region", "http.status_code"}, true}} {
+		// late is late_spans.policy: the generated spans end in 2023, all late on the real clock.
+		late string
+	}{{nil, false, ""}, {full, false, ""}, {full, true, ""}, {full, false, lateSeparate}, {full, true, lateDrop}} {
 		dims := tc.dims
-		c, _ := startTracegraph(t, func(cfg *Config) { cfg.Dimensions = dims; cfg.Store.MaxItems = 1000 })
+		c, _ := startTracegraph(t, func(cfg *Config) {
+			cfg.Dimensions = dims
+			cfg.Store.MaxItems = 1000
+			cfg.LateSpans.Policy = tc.late
+		})
 		requests, _ := benchRequests(500, 200)
 		if tc.wire {
 			for i, td := range requests {
@@ -58,7 +65,10 @@ func TestConsumeTracesSteadyStateAllocatesNothing(t *testing.T) {
 			}
 		}
 		runtime.GOMAXPROCS(prev)
-		require.Zero(t, counts[len(counts)-1], "allocations in each window of 2048 requests %v, dimensions %v, wire %v", counts, dims, tc.wire)
+		require.Zero(t, counts[len(counts)-1], "allocations in each window of 2048 requests %v, dimensions %v, wire %v, late_spans %q", counts, dims, tc.wire, tc.late)
+		if tc.late != "" {
+			require.Positive(t, c.tel.lateEdges.Load(), "the measured calls had late edges")
+		}
 		require.Positive(t, c.tel.evictedEdges.Load(), "the measured calls went through eviction and virtual nodes too")
 	}
 }

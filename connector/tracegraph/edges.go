@@ -77,6 +77,9 @@ func (t *seriesTable) record(e *edge, dims []uint32, now int64) {
 	if e.failed {
 		k[keyFailed] = 1
 	}
+	if e.late && t.p.late.mode == lateModeSeparate {
+		k[keyLabel] |= lateLabel
+	}
 	copy(k[keyDims:], dims)
 	id := t.lookup(k)
 	s := &t.series[id]

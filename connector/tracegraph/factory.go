@@ -31,6 +31,7 @@ func createDefaultConfig() component.Config {
 		SeriesExpiration:    defaultSeriesExpiration,
 		RingSize:            defaultRingSize,
 		Sampling:            SamplingConfig{Weighted: true},
+		LateSpans:           LateSpansConfig{Policy: lateCountNow, Slack: defaultLateSlack, FutureSlack: defaultLateFutureSlack},
 	}
 }
 

@@ -26,6 +26,7 @@ type edge struct {
 	weight float64
 	conn   connection
 	failed bool
+	late   bool // a half ended outside late_spans' slack
 	label  virtualLabel
 }
 

@@ -43,6 +43,7 @@ type plan struct {
 	seriesExpiration time.Duration
 	tsOffset         time.Duration
 	ringSize         int
+	late             latePolicy // late_spans
 }
 
 func newPlan(c *Config) *plan {
@@ -61,6 +62,7 @@ func newPlan(c *Config) *plan {
 		seriesExpiration: orDefault(c.SeriesExpiration, defaultSeriesExpiration),
 		tsOffset:         c.MetricsTimestampOffset,
 		ringSize:         c.RingSize,
+		late:             c.LateSpans.policy(),
 	}
 	if c.MetricsFlushInterval != nil {
 		p.flushInterval = *c.MetricsFlushInterval

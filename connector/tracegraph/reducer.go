@@ -81,10 +81,12 @@ func reduceSpan[S traceview.Source](r reducer, b *halfBatch, span *traceview.Spa
 	attrs := span.Attributes()
 	h.trace = span.TraceID()
 	h.failed = span.StatusCode() == ptrace.StatusCodeError
+	end, start := span.EndTimestamp(), span.StartTimestamp()
+	h.late = lateOf(&r.p.late, &b.late, b.now, end)
 	// An end before the start is a broken clock, not a 584-year call: servicegraph's uint64
 	// difference wraps to that; the latency counts 0 here (as spanmetrics does for durations),
 	// and the span is counted.
-	if end, start := span.EndTimestamp(), span.StartTimestamp(); end >= start {
+	if end >= start {
 		h.latency = r.p.latency(end - start)
 	} else {
 		b.backwards++
