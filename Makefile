@@ -125,8 +125,9 @@ test-burst-full: build
 	  -run '^TestBurstOfNewSeriesIsNeverHollow$$' ./e2e/
 
 ## test-late-spans-full: the long form of the late-span policies' backlog drain: a gateway down for
-## 10 minutes while 1000 spans/s go to Kafka, restarted under count_now, drop and separate at
-## once, scraped by Prometheus (make test runs a 30 s outage, drop and separate), ~15 min
+## 10 minutes while 2000 spans/s go to Kafka, restarted under count_now, drop and separate at
+## once, scraped by Prometheus (make test compresses the outage into a 2-minute backlog written
+## at once), ~16 min
 test-late-spans-full: build
 	cd testbed && OTELCOL_RED_LATE_BACKLOG=10m $(GO) test -tags integration -count=1 -timeout 30m -v \
 	  -run '^TestKafkaBacklogLateSpans$$' ./e2e/

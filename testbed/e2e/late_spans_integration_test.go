@@ -38,7 +38,7 @@ import (
 // 0.1. count_now runs beside them as the control: its rate() must show the spike, or the test
 // could not tell the policies apart.
 //
-// `make integration` runs the short form (~85 s), the three policies at once, each with its
+// `make integration` runs the short form (~70 s), the three policies at once, each with its
 // topic and gateway: 1000 spans/s, 17 s before the outage, the outage compressed (a backlog of
 // 2 minutes of spans, end times spread over the 2 minutes before the restart, written as fast
 // as the broker takes them while the live spans go on), 22 s after the restart, slack 1s, rate
