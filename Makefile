@@ -15,7 +15,7 @@ export GONOSUMDB := github.com/open-telemetry/opentelemetry-collector-contrib
 # Integration tests run one package at a time so no two packages share a service at once.
 INTEGRATION := -tags integration -p 1 -count=1 -timeout 40m
 
-.PHONY: all bump check-pins check-mdatagen mdatagen build stock-twin run test rules prometheus3 unit integration e2e test-faults-full test-graph-churn-full test-name-churn-full test-burst-full test-cardinality-full test-fuzz-full check-generated generate bench testbed testbed-short testbed-memory testbed-scaling testbed-graph testbed-native testbed-bundle lint image clean tools
+.PHONY: all bump check-pins check-mdatagen mdatagen build stock-twin run test rules prometheus3 unit integration e2e test-faults-full test-graph-churn-full test-name-churn-full test-burst-full test-cardinality-full test-fuzz-full check-generated generate bench testbed testbed-short testbed-memory testbed-scaling testbed-graph testbed-native testbed-bundle lint image clean tools test-late-spans-full
 
 all: build
 
@@ -131,6 +131,14 @@ test-burst-full: build
 test-cardinality-full: build
 	cd testbed && OTELCOL_RED_CARDINALITY=full $(GO) test -tags integration -count=1 -timeout 40m -v \
 	  -run '^TestCardinalityScenario' ./e2e/
+
+## test-late-spans-full: the long form of the late-span policies' backlog drain: a gateway down for
+## 10 minutes while 2000 spans/s go to Kafka, restarted under count_now, drop and separate at
+## once, scraped by Prometheus (make test compresses the outage into a 2-minute backlog written
+## at once), ~16 min
+test-late-spans-full: build
+	cd testbed && OTELCOL_RED_LATE_BACKLOG=10m $(GO) test -tags integration -count=1 -timeout 30m -v \
+	  -run '^TestKafkaBacklogLateSpans$$' ./e2e/
 
 ## check-generated: fail when cmd/otelcol-red drifts from builder-config.yaml
 check-generated: $(BUILDER)

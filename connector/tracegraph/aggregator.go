@@ -75,6 +75,7 @@ func (a *aggregator) Apply(b *halfBatch, now int64) {
 		a.apply(b, &b.halves[j], now)
 	}
 	a.spans += b.spans
+	a.tel.addLate(&b.late)
 	a.tel.invalidWeights.Add(int64(b.invalidWeights))
 	a.tel.noService.Add(int64(b.noService))
 	a.tel.backwards.Add(int64(b.backwards))
@@ -138,7 +139,7 @@ func (a *aggregator) apply(b *halfBatch, h *half, now int64) {
 	}
 	a.merge(e, dims, b, h)
 	if e.complete() {
-		a.series.record(e, dims, now)
+		a.record(e, dims, now)
 		if id >= 0 {
 			a.pairs.remove(id)
 			if linked {
@@ -207,7 +208,7 @@ func (a *aggregator) pairKept(id int32, b *halfBatch, h *half, now int64) {
 	a.scratch = *client
 	copy(a.scratchDims, a.pairs.dimsOf(id))
 	a.merge(&a.scratch, a.scratchDims, b, h)
-	a.series.record(&a.scratch, a.scratchDims, now)
+	a.record(&a.scratch, a.scratchDims, now)
 	a.tel.totalEdges.Add(1)
 }
 
@@ -221,17 +222,30 @@ func (a *aggregator) pairWaitingLinks(b *halfBatch, h *half, hh uint64, now int6
 	for id := a.pairs.find(hh, h.trace, h.span, true); id >= 0; id = a.pairs.find(hh, h.trace, h.span, true) {
 		e, dims := &a.pairs.edges[id], a.pairs.dimsOf(id)
 		a.merge(e, dims, b, h)
-		a.series.record(e, dims, now)
+		a.record(e, dims, now)
 		a.pairs.remove(id)
 		paired = true
 	}
 	return paired
 }
 
+// record counts one request of e, unless late_spans drops it: an edge with a late half is
+// counted as now, left out (counted in late_edges), or counted in its late="true" series.
+func (a *aggregator) record(e *edge, dims []uint32, now int64) {
+	if e.late {
+		a.tel.lateEdges.Add(1)
+		if a.p.late.mode == lateModeDrop {
+			return
+		}
+	}
+	a.series.record(e, dims, now)
+}
+
 // merge writes half h into e, as servicegraph's update callbacks do.
 func (a *aggregator) merge(e *edge, dims []uint32, b *halfBatch, h *half) {
 	svc := a.ids.of(b, h.service)
 	e.failed = e.failed || h.failed
+	e.late = e.late || h.late
 	e.weight = max(e.weight, h.weight)
 	// database > messaging > unknown, whichever half came first (servicegraph: the last one).
 	e.conn = max(e.conn, h.conn)
@@ -288,7 +302,7 @@ func (a *aggregator) expireEdge(id int32, now int64) {
 			if a.p.virtualNodeLabel {
 				e.label = labelClient
 			}
-			a.series.record(e, dims, now)
+			a.record(e, dims, now)
 		}
 		if e.server == 0 {
 			e.server = a.unknownID
@@ -298,7 +312,7 @@ func (a *aggregator) expireEdge(id int32, now int64) {
 			if a.p.virtualNodeLabel {
 				e.label = labelServer
 			}
-			a.series.record(e, dims, now)
+			a.record(e, dims, now)
 		}
 	}
 	a.pairs.remove(id)

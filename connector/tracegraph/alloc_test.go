@@ -19,18 +19,25 @@ func TestConsumeTracesSteadyStateAllocatesNothing(t *testing.T) {
 	if raceEnabled {
 		t.Skip("allocation counts are not meaningful under the race detector")
 	}
-	dims3 := []string{"http.method", "region", "http.status_code"}
+	full := []string{"http.method", "region", "http.status_code"}
 	for _, tc := range []struct {
 		dims      []string
 		wire      bool // the otlpwire receiver's traces: the request's bytes, reduced from the decoder
 		exemplars bool // and the messaging histogram, and messages paired through links
-	}{{nil, false, false}, {dims3, false, false}, {dims3, true, false}, {dims3, false, true}, {dims3, true, true}} {
+		// late is late_spans.policy: the generated spans end in 2023, all late on the real clock.
+		late string
+	}{
+		{nil, false, false, ""}, {full, false, false, ""}, {full, true, false, ""},
+		{full, false, true, ""}, {full, true, true, ""},
+		{full, false, false, lateSeparate}, {full, true, false, lateDrop}, {full, true, true, lateSeparate},
+	} {
 		dims := tc.dims
 		c, _ := startTracegraph(t, func(cfg *Config) {
 			cfg.Dimensions = dims
 			cfg.Store.MaxItems = 1000
 			cfg.Exemplars.Enabled = tc.exemplars
 			cfg.EnableMessagingSystemLatencyHistogram = tc.exemplars
+			cfg.LateSpans.Policy = tc.late
 		})
 		requests, _ := benchRequests(500, 200)
 		if tc.exemplars {
@@ -68,7 +75,10 @@ func TestConsumeTracesSteadyStateAllocatesNothing(t *testing.T) {
 			}
 		}
 		runtime.GOMAXPROCS(prev)
-		require.Zero(t, counts[len(counts)-1], "allocations in each window of 2048 requests %v, dimensions %v, wire %v, exemplars %v", counts, dims, tc.wire, tc.exemplars)
+		require.Zero(t, counts[len(counts)-1], "allocations in each window of 2048 requests %v, dimensions %v, wire %v, exemplars %v, late_spans %q", counts, dims, tc.wire, tc.exemplars, tc.late)
+		if tc.late != "" {
+			require.Positive(t, c.tel.lateEdges.Load(), "the measured calls had late edges")
+		}
 		require.Positive(t, c.tel.evictedEdges.Load(), "the measured calls went through eviction and virtual nodes too")
 	}
 }

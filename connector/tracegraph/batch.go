@@ -42,6 +42,7 @@ type half struct {
 	side    side
 	conn    connection // connMessaging for PRODUCER/CONSUMER, connDatabase for a database call
 	failed  bool
+	late    bool    // ends outside late_spans' slack (latespans.go)
 	latency float64 // in the metrics' unit
 	weight  float64 // adjusted count, 1 without sampling information
 	service text
@@ -76,6 +77,11 @@ type halfBatch struct {
 	// held is the footprint PutSized counted, returned with Release.
 	held int64
 
+	// now is when the batch was reduced, the time late_spans judges end times against; late
+	// counts what it saw of them (latespans.go).
+	now  int64
+	late lateCounts
+
 	// lastTS memoizes the last tracestate parsed: a sampler writes the same one on every span.
 	lastTS     string
 	lastWeight float64
@@ -97,6 +103,7 @@ func (b *halfBatch) reset() {
 	b.arena = b.arena[:0]
 	b.spans, b.invalidWeights, b.held = 0, 0, 0
 	b.noService, b.backwards = 0, 0
+	b.late = lateCounts{}
 	b.lastTS = ""
 }
 

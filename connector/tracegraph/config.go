@@ -94,6 +94,8 @@ type Config struct {
 
 	// Sampling (ours) weighs edges by the spans' adjusted counts.
 	Sampling SamplingConfig `mapstructure:"sampling"`
+	// LateSpans is what becomes of edges whose spans end far from now (latespans.go).
+	LateSpans LateSpansConfig `mapstructure:"late_spans"`
 
 	// AggregationTemporality (ours) is AGGREGATION_TEMPORALITY_CUMULATIVE (the default:
 	// totals since start, as servicegraph sends them) or AGGREGATION_TEMPORALITY_DELTA: each
@@ -256,6 +258,9 @@ func (c *Config) Validate() error {
 	}
 	if c.RingSize < 2 || c.RingSize > maxRingSize {
 		add("ring_size: must be between 2 and %d, got %d", maxRingSize, c.RingSize)
+	}
+	if err := c.LateSpans.validate(); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

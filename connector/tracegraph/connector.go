@@ -7,7 +7,10 @@ import (
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/consumer"
 
+	"go.opentelemetry.io/collector/pdata/ptrace"
+
 	"github.com/otelcol-red/otelcol-red/internal/intake"
+	"github.com/otelcol-red/otelcol-red/internal/otlpwire"
 	"github.com/otelcol-red/otelcol-red/internal/pipeline"
 )
 
@@ -50,7 +53,7 @@ func newConnector(set component.TelemetrySettings, cfg *Config, next consumer.Me
 		p.writer = id.AsString()
 	}
 	pipe := intake.NewPipe(p.ringSize, ringMemory, halfBatches)
-	tel, err := newTelemetry(set, pipe.Queue)
+	tel, err := newTelemetry(set, pipe.Queue, p.late.mode)
 	if err != nil {
 		return nil, err
 	}
@@ -59,9 +62,16 @@ func newConnector(set component.TelemetrySettings, cfg *Config, next consumer.Me
 	c := &connectorImp{pipe: pipe, hints: hints, agg: agg, tel: tel}
 	red := reducer{p: p, hints: hints}
 	c.Stage = pipeline.New(pipeline.Settings[halfBatch, *snapshot]{
-		Pipe:          pipe,
-		Reduce:        red.reduce,
-		ReduceWire:    red.reduceWire,
+		Pipe: pipe,
+		// now, once per request, is what late_spans judges the spans' end times against.
+		Reduce: func(b *halfBatch, td ptrace.Traces) {
+			b.now = clock.Now().UnixNano()
+			red.reduce(b, td)
+		},
+		ReduceWire: func(b *halfBatch, d *otlpwire.Decoder) {
+			b.now = clock.Now().UnixNano()
+			red.reduceWire(b, d)
+		},
 		Consumer:      agg,
 		Flusher:       newFlusher(p, next, set.Logger, tel),
 		Spare:         new(snapshot),

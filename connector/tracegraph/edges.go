@@ -105,6 +105,9 @@ func (t *seriesTable) record(e *edge, dims []uint32, now int64) {
 	if e.failed {
 		k[keyFailed] = 1
 	}
+	if e.late && t.p.late.mode == lateModeSeparate {
+		k[keyLabel] |= lateLabel
+	}
 	copy(k[keyDims:], dims)
 	if t.limits != nil && !t.has(k) {
 		t.limits.admit(k, t.has) // limits.go: may replace dimension values in k

@@ -33,6 +33,7 @@ func createDefaultConfig() component.Config {
 		Sampling:            SamplingConfig{Weighted: true},
 		Links:               LinksConfig{Enabled: true},
 		Exemplars:           ExemplarsConfig{MaxPerDataPoint: defaultMaxExemplars},
+		LateSpans:           LateSpansConfig{Policy: lateCountNow, Slack: defaultLateSlack, FutureSlack: defaultLateFutureSlack},
 	}
 }
 

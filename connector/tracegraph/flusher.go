@@ -204,7 +204,10 @@ func (f *flusher) attributes(in *snapshot, k []uint32, m pcommon.Map) {
 		}
 	}
 	if f.p.virtualNodeLabel {
-		m.PutStr("virtual_node", virtualLabelNames[k[keyLabel]])
+		m.PutStr("virtual_node", virtualLabelNames[k[keyLabel]&^lateLabel])
+	}
+	if k[keyLabel]&lateLabel != 0 {
+		m.PutStr("late", "true")
 	}
 }
 

@@ -48,7 +48,7 @@ func TestOwnTelemetry(t *testing.T) {
 	tt := componenttest.NewTelemetry()
 	t.Cleanup(func() { require.NoError(t, tt.Shutdown(context.Background())) })
 	q := intake.New[halfBatch](4)
-	tel, err := newTelemetry(metadatatest.NewSettings(tt).TelemetrySettings, q)
+	tel, err := newTelemetry(metadatatest.NewSettings(tt).TelemetrySettings, q, lateModeCountNow)
 	require.NoError(t, err)
 
 	tel.totalEdges.Add(1)

@@ -22,15 +22,11 @@ type edge struct {
 	// The one-byte fields fill the padding before the floats (TestWaitingEdgeSize).
 	conn   connection
 	failed bool
+	late   bool // a half ended outside late_spans' slack
 	label  virtualLabel
 	// linked: a CONSUMER span's half waiting for the PRODUCER span it links to; several may wait
 	// for one producer (a message read by several consumers).
-	linked        bool
-	clientLatency float64
-	serverLatency float64
-	// weight is the larger adjusted count of the two halves: under consistent sampling both
-	// spans were kept with the probability of the less likely one.
-	weight float64
+	linked bool
 	// kept: a client half already paired through a link, kept until its ttl for the other
 	// consumers of the message; it then expires without being recorded.
 	kept bool
@@ -38,6 +34,11 @@ type edge struct {
 	// (plan.stored).
 	clientStored, serverStored bool
 
+	clientLatency float64
+	serverLatency float64
+	// weight is the larger adjusted count of the two halves: under consistent sampling both
+	// spans were kept with the probability of the less likely one.
+	weight float64
 	// The server span's own IDs (the client's are the key), for exemplars.
 	serverTrace pcommon.TraceID
 	serverSpan  pcommon.SpanID

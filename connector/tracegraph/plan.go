@@ -56,6 +56,7 @@ type plan struct {
 	// maxSeriesPerEdge and maxCardinalityPerLabel bound the series dims add (limits.go).
 	maxSeriesPerEdge       int
 	maxCardinalityPerLabel int
+	late                   latePolicy // late_spans
 }
 
 func newPlan(c *Config) *plan {
@@ -79,6 +80,7 @@ func newPlan(c *Config) *plan {
 
 		maxSeriesPerEdge:       c.MaxSeriesPerEdge,
 		maxCardinalityPerLabel: c.MaxCardinalityPerLabel,
+		late:                   c.LateSpans.policy(),
 	}
 	if c.EnableMessagingSystemLatencyHistogram {
 		p.histograms = 3

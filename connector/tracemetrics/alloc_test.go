@@ -71,6 +71,17 @@ func TestConsumeTracesSteadyStateAllocatesNothing(t *testing.T) {
 			"dimensions": []any{dims("http.method")[0], globDim("k8s.*.name"), globDim("db.**")},
 			"events":     map[string]any{"enabled": true, "dimensions": []any{globDim("exception.*")}},
 		}},
+		{"late spans separate", map[string]any{
+			// genTraces' spans end a minute before the clock: all late, counted apart.
+			"dimensions": dims("http.method"),
+			"events":     map[string]any{"enabled": true, "dimensions": dims("exception.type")},
+			"late_spans": map[string]any{"policy": "separate"},
+		}},
+		{"late spans drop", map[string]any{
+			// Half of genTraces' spans (ends spread over a second) are dropped.
+			"dimensions": dims("http.method"),
+			"late_spans": map[string]any{"policy": "drop", "slack": "59500ms"},
+		}},
 		{"delta events", map[string]any{
 			"aggregation_temporality": "AGGREGATION_TEMPORALITY_DELTA",
 			"events":                  map[string]any{"enabled": true, "dimensions": dims("exception.type")},
@@ -103,6 +114,9 @@ func TestConsumeTracesSteadyStateAllocatesNothing(t *testing.T) {
 				testing.AllocsPerRun(2048, call)
 				allocs := testing.AllocsPerRun(2048, call)
 				require.LessOrEqual(t, allocs, float64(maxAllocsPerCall), "allocations per 200-span call")
+				if _, ok := tc.raw["late_spans"]; ok {
+					require.Positive(t, c.tel.LateSpans[series.Late].Load(), "the measured calls had late spans")
+				}
 				if _, ok := tc.raw["span_name"]; ok {
 					require.Positive(t, c.names.Renamed(reduce.RenamedByRule), "the measured calls renamed spans")
 				}

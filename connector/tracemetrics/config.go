@@ -208,6 +208,9 @@ type Config struct {
 	// CapSelection decides which series max_series and max_series_per_service keep once they
 	// are full (internal/aggregate). Default: the busiest, by traffic.
 	CapSelection CapSelectionConfig `mapstructure:"cap_selection"`
+
+	// LateSpans is what becomes of spans whose end time is far from now (latespans.go).
+	LateSpans LateSpansConfig `mapstructure:"late_spans"`
 }
 
 // CapSelectionConfig configures how max_series and max_series_per_service choose the series
@@ -463,6 +466,9 @@ func (c *Config) Validate() error {
 		errs = append(errs, err)
 	}
 	if err := c.CapSelection.validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.LateSpans.validate(); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)

@@ -46,6 +46,7 @@ func createDefaultConfig() component.Config {
 		Sampling:                 SamplingConfig{Weighted: true},
 		SpanName:                 SpanNameConfig{Clustering: defaultClusteringConfig()},
 		CapSelection:             CapSelectionConfig{By: selectByTraffic, MemoryMiB: defaultSelectionMiB},
+		LateSpans:                LateSpansConfig{Policy: lateCountNow, Slack: defaultLateSlack, FutureSlack: defaultLateFutureSlack},
 	}
 }
 

@@ -39,12 +39,15 @@ type TelemetryBuilder struct {
 	ConnectorTracegraphFlushesSkipped         metric.Int64ObservableCounter
 	ConnectorTracegraphInvalidSamplingWeights metric.Int64ObservableCounter
 	ConnectorTracegraphLabelOverflowRequests  metric.Int64ObservableCounter
+	ConnectorTracegraphLateEdges              metric.Int64ObservableCounter
+	ConnectorTracegraphLateSpans              metric.Int64ObservableCounter
 	ConnectorTracegraphPendingEdges           metric.Int64ObservableGauge
 	ConnectorTracegraphReceivedSpans          metric.Int64ObservableCounter
 	ConnectorTracegraphRefusedRequests        metric.Int64ObservableCounter
 	ConnectorTracegraphRingDepth              metric.Int64ObservableGauge
 	ConnectorTracegraphRingFullWaits          metric.Int64ObservableCounter
 	ConnectorTracegraphSeries                 metric.Int64ObservableGauge
+	ConnectorTracegraphSpanEndLag             metric.Int64ObservableCounter
 	ConnectorTracegraphSpansWithoutService    metric.Int64ObservableCounter
 	ConnectorTracegraphTotalEdges             metric.Int64ObservableCounter
 }
@@ -210,6 +213,36 @@ func (builder *TelemetryBuilder) RegisterConnectorTracegraphLabelOverflowRequest
 	return nil
 }
 
+// RegisterConnectorTracegraphLateEdgesCallback sets callback for observable ConnectorTracegraphLateEdges metric.
+func (builder *TelemetryBuilder) RegisterConnectorTracegraphLateEdgesCallback(cb metric.Int64Callback) error {
+	reg, err := builder.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		cb(ctx, &observerInt64{inst: builder.ConnectorTracegraphLateEdges, obs: o})
+		return nil
+	}, builder.ConnectorTracegraphLateEdges)
+	if err != nil {
+		return err
+	}
+	builder.mu.Lock()
+	defer builder.mu.Unlock()
+	builder.registrations = append(builder.registrations, reg)
+	return nil
+}
+
+// RegisterConnectorTracegraphLateSpansCallback sets callback for observable ConnectorTracegraphLateSpans metric.
+func (builder *TelemetryBuilder) RegisterConnectorTracegraphLateSpansCallback(cb metric.Int64Callback) error {
+	reg, err := builder.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		cb(ctx, &observerInt64{inst: builder.ConnectorTracegraphLateSpans, obs: o})
+		return nil
+	}, builder.ConnectorTracegraphLateSpans)
+	if err != nil {
+		return err
+	}
+	builder.mu.Lock()
+	defer builder.mu.Unlock()
+	builder.registrations = append(builder.registrations, reg)
+	return nil
+}
+
 // RegisterConnectorTracegraphPendingEdgesCallback sets callback for observable ConnectorTracegraphPendingEdges metric.
 func (builder *TelemetryBuilder) RegisterConnectorTracegraphPendingEdgesCallback(cb metric.Int64Callback) error {
 	reg, err := builder.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
@@ -291,6 +324,21 @@ func (builder *TelemetryBuilder) RegisterConnectorTracegraphSeriesCallback(cb me
 		cb(ctx, &observerInt64{inst: builder.ConnectorTracegraphSeries, obs: o})
 		return nil
 	}, builder.ConnectorTracegraphSeries)
+	if err != nil {
+		return err
+	}
+	builder.mu.Lock()
+	defer builder.mu.Unlock()
+	builder.registrations = append(builder.registrations, reg)
+	return nil
+}
+
+// RegisterConnectorTracegraphSpanEndLagCallback sets callback for observable ConnectorTracegraphSpanEndLag metric.
+func (builder *TelemetryBuilder) RegisterConnectorTracegraphSpanEndLagCallback(cb metric.Int64Callback) error {
+	reg, err := builder.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		cb(ctx, &observerInt64{inst: builder.ConnectorTracegraphSpanEndLag, obs: o})
+		return nil
+	}, builder.ConnectorTracegraphSpanEndLag)
 	if err != nil {
 		return err
 	}
@@ -424,6 +472,18 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		metric.WithUnit("{requests}"),
 	)
 	errs = errors.Join(errs, err)
+	builder.ConnectorTracegraphLateEdges, err = builder.meter.Int64ObservableCounter(
+		"otelcol_connector_tracegraph_late_edges",
+		metric.WithDescription("Edge requests with a span outside late_spans' slack, under what the policy did with them (outcome): counted_now, dropped (left out of the metrics) or separate (counted in a series marked late = true). [Alpha]"),
+		metric.WithUnit("{requests}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ConnectorTracegraphLateSpans, err = builder.meter.Int64ObservableCounter(
+		"otelcol_connector_tracegraph_late_spans",
+		metric.WithDescription("CLIENT, SERVER, PRODUCER and CONSUMER spans whose end time was outside late_spans' slack when they were reduced, by direction (late, early). [Alpha]"),
+		metric.WithUnit("{spans}"),
+	)
+	errs = errors.Join(errs, err)
 	builder.ConnectorTracegraphPendingEdges, err = builder.meter.Int64ObservableGauge(
 		"otelcol_connector_tracegraph_pending_edges",
 		metric.WithDescription("Half edges waiting for their other span. [Alpha]"),
@@ -458,6 +518,12 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		"otelcol_connector_tracegraph_series",
 		metric.WithDescription("Edge series held. [Alpha]"),
 		metric.WithUnit("{series}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ConnectorTracegraphSpanEndLag, err = builder.meter.Int64ObservableCounter(
+		"otelcol_connector_tracegraph_span_end_lag",
+		metric.WithDescription("CLIENT, SERVER, PRODUCER and CONSUMER spans by end-time lag when they were reduced (the request's time less the span's end time), cumulative by bucket upper bound le in seconds: a histogram's buckets, so histogram_quantile over rate() by le works. [Alpha]"),
+		metric.WithUnit("{spans}"),
 	)
 	errs = errors.Join(errs, err)
 	builder.ConnectorTracegraphSpansWithoutService, err = builder.meter.Int64ObservableCounter(

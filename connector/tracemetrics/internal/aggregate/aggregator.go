@@ -29,10 +29,11 @@ type Aggregator struct {
 	tables []*seriesTable
 	limits *limits
 	active *series.DeltaBuffer
-	epoch  uint32   // incremented at each swap; rows of older epochs belong to other buffers
-	spans  int64    // spans of the round being applied
-	resIDs []uint32 // apply: aggregator resource id of each batch resource
-	rows   []int32  // apply: active row of each batch series
+	epoch  uint32            // incremented at each swap; rows of older epochs belong to other buffers
+	spans  int64             // spans of the round being applied
+	late   series.LateCounts // late_spans counts of the round being applied
+	resIDs []uint32          // apply: aggregator resource id of each batch resource
+	rows   []int32           // apply: active row of each batch series
 
 	sel    *selector // cap_selection by traffic (selection.go); nil by arrival or without caps
 	demand *demand   // series each limit is offered (demand.go); nil without limits
@@ -106,6 +107,7 @@ func (a *Aggregator) Apply(b *series.Batch, now int64) {
 		a.clusters.Learn(&b.Clusters, now)
 	}
 	a.spans += b.Spans
+	a.late.Add(&b.Late)
 }
 
 // Applied ends a round: one atomic add for its spans however many batches and spans it held,
@@ -114,6 +116,8 @@ func (a *Aggregator) Apply(b *series.Batch, now int64) {
 func (a *Aggregator) Applied(_ int, now int64) {
 	a.tel.AggregatedSpans.Add(a.spans)
 	a.spans = 0
+	a.tel.AddLate(&a.late)
+	a.late = series.LateCounts{}
 	if a.clusters != nil {
 		a.clusters.Publish() // what the learner learned, for the producers
 	}

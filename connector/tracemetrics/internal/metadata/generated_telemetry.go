@@ -39,6 +39,7 @@ type TelemetryBuilder struct {
 	ConnectorTracemetricsInvalidSamplingWeights metric.Int64ObservableCounter
 	ConnectorTracemetricsLabelDemand            metric.Int64ObservableGauge
 	ConnectorTracemetricsLabelOverflowValues    metric.Int64ObservableGauge
+	ConnectorTracemetricsLateSpans              metric.Int64ObservableCounter
 	ConnectorTracemetricsOverflowSeries         metric.Int64ObservableGauge
 	ConnectorTracemetricsOverflowSpans          metric.Int64ObservableCounter
 	ConnectorTracemetricsPromotedSeries         metric.Int64ObservableCounter
@@ -53,6 +54,7 @@ type TelemetryBuilder struct {
 	ConnectorTracemetricsSelectionMemory        metric.Int64ObservableGauge
 	ConnectorTracemetricsSeries                 metric.Int64ObservableGauge
 	ConnectorTracemetricsSeriesDemand           metric.Int64ObservableGauge
+	ConnectorTracemetricsSpanEndLag             metric.Int64ObservableCounter
 	ConnectorTracemetricsSpanNameTemplates      metric.Int64ObservableGauge
 }
 
@@ -193,6 +195,21 @@ func (builder *TelemetryBuilder) RegisterConnectorTracemetricsLabelOverflowValue
 		cb(ctx, &observerInt64{inst: builder.ConnectorTracemetricsLabelOverflowValues, obs: o})
 		return nil
 	}, builder.ConnectorTracemetricsLabelOverflowValues)
+	if err != nil {
+		return err
+	}
+	builder.mu.Lock()
+	defer builder.mu.Unlock()
+	builder.registrations = append(builder.registrations, reg)
+	return nil
+}
+
+// RegisterConnectorTracemetricsLateSpansCallback sets callback for observable ConnectorTracemetricsLateSpans metric.
+func (builder *TelemetryBuilder) RegisterConnectorTracemetricsLateSpansCallback(cb metric.Int64Callback) error {
+	reg, err := builder.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		cb(ctx, &observerInt64{inst: builder.ConnectorTracemetricsLateSpans, obs: o})
+		return nil
+	}, builder.ConnectorTracemetricsLateSpans)
 	if err != nil {
 		return err
 	}
@@ -412,6 +429,21 @@ func (builder *TelemetryBuilder) RegisterConnectorTracemetricsSeriesDemandCallba
 	return nil
 }
 
+// RegisterConnectorTracemetricsSpanEndLagCallback sets callback for observable ConnectorTracemetricsSpanEndLag metric.
+func (builder *TelemetryBuilder) RegisterConnectorTracemetricsSpanEndLagCallback(cb metric.Int64Callback) error {
+	reg, err := builder.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		cb(ctx, &observerInt64{inst: builder.ConnectorTracemetricsSpanEndLag, obs: o})
+		return nil
+	}, builder.ConnectorTracemetricsSpanEndLag)
+	if err != nil {
+		return err
+	}
+	builder.mu.Lock()
+	defer builder.mu.Unlock()
+	builder.registrations = append(builder.registrations, reg)
+	return nil
+}
+
 // RegisterConnectorTracemetricsSpanNameTemplatesCallback sets callback for observable ConnectorTracemetricsSpanNameTemplates metric.
 func (builder *TelemetryBuilder) RegisterConnectorTracemetricsSpanNameTemplatesCallback(cb metric.Int64Callback) error {
 	reg, err := builder.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
@@ -521,6 +553,12 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		metric.WithUnit("{values}"),
 	)
 	errs = errors.Join(errs, err)
+	builder.ConnectorTracemetricsLateSpans, err = builder.meter.Int64ObservableCounter(
+		"otelcol_connector_tracemetrics_late_spans",
+		metric.WithDescription("Spans whose end time was outside late_spans' slack when they were reduced, by direction (late, early) and by what the policy did with them (outcome); every span is counted once across the metrics (normal or late series) and the dropped outcome. [Alpha]"),
+		metric.WithUnit("{spans}"),
+	)
+	errs = errors.Join(errs, err)
 	builder.ConnectorTracemetricsOverflowSeries, err = builder.meter.Int64ObservableGauge(
 		"otelcol_connector_tracemetrics_overflow_series",
 		metric.WithDescription("Distinct series a limit refused (their spans went to an overflow series) over about the last series_expiration, estimated; by the limit. [Alpha]"),
@@ -603,6 +641,12 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		"otelcol_connector_tracemetrics_series_demand",
 		metric.WithDescription("Distinct series offered to a limit over about the last series_expiration (those it let in and those it refused), estimated: what it would hold without it; by the limit (its configuration key). [Alpha]"),
 		metric.WithUnit("{series}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ConnectorTracemetricsSpanEndLag, err = builder.meter.Int64ObservableCounter(
+		"otelcol_connector_tracemetrics_span_end_lag",
+		metric.WithDescription("Spans by end-time lag when they were reduced (the batch's time less the span's end time), cumulative by bucket upper bound le in seconds: a histogram's buckets, so histogram_quantile over rate() by le works; resources without service.name are not counted. [Alpha]"),
+		metric.WithUnit("{spans}"),
 	)
 	errs = errors.Join(errs, err)
 	builder.ConnectorTracemetricsSpanNameTemplates, err = builder.meter.Int64ObservableGauge(

@@ -191,6 +191,22 @@ func AssertEqualConnectorTracemetricsLabelOverflowValues(t *testing.T, tt *compo
 	metricdatatest.AssertEqual(t, want, got, opts...)
 }
 
+func AssertEqualConnectorTracemetricsLateSpans(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
+	want := metricdata.Metrics{
+		Name:        "otelcol_connector_tracemetrics_late_spans",
+		Description: "Spans whose end time was outside late_spans' slack when they were reduced, by direction (late, early) and by what the policy did with them (outcome); every span is counted once across the metrics (normal or late series) and the dropped outcome. [Alpha]",
+		Unit:        "{spans}",
+		Data: metricdata.Sum[int64]{
+			Temporality: metricdata.CumulativeTemporality,
+			IsMonotonic: true,
+			DataPoints:  dps,
+		},
+	}
+	got, err := tt.GetMetric("otelcol_connector_tracemetrics_late_spans")
+	require.NoError(t, err)
+	metricdatatest.AssertEqual(t, want, got, opts...)
+}
+
 func AssertEqualConnectorTracemetricsOverflowSeries(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_connector_tracemetrics_overflow_series",
@@ -399,6 +415,22 @@ func AssertEqualConnectorTracemetricsSeriesDemand(t *testing.T, tt *componenttes
 		},
 	}
 	got, err := tt.GetMetric("otelcol_connector_tracemetrics_series_demand")
+	require.NoError(t, err)
+	metricdatatest.AssertEqual(t, want, got, opts...)
+}
+
+func AssertEqualConnectorTracemetricsSpanEndLag(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
+	want := metricdata.Metrics{
+		Name:        "otelcol_connector_tracemetrics_span_end_lag",
+		Description: "Spans by end-time lag when they were reduced (the batch's time less the span's end time), cumulative by bucket upper bound le in seconds: a histogram's buckets, so histogram_quantile over rate() by le works; resources without service.name are not counted. [Alpha]",
+		Unit:        "{spans}",
+		Data: metricdata.Sum[int64]{
+			Temporality: metricdata.CumulativeTemporality,
+			IsMonotonic: true,
+			DataPoints:  dps,
+		},
+	}
+	got, err := tt.GetMetric("otelcol_connector_tracemetrics_span_end_lag")
 	require.NoError(t, err)
 	metricdatatest.AssertEqual(t, want, got, opts...)
 }

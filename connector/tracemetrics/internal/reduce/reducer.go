@@ -278,9 +278,14 @@ func setResourceDims[S traceview.Source](fams []*series.Family, sc *producerScra
 // reduceSpan keys the span under the cursor into the batch, in every family.
 func (k *walk[S]) reduceSpan() {
 	r, b, sc, span := k.r, k.b, k.sc, &k.span
+	start, end := span.StartTimestamp(), span.EndTimestamp()
+	keep, apart := lateOf(&r.Late, &b.Late, b.TS, end)
+	if !keep {
+		return // late_spans: drop; counted in b.Late
+	}
+	k.head.Late = apart
 	// Protect against end timestamps before start timestamps: assume 0 duration (spanmetrics).
 	value := 0.0
-	start, end := span.StartTimestamp(), span.EndTimestamp()
 	if end > start {
 		value = float64(end-start) / r.UnitNanos
 	}

@@ -44,6 +44,9 @@ type Batch struct {
 	SeriesW        []float64 // weighted count per series
 	ObsW           []float64 // weight per observation
 	InvalidWeights int64     // spans whose tracestate threshold or probability was invalid
+
+	// Late counts what the batch saw of its spans' end times (late_spans, late.go).
+	Late LateCounts
 }
 
 // Scratch is a producer's working memory kept with a batch, so that it is pooled with it: what
@@ -105,9 +108,12 @@ func (b *Batch) reset() {
 	b.Exemplars = b.Exemplars[:0]
 	b.Arena = b.Arena[:0]
 	b.resetWeights()
+	b.Late = LateCounts{}
 }
 
-func (b *Batch) empty() bool { return len(b.Series) == 0 }
+// empty reports whether the batch has nothing for the aggregator: a batch whose spans were all
+// dropped as late still carries their counts.
+func (b *Batch) empty() bool { return len(b.Series) == 0 && !b.Late.Any() }
 
 // footprint is the batch's heap in bytes, by the capacities its slices hold: what it costs
 // while queued and while kept for reuse. Slice headers and the struct itself are left out.

@@ -133,6 +133,7 @@ type KeyHead struct {
 	WithScope    bool // the scope is one of include_instrumentation_scope's
 	ScopeName    string
 	ScopeVersion string
+	Late         bool // counted apart, marked late (late_spans, late.go)
 }
 
 // DimValue is a named dimension's value: Found is false when there is none. Value is read
@@ -179,7 +180,11 @@ func (ds *Dims[S]) lookup(i int, d *Dimension) (traceview.Val, bool) {
 // glob dimensions (sorted by key, each key once), nil in a family without. It is written for
 // either source, and compiled for each (traceview).
 func AppendKey[S traceview.Source](l *Layout, dst []byte, f *Family, h *KeyHead, ds *Dims[S], globs []GlobMatch) []byte {
-	dst = appendKeyHeader(dst, h.ResHash, f.Index)
+	fam := f.Index
+	if h.Late {
+		fam |= lateFlag
+	}
+	dst = appendKeyHeader(dst, h.ResHash, fam)
 	if l.WithService {
 		dst = appendStr(dst, h.Service)
 	}
@@ -297,7 +302,8 @@ func (l *Layout) HasCapOverflow() bool { return l.WithService || l.WithKind || l
 // and status code as they are written in key (those the layout includes).
 func (l *Layout) AppendCapOverflowKey(dst, key []byte) []byte {
 	dst = append(dst, key[:KeyHeaderLen]...)
-	dst[len(dst)-1] |= overflowFlag
+	// A late series over a cap goes to the cap's overflow series, late or not (late.go).
+	dst[len(dst)-1] = dst[len(dst)-1]&^lateFlag | overflowFlag
 	r := key[KeyHeaderLen:]
 	if l.WithService {
 		n := encodedStrLen(r)
@@ -404,7 +410,7 @@ func splitKey(key []byte, f *Family) (id, tags []byte) {
 
 // PutAttributes writes the data point attributes of a series key, in spanmetrics' order.
 func (l *Layout) PutAttributes(key []byte, dst pcommon.Map, strs StringCache) {
-	f := l.Families[key[keyFamilyByte]&^overflowFlag]
+	f := l.Families[key[keyFamilyByte]&^(overflowFlag|lateFlag)]
 	if IsOverflowKey(key) {
 		if IsCapOverflowKey(key) {
 			r := keyReader{b: key[KeyHeaderLen:], strings: strs}
@@ -416,13 +422,16 @@ func (l *Layout) PutAttributes(key []byte, dst pcommon.Map, strs StringCache) {
 	}
 	id, types := splitKey(key, f)
 	r := keyReader{b: id[KeyHeaderLen:], strings: strs}
-	dst.EnsureCapacity(5 + len(types))
+	dst.EnsureCapacity(6 + len(types))
 	l.putBuiltins(&r, dst, l.WithName)
 	if len(l.Scopes) > 0 && r.byte() == 1 {
 		dst.PutStr(ScopeNameKey, r.str())
 		if v := r.str(); v != "" {
 			dst.PutStr(ScopeVersionKey, v)
 		}
+	}
+	if IsLateKey(key) {
+		dst.PutStr(LateKey, "true")
 	}
 	for i := range f.Dims {
 		switch tag := r.byte(); tag {

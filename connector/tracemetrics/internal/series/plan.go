@@ -49,6 +49,8 @@ type Plan struct {
 	RingBytes     int64         // ring_memory_mib in bytes, the default when 0
 	FlushInterval time.Duration // metrics_flush_interval, the default when 0 or less
 
+	Late LatePolicy // late_spans
+
 	// Output.
 	CallsName, DurationName, EventsName string
 	Unit                                string // of the duration metric
