@@ -49,7 +49,7 @@ func serveOTLP(t *testing.T, addr string) {
 // with no queue and no retry: while nothing listens there, every message fails with a retryable
 // error and the receiver's error_backoff retries it.
 func probeOverlay(addr string) string {
-	return `
+	return pdataOverlay + `
 exporters:
   otlp/probe:
     endpoint: ` + addr + `
@@ -63,7 +63,7 @@ exporters:
 service:
   pipelines:
     traces/probe:
-      receivers: [kafka]
+      receivers: [hotspotfilter/pdata]
       exporters: [otlp/probe]
 `
 }
