@@ -67,31 +67,33 @@ service:
       exporters: [debug/store]
 `
 
-// pdataOverlay gives the gateway's kafka receiver a second output as pdata, for the tests'
-// stock exporters: the gateway reads Kafka with the otlpwire_encoding extension, whose wire
-// traces hold the message's bytes and no spans a stock exporter could see. A hotspotfilter whose
-// one rule selects nothing materialises them and passes every span, synchronously, errors
-// included (connector/hotspotfilter). Every overlay that needs it carries it; merged twice, it
-// is the same.
-const pdataOverlay = `
+// pdataConnector and pdataPipeline give the gateway's kafka receiver a second output as pdata,
+// for the tests' stock exporters: the gateway reads Kafka with the otlpwire_encoding extension,
+// whose wire traces hold the message's bytes and no spans a stock exporter could see. A
+// hotspotfilter whose one rule selects nothing materialises them and passes every span,
+// synchronously, errors included (connector/hotspotfilter). Each overlay that needs them carries
+// them in its own YAML (one document, one `service` key); merged twice, they are the same.
+const (
+	pdataConnector = `
 connectors:
   hotspotfilter/pdata:
     rules:
       - name: none
         condition: "false"
-service:
-  pipelines:
+`
+	pdataPipeline = `
     traces/pdata:
       receivers: [kafka]
       exporters: [hotspotfilter/pdata]
 `
+)
 
-// ledgerOverlay adds a pipeline on the same kafka receiver (as pdata, pdataOverlay) that logs one
-// line per span it is handed ("<name> <trace id> <span id>"), synchronously (no sending queue), so
-// the log of a collector lists every span its receiver delivered, even from a process that has
-// exited. A Prometheus counter of an exited process cannot be read any more; this ledger can. The
-// collector's log sampling is off: it drops repeated entries and did drop ledger entries.
-const ledgerOverlay = pdataOverlay + `
+// ledgerOverlay adds a pipeline on the same kafka receiver (as pdata: pdataConnector) that logs
+// one line per span it is handed ("<name> <trace id> <span id>"), synchronously (no sending
+// queue), so the log of a collector lists every span its receiver delivered, even from a process
+// that has exited. A Prometheus counter of an exited process cannot be read any more; this ledger
+// can. The collector's log sampling is off: it drops repeated entries and did drop ledger entries.
+const ledgerOverlay = pdataConnector + `
 exporters:
   debug/ledger:
     verbosity: normal
@@ -104,7 +106,7 @@ service:
     logs:
       sampling:
         enabled: false
-  pipelines:
+  pipelines:` + pdataPipeline + `
     traces/ledger:
       receivers: [hotspotfilter/pdata]
       exporters: [debug/ledger]
