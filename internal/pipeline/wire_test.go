@@ -154,6 +154,9 @@ func TestShutDownStageRefusesWireTraces(t *testing.T) {
 // keeps its tables from request to request. (The rest of ConsumeTraces is the pdata path's,
 // whose allocations the connectors' tests measure end to end.)
 func TestWireDecodeAllocations(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts are not meaningful under the race detector")
+	}
 	s := newWireStage(t, true)
 	td := wiretraces.Wrap(request(t, 50))
 	consume := func() {
