@@ -13,8 +13,8 @@ import (
 
 // Once every series exists and the pools are warm, ConsumeTraces — and the aggregator work it
 // causes — allocates nothing, for pdata and for wire traces (the otlpwire receiver's, decoded
-// into a pooled decoder and reduced from it), measured over 2048 calls of 200 spans (AllocsPerRun counts every
-// goroutine, at GOMAXPROCS 1). Batches circulate through the free list in turn; before
+// into a pooled decoder and reduced from it), measured over 2048 calls of 200 spans
+// (AllocsPerRun counts every goroutine, at GOMAXPROCS 1). Batches circulate through the free list in turn; before
 // sizeHints each one grew by doubling until it had met the largest request itself, which
 // showed here as 1–2 allocations per call on a loaded machine.
 const maxAllocsPerCall = 0

@@ -180,14 +180,14 @@ var _ consumer.Traces = (*Stage[int, int])(nil)
 // returns the context's error with nothing taken. Wire traces whose request is refused are a
 // permanent error, counted in RefusedRequests (wire.go).
 func (s *Stage[B, F]) ConsumeTraces(ctx context.Context, td ptrace.Traces) error {
-	d, td, err := s.decode(td)
+	d, h, td, err := s.decode(ctx, td)
 	if err != nil {
 		return err
 	}
 	b, ok := s.set.Pipe.Take()
 	if !ok {
 		s.set.Refused.Add(s.spans(d, td))
-		s.release(d)
+		s.release(d, h)
 		return s.set.ErrShutdown
 	}
 	if d != nil {
@@ -200,7 +200,7 @@ func (s *Stage[B, F]) ConsumeTraces(ctx context.Context, td ptrace.Traces) error
 	if d != nil {
 		spans = int64(d.NumSpans())
 	}
-	s.release(d)
+	s.release(d, h)
 	if err := s.set.Pipe.Submit(ctx, b); err != nil {
 		if spans < 0 {
 			spans = int64(td.SpanCount())

@@ -80,28 +80,39 @@ var wireLimits = otlpwire.Limits{MaxRequestBytes: math.MaxInt32}
 func newDecoder() any { return &otlpwire.Decoder{Limits: wireLimits} }
 
 // decode returns td's decoder, holding its request, when td is wire traces; else nil and td
-// as pdata (materialised when it holds carriers in another form). A refused request is counted
-// and returned as a permanent error.
-func (s *Stage[B, F]) decode(td ptrace.Traces) (*otlpwire.Decoder, ptrace.Traces, error) {
+// as pdata (materialised when it holds carriers in another form). The decoder is the one the
+// receiver decoded the request with when ctx hands it over (wiretraces.Decoded; h is then that
+// hand-off, to give back), else one of the stage's. A refused request is counted and returned as
+// a permanent error.
+func (s *Stage[B, F]) decode(ctx context.Context, td ptrace.Traces) (*otlpwire.Decoder, *wiretraces.Decoded, ptrace.Traces, error) {
 	var err error
 	if _, ok := wiretraces.Unwrap(td); ok && s.set.ReduceWire != nil {
+		if h := wiretraces.DecodedFrom(ctx); h != nil {
+			if d := h.Borrow(td); d != nil {
+				return d, h, td, nil
+			}
+		}
 		d := s.decoders.Get().(*otlpwire.Decoder)
 		if _, err = wiretraces.Decode(d, td); err == nil {
-			return d, td, nil
+			return d, nil, td, nil
 		}
-		s.release(d)
+		s.release(d, nil)
 	} else if td, err = wiretraces.Materialize(td); err == nil {
-		return nil, td, nil
+		return nil, nil, td, nil
 	}
 	s.set.RefusedRequests.count(err)
-	return nil, ptrace.Traces{}, consumererror.NewPermanent(fmt.Errorf("refused wire traces: %w", err))
+	return nil, nil, ptrace.Traces{}, consumererror.NewPermanent(fmt.Errorf("refused wire traces: %w", err))
 }
 
-// release gives d back to the pool, holding nothing of its request: a pooled decoder must not
-// keep a request (for the Kafka receiver, a whole fetch response) alive. A nil d (pdata) is
-// nothing to give back.
-func (s *Stage[B, F]) release(d *otlpwire.Decoder) {
+// release gives d back: to the receiver's hand-off h it was borrowed from, or else to the pool,
+// holding nothing of its request (a pooled decoder must not keep a request, for the Kafka
+// receiver a whole fetch response, alive). A nil d (pdata) is nothing to give back.
+func (s *Stage[B, F]) release(d *otlpwire.Decoder, h *wiretraces.Decoded) {
 	if d == nil {
+		return
+	}
+	if h != nil {
+		h.Return()
 		return
 	}
 	_ = d.Decode(nil)

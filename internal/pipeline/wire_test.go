@@ -21,6 +21,7 @@ type wireStage struct {
 	*testStage
 	wireSpans, pdataSpans int
 	refusals              Refusals
+	lastDecoder           *otlpwire.Decoder // the decoder ReduceWire was given last
 }
 
 func newWireStage(t *testing.T, withReduceWire bool) *wireStage {
@@ -46,6 +47,7 @@ func newWireStage(t *testing.T, withReduceWire bool) *wireStage {
 		set.ReduceWire = func(b *testBatch, d *otlpwire.Decoder) {
 			b.spans += d.NumSpans()
 			ws.wireSpans += d.NumSpans()
+			ws.lastDecoder = d
 		}
 	}
 	ws.Stage = New(set)
@@ -87,6 +89,25 @@ func TestWireTracesTakeTheWirePath(t *testing.T) {
 	require.NoError(t, p.ConsumeTraces(ctx, wiretraces.Wrap(request(t, 3))))
 	require.Zero(t, p.wireSpans)
 	require.Equal(t, 3, p.pdataSpans)
+}
+
+// A request the receiver decoded and handed over in the context (wiretraces.Decoded) is reduced
+// from the receiver's decoder, not decoded again, and the borrow is given back; any other
+// request, the same bytes elsewhere included, is decoded by the stage.
+func TestReceiverDecodingIsBorrowed(t *testing.T) {
+	s := newWireStage(t, true)
+	req := request(t, 4)
+	d := &otlpwire.Decoder{MigrateDeprecatedScopeSpans: true}
+	require.NoError(t, d.Decode(req))
+	h := wiretraces.NewDecoded(d, req)
+	ctx := wiretraces.WithDecoded(context.Background(), h)
+
+	require.NoError(t, s.ConsumeTraces(ctx, wiretraces.Wrap(req)))
+	require.Same(t, d, s.lastDecoder)
+	require.NoError(t, s.ConsumeTraces(ctx, wiretraces.Wrap(append([]byte(nil), req...))))
+	require.NotSame(t, d, s.lastDecoder)
+	require.Equal(t, 8, s.wireSpans)
+	require.True(t, h.Close(), "the stage gave the borrow back")
 }
 
 // A carried request the decoder refuses is a permanent error counted by reason, and nothing
@@ -133,14 +154,17 @@ func TestShutDownStageRefusesWireTraces(t *testing.T) {
 // keeps its tables from request to request. (The rest of ConsumeTraces is the pdata path's,
 // whose allocations the connectors' tests measure end to end.)
 func TestWireDecodeAllocations(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts are not meaningful under the race detector")
+	}
 	s := newWireStage(t, true)
 	td := wiretraces.Wrap(request(t, 50))
 	consume := func() {
-		d, _, err := s.decode(td)
+		d, h, _, err := s.decode(context.Background(), td)
 		if err != nil || d.NumSpans() != 50 {
 			panic("BUG: test request not decoded")
 		}
-		s.release(d)
+		s.release(d, h)
 	}
 	for range 10 {
 		consume()

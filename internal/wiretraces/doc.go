@@ -42,6 +42,12 @@
 // (attributes added to the carrier's resource, which it puts on the request's resources). Unwrap
 // and Decode recognise only the form Wrap makes; anything else is read through Materialize.
 //
+// # Decoded once
+//
+// A receiver validates a request by decoding it. It hands that decoding to the consumers it calls
+// (WithDecoded, Decoded): a consumer that would decode the same bytes borrows the decoder instead,
+// within the call (decoded.go).
+//
 // # Same pdata as the stock receivers
 //
 // Materialize decodes with pdata's own functions: KeyExportRequest with

@@ -42,9 +42,10 @@ type otlpWireReceiver struct {
 	obsHTTP   *receiverhelper.ObsReport
 	telemetry *telemetry
 
-	// decoders holds otlpwire.Decoders set to cfg's limits: a decoder keeps the tables it
-	// grew, so after the first requests validation allocates nothing, and concurrent
-	// requests each take their own.
+	// decoders holds otlpwire.Decoders set to cfg's limits, each in the hand-off that passes
+	// its decoding downstream (wiretraces.Decoded): a decoder keeps the tables it grew, so
+	// after the first requests validation allocates nothing, and concurrent requests each
+	// take their own.
 	decoders sync.Pool
 
 	serverGRPC *grpc.Server
@@ -85,7 +86,7 @@ func newReceiver(cfg *Config, set receiver.Settings, next consumer.Traces) (*otl
 	r.decoders.New = func() any {
 		// The OTLP receivers read the deprecated instrumentation_library_spans in place of
 		// an absent scope_spans; the decoder must count the spans they would.
-		return &otlpwire.Decoder{Limits: limits, MigrateDeprecatedScopeSpans: true}
+		return wiretraces.NewDecoded(&otlpwire.Decoder{Limits: limits, MigrateDeprecatedScopeSpans: true}, nil)
 	}
 	return r, nil
 }
@@ -180,28 +181,40 @@ func (r *otlpWireReceiver) consumeWire(ctx context.Context, obs *receiverhelper.
 	// Validate first: pdata's unmarshaler would refuse what the decoder refuses, so what
 	// goes downstream is what the otlp receiver would have let through, and its span count
 	// is the one the otlp receiver reports.
-	d := r.decoders.Get().(*otlpwire.Decoder)
+	h := r.decoders.Get().(*wiretraces.Decoded)
+	d := h.Decoder()
 	err := d.Decode(req)
 	spans := d.NumSpans()
-	// An empty request leaves the decoder with nothing of req: a pooled decoder must not
-	// keep a request's buffer alive.
-	_ = d.Decode(nil)
-	r.decoders.Put(d)
-	if err != nil {
-		r.telemetry.recordRefused(ctx, tr, err)
-		return status.Error(codes.InvalidArgument, err.Error())
-	}
-	if spans == 0 {
+	if err != nil || spans == 0 {
+		r.release(h)
+		if err != nil {
+			r.telemetry.recordRefused(ctx, tr, err)
+			return status.Error(codes.InvalidArgument, err.Error())
+		}
 		// As the otlp receiver: a request without spans is acknowledged, not sent on.
 		return nil
 	}
+	// The consumers that read wire traces borrow this decoding instead of decoding req again
+	// (wiretraces.Decoded): the connectors of this repository do, within this call.
+	h.Reset(d, req)
 	ctx = obs.StartTracesOp(ctx)
-	err = r.next.ConsumeTraces(ctx, wiretraces.Wrap(req))
+	err = r.next.ConsumeTraces(wiretraces.WithDecoded(ctx, h), wiretraces.Wrap(req))
+	if h.Close() {
+		r.release(h)
+	} // else a consumer still holds the decoder: it is left to the garbage collector
 	obs.EndTracesOp(ctx, dataFormatProtobuf, spans, err)
 	if err != nil {
 		return statusFromConsumerError(err)
 	}
 	return nil
+}
+
+// release gives h's decoder back to the pool holding nothing of its request: a pooled decoder
+// must not keep a request's buffer alive.
+func (r *otlpWireReceiver) release(h *wiretraces.Decoded) {
+	_ = h.Decoder().Decode(nil)
+	h.Reset(h.Decoder(), nil)
+	r.decoders.Put(h)
 }
 
 // consumeJSON is the data path of a JSON request (HTTP only): pdata's JSON decoding, and the

@@ -117,7 +117,7 @@ func TestConfigErrorsExitNonZero(t *testing.T) {
 		},
 		"bad endpoint": {
 			yaml:      readConfig(t, "default.yaml"),
-			want:      `failed to start "otlp" receiver`,
+			want:      `failed to start "otlpwire" receiver`,
 			startOnly: true,
 		},
 	}

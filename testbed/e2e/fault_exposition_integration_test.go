@@ -18,12 +18,19 @@ import (
 )
 
 // awkwardOverlay lets configs/default.yaml take OTLP metrics into cachedprom beside the RED
-// metrics, as a gateway that also forwards application metrics would.
+// metrics, as a gateway that also forwards application metrics would. default.yaml's otlpwire
+// receiver serves traces only: metrics come in through a stock otlp receiver on an endpoint of
+// its own (OTLP_METRICS_ENDPOINT).
 const awkwardOverlay = `
+receivers:
+  otlp/metrics:
+    protocols:
+      grpc:
+        endpoint: ${env:OTLP_METRICS_ENDPOINT}
 service:
   pipelines:
     metrics/in:
-      receivers: [otlp]
+      receivers: [otlp/metrics]
       exporters: [cachedprom]
 `
 
@@ -97,9 +104,10 @@ func awkwardMetrics(ts time.Time) pmetric.Metrics {
 // histogram keeps x_count), and each repair is counted in the exporter's own telemetry.
 func TestAwkwardMetricsScrapedByPrometheus(t *testing.T) {
 	env, metricsURL := defaultEnv(t)
+	env["OTLP_METRICS_ENDPOINT"] = freeAddr(t)
 	StartCollector(t, configPath("default.yaml"), env, overlayFiles(t, awkwardOverlay)...)
 
-	conn, err := grpc.NewClient(env["OTLP_GRPC_ENDPOINT"], grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient(env["OTLP_METRICS_ENDPOINT"], grpc.WithTransportCredentials(insecure.NewCredentials()))
 	require.NoError(t, err)
 	defer conn.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

@@ -49,7 +49,7 @@ func serveOTLP(t *testing.T, addr string) {
 // with no queue and no retry: while nothing listens there, every message fails with a retryable
 // error and the receiver's error_backoff retries it.
 func probeOverlay(addr string) string {
-	return `
+	return pdataConnector + `
 exporters:
   otlp/probe:
     endpoint: ` + addr + `
@@ -61,9 +61,9 @@ exporters:
     retry_on_failure:
       enabled: false
 service:
-  pipelines:
+  pipelines:` + pdataPipeline + `
     traces/probe:
-      receivers: [kafka]
+      receivers: [hotspotfilter/pdata]
       exporters: [otlp/probe]
 `
 }

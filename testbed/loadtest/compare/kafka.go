@@ -37,8 +37,9 @@ func runKafka(ctx context.Context, sc Scenario, pool *harness.Pool, o Options, s
 	cpu0 := cpuTimes(sides)
 	monitorDone := startMonitors(ctx, o, sides, scraper, start, func(s *side) int64 { return s.progress.Load() })
 
-	// Follow consumption through each collector's own accepted-spans counter from the moment the
-	// process runs: the receiver consumes before the health check turns ready.
+	// Follow consumption through each collector's own accepted-spans counters (the receiver's, or
+	// the otlpwire_encoding extension's: harness.ConsumedSpans) from the moment the process runs:
+	// the receiver consumes before the health check turns ready.
 	type span struct{ first, done time.Time }
 	spans := make([]span, len(sides))
 	cpuDone := make([]float64, len(sides))
@@ -62,7 +63,7 @@ func runKafka(ctx context.Context, sc Scenario, pool *harness.Pool, o Options, s
 				pollErr = fmt.Errorf("%s exited while consuming: %w", s.c.Name, exitErr)
 				break
 			}
-			n, err := scraper.SumCounter(ctx, s.ep.TelemetryURL(), harness.AcceptedSpansMetric)
+			n, err := harness.ConsumedSpans(ctx, scraper, s.ep.TelemetryURL())
 			if err != nil {
 				continue // not listening yet
 			}

@@ -117,7 +117,8 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		"collector that cannot keep up shows a rate below the target. Max sends as fast as each collector "+
 		"acknowledges. Kafka: the backlog (written before the collectors start, each collector in its own "+
 		"consumer group) over the time from the first to the last span its receiver accepted, as its own "+
-		"`%s` counter shows.\n", r.Duration, r.Concurrency, r.SpansPerRequest, harness.AcceptedSpansMetric)
+		"`%s` counter shows (plus `%s` for a collector reading Kafka with the otlpwire_encoding extension, "+
+		"whose receiver counts 0).\n", r.Duration, r.Concurrency, r.SpansPerRequest, harness.AcceptedSpansMetric, harness.WireSpansMetric)
 	fmt.Fprintf(b, "- **CPU %%**: user + system CPU time of the process over the window; **CPU s per 1M spans** divides "+
 		"that time by the spans it took: the fair comparison when both keep up with a fixed rate.\n")
 	fmt.Fprintf(b, "- **RSS max**: highest resident set size sampled every second during the window.\n")

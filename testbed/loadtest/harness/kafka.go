@@ -16,6 +16,24 @@ import (
 // calls counters that only move at each metrics flush.
 const AcceptedSpansMetric = "otelcol_receiver_accepted_spans_total"
 
+// WireSpansMetric is the otlpwire_encoding extension's count of the spans in the messages it
+// decoded. The kafka receiver counts the spans of what its encoding returns, and the extension's
+// wire traces hold none (they carry the message's bytes), so with the extension the receiver's
+// AcceptedSpansMetric stays 0 and this one moves instead; it counts a message when it is decoded,
+// just before the pipeline takes it.
+const WireSpansMetric = "otelcol_extension_otlpwire_encoding_spans_total"
+
+// ConsumedSpans returns the spans a collector's receivers delivered, by its own telemetry at url:
+// AcceptedSpansMetric plus WireSpansMetric, which is the count whichever encoding the kafka
+// receiver uses.
+func ConsumedSpans(ctx context.Context, s *Scraper, url string) (float64, error) {
+	sums, err := s.SumCounters(ctx, url, AcceptedSpansMetric, WireSpansMetric)
+	if sums == nil {
+		return 0, err
+	}
+	return sums[0] + sums[1], err
+}
+
 // KafkaPollInterval spaces the reads of the accepted-spans counters; it bounds the error of the
 // consumption time a Kafka run measures.
 const KafkaPollInterval = 100 * time.Millisecond

@@ -109,7 +109,7 @@ func followConsumption(ctx context.Context, s *solo.Instance, written int64, tim
 		if exited, exitErr := s.Exited(); exited {
 			return 0, 0, fmt.Errorf("%s exited while consuming: %w", s.Name(), exitErr)
 		}
-		n, err := scraper.SumCounter(ctx, s.TelemetryURL(), harness.AcceptedSpansMetric)
+		n, err := harness.ConsumedSpans(ctx, scraper, s.TelemetryURL())
 		if err != nil {
 			continue
 		}

@@ -4,8 +4,8 @@
 // (Namer: semantic conventions, rules, clustering templates), glob dimensions and sampling
 // weights. A request is ptrace.Traces or the bytes of one, decoded by internal/otlpwire (wire
 // traces): the code is written once over internal/wiretraces/traceview and compiled for each,
-// so both give the same batch. The Reducer and the Namer are shared by every producer; each call writes only into
-// its own batch and the scratch kept with it.
+// so both give the same batch. The Reducer and the Namer are shared by every producer; each
+// call writes only into its own batch and the scratch kept with it.
 package reduce // import "github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/reduce"
 
 import (
@@ -22,9 +22,9 @@ import (
 	"github.com/otelcol-red/otelcol-red/internal/wiretraces/traceview"
 )
 
-// Reducer turns a request, ptrace.Traces or decoded by otlpwire, into a series.Batch. It is shared by all producers and, but for
-// its size hints (atomics), immutable after construction; everything else mutable lives in the
-// batch.
+// Reducer turns a request, ptrace.Traces or decoded by otlpwire, into a series.Batch. It is
+// shared by all producers and, but for its size hints (atomics), immutable after construction;
+// everything else mutable lives in the batch.
 type Reducer struct {
 	*series.Plan // the configuration, derived once
 	keyHash      func([]byte) uint64
