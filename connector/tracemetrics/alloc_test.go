@@ -66,6 +66,7 @@ func TestConsumeTracesSteadyStateAllocatesNothing(t *testing.T) {
 			"dimensions": []any{dims("http.method")[0], globDim("k8s.*.name"), globDim("db.**")},
 			"events":     map[string]any{"enabled": true, "dimensions": []any{globDim("exception.*")}},
 		}},
+		{"tempo keys", tempoKeysConfig},
 		{"delta events", map[string]any{
 			"aggregation_temporality": "AGGREGATION_TEMPORALITY_DELTA",
 			"events":                  map[string]any{"enabled": true, "dimensions": dims("exception.type")},
@@ -100,6 +101,9 @@ func TestConsumeTracesSteadyStateAllocatesNothing(t *testing.T) {
 				require.LessOrEqual(t, allocs, float64(maxAllocsPerCall), "allocations per 200-span call")
 				if _, ok := tc.raw["span_name"]; ok {
 					require.Positive(t, c.names.Renamed(reduce.RenamedByRule), "the measured calls renamed spans")
+				}
+				if _, ok := tc.raw["filter_policies"]; ok {
+					require.Positive(t, c.tel.FilteredSpans.Load(), "the measured calls filtered spans")
 				}
 				if _, ok := tc.raw["max_series"]; ok {
 					require.Positive(t, c.tel.OverflowSpans[series.GlobalOverflow].Load(), "the measured calls went to overflow series")

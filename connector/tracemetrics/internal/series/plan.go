@@ -32,6 +32,9 @@ type Plan struct {
 
 	Exemplars int                 // exemplars per data point per interval; 0: off
 	KeyAttrs  map[string]struct{} // resource_metrics_key_attributes; nil: every attribute
+	// ResourceDrop are resource attributes left out of a resource's identity and output
+	// (target_info_excluded_dimensions); nil: none.
+	ResourceDrop map[string]struct{}
 
 	// Limits and expiry.
 	CardLimit         int32 // aggregation_cardinality_limit; 0: none
