@@ -20,12 +20,35 @@ func TestConsumeTracesSteadyStateAllocatesNothing(t *testing.T) {
 		t.Skip("allocation counts are not meaningful under the race detector")
 	}
 	for _, tc := range []struct {
-		dims []string
-		wire bool // the otlpwire receiver's traces: the request's bytes, reduced from the decoder
-	}{{nil, false}, {[]string{"http.method", "region", "http.status_code"}, false}, {[]string{"http.method", "region", "http.status_code"}, true}} {
+		dims  []string
+		wire  bool // the otlpwire receiver's traces: the request's bytes, reduced from the decoder
+		tempo bool // Grafana Tempo's keys: filter_policies and span_multiplier_key
+	}{
+		{nil, false, false},
+		{[]string{"http.method", "region", "http.status_code"}, false, false},
+		{[]string{"http.method", "region", "http.status_code"}, true, false},
+		{[]string{"http.method"}, false, true},
+		{[]string{"http.method"}, true, true},
+	} {
 		dims := tc.dims
-		c, _ := startTracegraph(t, func(cfg *Config) { cfg.Dimensions = dims; cfg.Store.MaxItems = 1000 })
+		c, _ := startTracegraph(t, func(cfg *Config) {
+			if tc.tempo {
+				tempoConfig(cfg)
+			}
+			cfg.Dimensions = dims
+			cfg.Store.MaxItems = 1000
+			cfg.Store.TTL = defaultStoreTTL
+		})
 		requests, _ := benchRequests(500, 200)
+		if tc.tempo {
+			for _, td := range requests {
+				for i, sp := range spansOf(td) {
+					if i%3 == 0 {
+						sp.Attributes().PutStr("sample.ratio", "0.5")
+					}
+				}
+			}
+		}
 		if tc.wire {
 			for i, td := range requests {
 				requests[i] = wireEncodings[i%len(wireEncodings)](t, td)
@@ -58,7 +81,10 @@ func TestConsumeTracesSteadyStateAllocatesNothing(t *testing.T) {
 			}
 		}
 		runtime.GOMAXPROCS(prev)
-		require.Zero(t, counts[len(counts)-1], "allocations in each window of 2048 requests %v, dimensions %v, wire %v", counts, dims, tc.wire)
+		require.Zero(t, counts[len(counts)-1], "allocations in each window of 2048 requests %v, dimensions %v, wire %v, tempo keys %v", counts, dims, tc.wire, tc.tempo)
+		if tc.tempo {
+			require.Positive(t, c.tel.filteredSpans.Load(), "the measured calls filtered spans")
+		}
 		require.Positive(t, c.tel.evictedEdges.Load(), "the measured calls went through eviction and virtual nodes too")
 	}
 }
