@@ -25,16 +25,22 @@ func TestConsumeTracesSteadyStateAllocatesNothing(t *testing.T) {
 		wire      bool // the otlpwire receiver's traces: the request's bytes, reduced from the decoder
 		exemplars bool // and the messaging histogram, and messages paired through links
 		// late is late_spans.policy: the generated spans end in 2023, all late on the real clock.
-		late string
+		late  string
+		tempo bool // Grafana Tempo's keys: filter_policies and span_multiplier_key
 	}{
-		{nil, false, false, ""}, {full, false, false, ""}, {full, true, false, ""},
-		{full, false, true, ""}, {full, true, true, ""},
-		{full, false, false, lateSeparate}, {full, true, false, lateDrop}, {full, true, true, lateSeparate},
+		{nil, false, false, "", false}, {full, false, false, "", false}, {full, true, false, "", false},
+		{full, false, true, "", false}, {full, true, true, "", false},
+		{full, false, false, lateSeparate, false}, {full, true, false, lateDrop, false}, {full, true, true, lateSeparate, false},
+		{[]string{"http.method"}, false, false, "", true}, {[]string{"http.method"}, true, false, "", true},
 	} {
 		dims := tc.dims
 		c, _ := startTracegraph(t, func(cfg *Config) {
+			if tc.tempo {
+				tempoConfig(cfg)
+			}
 			cfg.Dimensions = dims
 			cfg.Store.MaxItems = 1000
+			cfg.Store.TTL = defaultStoreTTL
 			cfg.Exemplars.Enabled = tc.exemplars
 			cfg.EnableMessagingSystemLatencyHistogram = tc.exemplars
 			cfg.LateSpans.Policy = tc.late
@@ -42,6 +48,15 @@ func TestConsumeTracesSteadyStateAllocatesNothing(t *testing.T) {
 		requests, _ := benchRequests(500, 200)
 		if tc.exemplars {
 			requests = append(requests, linkedRequests(64, 50)...)
+		}
+		if tc.tempo {
+			for _, td := range requests {
+				for i, sp := range spansOf(td) {
+					if i%3 == 0 {
+						sp.Attributes().PutStr("sample.ratio", "0.5")
+					}
+				}
+			}
 		}
 		if tc.wire {
 			for i, td := range requests {
@@ -75,9 +90,12 @@ func TestConsumeTracesSteadyStateAllocatesNothing(t *testing.T) {
 			}
 		}
 		runtime.GOMAXPROCS(prev)
-		require.Zero(t, counts[len(counts)-1], "allocations in each window of 2048 requests %v, dimensions %v, wire %v, exemplars %v, late_spans %q", counts, dims, tc.wire, tc.exemplars, tc.late)
+		require.Zero(t, counts[len(counts)-1], "allocations in each window of 2048 requests %v, dimensions %v, wire %v, exemplars %v, late_spans %q, tempo keys %v", counts, dims, tc.wire, tc.exemplars, tc.late, tc.tempo)
 		if tc.late != "" {
 			require.Positive(t, c.tel.lateEdges.Load(), "the measured calls had late edges")
+		}
+		if tc.tempo {
+			require.Positive(t, c.tel.filteredSpans.Load(), "the measured calls filtered spans")
 		}
 		require.Positive(t, c.tel.evictedEdges.Load(), "the measured calls went through eviction and virtual nodes too")
 	}

@@ -6,6 +6,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 
 	"github.com/otelcol-red/otelcol-red/internal/intake"
+	"github.com/otelcol-red/otelcol-red/internal/sampling"
 	"github.com/otelcol-red/otelcol-red/internal/wiretraces/traceview"
 )
 
@@ -81,11 +82,16 @@ type halfBatch struct {
 	// counts what it saw of them (latespans.go).
 	now  int64
 	late lateCounts
+	// The reducer's cursors over a request, one set per source (reducer.go), kept here rather
+	// than on the stack: calls that read attributes through traceview (filter_policies,
+	// sampling.attribute) let the compiler move them to the heap, once per request.
+	pdataCursors cursors[traceview.Pdata]
+	wireCursors  cursors[traceview.Wire]
 
 	// lastTS memoizes the last tracestate parsed: a sampler writes the same one on every span.
 	lastTS     string
 	lastWeight float64
-	lastValid  bool
+	lastStatus sampling.Status
 }
 
 // halfBatches is how the intake pipe handles halfBatch. A batch of spans without edge halves

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"go.opentelemetry.io/collector/component"
+
+	"github.com/otelcol-red/otelcol-red/internal/wiretraces/traceview/spanfilter"
 )
 
 // Defaults, read by createDefaultConfig (factory.go) and by newPlan for keys left 0.
@@ -135,6 +137,18 @@ type Config struct {
 	// __cardinality_overflow__, every other label kept. A value is held while a series has it.
 	// 0 (the default) means no limit.
 	MaxCardinalityPerLabel int `mapstructure:"max_cardinality_per_label"`
+
+	// Grafana Tempo metrics-generator's service-graph keys (README.md, "Coming from Tempo"),
+	// one block per key.
+
+	// FilterPolicies keeps or drops spans before they make edges, by resource and span
+	// attributes, kind, status and name (Tempo's filter_policies; the same as tracemetrics').
+	// Dropped spans are counted in the filtered_spans telemetry. Default: none.
+	FilterPolicies []spanfilter.Policy `mapstructure:"filter_policies"`
+
+	// SpanMultiplierKey is Tempo's name for sampling.attribute; set one or the other (or both
+	// alike). Default "".
+	SpanMultiplierKey string `mapstructure:"span_multiplier_key"`
 }
 
 // LinksConfig configures pairing through span links.
@@ -185,9 +199,25 @@ type StoreConfig struct {
 // SamplingConfig configures sampling weights.
 type SamplingConfig struct {
 	// Weighted counts each edge by the adjusted count of its spans (the larger of the two, from
-	// a valid OpenTelemetry threshold `ot=th:…` in their W3C tracestate); spans without one
-	// count 1, as in servicegraph. false: every edge counts 1. Default true.
+	// a valid OpenTelemetry threshold `ot=th:…` in their W3C tracestate, else from Attribute);
+	// spans without either count 1, as in servicegraph. false: every edge counts 1. Default
+	// true.
 	Weighted bool `mapstructure:"weighted"`
+	// Attribute names an attribute holding the sampling probability p in (0, 1] (a double, an
+	// int or a numeric string) a span was kept with; the span counts 1/p. Read when the
+	// tracestate has no valid threshold, on the span, then on its resource (as Tempo reads
+	// span_multiplier_key, its name for this key), as tracemetrics' sampling.attribute. Empty
+	// (the default): not read.
+	Attribute string `mapstructure:"attribute"`
+}
+
+// multiplierAttribute is the attribute that holds a span's sampling probability:
+// sampling.attribute, or Tempo's span_multiplier_key (Validate makes them agree).
+func (c *Config) multiplierAttribute() string {
+	if c.Sampling.Attribute != "" {
+		return c.Sampling.Attribute
+	}
+	return c.SpanMultiplierKey
 }
 
 var _ component.Config = (*Config)(nil)
@@ -261,6 +291,18 @@ func (c *Config) Validate() error {
 	}
 	if err := c.LateSpans.validate(); err != nil {
 		errs = append(errs, err)
+	}
+	// Grafana Tempo's keys.
+	if err := spanfilter.Validate("filter_policies", c.FilterPolicies); err != nil {
+		errs = append(errs, err)
+	}
+	switch {
+	case c.Sampling.Attribute != "" && !c.Sampling.Weighted:
+		add("sampling.attribute: set, but sampling.weighted is false: the attribute would be ignored")
+	case c.SpanMultiplierKey != "" && !c.Sampling.Weighted:
+		add("span_multiplier_key: set, but sampling.weighted is false: the attribute would be ignored")
+	case c.SpanMultiplierKey != "" && c.Sampling.Attribute != "" && c.SpanMultiplierKey != c.Sampling.Attribute:
+		add("span_multiplier_key: %q, but sampling.attribute is %q: they are one setting, set one", c.SpanMultiplierKey, c.Sampling.Attribute)
 	}
 	return errors.Join(errs...)
 }

@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/collector/confmap/confmaptest"
 
 	"github.com/otelcol-red/otelcol-red/connector/tracegraph/internal/metadata"
+	"github.com/otelcol-red/otelcol-red/internal/wiretraces/traceview/spanfilter"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -57,6 +58,14 @@ func TestLoadConfig(t *testing.T) {
 		})},
 		{id: "bad_exemplars", errorMessage: "exemplars.max_per_data_point: must be between 0 and 255, got 256"},
 		{id: "bad_exemplars", errorMessage: "exemplars.slow_threshold: can not be negative"},
+		{id: "tempo", expected: def(func(c *Config) {
+			c.SpanMultiplierKey = "X-SampleRatio"
+			c.FilterPolicies = []spanfilter.Policy{{
+				Include: &spanfilter.Match{MatchType: "regex", Attributes: []spanfilter.Attribute{{Key: "kind", Value: "SPAN_KIND_(SERVER|CONSUMER|CLIENT|PRODUCER)"}}},
+				Exclude: &spanfilter.Match{MatchType: "strict", Attributes: []spanfilter.Attribute{{Key: "resource.deployment.environment", Value: "dev"}}},
+			}}
+		})},
+		{id: "tempo_bad_filter", errorMessage: "filter_policies[0].include.attributes[0].value: [500] ([]interface {}): a strict condition compares a string, an int, a double or a bool"},
 		{id: "both_histograms", errorMessage: "latency_histogram_buckets: use either"},
 		{id: "unsorted_buckets", errorMessage: "latency_histogram_buckets[1]: 100ms is not greater"},
 		{id: "bad_store", errorMessage: "store.ttl: must be positive"},

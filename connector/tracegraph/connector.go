@@ -60,7 +60,7 @@ func newConnector(set component.TelemetrySettings, cfg *Config, next consumer.Me
 	hints := intake.NewSizeHints(numHints, maxHint)
 	agg := newAggregator(p, clock, tel, hints, pipe.Queue.Cap())
 	c := &connectorImp{pipe: pipe, hints: hints, agg: agg, tel: tel}
-	red := reducer{p: p, hints: hints}
+	red := reducer{p: p, hints: hints, filtered: &tel.filteredSpans}
 	c.Stage = pipeline.New(pipeline.Settings[halfBatch, *snapshot]{
 		Pipe: pipe,
 		// now, once per request, is what late_spans judges the spans' end times against.

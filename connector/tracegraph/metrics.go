@@ -30,6 +30,7 @@ type telemetry struct {
 	invalidWeights atomic.Int64
 	noService      atomic.Int64 // spans of resources without service.name
 	backwards      atomic.Int64 // spans of an edge ending before they start
+	filteredSpans  atomic.Int64 // spans filter_policies dropped, added by the producers
 	flushes        atomic.Int64
 	flushesSkipped atomic.Int64
 	exportErrors   atomic.Int64
@@ -75,6 +76,7 @@ func newTelemetry(set component.TelemetrySettings, q *intake.Queue[halfBatch], l
 		tb.RegisterConnectorTracegraphSpansWithoutServiceCallback(observe(t.noService.Load)),
 		tb.RegisterConnectorTracegraphBackwardsSpansCallback(observe(t.backwards.Load)),
 		tb.RegisterConnectorTracegraphInvalidSamplingWeightsCallback(observe(t.invalidWeights.Load)),
+		tb.RegisterConnectorTracegraphFilteredSpansCallback(observe(t.filteredSpans.Load)),
 		tb.RegisterConnectorTracegraphFlushesCallback(observe(t.flushes.Load)),
 		tb.RegisterConnectorTracegraphFlushesSkippedCallback(observe(t.flushesSkipped.Load)),
 		tb.RegisterConnectorTracegraphExportErrorsCallback(observe(t.exportErrors.Load)),

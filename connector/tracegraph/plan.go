@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/otelcol-red/otelcol-red/internal/buckets"
+	"github.com/otelcol-red/otelcol-red/internal/wiretraces/traceview/spanfilter"
 )
 
 // defaultBoundsSeconds are servicegraph's default latency buckets.
@@ -30,6 +31,10 @@ type plan struct {
 	virtualNodeLabel bool
 	dbAttrs          []string
 	weighted         bool
+	// weightAttr is sampling.attribute (or span_multiplier_key); "" when not read.
+	weightAttr string
+	// filter is filter_policies compiled; nil keeps every span.
+	filter *spanfilter.Filter
 	// delta: each flush sends the interval's counts and idle series are removed.
 	delta bool
 	// writer is the collector's service.instance.id, the resource of delta points.
@@ -60,7 +65,13 @@ type plan struct {
 }
 
 func newPlan(c *Config) *plan {
+	filter, err := spanfilter.Compile("filter_policies", c.FilterPolicies)
+	if err != nil {
+		panic("BUG: tracegraph: filter_policies not validated: " + err.Error())
+	}
 	p := &plan{
+		weightAttr:       c.multiplierAttribute(),
+		filter:           filter,
 		expoMaxSize:      c.ExponentialHistogramMaxSize,
 		dims:             c.Dimensions,
 		virtualNodeLabel: c.VirtualNodeExtraLabel,

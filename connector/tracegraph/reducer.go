@@ -1,6 +1,8 @@
 package tracegraph // import "github.com/otelcol-red/otelcol-red/connector/tracegraph"
 
 import (
+	"sync/atomic"
+
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/otelcol-red/otelcol-red/internal/intake"
@@ -15,6 +17,8 @@ import (
 type reducer struct {
 	p     *plan
 	hints *intake.SizeHints
+	// filtered counts the spans filter_policies dropped (filter.go), once per request.
+	filtered *atomic.Int64
 }
 
 // reduce appends one half per CLIENT, SERVER, PRODUCER or CONSUMER span of td to b. Spans of
@@ -33,14 +37,14 @@ func (r reducer) reduceWire(b *halfBatch, d *otlpwire.Decoder) {
 // source.
 func reduceRequest[S traceview.Source](r reducer, b *halfBatch, req traceview.Request[S]) {
 	b.reserve(r.hints)
-	var rs traceview.Resource[S]
-	var sc traceview.Scope[S]
-	var span traceview.Span[S]
+	var filtered int64
+	c := cursorsOf[S](b)
+	rs, sc, span := &c.rs, &c.sc, &c.span
 	for i := range req.NumResources() {
-		req.ReadResource(i, &rs)
+		req.ReadResource(i, rs)
 		n := 0
 		for j := range rs.NumScopes() {
-			rs.ReadScope(j, &sc)
+			rs.ReadScope(j, sc)
 			n += sc.NumSpans()
 		}
 		b.spans += n
@@ -51,15 +55,38 @@ func reduceRequest[S traceview.Source](r reducer, b *halfBatch, req traceview.Re
 			continue
 		}
 		for j := range rs.NumScopes() {
-			rs.ReadScope(j, &sc)
+			rs.ReadScope(j, sc)
 			for k := range sc.NumSpans() {
-				sc.ReadSpan(k, &span)
-				reduceSpan(r, b, &span, service, res)
+				sc.ReadSpan(k, span)
+				if r.p.filter != nil && filteredOut(r.p.filter, res, span, &filtered) {
+					continue
+				}
+				reduceSpan(r, b, span, service, res)
 			}
 		}
 	}
+	if filtered > 0 {
+		r.filtered.Add(filtered)
+	}
 	b.measure(r.hints)
-	b.lastTS = "" // it points into the request, which a pooled batch must not keep alive
+	// They point into the request, which a pooled batch must not keep alive.
+	b.lastTS = ""
+	*c = cursors[S]{}
+}
+
+// cursors are reduceRequest's cursors on the resource, scope and span being reduced.
+type cursors[S traceview.Source] struct {
+	rs   traceview.Resource[S]
+	sc   traceview.Scope[S]
+	span traceview.Span[S]
+}
+
+// cursorsOf returns b's cursors for source S.
+func cursorsOf[S traceview.Source](b *halfBatch) *cursors[S] {
+	if traceview.IsWire[S]() {
+		return any(&b.wireCursors).(*cursors[S])
+	}
+	return any(&b.pdataCursors).(*cursors[S])
 }
 
 func reduceSpan[S traceview.Source](r reducer, b *halfBatch, span *traceview.Span[S], service text, res traceview.Attrs[S]) {
@@ -92,7 +119,7 @@ func reduceSpan[S traceview.Source](r reducer, b *halfBatch, span *traceview.Spa
 	} else {
 		b.backwards++
 	}
-	h.weight = r.weight(b, span.TraceState())
+	h.weight = weight(r, b, span.TraceState(), attrs, res)
 	h.dims = uint32(len(b.dims))
 	for _, d := range r.p.dims {
 		b.dims = append(b.dims, lookup(b, d, res, attrs))
@@ -135,20 +162,27 @@ func appendLinked[S traceview.Source](b *halfBatch, h half, span *traceview.Span
 	return n > 0
 }
 
-// weight returns a span's adjusted count from its tracestate ts, 1 without one.
-func (r reducer) weight(b *halfBatch, ts string) float64 {
+// weight returns a span's adjusted count from its tracestate ts, else from sampling.attribute
+// (multiplier.go) on the span's attributes or its resource's, 1 without either.
+func weight[S traceview.Source](r reducer, b *halfBatch, ts string, attrs, res traceview.Attrs[S]) float64 {
 	if !r.p.weighted {
 		return 1
 	}
-	if ts == "" {
+	if ts != "" {
+		if ts != b.lastTS {
+			w, st := sampling.FromTraceState(ts)
+			b.lastTS, b.lastWeight, b.lastStatus = ts, w, st
+		}
+		switch b.lastStatus {
+		case sampling.Valid:
+			return b.lastWeight
+		case sampling.Invalid:
+			b.invalidWeights++
+			return 1
+		}
+	}
+	if r.p.weightAttr == "" {
 		return 1
 	}
-	if ts != b.lastTS {
-		w, st := sampling.FromTraceState(ts)
-		b.lastTS, b.lastWeight, b.lastValid = ts, w, st != sampling.Invalid
-	}
-	if !b.lastValid {
-		b.invalidWeights++
-	}
-	return b.lastWeight
+	return attributeWeight(r.p.weightAttr, b, attrs, res)
 }

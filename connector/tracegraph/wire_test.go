@@ -15,6 +15,7 @@ import (
 	"github.com/otelcol-red/otelcol-red/internal/otlpwire/otlpwiretest"
 	"github.com/otelcol-red/otelcol-red/internal/pipeline"
 	"github.com/otelcol-red/otelcol-red/internal/wiretraces"
+	"github.com/otelcol-red/otelcol-red/internal/wiretraces/traceview/spanfilter"
 )
 
 // wireEncodings are the ways a request reaches the wire path: pdata's marshaler (fields in
@@ -78,15 +79,50 @@ func wireConfig(cfg *Config) {
 	cfg.Sampling.Weighted = true
 }
 
+// tempoConfig is wireConfig with Grafana Tempo's service-graph keys: filter_policies with
+// every kind of condition, and span_multiplier_key.
+func tempoConfig(cfg *Config) {
+	wireConfig(cfg)
+	cfg.SpanMultiplierKey = "sample.ratio"
+	cfg.FilterPolicies = []spanfilter.Policy{
+		{Exclude: &spanfilter.Match{MatchType: spanfilter.Strict, Attributes: []spanfilter.Attribute{
+			{Key: "resource.service.name", Value: "shipping"}, {Key: "kind", Value: "SPAN_KIND_SERVER"},
+		}}},
+		{Exclude: &spanfilter.Match{MatchType: spanfilter.Regex, Attributes: []spanfilter.Attribute{
+			{Key: "span.http.method", Value: "^POST$"}, {Key: "status", Value: "ERROR"},
+		}}},
+		{Include: &spanfilter.Match{MatchType: spanfilter.Regex, Attributes: []spanfilter.Attribute{
+			{Key: "kind", Value: "SPAN_KIND_(SERVER|CONSUMER|CLIENT|PRODUCER)"}, {Key: "name", Value: "."},
+		}}},
+		{IncludeAny: &spanfilter.Match{MatchType: spanfilter.Strict, Attributes: []spanfilter.Attribute{
+			{Key: "span.http.status_code", Value: 500},
+		}}},
+	}
+}
+
 // The wire path counts what the pdata path counts: for the same requests, reduced from the
 // decoder in any field order or unmarshalled by pdata, the flushed edges are identical, data
-// point for data point, and so are the spans the telemetry counted.
+// point for data point, and so are the spans the telemetry counted; with Tempo's keys too.
 func TestWireSameMetrics(t *testing.T) {
-	viaPdata, pdataSink := startTracegraph(t, wireConfig)
-	viaWire, wireSink := startTracegraph(t, wireConfig)
+	t.Run("servicegraph keys", func(t *testing.T) { testWireSameMetrics(t, wireConfig) })
+	t.Run("tempo keys", func(t *testing.T) { testWireSameMetrics(t, tempoConfig) })
+}
+
+func testWireSameMetrics(t *testing.T, config func(*Config)) {
+	viaPdata, pdataSink := startTracegraph(t, config)
+	viaWire, wireSink := startTracegraph(t, config)
 	rnd := rand.New(rand.NewPCG(9, 10))
 	for i, td := range newCallGraph(31).traces(400) {
 		enrich(rnd, td)
+		if i%7 == 0 {
+			// A sampling ratio on some resources (span_multiplier_key reads the resource too).
+			td.ResourceSpans().At(0).Resource().Attributes().PutDouble("sample.ratio", 0.5)
+		}
+		for _, sp := range spansOf(td) {
+			if rnd.IntN(6) == 0 {
+				sp.Attributes().PutDouble("sample.ratio", []float64{0.25, 0, 2}[rnd.IntN(3)])
+			}
+		}
 		wire := wireEncodings[i%len(wireEncodings)](t, td)
 		consume(t, viaPdata, td)
 		consume(t, viaWire, wire)
@@ -102,9 +138,27 @@ func TestWireSameMetrics(t *testing.T) {
 		"without service": {viaPdata.tel.noService.Load(), viaWire.tel.noService.Load()},
 		"invalid weights": {viaPdata.tel.invalidWeights.Load(), viaWire.tel.invalidWeights.Load()},
 		"total edges":     {viaPdata.tel.totalEdges.Load(), viaWire.tel.totalEdges.Load()},
+		"filtered":        {viaPdata.tel.filteredSpans.Load(), viaWire.tel.filteredSpans.Load()},
 	} {
 		require.Equal(t, counts[0], counts[1], name)
 	}
+	cfg := createDefaultConfig().(*Config)
+	config(cfg)
+	if cfg.FilterPolicies != nil {
+		require.Positive(t, viaPdata.tel.filteredSpans.Load())
+	}
+}
+
+func spansOf(td ptrace.Traces) []ptrace.Span {
+	var out []ptrace.Span
+	for _, rs := range td.ResourceSpans().All() {
+		for _, ss := range rs.ScopeSpans().All() {
+			for _, sp := range ss.Spans().All() {
+				out = append(out, sp)
+			}
+		}
+	}
+	return out
 }
 
 // Wire traces whose request the decoder refuses are refused whole, counted by reason, and

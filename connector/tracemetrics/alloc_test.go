@@ -82,6 +82,7 @@ func TestConsumeTracesSteadyStateAllocatesNothing(t *testing.T) {
 			"dimensions": dims("http.method"),
 			"late_spans": map[string]any{"policy": "drop", "slack": "59500ms"},
 		}},
+		{"tempo keys", tempoKeysConfig},
 		{"delta events", map[string]any{
 			"aggregation_temporality": "AGGREGATION_TEMPORALITY_DELTA",
 			"events":                  map[string]any{"enabled": true, "dimensions": dims("exception.type")},
@@ -112,13 +113,28 @@ func TestConsumeTracesSteadyStateAllocatesNothing(t *testing.T) {
 				// Warm up with the same pattern (AllocsPerRun runs at GOMAXPROCS 1): every
 				// series exists, and as many batches circulate as the pattern keeps in flight.
 				testing.AllocsPerRun(2048, call)
-				allocs := testing.AllocsPerRun(2048, call)
-				require.LessOrEqual(t, allocs, float64(maxAllocsPerCall), "allocations per 200-span call")
+				// Up to three windows; one within the bound passes. In full package runs a
+				// first window now and then averages one allocation per call and the next
+				// none (seen in the "glob dimensions" and "tempo keys" cases, never twice in a
+				// row); at GOMAXPROCS 1 how many batches are in flight depends on when the
+				// scheduler preempts the producer, and a batch the warm-up never made starts
+				// cold. An allocation per call, per span or per batch shows in every window
+				// and fails, as in tracegraph's test.
+				var windows []float64
+				for range 3 {
+					if windows = append(windows, testing.AllocsPerRun(2048, call)); windows[len(windows)-1] <= maxAllocsPerCall {
+						break
+					}
+				}
+				require.LessOrEqual(t, windows[len(windows)-1], float64(maxAllocsPerCall), "allocations per 200-span call, by window: %v", windows)
 				if _, ok := tc.raw["late_spans"]; ok {
 					require.Positive(t, c.tel.LateSpans[series.Late].Load(), "the measured calls had late spans")
 				}
 				if _, ok := tc.raw["span_name"]; ok {
 					require.Positive(t, c.names.Renamed(reduce.RenamedByRule), "the measured calls renamed spans")
+				}
+				if _, ok := tc.raw["filter_policies"]; ok {
+					require.Positive(t, c.tel.FilteredSpans.Load(), "the measured calls filtered spans")
 				}
 				if _, ok := tc.raw["max_series"]; ok {
 					require.Positive(t, c.tel.OverflowSpans[series.GlobalOverflow].Load(), "the measured calls went to overflow series")

@@ -14,6 +14,7 @@ import (
 
 	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/dimglob"
 	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/series"
+	"github.com/otelcol-red/otelcol-red/internal/wiretraces/traceview/spanfilter"
 )
 
 // The keys below mirror spanmetrics v0.165.1 one for one (same names, same meaning, same
@@ -211,6 +212,36 @@ type Config struct {
 
 	// LateSpans is what becomes of spans whose end time is far from now (latespans.go).
 	LateSpans LateSpansConfig `mapstructure:"late_spans"`
+
+	// Grafana Tempo metrics-generator's keys (config_tempo.go; README.md, "Coming from
+	// Tempo"), one block per key.
+
+	// FilterPolicies keeps or drops spans before they are counted, by resource and span
+	// attributes, kind, status and name (Tempo's filter_policies). Dropped spans are counted in
+	// the filtered_spans telemetry. Default: none, every span counts.
+	FilterPolicies []spanfilter.Policy `mapstructure:"filter_policies"`
+
+	// DimensionMappings add labels whose value joins several attributes (Tempo's
+	// dimension_mappings). Default: none.
+	DimensionMappings []DimensionMapping `mapstructure:"dimension_mappings"`
+
+	// IntrinsicDimensions switches the built-in labels on and off by Tempo's names; unset
+	// entries follow exclude_dimensions. Default: status_message off, the others on.
+	IntrinsicDimensions IntrinsicDimensions `mapstructure:"intrinsic_dimensions"`
+
+	// SpanMultiplierKey is Tempo's name for sampling.attribute; set one or the other (or both
+	// alike). Default "".
+	SpanMultiplierKey string `mapstructure:"span_multiplier_key"`
+
+	// EnableTargetInfo puts the resource attributes on the output even when the
+	// connector.spanmetrics.excludeResourceMetrics gate is on (as add_resource_attributes),
+	// for a Prometheus exporter to render as target_info. Default false: resource attributes
+	// go on the output unless that gate is on.
+	EnableTargetInfo bool `mapstructure:"enable_target_info"`
+
+	// TargetInfoExcludedDimensions are resource attributes left out of the output resource,
+	// hence out of target_info, and out of the resource's identity. Default: none.
+	TargetInfoExcludedDimensions []string `mapstructure:"target_info_excluded_dimensions"`
 }
 
 // CapSelectionConfig configures how max_series and max_series_per_service choose the series
@@ -319,17 +350,34 @@ type SamplingConfig struct {
 	Weighted bool `mapstructure:"weighted"`
 	// Attribute names a span attribute holding the sampling probability p in (0, 1] (a double,
 	// an int or a numeric string) that a span was kept with; the span counts 1/p. It is read
-	// only when the tracestate has no valid threshold. Empty (the default): not read.
+	// only when the tracestate has no valid threshold, on the span, then on its resource (as
+	// Tempo reads span_multiplier_key, its name for this key). Empty (the default): not read.
 	Attribute string `mapstructure:"attribute"`
 	// prevent unkeyed literal initialization
 	_ struct{}
 }
 
-func (c SamplingConfig) validate() error {
+// validate checks the block, with span_multiplier_key, Tempo's name for its attribute.
+func (c SamplingConfig) validate(spanMultiplierKey string) error {
 	if c.Attribute != "" && !c.Weighted {
 		return errors.New("sampling.attribute: set, but sampling.weighted is false: the attribute would be ignored")
 	}
+	if spanMultiplierKey != "" && !c.Weighted {
+		return errors.New("span_multiplier_key: set, but sampling.weighted is false: the attribute would be ignored")
+	}
+	if spanMultiplierKey != "" && c.Attribute != "" && spanMultiplierKey != c.Attribute {
+		return fmt.Errorf("span_multiplier_key: %q, but sampling.attribute is %q: they are one setting, set one", spanMultiplierKey, c.Attribute)
+	}
 	return nil
+}
+
+// multiplierAttribute is the attribute that holds a span's sampling probability:
+// sampling.attribute, or Tempo's span_multiplier_key (validate makes them agree).
+func (c *Config) multiplierAttribute() string {
+	if c.Sampling.Attribute != "" {
+		return c.Sampling.Attribute
+	}
+	return c.SpanMultiplierKey
 }
 
 // Unit is the unit of the duration histogram.
@@ -462,13 +510,16 @@ func (c *Config) Validate() error {
 	if c.EnableMetricsSamplingMethod && !c.Sampling.Weighted {
 		errs = append(errs, errors.New("enable_metrics_sampling_method: set, but sampling.weighted is false: no span would be extrapolated, every series would say counted"))
 	}
-	if err := c.Sampling.validate(); err != nil {
+	if err := c.Sampling.validate(c.SpanMultiplierKey); err != nil {
 		errs = append(errs, err)
 	}
 	if err := c.CapSelection.validate(); err != nil {
 		errs = append(errs, err)
 	}
 	if err := c.LateSpans.validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := validateTempoKeys(c); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
@@ -488,6 +539,9 @@ func (c *Config) builtinKeys() []string {
 	keys := []string{series.ServiceNameKey, series.SpanKindKey, series.StatusCodeKey, series.SpanNameKey}
 	if gateEnabled(includeCollectorInstanceIDGate) {
 		keys = append(keys, series.CollectorInstanceKey)
+	}
+	if c.IntrinsicDimensions.StatusMessage {
+		keys = append(keys, series.StatusMessageKey)
 	}
 	return keys
 }

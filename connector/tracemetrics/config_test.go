@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/collector/confmap/confmaptest"
 
 	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/metadata"
+	"github.com/otelcol-red/otelcol-red/internal/wiretraces/traceview/spanfilter"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -71,6 +72,23 @@ func TestLoadConfig(t *testing.T) {
 			c.Histogram.Dimensions = []Dimension{{Glob: "db.**"}}
 			c.Events = EventsConfig{Enabled: true, Dimensions: []Dimension{{Glob: "exception.*"}}}
 		})},
+		{id: "tempo", expected: def(func(c *Config) {
+			c.IntrinsicDimensions = IntrinsicDimensions{StatusMessage: true, SpanKind: ptr(false)}
+			c.DimensionMappings = []DimensionMapping{{Name: "endpoint", SourceLabels: []string{"http.method", "http.route"}, Join: " "}}
+			c.FilterPolicies = []spanfilter.Policy{
+				{
+					Include: &spanfilter.Match{MatchType: "strict", Attributes: []spanfilter.Attribute{
+						{Key: "kind", Value: "SPAN_KIND_SERVER"}, {Key: "span.http.status_code", Value: 500},
+					}},
+					Exclude: &spanfilter.Match{MatchType: "regex", Attributes: []spanfilter.Attribute{{Key: "resource.service.name", Value: "^canary-.*"}}},
+				},
+				{IncludeAny: &spanfilter.Match{MatchType: "strict", Attributes: []spanfilter.Attribute{{Key: "span.sampled", Value: true}}}},
+			}
+			c.SpanMultiplierKey = "X-SampleRatio"
+			c.EnableTargetInfo = true
+			c.TargetInfoExcludedDimensions = []string{"process.pid", "host.id"}
+		})},
+		{id: "tempo_bad_filter", errorMessage: "filter_policies[0].exclude.attributes[0].value: invalid regular expression"},
 		{id: "invalid_histogram_unit", errorMessage: `unknown Unit "h"`},
 		{id: "glob_and_name", errorMessage: `dimensions: entry 0 sets both name "http.method" and glob "http.*": set one of them`},
 		{id: "neither_glob_nor_name", errorMessage: "dimensions: entry 0 sets neither name nor glob"},

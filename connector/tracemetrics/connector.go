@@ -17,6 +17,7 @@ import (
 	"github.com/otelcol-red/otelcol-red/internal/intake"
 	"github.com/otelcol-red/otelcol-red/internal/otlpwire"
 	"github.com/otelcol-red/otelcol-red/internal/pipeline"
+	"github.com/otelcol-red/otelcol-red/internal/wiretraces/traceview/spanfilter"
 )
 
 var errShutdown = errors.New("tracemetrics connector is shut down")
@@ -61,6 +62,10 @@ func newConnector(set component.TelemetrySettings, cfg *Config, next consumer.Me
 	if err != nil {
 		return nil, err
 	}
+	filter, err := spanfilter.Compile("filter_policies", cfg.FilterPolicies)
+	if err != nil {
+		return nil, err
+	}
 	// The free list holds up to ring_memory_mib of batches as well: beyond, the GC takes them.
 	pipe := intake.NewPipe(p.RingSize, p.RingBytes, series.Batches)
 	var names *reduce.Namer
@@ -72,7 +77,8 @@ func newConnector(set component.TelemetrySettings, cfg *Config, next consumer.Me
 		return nil, err
 	}
 	hints := intake.NewSizeHints(series.NumHints, series.HintLimit)
-	red := reduce.New(p, d.keyHash, names, reduce.NewWeighting(cfg.Sampling.Weighted, cfg.Sampling.Attribute), hints)
+	red := reduce.New(p, d.keyHash, names, reduce.NewWeighting(cfg.Sampling.Weighted, cfg.multiplierAttribute()),
+		reduce.NewFiltering(filter, &tel.FilteredSpans), hints)
 	c := &connectorImp{
 		plan:    p,
 		pipe:    pipe,

@@ -34,7 +34,8 @@ func newPlan(cfg *Config, g followedGates, instanceID string) (*series.Plan, err
 		FlushInterval:     cfg.MetricsFlushInterval,
 		Late:              cfg.LateSpans.policy(),
 		Unit:              cfg.Histogram.Unit.String(),
-		CopyResource:      !g.excludeResourceMetrics || cfg.AddResourceAttributes,
+		CopyResource:      !g.excludeResourceMetrics || cfg.AddResourceAttributes || cfg.EnableTargetInfo,
+		ResourceDrop:      resourceDrop(cfg.TargetInfoExcludedDimensions),
 	}
 	p.SeriesIdle = seriesIdleTime(cfg, p.IsDelta)
 	p.ByTraffic = cfg.CapSelection.By != selectByArrival
@@ -130,18 +131,21 @@ func seriesIdleTime(cfg *Config, isDelta bool) int64 {
 }
 
 func newLayout(cfg *Config, g followedGates, instanceID string) (series.Layout, error) {
-	l := series.Layout{
-		WithService:    !slices.Contains(cfg.ExcludeDimensions, series.ServiceNameKey),
-		WithName:       !slices.Contains(cfg.ExcludeDimensions, series.SpanNameKey),
-		WithKind:       !slices.Contains(cfg.ExcludeDimensions, series.SpanKindKey),
-		OtelStatusCode: g.useOtelStatusCode,
-		Scopes:         cfg.IncludeInstrumentationScope,
-		CallsFamily:    -1, DurationFamily: -1, EventsFamily: -1,
-	}
+	statusAttr := series.StatusCodeKey
 	if g.useOtelStatusCode {
-		l.WithStatus = !slices.Contains(cfg.ExcludeDimensions, series.OtelStatusCodeKey)
-	} else {
-		l.WithStatus = !slices.Contains(cfg.ExcludeDimensions, series.StatusCodeKey)
+		statusAttr = series.OtelStatusCodeKey
+	}
+	// exclude_dimensions, and intrinsic_dimensions' entries set false (config_tempo.go).
+	excluded := excludedBuiltins(cfg, statusAttr)
+	l := series.Layout{
+		WithService:       !slices.Contains(excluded, series.ServiceNameKey),
+		WithName:          !slices.Contains(excluded, series.SpanNameKey),
+		WithKind:          !slices.Contains(excluded, series.SpanKindKey),
+		WithStatus:        !slices.Contains(excluded, statusAttr),
+		WithStatusMessage: cfg.IntrinsicDimensions.StatusMessage,
+		OtelStatusCode:    g.useOtelStatusCode,
+		Scopes:            cfg.IncludeInstrumentationScope,
+		CallsFamily:       -1, DurationFamily: -1, EventsFamily: -1,
 	}
 	if g.includeCollectorInstanceID && !slices.Contains(cfg.ExcludeDimensions, series.CollectorInstanceKey) {
 		l.InstanceID = instanceID
@@ -163,6 +167,11 @@ func newLayout(cfg *Config, g followedGates, instanceID string) (series.Layout, 
 	}
 	if cfg.Events.Enabled {
 		l.EventsFamily = add(&series.Family{Calls: true, Events: true, Dims: newDimensions(cfg.Dimensions, cfg.Events.Dimensions)})
+	}
+	if len(cfg.DimensionMappings) > 0 {
+		for _, f := range l.Families {
+			f.Dims = append(f.Dims, mappingDimensions(cfg.DimensionMappings)...)
+		}
 	}
 	if cfg.EnableMetricsSamplingMethod {
 		for _, f := range l.Families {
@@ -241,6 +250,7 @@ func newGlobs(l *series.Layout, f *series.Family, lists ...[]Dimension) (*dimglo
 		{series.CollectorInstanceKey, l.InstanceID != ""},
 		{series.ScopeNameKey, len(l.Scopes) > 0},
 		{series.ScopeVersionKey, len(l.Scopes) > 0},
+		{series.StatusMessageKey, l.WithStatusMessage},
 	} {
 		if k.written {
 			skip = append(skip, k.key)

@@ -91,6 +91,7 @@ var wireConfigs = map[string]map[string]any{
 		"histogram":               map[string]any{"exponential": map[string]any{"max_size": 40}},
 		"exemplars":               map[string]any{"enabled": true},
 	},
+	"tempo keys": tempoKeysConfig,
 	"sampling and names": {
 		"dimensions":                      dims("http.method", "tenant"),
 		"enable_metrics_sampling_method":  true,
@@ -122,6 +123,9 @@ func TestWireSameMetrics(t *testing.T) {
 						if rnd.IntN(5) == 0 {
 							sp.Attributes().PutDouble("sampling.probability", 0.25)
 						}
+						if rnd.IntN(4) == 0 {
+							sp.Status().SetMessage(fmt.Sprint("timeout after ", rnd.IntN(3), "s"))
+						}
 					}
 					wire := wireEncodings[calls%len(wireEncodings)].enc(t, td)
 					calls++
@@ -135,12 +139,47 @@ func TestWireSameMetrics(t *testing.T) {
 			}
 			p, w := viaPdata.conn.(*connectorImp), viaWire.conn.(*connectorImp)
 			require.Equal(t, p.tel.InvalidWeights.Load(), w.tel.InvalidWeights.Load())
+			require.Equal(t, p.tel.FilteredSpans.Load(), w.tel.FilteredSpans.Load())
+			require.Equal(t, p.tel.AggregatedSpans.Load(), w.tel.AggregatedSpans.Load())
+			if _, ok := raw["filter_policies"]; ok {
+				require.Positive(t, p.tel.FilteredSpans.Load())
+			}
 			if p.names != nil {
 				require.Equal(t, p.names.Renamed(reduce.RenamedBySemconv), w.names.Renamed(reduce.RenamedBySemconv))
 				require.Equal(t, p.names.Renamed(reduce.RenamedByRule), w.names.Renamed(reduce.RenamedByRule))
 			}
 		})
 	}
+}
+
+// tempoKeysConfig uses every key of Grafana Tempo's that the connector accepts.
+var tempoKeysConfig = map[string]any{
+	// Grafana Tempo's keys: filter_policies (every kind of condition), dimension_mappings,
+	// intrinsic_dimensions with status_message, span_multiplier_key, and
+	// target_info_excluded_dimensions.
+	"dimensions": dims("http.method"),
+	"filter_policies": []any{
+		map[string]any{"exclude": map[string]any{"match_type": "strict", "attributes": []any{
+			map[string]any{"key": "kind", "value": "SPAN_KIND_INTERNAL"},
+		}}},
+		map[string]any{"exclude": map[string]any{"match_type": "regex", "attributes": []any{
+			map[string]any{"key": "name", "value": "^op-4$"}, map[string]any{"key": "resource.service.name", "value": "svc-[12]"},
+		}}},
+		map[string]any{"include": map[string]any{"match_type": "regex", "attributes": []any{
+			map[string]any{"key": "status", "value": "STATUS_CODE_(OK|UNSET|ERROR)"},
+		}}},
+		map[string]any{"include_any": map[string]any{"match_type": "strict", "attributes": []any{
+			map[string]any{"key": "span.http.method", "value": "POST"},
+		}}},
+	},
+	"dimension_mappings": []any{
+		map[string]any{"name": "route", "source_labels": []any{"http.method", "http.status_code", "region", "ratio"}, "join": " "},
+	},
+	"intrinsic_dimensions":            map[string]any{"status_message": true, "span_kind": false},
+	"span_multiplier_key":             "sampling.probability",
+	"target_info_excluded_dimensions": []any{"host.name"},
+	"exemplars":                       map[string]any{"enabled": true},
+	"events":                          map[string]any{"enabled": true, "dimensions": dims("exception.type")},
 }
 
 func spansOf(td ptrace.Traces) []ptrace.Span {

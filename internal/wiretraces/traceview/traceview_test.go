@@ -66,6 +66,9 @@ func randTraces(rnd *rand.Rand) ptrace.Traces {
 				sp.SetName(strings.Repeat("op", rnd.IntN(3)))
 				sp.SetKind(ptrace.SpanKind(rnd.IntN(7)))
 				sp.Status().SetCode(ptrace.StatusCode(rnd.IntN(4)))
+				if rnd.IntN(2) == 0 {
+					sp.Status().SetMessage(strings.Repeat("m", 1+rnd.IntN(3)))
+				}
 				sp.SetStartTimestamp(pcommon.Timestamp(rnd.Uint64()))
 				sp.SetEndTimestamp(pcommon.Timestamp(rnd.Uint64()))
 				if rnd.IntN(2) == 0 {
@@ -133,7 +136,7 @@ func readAll[S traceview.Source](req traceview.Request[S]) string {
 			out.WriteString("scope " + sc.Name + " " + sc.Version + "\n")
 			for k := range sc.NumSpans() {
 				sc.ReadSpan(k, &sp)
-				out.WriteString("span " + sp.Name() + " " + sp.Kind().String() + " " + sp.StatusCode().String() + " ")
+				out.WriteString("span " + sp.Name() + " " + sp.Kind().String() + " " + sp.StatusCode().String() + " " + sp.StatusMessage() + " ")
 				out.Write(appendInt(nil, int(sp.StartTimestamp()>>1)))
 				out.Write(appendInt(nil, int(sp.EndTimestamp()>>1)))
 				tid, sid, pid := sp.TraceID(), sp.SpanID(), sp.ParentSpanID()

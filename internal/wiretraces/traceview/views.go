@@ -179,6 +179,14 @@ func (s *Span[S]) StatusCode() ptrace.StatusCode {
 	return s.pd.Status().Code()
 }
 
+// StatusMessage returns the span's status message, "" when absent.
+func (s *Span[S]) StatusMessage() string {
+	if IsWire[S]() {
+		return String(s.w.StatusMessage())
+	}
+	return s.pd.Status().Message()
+}
+
 // StartTimestamp and EndTimestamp return the span's times in unix nanoseconds.
 func (s *Span[S]) StartTimestamp() uint64 {
 	if IsWire[S]() {

@@ -34,6 +34,7 @@ type TelemetryBuilder struct {
 	ConnectorTracegraphEvictedEdges           metric.Int64ObservableCounter
 	ConnectorTracegraphExpiredEdges           metric.Int64ObservableCounter
 	ConnectorTracegraphExportErrors           metric.Int64ObservableCounter
+	ConnectorTracegraphFilteredSpans          metric.Int64ObservableCounter
 	ConnectorTracegraphFlushDuration          metric.Float64Histogram
 	ConnectorTracegraphFlushes                metric.Int64ObservableCounter
 	ConnectorTracegraphFlushesSkipped         metric.Int64ObservableCounter
@@ -144,6 +145,21 @@ func (builder *TelemetryBuilder) RegisterConnectorTracegraphExportErrorsCallback
 		cb(ctx, &observerInt64{inst: builder.ConnectorTracegraphExportErrors, obs: o})
 		return nil
 	}, builder.ConnectorTracegraphExportErrors)
+	if err != nil {
+		return err
+	}
+	builder.mu.Lock()
+	defer builder.mu.Unlock()
+	builder.registrations = append(builder.registrations, reg)
+	return nil
+}
+
+// RegisterConnectorTracegraphFilteredSpansCallback sets callback for observable ConnectorTracegraphFilteredSpans metric.
+func (builder *TelemetryBuilder) RegisterConnectorTracegraphFilteredSpansCallback(cb metric.Int64Callback) error {
+	reg, err := builder.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		cb(ctx, &observerInt64{inst: builder.ConnectorTracegraphFilteredSpans, obs: o})
+		return nil
+	}, builder.ConnectorTracegraphFilteredSpans)
 	if err != nil {
 		return err
 	}
@@ -440,6 +456,12 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		"otelcol_connector_tracegraph_export_errors",
 		metric.WithDescription("Flushes the next consumer returned an error for. [Alpha]"),
 		metric.WithUnit("{flushes}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ConnectorTracegraphFilteredSpans, err = builder.meter.Int64ObservableCounter(
+		"otelcol_connector_tracegraph_filtered_spans",
+		metric.WithDescription("Spans filter_policies left out of the graph (Tempo's spans_discarded with reason service_graphs_filtered); they are counted in received_spans too. [Alpha]"),
+		metric.WithUnit("{spans}"),
 	)
 	errs = errors.Join(errs, err)
 	builder.ConnectorTracegraphFlushDuration, err = builder.meter.Float64Histogram(

@@ -74,7 +74,7 @@ func newEngine(t testing.TB, p *series.Plan) *engine {
 	e.tel, err = telemetry.New(componenttest.NewNopTelemetrySettings(), e.pipe.Queue, p, nil)
 	require.NoError(t, err)
 	e.hints = intake.NewSizeHints(series.NumHints, series.HintLimit)
-	e.red = reduce.New(p, hash.Sum64, nil, reduce.NewWeighting(true, ""), e.hints)
+	e.red = reduce.New(p, hash.Sum64, nil, reduce.NewWeighting(true, ""), reduce.Filtering{}, e.hints)
 	e.agg = New(p, hash.Sum64, e.clock, e.hints, e.pipe.Queue.Cap(), e.tel, nil)
 	clock := e.clock
 	e.Stage = pipeline.New(pipeline.Settings[series.Batch, *series.DeltaBuffer]{
@@ -206,7 +206,7 @@ func applied(tb testing.TB, p *series.Plan, input []ptrace.Traces) (*Aggregator,
 	tel, err := telemetry.New(componenttest.NewNopTelemetrySettings(), pipe.Queue, p, nil)
 	require.NoError(tb, err)
 	hints := intake.NewSizeHints(series.NumHints, series.HintLimit)
-	red := reduce.New(p, hash.Sum64, nil, reduce.NewWeighting(true, ""), hints)
+	red := reduce.New(p, hash.Sum64, nil, reduce.NewWeighting(true, ""), reduce.Filtering{}, hints)
 	clock := clockwork.NewFakeClockAt(testStart)
 	a := New(p, hash.Sum64, clock, hints, pipe.Queue.Cap(), tel, nil)
 	batches := make([]*series.Batch, len(input))

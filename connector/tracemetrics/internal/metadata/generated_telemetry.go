@@ -32,6 +32,7 @@ type TelemetryBuilder struct {
 	ConnectorTracemetricsDemotedSeries          metric.Int64ObservableCounter
 	ConnectorTracemetricsDryRunRenamedSpans     metric.Int64ObservableCounter
 	ConnectorTracemetricsExportErrors           metric.Int64ObservableCounter
+	ConnectorTracemetricsFilteredSpans          metric.Int64ObservableCounter
 	ConnectorTracemetricsFlushDataPoints        metric.Int64Histogram
 	ConnectorTracemetricsFlushDuration          metric.Float64Histogram
 	ConnectorTracemetricsFlushes                metric.Int64ObservableCounter
@@ -120,6 +121,21 @@ func (builder *TelemetryBuilder) RegisterConnectorTracemetricsExportErrorsCallba
 		cb(ctx, &observerInt64{inst: builder.ConnectorTracemetricsExportErrors, obs: o})
 		return nil
 	}, builder.ConnectorTracemetricsExportErrors)
+	if err != nil {
+		return err
+	}
+	builder.mu.Lock()
+	defer builder.mu.Unlock()
+	builder.registrations = append(builder.registrations, reg)
+	return nil
+}
+
+// RegisterConnectorTracemetricsFilteredSpansCallback sets callback for observable ConnectorTracemetricsFilteredSpans metric.
+func (builder *TelemetryBuilder) RegisterConnectorTracemetricsFilteredSpansCallback(cb metric.Int64Callback) error {
+	reg, err := builder.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		cb(ctx, &observerInt64{inst: builder.ConnectorTracemetricsFilteredSpans, obs: o})
+		return nil
+	}, builder.ConnectorTracemetricsFilteredSpans)
 	if err != nil {
 		return err
 	}
@@ -509,6 +525,12 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		"otelcol_connector_tracemetrics_export_errors",
 		metric.WithDescription("Flushes the next consumer returned an error for. [Alpha]"),
 		metric.WithUnit("{flushes}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ConnectorTracemetricsFilteredSpans, err = builder.meter.Int64ObservableCounter(
+		"otelcol_connector_tracemetrics_filtered_spans",
+		metric.WithDescription("Spans filter_policies left out of the metrics (Tempo's spans_discarded with reason span_metrics_filtered). [Alpha]"),
+		metric.WithUnit("{spans}"),
 	)
 	errs = errors.Join(errs, err)
 	builder.ConnectorTracemetricsFlushDataPoints, err = builder.meter.Int64Histogram(

@@ -36,13 +36,14 @@ type Reducer struct {
 	// shared by the producers and read by the telemetry.
 	names   *Namer
 	weights Weighting // sampling
+	filter  Filtering // filter_policies (filter.go)
 }
 
 // New returns the reducer of plan p: series identities hashed with keyHash, span names from
-// names (nil: as they are), weights of sampled spans from weights, and batches grown to hints
-// (series.NumHints slots) before they are filled.
-func New(p *series.Plan, keyHash func([]byte) uint64, names *Namer, weights Weighting, hints *intake.SizeHints) *Reducer {
-	r := &Reducer{Plan: p, keyHash: keyHash, spanFams: p.SpanFamilies(), hints: hints, names: names, weights: weights}
+// names (nil: as they are), weights of sampled spans from weights, the spans filter drops left
+// out (and counted), and batches grown to hints (series.NumHints slots) before they are filled.
+func New(p *series.Plan, keyHash func([]byte) uint64, names *Namer, weights Weighting, filter Filtering, hints *intake.SizeHints) *Reducer {
+	r := &Reducer{Plan: p, keyHash: keyHash, spanFams: p.SpanFamilies(), hints: hints, names: names, weights: weights, filter: filter}
 	if p.EventsFamily >= 0 {
 		r.eventsFam = p.Families[p.EventsFamily]
 	}
@@ -158,6 +159,7 @@ func reduce[S traceview.Source](r *Reducer, b *series.Batch, req traceview.Reque
 	// would walk every resource and scope once more, cold, for nothing else.
 	b.Reserve(r.hints)
 	b.PrepareTable(0, int(r.hints.Get(series.HintTable)))
+	var filtered int64
 	for i := range req.NumResources() {
 		req.ReadResource(i, &w.rs)
 		w.resAttrs = w.rs.Attributes()
@@ -183,10 +185,15 @@ func reduce[S traceview.Source](r *Reducer, b *series.Batch, req traceview.Reque
 					b.Touch ^= touchSpans(w.scope.PdataSpans(), l, min(l+touchAhead, n))
 				}
 				w.scope.ReadSpan(l, &w.span)
+				if r.filter.filter != nil && filteredOut(&r.filter, w.resAttrs, &w.span, &filtered) {
+					continue
+				}
 				w.reduceSpan()
 			}
 		}
 	}
+	b.Spans -= filtered // aggregated_spans counts the spans folded in; filtered_spans the others
+	r.filter.publish(filtered)
 	b.Measure(r.hints)
 	if r.withGlobs {
 		sc.globs.release(r.Families)
@@ -237,7 +244,7 @@ func touchSpans(spans ptrace.SpanSlice, from, to int) byte {
 // or finds it there, and returns its index.
 func addResource[S traceview.Source](r *Reducer, b *series.Batch, attrs traceview.Attrs[S], svc string, enc *[]byte) uint32 {
 	keyOff := len(b.Arena)
-	b.Arena = series.AppendSorted(&b.Sorter, b.Arena, attrs, r.KeyAttrs, enc)
+	b.Arena = series.AppendSortedWithout(&b.Sorter, b.Arena, attrs, r.KeyAttrs, r.ResourceDrop, enc)
 	key := series.Ref{Off: uint32(keyOff), N: uint32(len(b.Arena) - keyOff)}
 	b.ArenaPeak = max(b.ArenaPeak, len(b.Arena))
 	h := r.keyHash(b.Bytes(key))
@@ -251,7 +258,7 @@ func addResource[S traceview.Source](r *Reducer, b *series.Batch, attrs tracevie
 	full := key
 	if r.KeyAttrs != nil {
 		off := len(b.Arena)
-		b.Arena = series.AppendSorted(&b.Sorter, b.Arena, attrs, nil, enc)
+		b.Arena = series.AppendSortedWithout(&b.Sorter, b.Arena, attrs, nil, r.ResourceDrop, enc)
 		full = series.Ref{Off: uint32(off), N: uint32(len(b.Arena) - off)}
 	}
 	off := len(b.Arena)
@@ -267,7 +274,7 @@ func setResourceDims[S traceview.Source](fams []*series.Family, sc *producerScra
 		rd := slices.Grow(sc.resDims[f.Index][:0], len(f.Dims))[:len(f.Dims)]
 		for i := range f.Dims {
 			rd[i] = series.DimValue{}
-			if !f.Dims[i].SamplingMethod {
+			if !f.Dims[i].SamplingMethod && f.Dims[i].Mapping == nil {
 				rd[i].Value, rd[i].Found = attrs.GetVal(f.Dims[i].Name, &sc.enc)
 			}
 		}
@@ -302,14 +309,17 @@ func (k *walk[S]) reduceSpan() {
 		k.head.Name = nameOf(r.names, &sc.names, k.head.Service, span)
 	}
 	k.head.Kind, k.head.Status = span.Kind(), span.StatusCode()
+	if r.WithStatusMessage {
+		k.head.StatusMessage = span.StatusMessage()
+	}
 	isError := k.head.Status == ptrace.StatusCodeError
 	withExemplar := r.Exemplars > 0 && !span.TraceID().IsEmpty() && r.mayNameInExemplar(isError, uint64(start), uint64(end))
-	w, extrapolated := weightOf(&r.weights, b, &sc.weights, span)
+	w, extrapolated := weightOf(&r.weights, b, &sc.weights, span, k.resAttrs)
 	if w != 1 && !b.Weighted {
 		b.StartWeights()
 	}
 	spanAttrs := span.Attributes()
-	dims := series.Dims[S]{Span: spanAttrs, Enc: &sc.enc, Extrapolated: extrapolated}
+	dims := series.Dims[S]{Span: spanAttrs, Enc: &sc.enc, Extrapolated: extrapolated, ResAttrs: k.resAttrs}
 
 	for _, f := range r.spanFams {
 		var globs []series.GlobMatch

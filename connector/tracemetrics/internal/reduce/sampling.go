@@ -33,9 +33,9 @@ func NewWeighting(on bool, attribute string) Weighting {
 
 // weightOf returns the adjusted count of span, 1 when it has none or an invalid one (counted
 // in b.invalidWeights), and whether it has one (a valid threshold or probability: the span's
-// counts are extrapolated, sampling.method). Without a tracestate or the attribute this is a
-// length check.
-func weightOf[S traceview.Source](w *Weighting, b *series.Batch, memo *traceStateMemo, span *traceview.Span[S]) (float64, bool) {
+// counts are extrapolated, sampling.method). The attribute is read on the span, then on its
+// resource (res). Without a tracestate or the attribute this is a length check.
+func weightOf[S traceview.Source](w *Weighting, b *series.Batch, memo *traceStateMemo, span *traceview.Span[S], res traceview.Attrs[S]) (float64, bool) {
 	if !w.on {
 		return 1, false
 	}
@@ -59,7 +59,11 @@ func weightOf[S traceview.Source](w *Weighting, b *series.Batch, memo *traceStat
 	}
 	v, ok := span.Attributes().GetVal(w.attribute, nil)
 	if !ok {
-		return 1, false
+		// Then the resource's, as Tempo reads span_multiplier_key: an SDK that samples a
+		// whole service at one rate may say so once, on the resource.
+		if v, ok = res.GetVal(w.attribute, nil); !ok {
+			return 1, false
+		}
 	}
 	var p float64
 	switch v.Type() {

@@ -22,6 +22,9 @@ const (
 	ScopeVersionKey      = "span.instrumentation.scope.version"
 	OverflowKey          = "otel.metric.overflow"
 	SamplingMethodKey    = "sampling.method"
+	// StatusMessageKey is the span's status message (intrinsic_dimensions.status_message,
+	// Tempo's status_message label once a Prometheus exporter has replaced the dot).
+	StatusMessageKey = "status.message"
 )
 
 // A series key is the canonical, exact identity of a series:
@@ -35,7 +38,9 @@ const (
 // bytes little endian, so that identity finds the tags without decoding the key.
 // Built-in attributes are written only when not excluded: service name and span name as
 // strings, span kind and status code as one byte each, then, when
-// include_instrumentation_scope is set, a presence byte and the scope name and version.
+// include_instrumentation_scope is set, a presence byte and the scope name and version, then,
+// with intrinsic_dimensions.status_message, the status message as a string (after the scope,
+// so that the cap overflow keys, which keep what precedes the scope, never hold it).
 // Each dimension is tagAbsent or its value's identity: scalars (strings, ints, doubles,
 // bools, empty) as tagStr and their string form (pcommon.Value.AsString), bytes, maps and
 // slices as their tagged encoding (traceview). spanmetrics keys a series by the string form of each value,
@@ -89,6 +94,9 @@ type Dimension struct {
 	// SamplingMethod marks the sampling.method dimension (enable_metrics_sampling_method):
 	// its value is not looked up but comes from how the span was weighted.
 	SamplingMethod bool
+	// Mapping, when not nil, makes this a dimension_mappings entry: its value joins the values
+	// of several attributes (mapping.go).
+	Mapping *Mapping
 }
 
 // MaxFamilies is the most families a layout has: calls, duration and events.
@@ -97,6 +105,7 @@ const MaxFamilies = 3
 // Layout is the part of the configuration that decides the attributes of a series.
 type Layout struct {
 	WithService, WithName, WithKind, WithStatus bool
+	WithStatusMessage                           bool // intrinsic_dimensions.status_message
 	OtelStatusCode                              bool
 	InstanceID                                  string // "" unless the collector.instance.id gate is on
 	Scopes                                      []string
@@ -134,6 +143,8 @@ type KeyHead struct {
 	ScopeName    string
 	ScopeVersion string
 	Late         bool // counted apart, marked late (late_spans, late.go)
+	// StatusMessage is the span's status message; read only with Layout.WithStatusMessage.
+	StatusMessage string
 }
 
 // DimValue is a named dimension's value: Found is false when there is none. Value is read
@@ -154,6 +165,9 @@ type Dims[S traceview.Source] struct {
 	Resource     []DimValue
 	Enc          *[]byte
 	Extrapolated bool
+	// ResAttrs are the resource's attributes, for dimension_mappings' sources (mapping.go);
+	// named dimensions take the resource's values from Resource.
+	ResAttrs traceview.Attrs[S]
 }
 
 // lookup returns the value of the i-th named dimension d of a family.
@@ -163,6 +177,9 @@ func (ds *Dims[S]) lookup(i int, d *Dimension) (traceview.Val, bool) {
 			return Extrapolated, true
 		}
 		return Counted, true
+	}
+	if d.Mapping != nil {
+		return lookupMapping(ds, d.Mapping)
 	}
 	v, ok := ds.Span.GetVal(d.Name, ds.Enc)
 	if !ok && ds.Event != nil {
@@ -205,6 +222,9 @@ func AppendKey[S traceview.Source](l *Layout, dst []byte, f *Family, h *KeyHead,
 		} else {
 			dst = append(dst, 0)
 		}
+	}
+	if l.WithStatusMessage {
+		dst = appendStr(dst, h.StatusMessage)
 	}
 	if len(f.Dims) == 0 && f.Globs == nil {
 		return dst
@@ -432,6 +452,13 @@ func (l *Layout) PutAttributes(key []byte, dst pcommon.Map, strs StringCache) {
 	}
 	if IsLateKey(key) {
 		dst.PutStr(LateKey, "true")
+	}
+	// An empty status message is no label, as Tempo leaves it out (its registry drops empty
+	// label values); it stays a series of its own in the key.
+	if l.WithStatusMessage {
+		if m := r.str(); m != "" {
+			dst.PutStr(StatusMessageKey, m)
+		}
 	}
 	for i := range f.Dims {
 		switch tag := r.byte(); tag {

@@ -33,6 +33,9 @@ type Plan struct {
 	Exemplars    int                 // exemplars per data point per interval; 0: off
 	ExemplarSlow uint64              // exemplars.slow_threshold in ns: only failed spans or spans this long; 0: any
 	KeyAttrs     map[string]struct{} // resource_metrics_key_attributes; nil: every attribute
+	// ResourceDrop are resource attributes left out of a resource's identity and output
+	// (target_info_excluded_dimensions); nil: none.
+	ResourceDrop map[string]struct{}
 
 	// Limits and expiry.
 	CardLimit         int32 // aggregation_cardinality_limit; 0: none

@@ -35,6 +35,9 @@ type Telemetry struct {
 	RefusedRequests pipeline.Refusals
 	ExportErrors    atomic.Int64
 	InvalidWeights  atomic.Int64 // added per batch by the aggregator
+	// FilteredSpans counts the spans filter_policies dropped, added by the producers once per
+	// request (internal/reduce).
+	FilteredSpans atomic.Int64
 
 	// By limit (overflowKind), written by the aggregator: promotions and demotions of
 	// cap_selection by traffic at each swap, and the demand estimates published at each
@@ -172,6 +175,7 @@ func New(set component.TelemetrySettings, q Queue, p *series.Plan, renames *Rena
 		tb.RegisterConnectorTracemetricsRefusedRequestsCallback(t.RefusedRequests.Callback()),
 		tb.RegisterConnectorTracemetricsExportErrorsCallback(observe(t.ExportErrors.Load)),
 		tb.RegisterConnectorTracemetricsInvalidSamplingWeightsCallback(observe(t.InvalidWeights.Load)),
+		tb.RegisterConnectorTracemetricsFilteredSpansCallback(observe(t.FilteredSpans.Load)),
 	}
 	if p.ByTraffic && (p.MaxSeries > 0 || p.MaxService > 0) {
 		errs = append(errs, tb.RegisterConnectorTracemetricsSelectionMemoryCallback(observe(t.SelectionBytes.Load)))

@@ -1,0 +1,45 @@
+package tracegraph // import "github.com/otelcol-red/otelcol-red/connector/tracegraph"
+
+import (
+	"strconv"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+
+	"github.com/otelcol-red/otelcol-red/internal/sampling"
+	"github.com/otelcol-red/otelcol-red/internal/wiretraces/traceview"
+)
+
+// attributeWeight returns the adjusted count of a span from sampling.attribute (Tempo's
+// span_multiplier_key), the sampling probability p it was kept with, read on the span, then on
+// its resource, as Tempo reads it: 1/p, or 1 when neither has the attribute. A value that is not
+// a probability in (0, 1] (a double, an int or a numeric string) counts 1 and is counted in
+// invalid_sampling_weights, as tracemetrics does with the same key.
+func attributeWeight[S traceview.Source](attr string, b *halfBatch, span, res traceview.Attrs[S]) float64 {
+	v, ok := span.GetVal(attr, nil)
+	if !ok {
+		if v, ok = res.GetVal(attr, nil); !ok {
+			return 1
+		}
+	}
+	var p float64
+	switch v.Type() {
+	case pcommon.ValueTypeDouble:
+		p = v.Double()
+	case pcommon.ValueTypeInt:
+		p = float64(v.Int())
+	case pcommon.ValueTypeStr:
+		var err error
+		if p, err = strconv.ParseFloat(v.Str(), 64); err != nil {
+			b.invalidWeights++
+			return 1
+		}
+	default:
+		b.invalidWeights++
+		return 1
+	}
+	w, st := sampling.FromProbability(p)
+	if st == sampling.Invalid {
+		b.invalidWeights++
+	}
+	return w
+}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package spanfilter
+
+const raceEnabled = false
