@@ -7,7 +7,7 @@ import (
 
 	"go.opentelemetry.io/collector/component"
 
-	"github.com/otelcol-red/otelcol-red/internal/wiretraces/traceview/spanfilter"
+	"github.com/otelcol-red/otelcol-red/internal/spanfilter"
 )
 
 // Defaults, read by createDefaultConfig (factory.go) and by newPlan for keys left 0.

@@ -2,7 +2,7 @@ package tracegraph // import "github.com/otelcol-red/otelcol-red/connector/trace
 
 import (
 	"github.com/otelcol-red/otelcol-red/internal/wiretraces/traceview"
-	"github.com/otelcol-red/otelcol-red/internal/wiretraces/traceview/spanfilter"
+	"github.com/otelcol-red/otelcol-red/internal/spanfilter"
 )
 
 // filteredOut reports whether filter_policies (Grafana Tempo's, internal/wiretraces/traceview/

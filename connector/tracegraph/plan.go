@@ -4,7 +4,7 @@ import (
 	"time"
 
 	"github.com/otelcol-red/otelcol-red/internal/buckets"
-	"github.com/otelcol-red/otelcol-red/internal/wiretraces/traceview/spanfilter"
+	"github.com/otelcol-red/otelcol-red/internal/spanfilter"
 )
 
 // defaultBoundsSeconds are servicegraph's default latency buckets.

@@ -15,7 +15,7 @@ import (
 	"github.com/otelcol-red/otelcol-red/internal/otlpwire/otlpwiretest"
 	"github.com/otelcol-red/otelcol-red/internal/pipeline"
 	"github.com/otelcol-red/otelcol-red/internal/wiretraces"
-	"github.com/otelcol-red/otelcol-red/internal/wiretraces/traceview/spanfilter"
+	"github.com/otelcol-red/otelcol-red/internal/spanfilter"
 )
 
 // wireEncodings are the ways a request reaches the wire path: pdata's marshaler (fields in

@@ -14,7 +14,7 @@ import (
 
 	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/dimglob"
 	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/series"
-	"github.com/otelcol-red/otelcol-red/internal/wiretraces/traceview/spanfilter"
+	"github.com/otelcol-red/otelcol-red/internal/spanfilter"
 )
 
 // The keys below mirror spanmetrics v0.165.1 one for one (same names, same meaning, same

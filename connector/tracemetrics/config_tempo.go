@@ -6,7 +6,7 @@ import (
 	"slices"
 
 	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/series"
-	"github.com/otelcol-red/otelcol-red/internal/wiretraces/traceview/spanfilter"
+	"github.com/otelcol-red/otelcol-red/internal/spanfilter"
 )
 
 // Grafana Tempo metrics-generator's span-metrics keys (modules/generator/processor/spanmetrics)

@@ -17,7 +17,7 @@ import (
 	"github.com/otelcol-red/otelcol-red/internal/intake"
 	"github.com/otelcol-red/otelcol-red/internal/otlpwire"
 	"github.com/otelcol-red/otelcol-red/internal/pipeline"
-	"github.com/otelcol-red/otelcol-red/internal/wiretraces/traceview/spanfilter"
+	"github.com/otelcol-red/otelcol-red/internal/spanfilter"
 )
 
 var errShutdown = errors.New("tracemetrics connector is shut down")

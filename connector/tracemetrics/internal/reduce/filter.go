@@ -4,7 +4,7 @@ import (
 	"sync/atomic"
 
 	"github.com/otelcol-red/otelcol-red/internal/wiretraces/traceview"
-	"github.com/otelcol-red/otelcol-red/internal/wiretraces/traceview/spanfilter"
+	"github.com/otelcol-red/otelcol-red/internal/spanfilter"
 )
 
 // Filtering is what the reducer needs of filter_policies: the compiled policies (nil: every

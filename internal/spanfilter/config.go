@@ -4,7 +4,7 @@
 // kind, status and name, matched exactly (strict) or by regular expression (regex). A Filter is
 // compiled once from the configuration and then only read, by every producer at once; Keep is
 // written once over traceview and compiled for pdata and for the wire, and allocates nothing.
-package spanfilter // import "github.com/otelcol-red/otelcol-red/internal/wiretraces/traceview/spanfilter"
+package spanfilter // import "github.com/otelcol-red/otelcol-red/internal/spanfilter"
 
 import (
 	"errors"

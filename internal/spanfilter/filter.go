@@ -1,4 +1,4 @@
-package spanfilter // import "github.com/otelcol-red/otelcol-red/internal/wiretraces/traceview/spanfilter"
+package spanfilter // import "github.com/otelcol-red/otelcol-red/internal/spanfilter"
 
 import (
 	"errors"
