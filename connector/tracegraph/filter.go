@@ -1,8 +1,8 @@
 package tracegraph // import "github.com/otelcol-red/otelcol-red/connector/tracegraph"
 
 import (
-	"github.com/otelcol-red/otelcol-red/internal/wiretraces/traceview"
 	"github.com/otelcol-red/otelcol-red/internal/spanfilter"
+	"github.com/otelcol-red/otelcol-red/internal/wiretraces/traceview"
 )
 
 // filteredOut reports whether filter_policies (Grafana Tempo's, internal/wiretraces/traceview/

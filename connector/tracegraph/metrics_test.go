@@ -14,7 +14,7 @@ import (
 
 	"github.com/otelcol-red/otelcol-red/connector/tracegraph/internal/metadatatest"
 	"github.com/otelcol-red/otelcol-red/internal/intake"
-	"github.com/otelcol-red/otelcol-red/internal/pipeline"
+	"github.com/otelcol-red/otelcol-red/internal/otlpwire"
 )
 
 // The names users scrape (README, "Own telemetry"; configs/, deploy/ and testbed/e2e read them
@@ -97,7 +97,7 @@ func TestOwnTelemetry(t *testing.T) {
 	metadatatest.AssertEqualConnectorTracegraphRingDepth(t, tt, point(1), ignore)
 	metadatatest.AssertEqualConnectorTracegraphRingFullWaits(t, tt, point(0), ignore)
 	var refused []metricdata.DataPoint[int64]
-	for i, reason := range pipeline.RefusalReasonNames {
+	for i, reason := range otlpwire.RefusalNames {
 		refused = append(refused, metricdata.DataPoint[int64]{
 			Attributes: attribute.NewSet(attribute.String("reason", reason)), Value: int64(20 + i),
 		})

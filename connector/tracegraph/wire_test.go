@@ -12,10 +12,10 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
 
+	"github.com/otelcol-red/otelcol-red/internal/otlpwire"
 	"github.com/otelcol-red/otelcol-red/internal/otlpwire/otlpwiretest"
-	"github.com/otelcol-red/otelcol-red/internal/pipeline"
-	"github.com/otelcol-red/otelcol-red/internal/wiretraces"
 	"github.com/otelcol-red/otelcol-red/internal/spanfilter"
+	"github.com/otelcol-red/otelcol-red/internal/wiretraces"
 )
 
 // wireEncodings are the ways a request reaches the wire path: pdata's marshaler (fields in
@@ -168,7 +168,7 @@ func TestWireRefusedRequest(t *testing.T) {
 	b, err := (&ptrace.ProtoMarshaler{}).MarshalTraces(oneSpan("a", ptrace.SpanKindClient, 1, 1, 0, nil))
 	require.NoError(t, err)
 	require.Error(t, c.ConsumeTraces(context.Background(), wiretraces.Wrap(b[:len(b)-1])))
-	require.EqualValues(t, 1, c.tel.refusedRequests[pipeline.RefusedMalformed].Load())
+	require.EqualValues(t, 1, c.tel.refusedRequests[otlpwire.RefusedMalformed].Load())
 	require.NoError(t, c.Shutdown(context.Background()))
 	require.Zero(t, c.tel.receivedSpans.Load())
 }

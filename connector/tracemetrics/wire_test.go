@@ -12,8 +12,8 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
 
 	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/reduce"
+	"github.com/otelcol-red/otelcol-red/internal/otlpwire"
 	"github.com/otelcol-red/otelcol-red/internal/otlpwire/otlpwiretest"
-	"github.com/otelcol-red/otelcol-red/internal/pipeline"
 	"github.com/otelcol-red/otelcol-red/internal/wiretraces"
 )
 
@@ -204,7 +204,7 @@ func TestWireRefusedRequest(t *testing.T) {
 	err = r.conn.ConsumeTraces(context.Background(), wiretraces.Wrap(b[:len(b)-1]))
 	require.Error(t, err)
 	c := r.conn.(*connectorImp)
-	require.EqualValues(t, 1, c.tel.RefusedRequests[pipeline.RefusedMalformed].Load())
+	require.EqualValues(t, 1, c.tel.RefusedRequests[otlpwire.RefusedMalformed].Load())
 	require.Zero(t, c.tel.RefusedSpans.Load())
 	require.Empty(t, points(t, settledFlush(t, r), false))
 }

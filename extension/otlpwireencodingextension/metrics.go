@@ -2,7 +2,6 @@ package otlpwireencodingextension // import "github.com/otelcol-red/otelcol-red/
 
 import (
 	"context"
-	"errors"
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/otel/attribute"
@@ -16,18 +15,10 @@ import (
 // attribute sets built once.
 type telemetry struct {
 	builder *metadata.TelemetryBuilder
-	refused [numReasons]metric.AddOption
+	// refused is the reason attribute by otlpwire.Refusal: why a message was refused (too_large:
+	// longer than max_request_bytes; too_deep: nested beyond max_nesting).
+	refused [otlpwire.Refusals]metric.AddOption
 }
-
-// reason is the reason attribute: why a message was refused.
-type reason int
-
-const (
-	reasonMalformed reason = iota // the decoder's ErrMalformed
-	reasonTooLarge                // the decoder's ErrTooLarge: longer than max_request_bytes
-	reasonTooDeep                 // the decoder's ErrTooDeep: nested beyond max_nesting
-	numReasons
-)
 
 func newTelemetry(set component.TelemetrySettings) (*telemetry, error) {
 	tb, err := metadata.NewTelemetryBuilder(set)
@@ -35,7 +26,7 @@ func newTelemetry(set component.TelemetrySettings) (*telemetry, error) {
 		return nil, err
 	}
 	t := &telemetry{builder: tb}
-	for re, name := range [numReasons]string{reasonMalformed: "malformed", reasonTooLarge: "too_large", reasonTooDeep: "too_deep"} {
+	for re, name := range otlpwire.RefusalNames {
 		t.refused[re] = metric.WithAttributeSet(attribute.NewSet(attribute.String("reason", name)))
 	}
 	return t, nil
@@ -49,14 +40,7 @@ func (t *telemetry) recordSpans(ctx context.Context, spans int) {
 
 // recordRefused counts one message refused with err, a decode error.
 func (t *telemetry) recordRefused(ctx context.Context, err error) {
-	re := reasonMalformed
-	switch {
-	case errors.Is(err, otlpwire.ErrTooLarge):
-		re = reasonTooLarge
-	case errors.Is(err, otlpwire.ErrTooDeep):
-		re = reasonTooDeep
-	}
-	t.builder.ExtensionOtlpwireEncodingRefusedMessages.Add(ctx, 1, t.refused[re])
+	t.builder.ExtensionOtlpwireEncodingRefusedMessages.Add(ctx, 1, t.refused[otlpwire.RefusalOf(err)])
 }
 
 func (t *telemetry) shutdown() {

@@ -47,3 +47,30 @@ func malformed(off int, reason string) error {
 func tooDeep(off int) error {
 	return &DecodeError{Offset: off, Reason: "array or map beyond max_nesting", Kind: ErrTooDeep}
 }
+
+// Refusal is a refusal's cause as the components count it, the value of their reason
+// attribute: the receiver, the Kafka encoding and the connectors name it alike.
+type Refusal uint8
+
+// The causes, one per sentinel.
+const (
+	RefusedMalformed Refusal = iota // ErrMalformed, or any other error (pdata refusing a body)
+	RefusedTooLarge                 // ErrTooLarge
+	RefusedTooDeep                  // ErrTooDeep
+	Refusals                        // how many causes there are
+)
+
+// RefusalNames are the causes' attribute values.
+var RefusalNames = [Refusals]string{"malformed", "too_large", "too_deep"}
+
+// RefusalOf returns the cause of err, a refusal: malformed unless it wraps ErrTooLarge or
+// ErrTooDeep.
+func RefusalOf(err error) Refusal {
+	switch {
+	case errors.Is(err, ErrTooLarge):
+		return RefusedTooLarge
+	case errors.Is(err, ErrTooDeep):
+		return RefusedTooDeep
+	}
+	return RefusedMalformed
+}

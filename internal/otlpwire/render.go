@@ -33,16 +33,7 @@ func appendAsString(dst []byte, v Value) []byte {
 	case ValueTypeInt:
 		return strconv.AppendInt(dst, int64(v.num), 10)
 	case ValueTypeDouble:
-		f := math.Float64frombits(v.num)
-		switch {
-		case math.IsNaN(f):
-			return append(dst, "NaN"...)
-		case math.IsInf(f, 1):
-			return append(dst, "Infinity"...)
-		case math.IsInf(f, -1):
-			return append(dst, "-Infinity"...)
-		}
-		return appendES6Float(dst, f)
+		return AppendFloatString(dst, math.Float64frombits(v.num))
 	case ValueTypeBytes:
 		return base64.StdEncoding.AppendEncode(dst, v.payload())
 	case ValueTypeSlice, ValueTypeMap:
@@ -54,6 +45,21 @@ func appendAsString(dst []byte, v Value) []byte {
 	return dst
 }
 
+// AppendFloatString appends a double as pcommon.Value.AsString renders it (pdata v1.71): NaN,
+// Infinity and -Infinity spelled out, other values as appendES6Float writes them. Both the
+// wire views and pdata's values render their doubles through it (package traceview).
+func AppendFloatString(dst []byte, f float64) []byte {
+	switch {
+	case math.IsNaN(f):
+		return append(dst, "NaN"...)
+	case math.IsInf(f, 1):
+		return append(dst, "Infinity"...)
+	case math.IsInf(f, -1):
+		return append(dst, "-Infinity"...)
+	}
+	return appendES6Float(dst, f)
+}
+
 // appendES6Float formats a finite double as encoding/json and pcommon do: like %g but with
 // the exponent used only below 1e-6 and from 1e21, and without padding the exponent.
 func appendES6Float(dst []byte, f float64) []byte {
@@ -61,11 +67,11 @@ func appendES6Float(dst []byte, f float64) []byte {
 	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
 		format = 'e'
 	}
+	at := len(dst)
 	dst = strconv.AppendFloat(dst, f, format, -1, 64)
 	if format == 'e' {
-		// clean up e-09 to e-9
-		n := len(dst)
-		if n >= 4 && dst[n-4] == 'e' && dst[n-3] == '-' && dst[n-2] == '0' {
+		// clean up e-09 to e-9 (within what this call wrote)
+		if n := len(dst); n-at >= 4 && dst[n-4] == 'e' && dst[n-3] == '-' && dst[n-2] == '0' {
 			dst[n-2] = dst[n-1]
 			dst = dst[:n-1]
 		}

@@ -2,7 +2,6 @@ package pipeline // import "github.com/otelcol-red/otelcol-red/internal/pipeline
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"sync/atomic"
@@ -29,25 +28,15 @@ import (
 // counted. The receivers of this repository validate what they wrap with the same decoder,
 // so only traces wrapped without validation, or under laxer limits, get there.
 
-// Reasons a request's bytes are refused, as the otlpwire receiver names them.
-const (
-	RefusedMalformed = iota // otlpwire.ErrMalformed, or pdata refusing a carried request
-	RefusedTooLarge         // otlpwire.ErrTooLarge
-	RefusedTooDeep          // otlpwire.ErrTooDeep
-	RefusalReasons
-)
-
-// RefusalReasonNames are the reasons' attribute values.
-var RefusalReasonNames = [RefusalReasons]string{"malformed", "too_large", "too_deep"}
-
-// Refusals counts refused requests by reason.
-type Refusals [RefusalReasons]atomic.Int64
+// Refusals counts refused requests by reason (otlpwire.Refusal), as the otlpwire receiver
+// names them.
+type Refusals [otlpwire.Refusals]atomic.Int64
 
 // Callback reports the refusals, one point per reason from 0, when the collector's own metrics
 // are read: a connector registers it for its refused_requests counter.
 func (r *Refusals) Callback() metric.Int64Callback {
-	var sets [RefusalReasons]metric.ObserveOption
-	for i, name := range RefusalReasonNames {
+	var sets [otlpwire.Refusals]metric.ObserveOption
+	for i, name := range otlpwire.RefusalNames {
 		sets[i] = metric.WithAttributeSet(attribute.NewSet(attribute.String("reason", name)))
 	}
 	return func(_ context.Context, o metric.Int64Observer) error {
@@ -59,16 +48,7 @@ func (r *Refusals) Callback() metric.Int64Callback {
 }
 
 // count adds one refusal of err.
-func (r *Refusals) count(err error) {
-	re := RefusedMalformed
-	switch {
-	case errors.Is(err, otlpwire.ErrTooLarge):
-		re = RefusedTooLarge
-	case errors.Is(err, otlpwire.ErrTooDeep):
-		re = RefusedTooDeep
-	}
-	r[re].Add(1)
-}
+func (r *Refusals) count(err error) { r[otlpwire.RefusalOf(err)].Add(1) }
 
 // wireLimits are the connectors' decoding limits: what a receiver of this repository accepted
 // under its own limits must not be refused here, so the request size is bounded only by what

@@ -126,16 +126,16 @@ func TestRefusedWireTraces(t *testing.T) {
 	err = s.ConsumeTraces(ctx, merged)
 	require.True(t, consumererror.IsPermanent(err))
 
-	require.EqualValues(t, 2, s.refusals[RefusedMalformed].Load())
-	require.Zero(t, s.refusals[RefusedTooLarge].Load()+s.refusals[RefusedTooDeep].Load())
+	require.EqualValues(t, 2, s.refusals[otlpwire.RefusedMalformed].Load())
+	require.Zero(t, s.refusals[otlpwire.RefusedTooLarge].Load()+s.refusals[otlpwire.RefusedTooDeep].Load())
 	require.Zero(t, s.wireSpans+s.pdataSpans)
 	require.Zero(t, s.refused.Load(), "refused requests have no span count")
 
 	var r Refusals
 	r.count(otlpwire.ErrTooLarge)
 	r.count(&otlpwire.DecodeError{Kind: otlpwire.ErrTooDeep})
-	require.EqualValues(t, 1, r[RefusedTooLarge].Load())
-	require.EqualValues(t, 1, r[RefusedTooDeep].Load())
+	require.EqualValues(t, 1, r[otlpwire.RefusedTooLarge].Load())
+	require.EqualValues(t, 1, r[otlpwire.RefusedTooDeep].Load())
 }
 
 // A stage shut down refuses wire traces with the decoder's span count, and gives the decoder

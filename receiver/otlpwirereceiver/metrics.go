@@ -2,7 +2,6 @@ package otlpwirereceiver // import "github.com/otelcol-red/otelcol-red/receiver/
 
 import (
 	"context"
-	"errors"
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/otel/attribute"
@@ -17,7 +16,10 @@ import (
 // receiverhelper's ObsReport (receiver.go), as the otlp receiver counts them.
 type telemetry struct {
 	builder *metadata.TelemetryBuilder
-	refused [numTransports][numReasons]metric.AddOption
+	// refused is the reason and transport attributes by transport and otlpwire.Refusal
+	// (malformed also for a JSON body pdata refused; too_large: longer than
+	// max_request_bytes; too_deep: nested beyond max_nesting).
+	refused [numTransports][otlpwire.Refusals]metric.AddOption
 }
 
 // transport is the transport attribute: how a request came.
@@ -29,16 +31,6 @@ const (
 	numTransports
 )
 
-// reason is the reason attribute: why a request was refused.
-type reason int
-
-const (
-	reasonMalformed reason = iota // the decoder's ErrMalformed, or a JSON body pdata refused
-	reasonTooLarge                // the decoder's ErrTooLarge: longer than max_request_bytes
-	reasonTooDeep                 // the decoder's ErrTooDeep: nested beyond max_nesting
-	numReasons
-)
-
 func newTelemetry(set component.TelemetrySettings) (*telemetry, error) {
 	tb, err := metadata.NewTelemetryBuilder(set)
 	if err != nil {
@@ -46,11 +38,10 @@ func newTelemetry(set component.TelemetrySettings) (*telemetry, error) {
 	}
 	t := &telemetry{builder: tb}
 	transports := [numTransports]string{transportGRPC: "grpc", transportHTTP: "http"}
-	reasons := [numReasons]string{reasonMalformed: "malformed", reasonTooLarge: "too_large", reasonTooDeep: "too_deep"}
 	for tr := range numTransports {
-		for re := range numReasons {
+		for re, reason := range otlpwire.RefusalNames {
 			t.refused[tr][re] = metric.WithAttributeSet(attribute.NewSet(
-				attribute.String("reason", reasons[re]),
+				attribute.String("reason", reason),
 				attribute.String("transport", transports[tr]),
 			))
 		}
@@ -60,14 +51,7 @@ func newTelemetry(set component.TelemetrySettings) (*telemetry, error) {
 
 // recordRefused counts one request refused with err, a decode error.
 func (t *telemetry) recordRefused(ctx context.Context, tr transport, err error) {
-	re := reasonMalformed
-	switch {
-	case errors.Is(err, otlpwire.ErrTooLarge):
-		re = reasonTooLarge
-	case errors.Is(err, otlpwire.ErrTooDeep):
-		re = reasonTooDeep
-	}
-	t.builder.ReceiverOtlpwireRefusedRequests.Add(ctx, 1, t.refused[tr][re])
+	t.builder.ReceiverOtlpwireRefusedRequests.Add(ctx, 1, t.refused[tr][otlpwire.RefusalOf(err)])
 }
 
 func (t *telemetry) shutdown() {

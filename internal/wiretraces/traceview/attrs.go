@@ -127,7 +127,7 @@ func (v Value[S]) AppendString(dst []byte) []byte {
 	case pcommon.ValueTypeBool:
 		return strconv.AppendBool(dst, v.pd.Bool())
 	case pcommon.ValueTypeDouble:
-		return AppendFloatString(dst, v.pd.Double())
+		return otlpwire.AppendFloatString(dst, v.pd.Double())
 	case pcommon.ValueTypeEmpty:
 		return dst
 	}
@@ -232,32 +232,4 @@ func wireVal(v otlpwire.Value, enc *[]byte) Val {
 	off := len(*enc)
 	*enc = appendTaggedWire(*enc, v)
 	return Val{typ: t, str: String((*enc)[off:])}
-}
-
-// AppendFloatString appends a double as pcommon.Value.AsString renders it (pdata v1.71):
-// NaN, Infinity and -Infinity spelled out, other values in the ES6 number format of
-// encoding/json (the exponent only below 1e-6 and from 1e21, not padded).
-func AppendFloatString(dst []byte, f float64) []byte {
-	switch {
-	case math.IsNaN(f):
-		return append(dst, "NaN"...)
-	case math.IsInf(f, 1):
-		return append(dst, "Infinity"...)
-	case math.IsInf(f, -1):
-		return append(dst, "-Infinity"...)
-	}
-	format := byte('f')
-	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
-		format = 'e'
-	}
-	at := len(dst)
-	dst = strconv.AppendFloat(dst, f, format, -1, 64)
-	if format == 'e' {
-		// clean up e-09 to e-9
-		if n := len(dst); n-at >= 4 && dst[n-4] == 'e' && dst[n-3] == '-' && dst[n-2] == '0' {
-			dst[n-2] = dst[n-1]
-			dst = dst[:n-1]
-		}
-	}
-	return dst
 }

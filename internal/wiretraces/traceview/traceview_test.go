@@ -207,7 +207,7 @@ func TestAppendStringIsAsString(t *testing.T) {
 		require.False(t, ok)
 	}
 	for _, f := range []float64{0, 1, -1.5, 1e20, 1e21, 1e-6, 1e-7, -1e-9, math.MaxFloat64, math.SmallestNonzeroFloat64, math.NaN(), math.Inf(1), math.Inf(-1)} {
-		require.Equal(t, pcommon.NewValueDouble(f).AsString(), string(traceview.AppendFloatString(nil, f)), "%g", f)
+		require.Equal(t, pcommon.NewValueDouble(f).AsString(), string(otlpwire.AppendFloatString(nil, f)), "%g", f)
 	}
 }
 

@@ -3,8 +3,8 @@ package reduce // import "github.com/otelcol-red/otelcol-red/connector/tracemetr
 import (
 	"sync/atomic"
 
-	"github.com/otelcol-red/otelcol-red/internal/wiretraces/traceview"
 	"github.com/otelcol-red/otelcol-red/internal/spanfilter"
+	"github.com/otelcol-red/otelcol-red/internal/wiretraces/traceview"
 )
 
 // Filtering is what the reducer needs of filter_policies: the compiled policies (nil: every

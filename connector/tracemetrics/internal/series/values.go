@@ -5,6 +5,7 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 
+	"github.com/otelcol-red/otelcol-red/internal/otlpwire"
 	"github.com/otelcol-red/otelcol-red/internal/wiretraces/traceview"
 )
 
@@ -44,7 +45,7 @@ func appendIdentity(dst []byte, v traceview.Val) ([]byte, byte) {
 		return setFormattedLen(strconv.AppendInt(dst, v.Int(), 10), len(dst)), tagInt
 	case pcommon.ValueTypeDouble:
 		dst = append(dst, tagStr, 0)
-		return setFormattedLen(traceview.AppendFloatString(dst, v.Double()), len(dst)), tagDouble
+		return setFormattedLen(otlpwire.AppendFloatString(dst, v.Double()), len(dst)), tagDouble
 	case pcommon.ValueTypeBool:
 		if v.Bool() {
 			return AppendStrValue(dst, "true"), tagTrue

@@ -14,7 +14,7 @@ import (
 	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/metadatatest"
 	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/series"
 	"github.com/otelcol-red/otelcol-red/internal/intake"
-	"github.com/otelcol-red/otelcol-red/internal/pipeline"
+	"github.com/otelcol-red/otelcol-red/internal/otlpwire"
 )
 
 // Every configured limit and span_name layer has its series from the start, at 0; a limit
@@ -167,7 +167,7 @@ func TestOwnTelemetry(t *testing.T) {
 	metadatatest.AssertEqualConnectorTracemetricsRingMemoryWaits(t, tt, point(0), ignore)
 	metadatatest.AssertEqualConnectorTracemetricsRingLostOffers(t, tt, point(0), ignore)
 	var refused []metricdata.DataPoint[int64]
-	for i, reason := range pipeline.RefusalReasonNames {
+	for i, reason := range otlpwire.RefusalNames {
 		refused = append(refused, metricdata.DataPoint[int64]{Attributes: attr("reason", reason), Value: int64(30 + i)})
 	}
 	metadatatest.AssertEqualConnectorTracemetricsRefusedRequests(t, tt, refused, ignore)
