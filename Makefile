@@ -113,10 +113,15 @@ test-name-churn-full: build
 	  -run '^TestUniqueNameChurnStaysBounded(WithLayers)?$$' ./e2e/
 
 ## test-fuzz-full: the long form of the OTLP wire decoder's fuzzing against pdata (make test replays
-## the seeds, the corpus and 52,854 deterministic mutations): FUZZTIME of coverage-guided inputs, 10 min by default
+## the seeds, the corpus and 52,854 deterministic mutations): FUZZTIME of coverage-guided inputs, 10 min by
+## default; then each connector's wire path against its pdata path (the same metrics from any bytes, or
+## both refuse), CONNECTOR_FUZZTIME each, 5 min by default
 FUZZTIME ?= 10m
+CONNECTOR_FUZZTIME ?= 5m
 test-fuzz-full:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./internal/otlpwire/
+	$(GO) test -run '^$$' -fuzz '^FuzzWireSameMetrics$$' -fuzztime $(CONNECTOR_FUZZTIME) -fuzzminimizetime 10s ./connector/tracegraph/
+	$(GO) test -run '^$$' -fuzz '^FuzzWireSameMetrics$$' -fuzztime $(CONNECTOR_FUZZTIME) -fuzzminimizetime 10s ./connector/tracemetrics/
 
 ## test-burst-full: the long form of the hollow-snapshot test: a burst of 1.39M new calls series
 ## over a minute, scraped back to back during and after it (make test runs 19.5k series), ~5 min
