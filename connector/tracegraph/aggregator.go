@@ -7,6 +7,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 
 	"github.com/otelcol-red/otelcol-red/internal/intake"
+	"github.com/otelcol-red/otelcol-red/internal/latespans"
 	"github.com/otelcol-red/otelcol-red/internal/pipeline"
 )
 
@@ -75,7 +76,7 @@ func (a *aggregator) Apply(b *halfBatch, now int64) {
 		a.apply(b, &b.halves[j], now)
 	}
 	a.spans += b.spans
-	a.tel.addLate(&b.late)
+	a.tel.late.Add(&b.late)
 	a.tel.invalidWeights.Add(int64(b.invalidWeights))
 	a.tel.noService.Add(int64(b.noService))
 	a.tel.backwards.Add(int64(b.backwards))
@@ -234,7 +235,7 @@ func (a *aggregator) pairWaitingLinks(b *halfBatch, h *half, hh uint64, now int6
 func (a *aggregator) record(e *edge, dims []uint32, now int64) {
 	if e.late {
 		a.tel.lateEdges.Add(1)
-		if a.p.late.mode == lateModeDrop {
+		if a.p.late.Mode == latespans.Drop {
 			return
 		}
 	}

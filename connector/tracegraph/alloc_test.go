@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/otelcol-red/otelcol-red/internal/latespans"
 )
 
 // Once every series exists and the batch pool is warm, ConsumeTraces — and the aggregator work
@@ -30,7 +32,7 @@ func TestConsumeTracesSteadyStateAllocatesNothing(t *testing.T) {
 	}{
 		{nil, false, false, "", false}, {full, false, false, "", false}, {full, true, false, "", false},
 		{full, false, true, "", false}, {full, true, true, "", false},
-		{full, false, false, lateSeparate, false}, {full, true, false, lateDrop, false}, {full, true, true, lateSeparate, false},
+		{full, false, false, latespans.PolicySeparate, false}, {full, true, false, latespans.PolicyDrop, false}, {full, true, true, latespans.PolicySeparate, false},
 		{[]string{"http.method"}, false, false, "", true}, {[]string{"http.method"}, true, false, "", true},
 	} {
 		dims := tc.dims

@@ -6,6 +6,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 
 	"github.com/otelcol-red/otelcol-red/internal/intake"
+	"github.com/otelcol-red/otelcol-red/internal/latespans"
 	"github.com/otelcol-red/otelcol-red/internal/sampling"
 	"github.com/otelcol-red/otelcol-red/internal/wiretraces/traceview"
 )
@@ -79,9 +80,9 @@ type halfBatch struct {
 	held int64
 
 	// now is when the batch was reduced, the time late_spans judges end times against; late
-	// counts what it saw of them (latespans.go).
+	// counts what it saw of them (internal/latespans).
 	now  int64
-	late lateCounts
+	late latespans.Counts
 	// The reducer's cursors over a request, one set per source (reducer.go), kept here rather
 	// than on the stack: calls that read attributes through traceview (filter_policies,
 	// sampling.attribute) let the compiler move them to the heap, once per request.
@@ -109,7 +110,7 @@ func (b *halfBatch) reset() {
 	b.arena = b.arena[:0]
 	b.spans, b.invalidWeights, b.held = 0, 0, 0
 	b.noService, b.backwards = 0, 0
-	b.late = lateCounts{}
+	b.late = latespans.Counts{}
 	b.lastTS = ""
 }
 

@@ -289,7 +289,7 @@ func (c *Config) Validate() error {
 	if c.RingSize < 2 || c.RingSize > maxRingSize {
 		add("ring_size: must be between 2 and %d, got %d", maxRingSize, c.RingSize)
 	}
-	if err := c.LateSpans.validate(); err != nil {
+	if err := c.LateSpans.Validate("late_spans"); err != nil {
 		errs = append(errs, err)
 	}
 	// Grafana Tempo's keys.

@@ -53,7 +53,7 @@ func newConnector(set component.TelemetrySettings, cfg *Config, next consumer.Me
 		p.writer = id.AsString()
 	}
 	pipe := intake.NewPipe(p.ringSize, ringMemory, halfBatches)
-	tel, err := newTelemetry(set, pipe.Queue, p.late.mode)
+	tel, err := newTelemetry(set, pipe.Queue, p.late.Mode)
 	if err != nil {
 		return nil, err
 	}

@@ -8,6 +8,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 
 	"github.com/otelcol-red/otelcol-red/internal/hash"
+	"github.com/otelcol-red/otelcol-red/internal/latespans"
 )
 
 // Positions in a series key. The key is servicegraph's metric key (client, server,
@@ -105,7 +106,7 @@ func (t *seriesTable) record(e *edge, dims []uint32, now int64) {
 	if e.failed {
 		k[keyFailed] = 1
 	}
-	if e.late && t.p.late.mode == lateModeSeparate {
+	if e.late && t.p.late.Mode == latespans.Separate {
 		k[keyLabel] |= lateLabel
 	}
 	copy(k[keyDims:], dims)

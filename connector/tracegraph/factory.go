@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/collector/consumer"
 
 	"github.com/otelcol-red/otelcol-red/connector/tracegraph/internal/metadata"
+	"github.com/otelcol-red/otelcol-red/internal/latespans"
 )
 
 // NewFactory returns the factory of the tracegraph connector.
@@ -33,7 +34,7 @@ func createDefaultConfig() component.Config {
 		Sampling:            SamplingConfig{Weighted: true},
 		Links:               LinksConfig{Enabled: true},
 		Exemplars:           ExemplarsConfig{MaxPerDataPoint: defaultMaxExemplars},
-		LateSpans:           LateSpansConfig{Policy: lateCountNow, Slack: defaultLateSlack, FutureSlack: defaultLateFutureSlack},
+		LateSpans:           latespans.DefaultConfig(),
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/otelcol-red/otelcol-red/connector/tracegraph/internal/metadata"
+	"github.com/otelcol-red/otelcol-red/internal/latespans"
 )
 
 // lateNow is the clock of the late_spans tests' connectors.
@@ -82,9 +83,9 @@ func TestLateSpansPolicies(t *testing.T) {
 		wantLate   int64
 	}{
 		{"", 4, 0},
-		{lateCountNow, 4, 0},
-		{lateDrop, 1, 0},
-		{lateSeparate, 1, 3},
+		{latespans.PolicyCountNow, 4, 0},
+		{latespans.PolicyDrop, 1, 0},
+		{latespans.PolicySeparate, 1, 3},
 	} {
 		for _, wire := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/wire=%v", tc.policy, wire), func(t *testing.T) {
@@ -106,14 +107,14 @@ func TestLateSpansPolicies(t *testing.T) {
 				require.EqualValues(t, 1, onTime["{client=a,connection_type=,failed=false,server=b}"])
 				require.Equal(t, tc.wantLate, late)
 				require.EqualValues(t, 3, c.tel.lateEdges.Load(), "edges with a half outside the slack")
-				require.EqualValues(t, 3, c.tel.lateSpans[dirLate].Load())
-				require.EqualValues(t, 1, c.tel.lateSpans[dirEarly].Load())
-				var lag [numLagBuckets]int64
+				require.EqualValues(t, 3, c.tel.late.Spans[latespans.Late].Load())
+				require.EqualValues(t, 1, c.tel.late.Spans[latespans.Early].Load())
+				var lag [latespans.NumLagBuckets]int64
 				for i := range lag {
-					lag[i] = c.tel.endLag[i].Load()
+					lag[i] = c.tel.late.Lag[i].Load()
 				}
 				// -31s and -29s (ahead) ≤ -5, 1s ≤ 1 (twice), 29s ≤ 30, 10m ≤ 600, 1h ≤ 3600 (twice).
-				require.Equal(t, [numLagBuckets]int64{1: 2, 2: 2, 5: 1, 9: 1, 11: 2}, lag)
+				require.Equal(t, [latespans.NumLagBuckets]int64{1: 2, 2: 2, 5: 1, 9: 1, 11: 2}, lag)
 			})
 		}
 	}
@@ -125,7 +126,7 @@ func TestLateSpansPolicies(t *testing.T) {
 func TestLateSpansExactTotals(t *testing.T) {
 	rnd := newCallGraph(5).rng
 	for round := range 9 {
-		policy := []string{lateCountNow, lateDrop, lateSeparate}[round%3]
+		policy := []string{latespans.PolicyCountNow, latespans.PolicyDrop, latespans.PolicySeparate}[round%3]
 		slack := time.Duration(1+rnd.IntN(600)) * time.Second
 		future := time.Duration(1+rnd.IntN(120)) * time.Second
 		t.Run(fmt.Sprintf("%d/%s", round, policy), func(t *testing.T) {
@@ -171,19 +172,19 @@ func TestLateSpansExactTotals(t *testing.T) {
 			require.EqualValues(t, n-onTime, outside, "edges with a half outside the slack")
 			var dropped int64
 			switch policy {
-			case lateCountNow:
+			case latespans.PolicyCountNow:
 				require.EqualValues(t, n, gotOnTime)
-			case lateDrop:
+			case latespans.PolicyDrop:
 				dropped = outside
 				require.EqualValues(t, onTime, gotOnTime)
-			case lateSeparate:
+			case latespans.PolicySeparate:
 				require.EqualValues(t, onTime, gotOnTime)
 				require.Equal(t, outside, late)
 			}
 			require.EqualValues(t, n, gotOnTime+late+dropped, "every edge once")
 			var lagged int64
-			for i := range numLagBuckets {
-				lagged += c.tel.endLag[i].Load()
+			for i := range latespans.NumLagBuckets {
+				lagged += c.tel.late.Lag[i].Load()
 			}
 			require.EqualValues(t, 2*n, lagged, "every edge span's lag")
 		})
@@ -205,5 +206,5 @@ func TestLateSpansValidate(t *testing.T) {
 		require.EqualError(t, cfg.Validate(), tc.want)
 	}
 	cfg := createDefaultConfig().(*Config)
-	require.Equal(t, latePolicy{mode: lateModeCountNow, behind: int64(30 * time.Second), ahead: int64(30 * time.Second)}, cfg.LateSpans.policy())
+	require.Equal(t, latespans.Policy{Mode: latespans.CountNow, Behind: int64(30 * time.Second), Ahead: int64(30 * time.Second)}, cfg.LateSpans.Resolve())
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/otelcol-red/otelcol-red/connector/tracegraph/internal/metadata"
 	"github.com/otelcol-red/otelcol-red/internal/intake"
+	"github.com/otelcol-red/otelcol-red/internal/latespans"
 	"github.com/otelcol-red/otelcol-red/internal/pipeline"
 )
 
@@ -41,18 +42,17 @@ type telemetry struct {
 	// limit that replaced it (limits.go).
 	labelOverflowRequests atomic.Int64
 	edgeOverflowRequests  atomic.Int64
-	// late_spans (latespans.go): edge spans outside the slack by direction, every edge span by
-	// end-time lag bucket (not cumulative), both added once per batch; edges recorded with a
-	// late half, under the configured policy's outcome.
-	lateSpans [2]atomic.Int64
-	endLag    [numLagBuckets]atomic.Int64
+	// late_spans (internal/latespans): edge spans outside the slack by direction, every edge
+	// span by end-time lag bucket, both added once per batch; edges recorded with a late half,
+	// under the configured policy's outcome.
+	late      latespans.Totals
 	lateEdges atomic.Int64
 
 	// builder holds the instruments of metadata.yaml, generated into internal/metadata.
 	builder *metadata.TelemetryBuilder
 }
 
-func newTelemetry(set component.TelemetrySettings, q *intake.Queue[halfBatch], late lateMode) (*telemetry, error) {
+func newTelemetry(set component.TelemetrySettings, q *intake.Queue[halfBatch], late latespans.Mode) (*telemetry, error) {
 	tb, err := metadata.NewTelemetryBuilder(set)
 	if err != nil {
 		return nil, err
@@ -85,9 +85,9 @@ func newTelemetry(set component.TelemetrySettings, q *intake.Queue[halfBatch], l
 		tb.RegisterConnectorTracegraphRefusedRequestsCallback(t.refusedRequests.Callback()),
 		tb.RegisterConnectorTracegraphLabelOverflowRequestsCallback(observe(t.labelOverflowRequests.Load)),
 		tb.RegisterConnectorTracegraphEdgeOverflowRequestsCallback(observe(t.edgeOverflowRequests.Load)),
-		tb.RegisterConnectorTracegraphLateSpansCallback(t.lateSpansCallback()),
+		tb.RegisterConnectorTracegraphLateSpansCallback(t.late.SpansCallback()),
 		tb.RegisterConnectorTracegraphLateEdgesCallback(t.lateEdgesCallback(late)),
-		tb.RegisterConnectorTracegraphSpanEndLagCallback(t.lagCallback()),
+		tb.RegisterConnectorTracegraphSpanEndLagCallback(t.late.LagCallback()),
 	)
 	if err != nil {
 		tb.Shutdown()
@@ -96,56 +96,11 @@ func newTelemetry(set component.TelemetrySettings, q *intake.Queue[halfBatch], l
 	return t, nil
 }
 
-// addLate adds a batch's late_spans counts: an atomic add per non-zero count.
-func (t *telemetry) addLate(c *lateCounts) {
-	for i, n := range c.spans {
-		if n != 0 {
-			t.lateSpans[i].Add(n)
-		}
-	}
-	for i, n := range c.lag {
-		if n != 0 {
-			t.endLag[i].Add(n)
-		}
-	}
-}
-
-// lateSpansCallback observes lateSpans, one series per direction from 0 (a rate() over a
-// series that appears at the first late span would miss that first increase).
-func (t *telemetry) lateSpansCallback() metric.Int64Callback {
-	sets := [2]metric.ObserveOption{
-		dirLate:  metric.WithAttributeSet(attribute.NewSet(attribute.String("direction", "late"))),
-		dirEarly: metric.WithAttributeSet(attribute.NewSet(attribute.String("direction", "early"))),
-	}
-	return func(_ context.Context, o metric.Int64Observer) error {
-		for dir := range sets {
-			o.Observe(t.lateSpans[dir].Load(), sets[dir])
-		}
-		return nil
-	}
-}
-
 // lateEdgesCallback observes lateEdges under the outcome of the configured policy.
-func (t *telemetry) lateEdgesCallback(mode lateMode) metric.Int64Callback {
-	set := metric.WithAttributeSet(attribute.NewSet(attribute.String("outcome", lateOutcomes[mode])))
+func (t *telemetry) lateEdgesCallback(mode latespans.Mode) metric.Int64Callback {
+	set := metric.WithAttributeSet(attribute.NewSet(latespans.Outcome(mode)))
 	return func(_ context.Context, o metric.Int64Observer) error {
 		o.Observe(t.lateEdges.Load(), set)
-		return nil
-	}
-}
-
-// lagCallback observes endLag as a histogram's cumulative buckets, one series per le.
-func (t *telemetry) lagCallback() metric.Int64Callback {
-	var sets [numLagBuckets]metric.ObserveOption
-	for i := range sets {
-		sets[i] = metric.WithAttributeSet(attribute.NewSet(attribute.String("le", lagLabels[i])))
-	}
-	return func(_ context.Context, o metric.Int64Observer) error {
-		var cum int64
-		for i := range sets {
-			cum += t.endLag[i].Load()
-			o.Observe(cum, sets[i])
-		}
 		return nil
 	}
 }

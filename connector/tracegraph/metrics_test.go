@@ -14,6 +14,7 @@ import (
 
 	"github.com/otelcol-red/otelcol-red/connector/tracegraph/internal/metadatatest"
 	"github.com/otelcol-red/otelcol-red/internal/intake"
+	"github.com/otelcol-red/otelcol-red/internal/latespans"
 	"github.com/otelcol-red/otelcol-red/internal/otlpwire"
 )
 
@@ -48,7 +49,7 @@ func TestOwnTelemetry(t *testing.T) {
 	tt := componenttest.NewTelemetry()
 	t.Cleanup(func() { require.NoError(t, tt.Shutdown(context.Background())) })
 	q := intake.New[halfBatch](4)
-	tel, err := newTelemetry(metadatatest.NewSettings(tt).TelemetrySettings, q, lateModeCountNow)
+	tel, err := newTelemetry(metadatatest.NewSettings(tt).TelemetrySettings, q, latespans.CountNow)
 	require.NoError(t, err)
 
 	tel.totalEdges.Add(1)

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/otelcol-red/otelcol-red/internal/buckets"
+	"github.com/otelcol-red/otelcol-red/internal/latespans"
 	"github.com/otelcol-red/otelcol-red/internal/spanfilter"
 )
 
@@ -61,7 +62,7 @@ type plan struct {
 	// maxSeriesPerEdge and maxCardinalityPerLabel bound the series dims add (limits.go).
 	maxSeriesPerEdge       int
 	maxCardinalityPerLabel int
-	late                   latePolicy // late_spans
+	late                   latespans.Policy // late_spans
 }
 
 func newPlan(c *Config) *plan {
@@ -91,7 +92,7 @@ func newPlan(c *Config) *plan {
 
 		maxSeriesPerEdge:       c.MaxSeriesPerEdge,
 		maxCardinalityPerLabel: c.MaxCardinalityPerLabel,
-		late:                   c.LateSpans.policy(),
+		late:                   c.LateSpans.Resolve(),
 	}
 	if c.EnableMessagingSystemLatencyHistogram {
 		p.histograms = 3

@@ -110,7 +110,7 @@ func reduceSpan[S traceview.Source](r reducer, b *halfBatch, span *traceview.Spa
 	h.ownTrace, h.own = h.trace, span.SpanID()
 	h.failed = span.StatusCode() == ptrace.StatusCodeError
 	h.start, h.end = span.StartTimestamp(), span.EndTimestamp()
-	h.late = lateOf(&r.p.late, &b.late, b.now, h.end)
+	h.late = r.p.late.Outside(&b.late, b.now, h.end)
 	// An end before the start is a broken clock, not a 584-year call: servicegraph's uint64
 	// difference wraps to that; the latency counts 0 here (as spanmetrics does for durations),
 	// and the span is counted.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/reduce"
 	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/series"
+	"github.com/otelcol-red/otelcol-red/internal/latespans"
 )
 
 // Once every series exists and the pools are warm, ConsumeTraces — and the aggregator work it
@@ -128,7 +129,7 @@ func TestConsumeTracesSteadyStateAllocatesNothing(t *testing.T) {
 				}
 				require.LessOrEqual(t, windows[len(windows)-1], float64(maxAllocsPerCall), "allocations per 200-span call, by window: %v", windows)
 				if _, ok := tc.raw["late_spans"]; ok {
-					require.Positive(t, c.tel.LateSpans[series.Late].Load(), "the measured calls had late spans")
+					require.Positive(t, c.tel.Late.Spans[latespans.Late].Load(), "the measured calls had late spans")
 				}
 				if _, ok := tc.raw["span_name"]; ok {
 					require.Positive(t, c.names.Renamed(reduce.RenamedByRule), "the measured calls renamed spans")

@@ -516,7 +516,7 @@ func (c *Config) Validate() error {
 	if err := c.CapSelection.validate(); err != nil {
 		errs = append(errs, err)
 	}
-	if err := c.LateSpans.validate(); err != nil {
+	if err := c.LateSpans.Validate("late_spans"); err != nil {
 		errs = append(errs, err)
 	}
 	if err := validateTempoKeys(c); err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/metadata"
 	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/series"
 	"github.com/otelcol-red/otelcol-red/internal/hash"
+	"github.com/otelcol-red/otelcol-red/internal/latespans"
 )
 
 // NewFactory returns the factory of the tracemetrics connector.
@@ -46,7 +47,7 @@ func createDefaultConfig() component.Config {
 		Sampling:                 SamplingConfig{Weighted: true},
 		SpanName:                 SpanNameConfig{Clustering: defaultClusteringConfig()},
 		CapSelection:             CapSelectionConfig{By: selectByTraffic, MemoryMiB: defaultSelectionMiB},
-		LateSpans:                LateSpansConfig{Policy: lateCountNow, Slack: defaultLateSlack, FutureSlack: defaultLateFutureSlack},
+		LateSpans:                latespans.DefaultConfig(),
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/series"
+	"github.com/otelcol-red/otelcol-red/internal/latespans"
 )
 
 // lateTraces returns one span per end time in ends (offsets from testStart, which is the
@@ -97,15 +98,15 @@ func TestLateSpansPolicies(t *testing.T) {
 				require.Equal(t, tc.wantOnTime, gotOnTime, "calls on time")
 				require.Equal(t, tc.wantLate, gotLate, "calls marked late")
 				c := r.conn.(*connectorImp)
-				require.EqualValues(t, late, c.tel.LateSpans[series.Late].Load())
-				require.EqualValues(t, early, c.tel.LateSpans[series.Early].Load())
-				var lag [series.NumLagBuckets]int64
+				require.EqualValues(t, late, c.tel.Late.Spans[latespans.Late].Load())
+				require.EqualValues(t, early, c.tel.Late.Spans[latespans.Early].Load())
+				var lag [latespans.NumLagBuckets]int64
 				for i := range lag {
-					lag[i] = c.tel.EndLag[i].Load()
+					lag[i] = c.tel.Late.Lag[i].Load()
 				}
 				// Lag is now - end: -1h and -31s are early (≤ -60, ≤ -5), 20s ahead is ≤ -5,
 				// 0 and -1s behind are ≤ 1, 25s ≤ 30, 31s ≤ 60, 10m ≤ 600, 2h +Inf.
-				want := [series.NumLagBuckets]int64{0: 1, 1: 2, 2: 2, 5: 1, 6: 1, 9: 1, 12: 1}
+				want := [latespans.NumLagBuckets]int64{0: 1, 1: 2, 2: 2, 5: 1, 6: 1, 9: 1, 12: 1}
 				require.Equal(t, want, lag)
 			})
 		}
@@ -165,7 +166,7 @@ func TestLateSpansExactTotals(t *testing.T) {
 			}
 			gotOnTime, gotLate := lateCalls(t, settledFlush(t, r))
 			c := r.conn.(*connectorImp)
-			outside := c.tel.LateSpans[series.Late].Load() + c.tel.LateSpans[series.Early].Load()
+			outside := c.tel.Late.Spans[latespans.Late].Load() + c.tel.Late.Spans[latespans.Early].Load()
 			require.Equal(t, total-onTime, outside, "late and early spans")
 			var dropped int64
 			switch policy {
@@ -180,8 +181,8 @@ func TestLateSpansExactTotals(t *testing.T) {
 			}
 			require.Equal(t, total, gotOnTime+gotLate+dropped, "every span once")
 			var lagged int64
-			for i := range series.NumLagBuckets {
-				lagged += c.tel.EndLag[i].Load()
+			for i := range latespans.NumLagBuckets {
+				lagged += c.tel.Late.Lag[i].Load()
 			}
 			require.Equal(t, total, lagged, "every span's lag")
 		})
@@ -203,5 +204,5 @@ func TestLateSpansValidate(t *testing.T) {
 		require.EqualError(t, cfg.Validate(), tc.want)
 	}
 	cfg := createDefaultConfig().(*Config)
-	require.Equal(t, series.LatePolicy{Mode: series.LateCountNow, Behind: int64(30 * time.Second), Ahead: int64(30 * time.Second)}, cfg.LateSpans.policy())
+	require.Equal(t, latespans.Policy{Mode: latespans.CountNow, Behind: int64(30 * time.Second), Ahead: int64(30 * time.Second)}, cfg.LateSpans.Resolve())
 }

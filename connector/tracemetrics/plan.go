@@ -32,7 +32,7 @@ func newPlan(cfg *Config, g followedGates, instanceID string) (*series.Plan, err
 		RingSize:          cfg.RingSize,
 		RingBytes:         int64(cfg.RingMemoryMiB) << 20,
 		FlushInterval:     cfg.MetricsFlushInterval,
-		Late:              cfg.LateSpans.policy(),
+		Late:              cfg.LateSpans.Resolve(),
 		Unit:              cfg.Histogram.Unit.String(),
 		CopyResource:      !g.excludeResourceMetrics || cfg.AddResourceAttributes || cfg.EnableTargetInfo,
 		ResourceDrop:      resourceDrop(cfg.TargetInfoExcludedDimensions),

@@ -7,6 +7,7 @@ import (
 	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/series"
 	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/telemetry"
 	"github.com/otelcol-red/otelcol-red/internal/intake"
+	"github.com/otelcol-red/otelcol-red/internal/latespans"
 	"github.com/otelcol-red/otelcol-red/internal/pipeline"
 	"github.com/otelcol-red/otelcol-red/internal/sampling"
 )
@@ -29,11 +30,11 @@ type Aggregator struct {
 	tables []*seriesTable
 	limits *limits
 	active *series.DeltaBuffer
-	epoch  uint32            // incremented at each swap; rows of older epochs belong to other buffers
-	spans  int64             // spans of the round being applied
-	late   series.LateCounts // late_spans counts of the round being applied
-	resIDs []uint32          // apply: aggregator resource id of each batch resource
-	rows   []int32           // apply: active row of each batch series
+	epoch  uint32           // incremented at each swap; rows of older epochs belong to other buffers
+	spans  int64            // spans of the round being applied
+	late   latespans.Counts // late_spans counts of the round being applied
+	resIDs []uint32         // apply: aggregator resource id of each batch resource
+	rows   []int32          // apply: active row of each batch series
 
 	sel    *selector // cap_selection by traffic (selection.go); nil by arrival or without caps
 	demand *demand   // series each limit is offered (demand.go); nil without limits
@@ -116,8 +117,8 @@ func (a *Aggregator) Apply(b *series.Batch, now int64) {
 func (a *Aggregator) Applied(_ int, now int64) {
 	a.tel.AggregatedSpans.Add(a.spans)
 	a.spans = 0
-	a.tel.AddLate(&a.late)
-	a.late = series.LateCounts{}
+	a.tel.Late.Add(&a.late)
+	a.late = latespans.Counts{}
 	if a.clusters != nil {
 		a.clusters.Publish() // what the learner learned, for the producers
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/series"
 	"github.com/otelcol-red/otelcol-red/internal/intake"
+	"github.com/otelcol-red/otelcol-red/internal/latespans"
 	"github.com/otelcol-red/otelcol-red/internal/otlpwire"
 	"github.com/otelcol-red/otelcol-red/internal/wiretraces/traceview"
 )
@@ -286,11 +287,11 @@ func setResourceDims[S traceview.Source](fams []*series.Family, sc *producerScra
 func (k *walk[S]) reduceSpan() {
 	r, b, sc, span := k.r, k.b, k.sc, &k.span
 	start, end := span.StartTimestamp(), span.EndTimestamp()
-	keep, apart := lateOf(&r.Late, &b.Late, b.TS, end)
-	if !keep {
-		return // late_spans: drop; counted in b.Late
+	late := r.Late.Outside(&b.Late, b.TS, end) // counted in b.Late
+	if late && r.Late.Mode == latespans.Drop {
+		return // late_spans: drop
 	}
-	k.head.Late = apart
+	k.head.Late = late && r.Late.Mode == latespans.Separate
 	// Protect against end timestamps before start timestamps: assume 0 duration (spanmetrics).
 	value := 0.0
 	if end > start {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/clustering"
 	"github.com/otelcol-red/otelcol-red/internal/intake"
+	"github.com/otelcol-red/otelcol-red/internal/latespans"
 )
 
 // Batch is what one ConsumeTraces call hands to the aggregator: the call's spans reduced
@@ -45,8 +46,8 @@ type Batch struct {
 	ObsW           []float64 // weight per observation
 	InvalidWeights int64     // spans whose tracestate threshold or probability was invalid
 
-	// Late counts what the batch saw of its spans' end times (late_spans, late.go).
-	Late LateCounts
+	// Late counts what the batch saw of its spans' end times (late_spans, internal/latespans).
+	Late latespans.Counts
 }
 
 // Scratch is a producer's working memory kept with a batch, so that it is pooled with it: what
@@ -108,7 +109,7 @@ func (b *Batch) reset() {
 	b.Exemplars = b.Exemplars[:0]
 	b.Arena = b.Arena[:0]
 	b.resetWeights()
-	b.Late = LateCounts{}
+	b.Late = latespans.Counts{}
 }
 
 // empty reports whether the batch has nothing for the aggregator: a batch whose spans were all

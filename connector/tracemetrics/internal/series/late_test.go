@@ -2,7 +2,6 @@ package series
 
 import (
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -44,19 +43,4 @@ func TestLateKey(t *testing.T) {
 	require.Equal(t, want, put(late))
 
 	require.Equal(t, l.AppendCapOverflowKey(nil, onTime), l.AppendCapOverflowKey(nil, late))
-}
-
-// Lags fall in the bucket whose bound is the first at or above them, +Inf past the last.
-func TestLagBucket(t *testing.T) {
-	for _, tc := range []struct {
-		lag  time.Duration
-		want int
-	}{
-		{-time.Hour, 0}, {-60 * time.Second, 0}, {-59 * time.Second, 1}, {-5 * time.Second, 1},
-		{0, 2}, {time.Second, 2}, {time.Second + 1, 3}, {10 * time.Minute, 9},
-		{time.Hour, 11}, {time.Hour + 1, 12}, {1 << 62, 12},
-	} {
-		require.Equal(t, tc.want, LagBucket(int64(tc.lag)), "lag %v", tc.lag)
-	}
-	require.Equal(t, len(LagBounds)+1, NumLagBuckets)
 }

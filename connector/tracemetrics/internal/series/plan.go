@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 
 	"github.com/otelcol-red/otelcol-red/internal/buckets"
+	"github.com/otelcol-red/otelcol-red/internal/latespans"
 )
 
 // Plan is what the data path needs to know of the configuration, derived once from the
@@ -52,7 +53,7 @@ type Plan struct {
 	RingBytes     int64         // ring_memory_mib in bytes, the default when 0
 	FlushInterval time.Duration // metrics_flush_interval, the default when 0 or less
 
-	Late LatePolicy // late_spans
+	Late latespans.Policy // late_spans
 
 	// Output.
 	CallsName, DurationName, EventsName string

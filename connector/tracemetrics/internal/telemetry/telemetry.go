@@ -7,7 +7,6 @@ package telemetry // import "github.com/otelcol-red/otelcol-red/connector/tracem
 import (
 	"context"
 	"errors"
-	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/metadata"
 	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/series"
 	"github.com/otelcol-red/otelcol-red/internal/intake"
+	"github.com/otelcol-red/otelcol-red/internal/latespans"
 	"github.com/otelcol-red/otelcol-red/internal/pipeline"
 )
 
@@ -55,11 +55,9 @@ type Telemetry struct {
 	LabelDemand         []atomic.Int64
 	LabelOverflowValues []atomic.Int64
 
-	// LateSpans counts the spans late_spans found outside its slack, by direction
-	// (series.Late, series.Early); EndLag the spans by end-time lag bucket (series.LagBounds,
-	// not cumulative). The aggregator adds a round's counts at once (AddLate).
-	LateSpans [2]atomic.Int64
-	EndLag    [series.NumLagBuckets]atomic.Int64
+	// Late counts the spans late_spans found outside its slack, by direction, and the spans
+	// by end-time lag bucket. The aggregator adds a round's counts at once.
+	Late latespans.Totals
 
 	// builder holds the instruments of metadata.yaml, generated into internal/metadata.
 	builder *metadata.TelemetryBuilder
@@ -195,8 +193,8 @@ func New(set component.TelemetrySettings, q Queue, p *series.Plan, renames *Rena
 			tb.RegisterConnectorTracemetricsLabelOverflowValuesCallback(byLabel(t.LabelOverflowValues)))
 	}
 	errs = append(errs,
-		tb.RegisterConnectorTracemetricsLateSpansCallback(t.lateCallback(p.Late.Mode)),
-		tb.RegisterConnectorTracemetricsSpanEndLagCallback(t.lagCallback()))
+		tb.RegisterConnectorTracemetricsLateSpansCallback(t.Late.SpansCallback(latespans.Outcome(p.Late.Mode))),
+		tb.RegisterConnectorTracemetricsSpanEndLagCallback(t.Late.LagCallback()))
 	if renames != nil {
 		errs = append(errs, tb.RegisterConnectorTracemetricsRenamedSpansCallback(func(_ context.Context, o metric.Int64Observer) error {
 			for i, set := range layerSets {
@@ -216,60 +214,6 @@ func New(set component.TelemetrySettings, q Queue, p *series.Plan, renames *Rena
 		return nil, err
 	}
 	return t, nil
-}
-
-// lateOutcomes names what each late_spans.policy does with a span outside the slack.
-var lateOutcomes = [...]string{series.LateCountNow: "counted_now", series.LateDrop: "dropped", series.LateSeparate: "separate"}
-
-// lateCallback observes LateSpans: one series per direction, from 0 (a rate() over a series
-// that appears at the first late span would miss that first increase), under the outcome of
-// the configured policy.
-func (t *Telemetry) lateCallback(mode series.LateMode) metric.Int64Callback {
-	var sets [2]metric.ObserveOption
-	for dir, name := range [2]string{series.Late: "late", series.Early: "early"} {
-		sets[dir] = metric.WithAttributeSet(attribute.NewSet(
-			attribute.String("direction", name), attribute.String("outcome", lateOutcomes[mode])))
-	}
-	return func(_ context.Context, o metric.Int64Observer) error {
-		for dir := range sets {
-			o.Observe(t.LateSpans[dir].Load(), sets[dir])
-		}
-		return nil
-	}
-}
-
-// lagCallback observes EndLag as a histogram's cumulative buckets, one series per le.
-func (t *Telemetry) lagCallback() metric.Int64Callback {
-	var sets [series.NumLagBuckets]metric.ObserveOption
-	for i := range sets {
-		le := "+Inf"
-		if i < len(series.LagBounds) {
-			le = strconv.FormatFloat(series.LagBounds[i], 'g', -1, 64)
-		}
-		sets[i] = metric.WithAttributeSet(attribute.NewSet(attribute.String("le", le)))
-	}
-	return func(_ context.Context, o metric.Int64Observer) error {
-		var cum int64
-		for i := range sets {
-			cum += t.EndLag[i].Load()
-			o.Observe(cum, sets[i])
-		}
-		return nil
-	}
-}
-
-// AddLate adds the late_spans counts of an aggregator round: an atomic add per non-zero count.
-func (t *Telemetry) AddLate(c *series.LateCounts) {
-	for i, n := range c.Spans {
-		if n != 0 {
-			t.LateSpans[i].Add(n)
-		}
-	}
-	for i, n := range c.Lag {
-		if n != 0 {
-			t.EndLag[i].Add(n)
-		}
-	}
 }
 
 // RecordFlush records a flush that took d and sent points data points.
