@@ -5,8 +5,8 @@ import (
 	"math"
 
 	"github.com/lightstep/go-expohisto/structure"
-	"go.opentelemetry.io/collector/pdata/pcommon"
 
+	"github.com/otelcol-red/otelcol-red/internal/exemplar"
 	"github.com/otelcol-red/otelcol-red/internal/hash"
 	"github.com/otelcol-red/otelcol-red/internal/latespans"
 )
@@ -47,24 +47,6 @@ const (
 	maxHistograms = 3
 )
 
-// exemplar is a request named by a latency histogram's point: the IDs of the span it measured
-// and the value it added.
-type exemplar struct {
-	trace  pcommon.TraceID
-	span   pcommon.SpanID
-	value  float64
-	failed bool
-}
-
-// stronger reports whether x should displace y: failed requests first, then the slowest, as
-// tracemetrics chooses.
-func (x *exemplar) stronger(y *exemplar) bool {
-	if x.failed != y.failed {
-		return x.failed
-	}
-	return x.value > y.value
-}
-
 // seriesTable holds the edge series, keyed by their interned key, cumulative since start.
 // Owned by the aggregator; a flush reads a copy (snapshot.go).
 type seriesTable struct {
@@ -79,7 +61,7 @@ type seriesTable struct {
 	expo    [][maxHistograms]*structure.Histogram[float64] // per series, exponential mode only
 	// exemplars holds nh × plan.exemplars slots per series, exemplarN how many of each
 	// histogram's are filled in the interval; empty without exemplars.
-	exemplars []exemplar
+	exemplars []exemplar.Exemplar
 	exemplarN []uint8
 	free      []uint32
 	live      int
@@ -140,14 +122,14 @@ func (t *seriesTable) record(e *edge, dims []uint32, now int64) {
 	// Each histogram names the span it measured, or the other one where that side is not a
 	// span (a database or a virtual node; "user" for a root server span), and only a span the
 	// Elasticsearch branch stores where exemplars.slow_threshold says so.
-	server := exemplar{trace: e.serverTrace, span: e.serverSpan, value: e.serverLatency, failed: e.failed}
-	client := exemplar{trace: e.trace, span: e.span, value: e.clientLatency, failed: e.failed}
+	server := exemplar.Exemplar{TraceID: e.serverTrace, SpanID: e.serverSpan, Value: e.serverLatency, IsError: e.failed}
+	client := exemplar.Exemplar{TraceID: e.trace, SpanID: e.span, Value: e.clientLatency, IsError: e.failed}
 	serverStored, clientStored := e.serverStored, e.clientStored
-	if server.span.IsEmpty() {
-		server.trace, server.span, serverStored = client.trace, client.span, clientStored
+	if server.SpanID.IsEmpty() {
+		server.TraceID, server.SpanID, serverStored = client.TraceID, client.SpanID, clientStored
 	}
-	if client.span.IsEmpty() {
-		client.trace, client.span, clientStored = server.trace, server.span, serverStored
+	if client.SpanID.IsEmpty() {
+		client.TraceID, client.SpanID, clientStored = server.TraceID, server.SpanID, serverStored
 	}
 	if serverStored {
 		t.offer(id, histServer, &server)
@@ -156,14 +138,14 @@ func (t *seriesTable) record(e *edge, dims []uint32, now int64) {
 		t.offer(id, histClient, &client)
 	}
 	if messaging && serverStored {
-		server.value = float64(e.serverStart-e.clientEnd) / 1e9
+		server.Value = float64(e.serverStart-e.clientEnd) / 1e9
 		t.offer(id, histMessaging, &server)
 	}
 }
 
 // offer keeps x among the exemplars of histogram which of series id, if it is among the
 // plan.exemplars strongest of the interval.
-func (t *seriesTable) offer(id uint32, which int, x *exemplar) {
+func (t *seriesTable) offer(id uint32, which int, x *exemplar.Exemplar) {
 	limit := t.p.exemplars
 	at := int(id)*t.nh + which
 	slots := t.exemplars[at*limit : (at+1)*limit]
@@ -174,11 +156,11 @@ func (t *seriesTable) offer(id uint32, which int, x *exemplar) {
 	}
 	weakest := 0
 	for i := 1; i < limit; i++ {
-		if slots[weakest].stronger(&slots[i]) {
+		if slots[weakest].Stronger(&slots[i]) {
 			weakest = i
 		}
 	}
-	if x.stronger(&slots[weakest]) {
+	if x.Stronger(&slots[weakest]) {
 		slots[weakest] = *x
 	}
 }
@@ -240,7 +222,7 @@ func (t *seriesTable) lookup(k []uint32) uint32 {
 			t.expo = append(t.expo, [maxHistograms]*structure.Histogram[float64]{})
 		}
 		if t.p.exemplars > 0 {
-			t.exemplars = append(t.exemplars, make([]exemplar, t.nh*t.p.exemplars)...)
+			t.exemplars = append(t.exemplars, make([]exemplar.Exemplar, t.nh*t.p.exemplars)...)
 			t.exemplarN = append(t.exemplarN, make([]uint8, t.nh)...)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.uber.org/zap"
 
+	"github.com/otelcol-red/otelcol-red/internal/exemplar"
 	"github.com/otelcol-red/otelcol-red/internal/pipeline"
 )
 
@@ -220,7 +221,7 @@ func dataPoints(m pmetric.Metric) int {
 }
 
 // putExemplars writes xs into dst, stamped with the flush time as tracemetrics stamps its own.
-func putExemplars(dst pmetric.ExemplarSlice, xs []exemplar, ts pcommon.Timestamp) {
+func putExemplars(dst pmetric.ExemplarSlice, xs []exemplar.Exemplar, ts pcommon.Timestamp) {
 	if len(xs) == 0 {
 		return
 	}
@@ -228,9 +229,9 @@ func putExemplars(dst pmetric.ExemplarSlice, xs []exemplar, ts pcommon.Timestamp
 	for i := range xs {
 		x := dst.AppendEmpty()
 		x.SetTimestamp(ts)
-		x.SetTraceID(xs[i].trace)
-		x.SetSpanID(xs[i].span)
-		x.SetDoubleValue(xs[i].value)
+		x.SetTraceID(xs[i].TraceID)
+		x.SetSpanID(xs[i].SpanID)
+		x.SetDoubleValue(xs[i].Value)
 	}
 }
 

@@ -1,10 +1,6 @@
 package tracegraph // import "github.com/otelcol-red/otelcol-red/connector/tracegraph"
 
 import (
-	"strconv"
-
-	"go.opentelemetry.io/collector/pdata/pcommon"
-
 	"github.com/otelcol-red/otelcol-red/internal/sampling"
 	"github.com/otelcol-red/otelcol-red/internal/wiretraces/traceview"
 )
@@ -21,23 +17,7 @@ func attributeWeight[S traceview.Source](attr string, b *halfBatch, span, res tr
 			return 1
 		}
 	}
-	var p float64
-	switch v.Type() {
-	case pcommon.ValueTypeDouble:
-		p = v.Double()
-	case pcommon.ValueTypeInt:
-		p = float64(v.Int())
-	case pcommon.ValueTypeStr:
-		var err error
-		if p, err = strconv.ParseFloat(v.Str(), 64); err != nil {
-			b.invalidWeights++
-			return 1
-		}
-	default:
-		b.invalidWeights++
-		return 1
-	}
-	w, st := sampling.FromProbability(p)
+	w, st := sampling.FromAttribute(v)
 	if st == sampling.Invalid {
 		b.invalidWeights++
 	}

@@ -5,6 +5,8 @@ import (
 
 	"github.com/lightstep/go-expohisto/structure"
 	"go.opentelemetry.io/collector/pdata/pcommon"
+
+	"github.com/otelcol-red/otelcol-red/internal/exemplar"
 )
 
 // snapshot is one flush of the edge series: what the flusher builds the metrics from, copied by
@@ -25,7 +27,7 @@ type snapshot struct {
 	// expo holds copies of the exponential histograms, per series; nil in explicit mode.
 	expo [][maxHistograms]*structure.Histogram[float64]
 	// exemplars and exemplarN are the interval's exemplars (seriesTable has their layout).
-	exemplars []exemplar
+	exemplars []exemplar.Exemplar
 	exemplarN []uint8
 	limit     int // exemplar slots per histogram
 	// strs are the interned strings by id, as of the copy.
@@ -84,7 +86,7 @@ func (s *snapshot) bucketCounts(id uint32, which int) []uint64 {
 }
 
 // exemplarsOf returns the interval's exemplars of series id's histogram which.
-func (s *snapshot) exemplarsOf(id uint32, which int) []exemplar {
+func (s *snapshot) exemplarsOf(id uint32, which int) []exemplar.Exemplar {
 	if s.limit == 0 {
 		return nil
 	}

@@ -8,7 +8,12 @@ package sampling // import "github.com/otelcol-red/otelcol-red/internal/sampling
 
 import (
 	"math"
+	"strconv"
 	"strings"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+
+	"github.com/otelcol-red/otelcol-red/internal/wiretraces/traceview"
 )
 
 // Status says what a tracestate or probability told about a span's adjusted count.
@@ -85,6 +90,27 @@ func FromProbability(p float64) (float64, Status) {
 		return 1, Invalid
 	}
 	return 1 / p, Valid
+}
+
+// FromAttribute is FromProbability of an attribute's value, as the connectors read
+// sampling.attribute (Tempo's span_multiplier_key): a double, an int or a string that parses as
+// a number. Any other value, or a probability outside (0, 1], counts 1 and is Invalid.
+func FromAttribute(v traceview.Val) (float64, Status) {
+	var p float64
+	switch v.Type() {
+	case pcommon.ValueTypeDouble:
+		p = v.Double()
+	case pcommon.ValueTypeInt:
+		p = float64(v.Int())
+	case pcommon.ValueTypeStr:
+		var err error
+		if p, err = strconv.ParseFloat(v.Str(), 64); err != nil {
+			return 1, Invalid
+		}
+	default:
+		return 1, Invalid
+	}
+	return FromProbability(p)
 }
 
 // otValue returns the value of the `ot` list member of tracestate ts. Members are separated

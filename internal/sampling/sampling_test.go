@@ -10,6 +10,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+
+	"github.com/otelcol-red/otelcol-red/internal/wiretraces/traceview"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -167,5 +169,29 @@ func BenchmarkFromTraceState(b *testing.B) {
 				b.Fatal(sum)
 			}
 		})
+	}
+}
+
+// FromAttribute reads the probability from a double, an int or a numeric string, and counts
+// anything else, or a probability outside (0, 1], as 1 and Invalid.
+func TestFromAttribute(t *testing.T) {
+	for _, tc := range []struct {
+		v      traceview.Val
+		weight float64
+		status Status
+	}{
+		{traceview.DoubleVal(0.25), 4, Valid},
+		{traceview.IntVal(1), 1, Valid},
+		{traceview.StrVal("0.5"), 2, Valid},
+		{traceview.StrVal("half"), 1, Invalid},
+		{traceview.DoubleVal(0), 1, Invalid},
+		{traceview.DoubleVal(1.5), 1, Invalid},
+		{traceview.IntVal(2), 1, Invalid},
+		{traceview.BoolVal(true), 1, Invalid},
+	} {
+		w, st := FromAttribute(tc.v)
+		if w != tc.weight || st != tc.status {
+			t.Errorf("%v: got %v, %v; want %v, %v", tc.v.Type(), w, st, tc.weight, tc.status)
+		}
 	}
 }

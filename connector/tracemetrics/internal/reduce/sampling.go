@@ -1,10 +1,6 @@
 package reduce // import "github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/reduce"
 
 import (
-	"strconv"
-
-	"go.opentelemetry.io/collector/pdata/pcommon"
-
 	"github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/series"
 	"github.com/otelcol-red/otelcol-red/internal/sampling"
 	"github.com/otelcol-red/otelcol-red/internal/wiretraces/traceview"
@@ -65,23 +61,7 @@ func weightOf[S traceview.Source](w *Weighting, b *series.Batch, memo *traceStat
 			return 1, false
 		}
 	}
-	var p float64
-	switch v.Type() {
-	case pcommon.ValueTypeDouble:
-		p = v.Double()
-	case pcommon.ValueTypeInt:
-		p = float64(v.Int())
-	case pcommon.ValueTypeStr:
-		var err error
-		if p, err = strconv.ParseFloat(v.Str(), 64); err != nil {
-			b.InvalidWeights++
-			return 1, false
-		}
-	default:
-		b.InvalidWeights++
-		return 1, false
-	}
-	c, st := sampling.FromProbability(p)
+	c, st := sampling.FromAttribute(v)
 	if st == sampling.Invalid {
 		b.InvalidWeights++
 		return c, false

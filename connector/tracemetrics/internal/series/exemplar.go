@@ -1,22 +1,10 @@
 package series // import "github.com/otelcol-red/otelcol-red/connector/tracemetrics/internal/series"
 
-import "go.opentelemetry.io/collector/pdata/pcommon"
+import "github.com/otelcol-red/otelcol-red/internal/exemplar"
 
-// Exemplar is a candidate exemplar: a span's IDs and duration, and whether it failed.
-type Exemplar struct {
-	TraceID pcommon.TraceID
-	SpanID  pcommon.SpanID
-	IsError bool
-	Value   float64
-}
-
-// stronger reports whether a should displace b: error spans first, then the slowest.
-func (a *Exemplar) stronger(b *Exemplar) bool {
-	if a.IsError != b.IsError {
-		return a.IsError
-	}
-	return a.Value > b.Value
-}
+// Exemplar is a candidate exemplar: a span's IDs and duration, and whether it failed; the
+// one tracegraph keeps too (internal/exemplar).
+type Exemplar = exemplar.Exemplar
 
 // OfferExemplar merges candidate e into a bounded set of limit slots of pool starting at
 // *off (-1: none yet, the slots are reserved on the first offer), *n of them filled. The
@@ -35,11 +23,11 @@ func OfferExemplar(pool *[]Exemplar, off, n *int32, limit int, e *Exemplar) {
 	}
 	weakest := 0
 	for i := 1; i < limit; i++ {
-		if slots[weakest].stronger(&slots[i]) {
+		if slots[weakest].Stronger(&slots[i]) {
 			weakest = i
 		}
 	}
-	if e.stronger(&slots[weakest]) {
+	if e.Stronger(&slots[weakest]) {
 		slots[weakest] = *e
 	}
 }
