@@ -43,7 +43,9 @@ const (
 )
 
 // deployOverlay is merged over configs/kafka-gateway.yaml (after gatewayOverlay): a series cap
-// low enough that the "ids" service overflows, exemplars on, and OpenMetrics so they are served;
+// low enough that the "ids" service overflows, exemplars on (of any span: the dashboard's panel
+// is under test here, not which spans the store keeps, so slow_threshold is 0 rather than the
+// gateway's SLOW_THRESHOLD_NS), and OpenMetrics so they are served;
 // and the service graph of the same spans (tracegraph) on the same /metrics, for the dashboard's Service graph
 // row (a graph gateway serves the same series): root SERVER spans (every SERVER span here) become
 // edges from "user", the
@@ -54,6 +56,7 @@ connectors:
     max_series: 100
     exemplars:
       enabled: true
+      slow_threshold: 0s
   tracegraph:
     metrics_flush_interval: 1s
     store:
