@@ -83,7 +83,7 @@ type halfBatch struct {
 	// counts what it saw of them (internal/latespans).
 	now  int64
 	late latespans.Counts
-	// The reducer's cursors over a request, one set per source (reducer.go), kept here rather
+	// The cursors a request is reduced with, one set per source (below), kept here rather
 	// than on the stack: calls that read attributes through traceview (filter_policies,
 	// sampling.attribute) let the compiler move them to the heap, once per request.
 	pdataCursors cursors[traceview.Pdata]
@@ -183,4 +183,19 @@ func appendAttr[S traceview.Source](b *halfBatch, attrs traceview.Attrs[S], key 
 		return text{n: absent}, false
 	}
 	return text{off: off, n: uint32(len(b.arena)) - off}, true
+}
+
+// cursors are the cursors a request is reduced with: on the resource, scope and span being read.
+type cursors[S traceview.Source] struct {
+	rs   traceview.Resource[S]
+	sc   traceview.Scope[S]
+	span traceview.Span[S]
+}
+
+// cursorsOf returns b's cursors for source S.
+func cursorsOf[S traceview.Source](b *halfBatch) *cursors[S] {
+	if traceview.IsWire[S]() {
+		return any(&b.wireCursors).(*cursors[S])
+	}
+	return any(&b.pdataCursors).(*cursors[S])
 }

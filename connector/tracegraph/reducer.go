@@ -74,21 +74,6 @@ func reduceRequest[S traceview.Source](r reducer, b *halfBatch, req traceview.Re
 	*c = cursors[S]{}
 }
 
-// cursors are reduceRequest's cursors on the resource, scope and span being reduced.
-type cursors[S traceview.Source] struct {
-	rs   traceview.Resource[S]
-	sc   traceview.Scope[S]
-	span traceview.Span[S]
-}
-
-// cursorsOf returns b's cursors for source S.
-func cursorsOf[S traceview.Source](b *halfBatch) *cursors[S] {
-	if traceview.IsWire[S]() {
-		return any(&b.wireCursors).(*cursors[S])
-	}
-	return any(&b.pdataCursors).(*cursors[S])
-}
-
 func reduceSpan[S traceview.Source](r reducer, b *halfBatch, span *traceview.Span[S], service text, res traceview.Attrs[S]) {
 	h := half{service: service, peer: text{n: absent}, db: text{n: absent}}
 	switch span.Kind() {
@@ -119,7 +104,7 @@ func reduceSpan[S traceview.Source](r reducer, b *halfBatch, span *traceview.Spa
 	} else {
 		b.backwards++
 	}
-	h.weight = weight(r, b, span.TraceState(), attrs, res)
+	h.weight = spanWeight(r, b, span.TraceState(), attrs, res)
 	h.dims = uint32(len(b.dims))
 	for _, d := range r.p.dims {
 		b.dims = append(b.dims, lookup(b, d, res, attrs))
@@ -162,9 +147,9 @@ func appendLinked[S traceview.Source](b *halfBatch, h half, span *traceview.Span
 	return n > 0
 }
 
-// weight returns a span's adjusted count from its tracestate ts, else from sampling.attribute
+// spanWeight returns a span's adjusted count from its tracestate ts, else from sampling.attribute
 // (multiplier.go) on the span's attributes or its resource's, 1 without either.
-func weight[S traceview.Source](r reducer, b *halfBatch, ts string, attrs, res traceview.Attrs[S]) float64 {
+func spanWeight[S traceview.Source](r reducer, b *halfBatch, ts string, attrs, res traceview.Attrs[S]) float64 {
 	if !r.p.weighted {
 		return 1
 	}
